@@ -1,0 +1,99 @@
+"""The frozen Plan: what changes between the project and an environment, and what to backfill."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from bot.snapshot import ChangeCategory, Snapshot, SnapshotId
+from bot.state.api import Environment, Interval
+
+
+class ChangeType(str, Enum):
+    ADDED = "added"
+    REMOVED = "removed"
+    DIRECTLY_MODIFIED = "directly_modified"
+    INDIRECTLY_MODIFIED = "indirectly_modified"
+    METADATA_UPDATED = "metadata_updated"
+
+
+class BackfillKind(str, Enum):
+    INTERVALS = "intervals"
+    FULL_REFRESH = "full_refresh"
+    RECREATE_VIEW = "recreate_view"
+
+
+@dataclass(frozen=True)
+class ModelChange:
+    """One changed model of the plan, as listed in summaries."""
+
+    name: str
+    change: ChangeType
+    category: ChangeCategory | None
+    kind: str
+    snapshot: Snapshot | None          # None only for removed models
+    previous: Snapshot | None = None   # what the environment had before
+    diff: str = ""                     # unified diff of rendered queries (directly modified only)
+    indirect_children: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """Intervals one snapshot must compute; batches already grouped by batch_size."""
+
+    snapshot_id: SnapshotId
+    kind: BackfillKind
+    intervals: tuple[Interval, ...] = ()
+    batches: tuple[Interval, ...] = ()
+    is_dev: bool = False               # forward-only preview writing to the `__dev` table
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    skip_backfill: bool = False
+    forward_only: bool = False
+    include_unmodified: bool = False
+    no_gaps: bool = False
+    start: str | None = None
+    end: str | None = None
+    execution_time: str | None = None
+    effective_from: str | None = None
+    restate_models: tuple[str, ...] = ()
+    allow_destructive_models: tuple[str, ...] = ()
+    skip_tests: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything apply needs, computed without Spark.
+
+    `snapshots` are all snapshots of the target environment after the plan (changed or not), keyed
+    by model name; `new_snapshots` those state does not hold yet. `expected_plan_id` is the target
+    environment's plan_id when the plan was computed (optimistic lock, SPEC §5).
+    """
+
+    plan_id: str
+    environment: str
+    new_environment: bool
+    expected_plan_id: str | None
+    previous_environment: Environment | None
+    snapshots: dict[str, Snapshot]
+    new_snapshots: tuple[Snapshot, ...]
+    changes: tuple[ModelChange, ...]
+    backfills: tuple[Backfill, ...]
+    restatements: dict[SnapshotId, Interval] = field(default_factory=dict)
+    options: PlanOptions = PlanOptions()
+    start: int = 0                     # epoch ms
+    end: int = 0                       # epoch ms, exclusive
+    execution_time: int = 0            # epoch ms
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changes) or bool(self.restatements)
+
+    @property
+    def requires_backfill(self) -> bool:
+        return any(b.intervals or b.kind is not BackfillKind.INTERVALS for b in self.backfills)
+
+    def change_for(self, name: str) -> ModelChange | None:
+        return next((c for c in self.changes if c.name == name), None)

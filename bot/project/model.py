@@ -1,0 +1,164 @@
+"""Frozen value types for a loaded model: its kind, its audits and its SQL, fields only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+
+class KindName(str, Enum):
+    """The model kinds SQLMesh defines; the value is the spelling used in MODEL headers."""
+
+    FULL = "FULL"
+    VIEW = "VIEW"
+    INCREMENTAL_BY_TIME_RANGE = "INCREMENTAL_BY_TIME_RANGE"
+    INCREMENTAL_BY_UNIQUE_KEY = "INCREMENTAL_BY_UNIQUE_KEY"
+    SCD_TYPE_2_BY_TIME = "SCD_TYPE_2_BY_TIME"
+    SCD_TYPE_2_BY_COLUMN = "SCD_TYPE_2_BY_COLUMN"
+    SEED = "SEED"
+    EXTERNAL = "EXTERNAL"
+    EMBEDDED = "EMBEDDED"
+
+    @property
+    def is_incremental(self) -> bool:
+        return self in (KindName.INCREMENTAL_BY_TIME_RANGE, KindName.INCREMENTAL_BY_UNIQUE_KEY,
+                        KindName.SCD_TYPE_2_BY_TIME, KindName.SCD_TYPE_2_BY_COLUMN)
+
+    @property
+    def is_materialized(self) -> bool:
+        """True when the kind owns a physical table or view (EXTERNAL and EMBEDDED do not)."""
+        return self not in (KindName.EXTERNAL, KindName.EMBEDDED)
+
+
+class OnDestructiveChange(str, Enum):
+    ERROR = "error"
+    WARN = "warn"
+    ALLOW = "allow"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind with its properties; properties that do not apply to the kind keep their defaults."""
+
+    name: KindName = KindName.VIEW
+    # INCREMENTAL_BY_TIME_RANGE
+    time_column: str | None = None
+    time_column_format: str = "%Y-%m-%d"
+    batch_size: int | None = None
+    lookback: int = 0
+    forward_only: bool = False
+    disable_restatement: bool = False
+    on_destructive_change: OnDestructiveChange = OnDestructiveChange.ERROR
+    # INCREMENTAL_BY_UNIQUE_KEY and SCD_TYPE_2_*
+    unique_key: tuple[str, ...] = ()
+    # SCD_TYPE_2_*
+    valid_from_name: str = "valid_from"
+    valid_to_name: str = "valid_to"
+    updated_at_name: str = "updated_at"
+    scd_columns: tuple[str, ...] = ()  # BY_COLUMN: columns whose change opens a new version; ("*",) = all
+    invalidate_hard_deletes: bool = False
+    # VIEW
+    materialized: bool = False
+    # SEED
+    seed_path: str | None = None
+    csv_settings: tuple[tuple[str, Any], ...] = ()
+
+    def data_properties(self) -> dict[str, Any]:
+        """Properties that decide the data; they enter the data hash."""
+        props: dict[str, Any] = {"name": self.name.value}
+        if self.name is KindName.INCREMENTAL_BY_TIME_RANGE:
+            props.update(time_column=self.time_column, time_column_format=self.time_column_format)
+        if self.unique_key:
+            props["unique_key"] = list(self.unique_key)
+        if self.name in (KindName.SCD_TYPE_2_BY_TIME, KindName.SCD_TYPE_2_BY_COLUMN):
+            props.update(valid_from_name=self.valid_from_name, valid_to_name=self.valid_to_name,
+                         updated_at_name=self.updated_at_name, scd_columns=list(self.scd_columns),
+                         invalidate_hard_deletes=self.invalidate_hard_deletes)
+        if self.name is KindName.VIEW:
+            props["materialized"] = self.materialized
+        if self.name is KindName.SEED:
+            props["csv_settings"] = [list(item) for item in self.csv_settings]
+        return props
+
+    def metadata_properties(self) -> dict[str, Any]:
+        """Properties that change how, not what, is computed; they enter the metadata hash."""
+        return {
+            "batch_size": self.batch_size,
+            "lookback": self.lookback,
+            "forward_only": self.forward_only,
+            "disable_restatement": self.disable_restatement,
+            "on_destructive_change": self.on_destructive_change.value,
+        }
+
+
+@dataclass(frozen=True)
+class AuditRef:
+    """An audit attached to a model: `not_null(columns := (id))`; args are SQL text in Spark dialect."""
+
+    name: str
+    args: tuple[tuple[str, str], ...] = ()
+    blocking: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """One model of the project as written, before rendering.
+
+    `name` is normalized: lowercase, `schema.table` (or `catalog.schema.table`); `default` schema
+    when the header gives none. `query` is parsed in the model's own `dialect`; rendering
+    (bot.project.render) expands macros and transpiles to Spark SQL.
+    """
+
+    name: str
+    kind: Kind
+    dialect: str
+    path: Path
+    query: exp.Expression | None = None          # None for SEED, EXTERNAL and Python models
+    query_text: str = ""                         # source text of the query, for diffs and errors
+    pre_statements: tuple[exp.Expression, ...] = ()
+    post_statements: tuple[exp.Expression, ...] = ()
+    cron: str = "@daily"
+    start: str | None = None
+    end: str | None = None
+    grains: tuple[str, ...] = ()
+    audits: tuple[AuditRef, ...] = ()
+    owner: str | None = None
+    tags: tuple[str, ...] = ()
+    description: str | None = None
+    column_descriptions: tuple[tuple[str, str], ...] = ()
+    columns: tuple[tuple[str, str], ...] = ()    # declared (name, Spark type), in order
+    partitioned_by: tuple[str, ...] = ()
+    physical_properties: tuple[tuple[str, str], ...] = ()
+    depends_on_explicit: tuple[str, ...] = ()
+    depends_on: frozenset[str] = field(default_factory=frozenset)  # parents found in the SQL plus explicit
+    enabled: bool = True
+    python_source: str | None = None             # Python models: source of the module defining it
+    python_entrypoint: str | None = None         # Python models: function name
+    seed_content_hash: str | None = None         # SEED: sha256 of the CSV bytes
+    seed_abs_path: Path | None = None
+    line: int = 1                                # line of the MODEL header in `path`
+
+    @property
+    def is_python(self) -> bool:
+        return self.python_entrypoint is not None
+
+    @property
+    def schema_name(self) -> str:
+        return self.name.split(".")[-2]
+
+    @property
+    def table_name(self) -> str:
+        return self.name.split(".")[-1]
+
+    @property
+    def catalog_name(self) -> str | None:
+        parts = self.name.split(".")
+        return parts[0] if len(parts) == 3 else None
+
+    @property
+    def interval_unit_cron(self) -> str:
+        return self.cron

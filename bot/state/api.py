@@ -1,0 +1,107 @@
+"""What the rest of meshbot may ask of state: Environment values and the StateSync protocol."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Protocol
+
+from bot.snapshot import Snapshot, SnapshotId
+
+Interval = tuple[int, int]  # [start, end) in epoch milliseconds, UTC
+
+
+@dataclass(frozen=True)
+class EnvironmentSnapshot:
+    """What an environment needs to know of each snapshot to build its views."""
+
+    name: str
+    identifier: str
+    version: str
+    kind: str
+    table_name: str            # the physical table the environment's view selects from
+
+    @property
+    def snapshot_id(self) -> SnapshotId:
+        return SnapshotId(self.name, self.identifier)
+
+
+@dataclass(frozen=True)
+class Environment:
+    name: str
+    snapshots: tuple[EnvironmentSnapshot, ...]
+    plan_id: str
+    previous_plan_id: str | None = None
+    start: str | None = None
+    end: str | None = None
+    expiration_ts: int | None = None   # epoch ms; None for prod
+    finalized_ts: int | None = None
+    suffix_target: str = "schema"
+
+    @property
+    def is_prod(self) -> bool:
+        return self.name == "prod"
+
+    def by_name(self) -> dict[str, EnvironmentSnapshot]:
+        return {s.name: s for s in self.snapshots}
+
+
+@dataclass(frozen=True)
+class IntervalRecord:
+    name: str
+    version: str
+    start: int
+    end: int
+    is_dev: bool = False
+    is_removed: bool = False
+
+
+@dataclass
+class SnapshotIntervals:
+    """Intervals recorded for one (name, version); dev intervals belong to `__dev` preview tables."""
+
+    name: str
+    version: str
+    intervals: list[Interval] = field(default_factory=list)
+    dev_intervals: list[Interval] = field(default_factory=list)
+
+
+class StateReader(Protocol):
+    def get_environment(self, name: str) -> Environment | None: ...
+
+    def get_environments(self) -> list[Environment]: ...
+
+    def get_snapshots(self, ids: Iterable[SnapshotId]) -> dict[SnapshotId, Snapshot]: ...
+
+    def get_snapshots_by_version(self, name_versions: Iterable[tuple[str, str]]) -> list[Snapshot]: ...
+
+    def get_intervals(self, name_versions: Iterable[tuple[str, str]]) -> dict[tuple[str, str], SnapshotIntervals]: ...
+
+    def schema_version(self) -> int: ...
+
+
+class StateSync(StateReader, Protocol):
+    def push_snapshots(self, snapshots: Iterable[Snapshot]) -> None: ...
+
+    def add_interval(self, name: str, version: str, interval: Interval, *, is_dev: bool = False) -> None: ...
+
+    def remove_intervals(self, name: str, version: str, interval: Interval, *, is_dev: bool = False) -> None: ...
+
+    def promote(self, environment: Environment, *, expected_plan_id: str | None) -> None:
+        """Replace the environment row in one transaction.
+
+        Locks the row (SELECT ... FOR UPDATE on PostgreSQL); raises ConflictError when the stored
+        plan_id is not `expected_plan_id` (None means: the environment must not exist yet).
+        """
+        ...
+
+    def finalize(self, environment_name: str, plan_id: str) -> None: ...
+
+    def invalidate_environment(self, name: str) -> None: ...
+
+    def delete_environment(self, name: str) -> None: ...
+
+    def delete_snapshots(self, ids: Iterable[SnapshotId]) -> None: ...
+
+    def migrate(self) -> int: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,78 @@
+"""Shared fixtures: one real local Spark session per test run, real SQLite and PostgreSQL, shared data."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+POSTGRES = dict(host="127.0.0.1", port=5432, user="postgres", database="test")
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip("../shared is absent")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def spark_state_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("spark_state")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_state_dir):
+    """The single SparkSession of this test run; every Context in the process reuses it."""
+    from bot.project.config import SparkConnection
+    from bot.spark.session import get_session, stop_session
+
+    session = get_session(SparkConnection(master="local[2]",
+                                          config=(("spark.sql.shuffle.partitions", "2"),
+                                                  ("spark.default.parallelism", "2"))),
+                          state_dir=spark_state_dir)
+    yield session
+    stop_session()
+
+
+@pytest.fixture
+def clean_catalog(spark):
+    """Drop every database a test created, so tests sharing the session do not see each other."""
+    before = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
+    yield spark
+    after = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
+    for name in sorted(after - before):
+        spark.sql(f"DROP DATABASE IF EXISTS `{name}` CASCADE")
+
+
+@pytest.fixture
+def postgres_schema():
+    """A fresh PostgreSQL schema on the machine's server, dropped after the test.
+
+    Returns a dict usable as a `state_connection` in config.yaml (plus `schema`).
+    """
+    import sqlalchemy as sa
+
+    schema = f"meshbot_test_{uuid.uuid4().hex[:10]}"
+    url = sa.engine.URL.create("postgresql+psycopg2", username=POSTGRES["user"],
+                               host=POSTGRES["host"], port=POSTGRES["port"],
+                               database=POSTGRES["database"])
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    yield {"type": "postgres", **POSTGRES, "schema": schema}
+    with engine.begin() as conn:
+        conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _no_github_env(monkeypatch):
+    """Tests never inherit a real GitHub Actions environment from the machine running them."""
+    for key in list(os.environ):
+        if key.startswith("GITHUB_"):
+            monkeypatch.delenv(key, raising=False)
