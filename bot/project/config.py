@@ -29,6 +29,7 @@ class StateConnection:
     port: int = 5432
     user: str | None = None
     password: str | None = field(default=None, repr=False)
+    schema: str | None = None   # PostgreSQL schema for the state tables (default: public)
 
 
 @dataclass(frozen=True)
