@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from bot.errors import PlanError
 from bot.plan.definition import Plan, PlanOptions
+from bot.project.config import Gateway, ProjectConfig
+from bot.project.model import Model
+from bot.snapshot import Snapshot, normalize_environment
 from bot.state.api import Environment
+
+if TYPE_CHECKING:
+    from bot.project.loader import Project
+    from bot.spark.engine import SparkEngine
+    from bot.state.store import SqlStateSync
+
+ProgressCallback = Callable[[str, int, int], None]   # (message, done, total)
 
 
 @dataclass(frozen=True)
@@ -17,53 +29,149 @@ class ApplyResult:
     evaluated: tuple[tuple[str, int, int], ...]   # (model, start ms, end ms) batches computed
     views_created: int
     skipped_backfill: bool = False
-
-
-ProgressCallback = Callable[[str, int, int], None]   # (message, done, total)
+    audit_warnings: tuple[Any, ...] = ()
 
 
 class Context:
-    """Composition root: loads the project lazily, builds state and Spark only when needed.
+    """Composition root: loads the project lazily; state and Spark start only when first needed.
 
-    Interface (implemented incrementally):
-      plan(environment="prod", options=PlanOptions()) -> Plan           # never starts Spark
-      apply(plan, progress=None) -> ApplyResult
-      run(environment="prod", execution_time=None) -> ApplyResult
-      test(patterns=(), files=()) -> bot.quality TestSuiteResult
-      audit(models=(), start=None, end=None) -> bot.quality AuditReport
-      table_diff(source, target, model, on=(), skip=(), where=None, decimals=3,
-                 show_sample=False, limit=20) -> bot.diff TableDiffResult
-      invalidate(environment, sync=False) -> None
-      janitor(ignore_ttl=False) -> JanitorResult
-      environments() -> list[Environment]
-      fetchdf(sql) -> list[dict]
-      render(model, start=None, end=None) -> str
-      close() -> None
+    Planning (`plan`) reads project files and state only; Spark starts on `apply`, `run`, `test`,
+    `audit`, `table_diff`, `fetchdf` and `evaluate`.
     """
 
     def __init__(self, path: str | Path = ".", *, gateway: str | None = None) -> None:
         self.path = Path(path).resolve()
         self.gateway_name = gateway
 
+    # -- lazily built parts -------------------------------------------------------------
+    @cached_property
+    def config(self) -> ProjectConfig:
+        from bot.project.config import load_config
+
+        return load_config(self.path)
+
+    @cached_property
+    def gateway(self) -> Gateway:
+        return self.config.gateway(self.gateway_name)
+
+    @cached_property
+    def project(self) -> "Project":
+        from bot.project.loader import load_project
+
+        return load_project(self.path, config=self.config)
+
+    @property
+    def models(self) -> dict[str, Model]:
+        return self.project.models
+
+    @cached_property
+    def state(self) -> "SqlStateSync":
+        from bot.state.connect import connect_state
+
+        return connect_state(self.gateway.state_connection, project_root=self.path)
+
+    @cached_property
+    def engine(self) -> "SparkEngine":
+        from bot.spark.engine import SparkEngine
+        from bot.spark.session import get_session
+
+        return SparkEngine(get_session(self.gateway.connection, state_dir=self.path / ".meshbot"))
+
+    # -- plans --------------------------------------------------------------------------
     def plan(self, environment: str = "prod", *, options: PlanOptions = PlanOptions()) -> Plan:
-        raise NotImplementedError
+        """Compute (never apply) the plan that brings `environment` to the project's state."""
+        from bot.plan.builder import build_plan
+        from bot.project.timeutil import now_ms, to_ms
+
+        env = normalize_environment(environment)
+        if not env:
+            raise PlanError("environment name is empty")
+        now = to_ms(options.execution_time) if options.execution_time else now_ms()
+        return build_plan(project_models=self.models, dag=self.project.dag,
+                          rendered=self.rendered_queries(), state=self.state, environment=env,
+                          options=options, config=self.config, now_ms=now)
+
+    def rendered_queries(self) -> dict[str, str]:
+        """Every SQL model rendered at the reference interval, for fingerprints and diffs."""
+        from bot.project.render import normalized_query_sql
+
+        return {name: normalized_query_sql(model, variables=self.config.variables,
+                                           models=self.models, gateway=self.gateway.name)
+                for name, model in self.models.items() if model.query is not None}
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
-        raise NotImplementedError
+        """Apply a plan: tables, backfill (unless skipped), promotion, views (SPEC §5 order)."""
+        from bot.plan.evaluator import PlanEvaluator
+        from bot.plan.runner import SparkRunner
+        from bot.project.timeutil import to_ms
 
+        runner = SparkRunner(engine=self.engine, context_models=self.models, config=self.config,
+                             gateway=self.gateway.name, audits=self.project.audits)
+        ttl = to_ms(self.config.environment_ttl, relative_base=0)
+        evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
+                                  environment_ttl_ms=ttl, progress=progress)
+        log = evaluator.apply(plan)
+        return ApplyResult(plan_id=plan.plan_id, environment=plan.environment,
+                           evaluated=tuple(log.evaluated), views_created=log.views_created,
+                           skipped_backfill=plan.options.skip_backfill,
+                           audit_warnings=tuple(log.audit_warnings))
+
+    # -- environments -------------------------------------------------------------------
     def environments(self) -> list[Environment]:
-        raise NotImplementedError
+        return self.state.get_environments()
 
     def invalidate(self, environment: str, *, sync: bool = False) -> None:
-        raise NotImplementedError
+        env = normalize_environment(environment)
+        if env == "prod":
+            raise PlanError("`prod` cannot be invalidated")
+        if self.state.get_environment(env) is None:
+            raise PlanError(f"environment `{env}` does not exist")
+        self.state.invalidate_environment(env)
+        if sync:
+            self.janitor(ignore_ttl=False)
 
-    def table_diff(self, source: str, target: str, model: str, *, on: Sequence[str] = (),
-                   skip: Sequence[str] = (), where: str | None = None, decimals: int = 3,
-                   show_sample: bool = False, limit: int = 20) -> Any:
-        raise NotImplementedError
+    def janitor(self, *, ignore_ttl: bool = False) -> Any:
+        from bot.plan.janitor import run_janitor
 
-    def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> Any:
-        raise NotImplementedError
+        return run_janitor(state=self.state, engine=self.engine, ignore_ttl=ignore_ttl)
+
+    # -- data ---------------------------------------------------------------------------
+    def fetchdf(self, sql: str, *, limit: int | None = None) -> list[dict[str, Any]]:
+        return self.engine.fetch(sql, limit=limit)
+
+    def render(self, model_name: str, *, start: str | None = None, end: str | None = None,
+               environment: str = "prod") -> str:
+        """The model's query as Spark SQL for [start, end], reading the environment's views."""
+        from bot.project.render import render_sql
+        from bot.project.timeutil import to_ms
+        from bot.snapshot import view_name
+
+        model = self.model(model_name)
+        env = normalize_environment(environment)
+        start_ms = to_ms(start) if start else None
+        end_ms = to_ms(end) + 86_400_000 if end else None
+        mapping = {name: view_name(name, env) for name in self.models}
+        return render_sql(model, start=start_ms, end=end_ms, variables=self.config.variables,
+                          table_mapping=mapping, models=self.models, gateway=self.gateway.name)
+
+    def model(self, name: str) -> Model:
+        from bot.project.loader import normalize_model_name
+
+        key = normalize_model_name(name)
+        if key not in self.models:
+            raise PlanError(f"unknown model `{name}`; known models: "
+                            + ", ".join(sorted(self.models)[:20]))
+        return self.models[key]
+
+    def snapshot_in(self, environment: str, model_name: str) -> Snapshot:
+        env = self.state.get_environment(normalize_environment(environment))
+        if env is None:
+            raise PlanError(f"environment `{environment}` does not exist")
+        entry = env.by_name().get(self.model(model_name).name)
+        if entry is None:
+            raise PlanError(f"model `{model_name}` is not in environment `{env.name}`")
+        return self.state.get_snapshots([entry.snapshot_id])[entry.snapshot_id]
 
     def close(self) -> None:
-        pass
+        if "state" in self.__dict__:
+            self.state.close()

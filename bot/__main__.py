@@ -1,0 +1,5 @@
+"""`python -m bot` runs the meshbot command line."""
+
+from bot.cli import main
+
+main()

@@ -1,0 +1,196 @@
+"""Command line: argument parsing and wiring to the Context; every BotError exits 1 without a traceback."""
+
+from __future__ import annotations
+
+import sys
+from functools import wraps
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from bot.context import Context
+from bot.errors import BotError
+from bot.plan.definition import PlanOptions
+from bot.report.console import TerminalReporter
+
+
+def _handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except BotError as exc:
+            TerminalReporter().error(str(exc))
+            sys.exit(1)
+        except KeyboardInterrupt:
+            TerminalReporter().error("interrupted; rerun the same command to resume")
+            sys.exit(130)
+    return wrapper
+
+
+def _context(ctx: click.Context) -> Context:
+    return ctx.find_object(Context)  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-p", "--path", "path", default=".", type=click.Path(file_okay=False),
+              help="Project directory (default: current directory).")
+@click.option("--gateway", default=None, help="Gateway from config.yaml (default: default_gateway).")
+@click.version_option(package_name="meshbot")
+@click.pass_context
+def cli(ctx: click.Context, path: str, gateway: str | None) -> None:
+    """meshbot: SQLMesh-compatible transformations on Spark with virtual data environments."""
+    context = Context(path, gateway=gateway)
+    ctx.obj = context
+    ctx.call_on_close(context.close)
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@_handle_errors
+def init(directory: str) -> None:
+    """Write the example project into DIRECTORY."""
+    from bot.project.example import write_example
+
+    write_example(Path(directory))
+    click.echo(f"Example project written to {directory}")
+
+
+@cli.command()
+@click.pass_context
+@_handle_errors
+def info(ctx: click.Context) -> None:
+    """Models, gateway and state of the project."""
+    context = _context(ctx)
+    reporter = TerminalReporter()
+    reporter.text(f"Project: {context.path}")
+    reporter.text(f"Gateway: {context.gateway.name}")
+    reporter.text(f"Models: {len(context.models)}")
+    reporter.text(f"State: {context.gateway.state_connection.type} (schema version "
+                  f"{context.state.schema_version()})")
+    reporter.text(f"Environments: {', '.join(e.name for e in context.environments()) or 'none'}")
+
+
+@cli.command()
+@click.argument("model")
+@click.option("--start", default=None)
+@click.option("--end", default=None)
+@click.option("--environment", default="prod", show_default=True)
+@click.pass_context
+@_handle_errors
+def render(ctx: click.Context, model: str, start: str | None, end: str | None, environment: str) -> None:
+    """Print MODEL's query rendered as Spark SQL."""
+    click.echo(_context(ctx).render(model, start=start, end=end, environment=environment))
+
+
+@cli.command()
+@click.argument("environment", required=False, default="prod")
+@click.option("--explain", is_flag=True, help="Show the plan; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON; change nothing.")
+@click.option("--auto-apply", is_flag=True, help="Apply without asking.")
+@click.option("--no-prompts", is_flag=True, help="Never ask; with --auto-apply applies, else only shows.")
+@click.option("--skip-backfill", is_flag=True)
+@click.option("--skip-tests", is_flag=True)
+@click.option("--forward-only", is_flag=True)
+@click.option("--allow-destructive-model", multiple=True)
+@click.option("--effective-from", default=None)
+@click.option("--restate-model", "-r", multiple=True)
+@click.option("--include-unmodified", is_flag=True)
+@click.option("--no-gaps", is_flag=True)
+@click.option("--start", "-s", default=None)
+@click.option("--end", "-e", default=None)
+@click.option("--execution-time", default=None)
+@click.pass_context
+@_handle_errors
+def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, auto_apply: bool,
+         no_prompts: bool, **flags: Any) -> None:
+    """Plan ENVIRONMENT (default prod) against the project, and apply it."""
+    from bot.plan.explain import plan_summary_text, plan_to_json
+
+    context = _context(ctx)
+    options = PlanOptions(
+        skip_backfill=flags["skip_backfill"], forward_only=flags["forward_only"],
+        include_unmodified=flags["include_unmodified"], no_gaps=flags["no_gaps"],
+        start=flags["start"], end=flags["end"], execution_time=flags["execution_time"],
+        effective_from=flags["effective_from"], restate_models=tuple(flags["restate_model"]),
+        allow_destructive_models=tuple(flags["allow_destructive_model"]),
+        skip_tests=flags["skip_tests"])
+    the_plan = context.plan(environment, options=options)
+    reporter = TerminalReporter(json_mode=as_json)
+    if as_json:
+        reporter.json(plan_to_json(the_plan))
+        return
+    reporter.text(plan_summary_text(the_plan))
+    if explain or not the_plan.has_changes and not the_plan.requires_backfill and \
+            the_plan.previous_environment is not None:
+        return
+    if not auto_apply:
+        if no_prompts or not reporter.interactive:
+            reporter.text("Run with --auto-apply to apply this plan.")
+            return
+        if not click.confirm("Apply - Backfill Tables?", default=False):
+            return
+    _apply(context, the_plan, reporter, run_tests=not flags["skip_tests"])
+
+
+def _apply(context: Context, the_plan: Any, reporter: TerminalReporter, *, run_tests: bool) -> None:
+    with reporter.progress("Backfilling") as progress:
+        result = context.apply(the_plan, progress=progress)
+    for warning in result.audit_warnings:
+        reporter.warning(getattr(warning, "message", str(warning)))
+    reporter.text(f"Environment `{result.environment}` updated: {len(result.evaluated)} batch(es) "
+                  f"evaluated, {result.views_created} view(s) in place.")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@_handle_errors
+def environments(ctx: click.Context, as_json: bool) -> None:
+    """List environments."""
+    envs = _context(ctx).environments()
+    rows = [{"name": e.name, "snapshot_count": len(e.snapshots), "expires_at": _iso(e.expiration_ts),
+             "finalized_at": _iso(e.finalized_ts)} for e in envs]
+    reporter = TerminalReporter(json_mode=as_json)
+    reporter.json(rows) if as_json else reporter.table(rows)
+
+
+@cli.command()
+@click.argument("sql")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--limit", type=int, default=None)
+@click.pass_context
+@_handle_errors
+def fetchdf(ctx: click.Context, sql: str, as_json: bool, limit: int | None) -> None:
+    """Run SQL on the gateway's Spark and print the rows."""
+    rows = _context(ctx).fetchdf(sql, limit=limit)
+    reporter = TerminalReporter(json_mode=as_json)
+    reporter.json(rows) if as_json else reporter.table(rows)
+
+
+@cli.command()
+@click.argument("environment")
+@click.option("--sync", is_flag=True, help="Drop the environment's views now.")
+@click.pass_context
+@_handle_errors
+def invalidate(ctx: click.Context, environment: str, sync: bool) -> None:
+    """Mark ENVIRONMENT expired (the janitor removes it)."""
+    _context(ctx).invalidate(environment, sync=sync)
+    click.echo(f"Environment `{environment}` invalidated.")
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="meshbot")
+
+
+if __name__ == "__main__":
+    main()

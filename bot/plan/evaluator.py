@@ -1,0 +1,187 @@
+"""Apply a Plan: create tables, backfill batch by batch, promote the environment, swap its views."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Protocol, Sequence
+
+from bot.errors import BotError, EngineError, QualityError
+from bot.plan.definition import Backfill, BackfillKind, Plan
+from bot.project.model import KindName, Model
+from bot.snapshot import Snapshot, SnapshotId, view_name
+from bot.state.api import Environment, EnvironmentSnapshot, Interval, StateSync
+
+ProgressCallback = Callable[[str, int, int], None]
+
+
+class BatchRunner(Protocol):
+    """What the evaluator needs from the Spark side; implemented by bot.context's SparkRunner."""
+
+    def ensure_schemas(self, schemas: Iterable[str]) -> None: ...
+
+    def create_physical(self, snapshot: Snapshot, model: Model, *, table: str,
+                        table_mapping: Mapping[str, str]) -> None: ...
+
+    def evaluate(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
+                 table_mapping: Mapping[str, str], execution_time: int) -> None: ...
+
+    def audit(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
+              execution_time: int) -> Sequence[object]: ...
+
+    def replace_views(self, views: Mapping[str, str]) -> None: ...
+
+    def drop_views(self, views: Iterable[str]) -> None: ...
+
+
+@dataclass
+class ApplyLog:
+    """What an apply did, for summaries; evaluated holds (model, start ms, end ms)."""
+
+    evaluated: list[tuple[str, int, int]] = field(default_factory=list)
+    views_created: int = 0
+    audit_warnings: list[object] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlanEvaluator:
+    """Runs a Plan's stages in SPEC §5 order; every finished batch is recorded at once so reruns resume."""
+
+    state: StateSync
+    runner: BatchRunner
+    models_for: Callable[[Snapshot], Model]
+    environment_ttl_ms: int = 7 * 86_400_000
+    progress: ProgressCallback | None = None
+
+    def apply(self, plan: Plan) -> ApplyLog:
+        log = ApplyLog()
+        self.state.push_snapshots(plan.new_snapshots)
+        mapping = self.table_mapping(plan)
+        self._create_tables(plan, mapping)
+        if not plan.options.skip_backfill:
+            self._restate(plan)
+            self._backfill(plan, mapping, log)
+        environment = self.environment_for(plan)
+        self.state.promote(environment, expected_plan_id=plan.expected_plan_id)
+        log.views_created = self._swap_views(plan, environment)
+        self.state.finalize(plan.environment, plan.plan_id)
+        return log
+
+    def table_mapping(self, plan: Plan) -> dict[str, str]:
+        """Model name → the physical table its readers use in this plan (dev previews read `__dev`)."""
+        dev_ids = {b.snapshot_id for b in plan.backfills if b.is_dev}
+        return {name: (s.dev_table_name if s.snapshot_id in dev_ids else s.table_name)
+                for name, s in plan.snapshots.items()}
+
+    def environment_for(self, plan: Plan) -> Environment:
+        mapping = self.table_mapping(plan)
+        previous = plan.previous_environment
+        return Environment(
+            name=plan.environment,
+            snapshots=tuple(
+                EnvironmentSnapshot(name=s.name, identifier=s.identifier, version=s.version,
+                                    kind=s.kind, table_name=mapping[s.name])
+                for s in sorted(plan.snapshots.values(), key=lambda s: s.name)
+                if s.kind != KindName.EMBEDDED.value
+            ),
+            plan_id=plan.plan_id,
+            previous_plan_id=previous.plan_id if previous else None,
+            expiration_ts=None if plan.environment == "prod" else plan.execution_time + self.environment_ttl_ms,
+        )
+
+    def _create_tables(self, plan: Plan, mapping: Mapping[str, str]) -> None:
+        targets = [(s, mapping[s.name]) for s in self._ordered(plan, plan.snapshots.values())
+                   if s.kind not in (KindName.EXTERNAL.value, KindName.EMBEDDED.value)]
+        self.runner.ensure_schemas({table.rsplit(".", 1)[0] for _, table in targets})
+        for snapshot, table in targets:
+            self.runner.create_physical(snapshot, self.models_for(snapshot), table=table,
+                                        table_mapping=mapping)
+
+    def _restate(self, plan: Plan) -> None:
+        for snapshot_id, interval in plan.restatements.items():
+            snapshot = plan.snapshots.get(snapshot_id.name)
+            if snapshot is not None:
+                self.state.remove_intervals(snapshot.name, snapshot.version, interval)
+
+    def _backfill(self, plan: Plan, mapping: Mapping[str, str], log: ApplyLog) -> None:
+        by_id = {s.snapshot_id: s for s in plan.snapshots.values()}
+        work = [(by_id[b.snapshot_id], b) for b in plan.backfills if b.snapshot_id in by_id]
+        order = {s.name: i for i, s in enumerate(self._ordered(plan, [s for s, _ in work]))}
+        work.sort(key=lambda item: order[item[0].name])
+        total = sum(len(b.batches) for _, b in work)
+        done = 0
+        for snapshot, backfill in work:
+            model = self.models_for(snapshot)
+            table = mapping[snapshot.name]
+            for batch in backfill.batches:
+                self._run_batch(plan, snapshot, model, table=table, batch=batch,
+                                mapping=mapping, backfill=backfill, log=log)
+                done += 1
+                if self.progress:
+                    self.progress(f"{snapshot.name} {_fmt(batch)}", done, total)
+
+    def _run_batch(self, plan: Plan, snapshot: Snapshot, model: Model, *, table: str,
+                   batch: Interval, mapping: Mapping[str, str], backfill: Backfill,
+                   log: ApplyLog) -> None:
+        try:
+            self.runner.evaluate(snapshot, model, table=table, interval=batch,
+                                 table_mapping=mapping, execution_time=plan.execution_time)
+        except BotError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many Java/Python types
+            raise EngineError(f"model `{snapshot.name}` failed for {_fmt(batch)}: "
+                              f"{_first_line(exc)}") from exc
+        results = self.runner.audit(snapshot, model, table=table, interval=batch,
+                                    execution_time=plan.execution_time)
+        blocking = [r for r in results if getattr(r, "blocking", True) and getattr(r, "violation_count", 0)]
+        if blocking:
+            raise QualityError(
+                "; ".join(getattr(r, "message", str(r)) for r in blocking), failures=tuple(blocking))
+        log.audit_warnings.extend(r for r in results if getattr(r, "violation_count", 0))
+        if backfill.kind is not BackfillKind.RECREATE_VIEW:
+            self.state.add_interval(snapshot.name, snapshot.version, batch, is_dev=backfill.is_dev)
+        log.evaluated.append((snapshot.name, batch[0], batch[1]))
+
+    def _swap_views(self, plan: Plan, environment: Environment) -> int:
+        views = {view_name(s.name, plan.environment): s.table_name for s in environment.snapshots
+                 if s.kind != KindName.EXTERNAL.value}
+        self.runner.replace_views(views)
+        previous = plan.previous_environment
+        if previous:
+            current = {s.name for s in environment.snapshots}
+            stale = [view_name(s.name, plan.environment) for s in previous.snapshots
+                     if s.name not in current and s.kind != KindName.EXTERNAL.value]
+            self.runner.drop_views(stale)
+        return len(views)
+
+    def _ordered(self, plan: Plan, snapshots: Iterable[Snapshot]) -> list[Snapshot]:
+        """Parents before children, following the snapshots' recorded parents."""
+        pending = {s.name: s for s in snapshots}
+        ordered: list[Snapshot] = []
+        seen: set[str] = set()
+
+        def visit(name: str) -> None:
+            if name in seen or name not in pending:
+                return
+            seen.add(name)
+            for parent in pending[name].parents:
+                visit(parent.name)
+            ordered.append(pending[name])
+
+        for name in sorted(pending):
+            visit(name)
+        return ordered
+
+
+def _fmt(interval: Interval) -> str:
+    start, end = (time.strftime("%Y-%m-%d %H:%M", time.gmtime(v / 1000)) for v in interval)
+    return f"[{start}, {end})"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "JVM stacktrace")):
+            return line[:500]
+    return type(exc).__name__
