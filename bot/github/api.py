@@ -1,0 +1,56 @@
+"""What runners need from GitHub and from the engine, as small Protocols plus the values they exchange."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+from bot.github.event import PullRequest, Review
+
+MARKER_PREFIX = "<!-- meshbot:pr-comment"
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+
+
+def comment_marker(gateway: str | None) -> str:
+    """The hidden HTML marker that identifies the bot's PR comment (one per gateway)."""
+    return f"{MARKER_PREFIX} gateway={gateway or 'default'} -->"
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """One check run as posted: conclusion None while in progress."""
+
+    name: str
+    head_sha: str
+    status: str                      # queued, in_progress, completed
+    conclusion: str | None = None    # success, failure, neutral, skipped, action_required, cancelled
+    title: str = ""
+    summary: str = ""
+    text: str = ""
+
+
+class GithubPort(Protocol):
+    """The GitHub operations the bot performs, in domain terms (real client or local folder)."""
+
+    def upsert_comment(self, number: int, body: str, *, marker: str) -> int: ...
+    def find_comment(self, number: int, *, marker: str) -> tuple[int, str] | None: ...
+    def create_check(self, check: CheckRun) -> int: ...
+    def update_check(self, check_id: int, check: CheckRun) -> None: ...
+    def list_reviews(self, number: int) -> list[Review]: ...
+    def permission(self, username: str) -> str: ...
+    def is_team_member(self, org: str, team_slug: str, username: str) -> bool: ...
+    def add_reaction(self, comment_id: int, content: str) -> None: ...
+    def pull_request(self, number: int) -> PullRequest: ...
+    def pulls_for_commit(self, sha: str) -> list[PullRequest]: ...
+    def changed_files(self, number: int) -> list[str]: ...
+
+
+class EngineContext(Protocol):
+    """The slice of bot.context.Context the runners call (no Spark or state imports here)."""
+
+    def plan(self, environment: str = "prod", *, options: Any = ...) -> Any: ...
+    def apply(self, plan: Any, *, progress: Any = None) -> Any: ...
+    def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> Any: ...
+    def table_diff(self, source: str, target: str, model: str, **kwargs: Any) -> Any: ...
+    def invalidate(self, environment: str, *, sync: bool = False) -> None: ...
+    def environments(self) -> list[Any]: ...

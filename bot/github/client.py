@@ -1,0 +1,175 @@
+"""The only PyGithub user: domain-typed GitHub calls with retries on 5xx and rate limits."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, TypeVar
+
+import github
+from github import Auth, GithubException
+
+from bot.errors import GithubError
+from bot.github.api import CheckRun
+from bot.github.event import PullRequest, Repo, Review
+
+T = TypeVar("T")
+MAX_WAIT_SECONDS = 900.0
+
+
+class GithubClient:
+    """GitHub REST through PyGithub; every call retried on 5xx, 429 and rate-limit 403s.
+
+    `sleep` and `clock` are injectable so tests never wait. The token is never part of repr or errors.
+    """
+
+    def __init__(self, *, token: str, repo: Repo, api_url: str = "https://api.github.com",
+                 bot_login: str = "github-actions[bot]", max_retries: int = 5,
+                 seconds_between_writes: float = 1.0, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._gh = github.Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), retry=None,
+                                 lazy=True, seconds_between_requests=None,
+                                 seconds_between_writes=seconds_between_writes or None)
+        self._repo = self._gh.get_repo(repo.full_name)
+        self._base = f"/repos/{repo.full_name}"
+        self.bot_login = bot_login
+        self._max_retries = max_retries
+        self._sleep, self._clock = sleep, clock
+
+    def __repr__(self) -> str:
+        return f"GithubClient(repo={self._base[7:]!r})"
+
+    # -- retries -----------------------------------------------------------------------------
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        for attempt in range(self._max_retries + 1):
+            try:
+                return fn()
+            except GithubException as error:
+                wait = self._retry_wait(error, attempt)
+                if wait is None or attempt == self._max_retries:
+                    raise GithubError(f"GitHub API {what} failed with HTTP {error.status}: "
+                                      f"{_message(error)}") from None
+                self._sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _retry_wait(self, error: GithubException, attempt: int) -> float | None:
+        headers = {k.lower(): v for k, v in (error.headers or {}).items()}
+        status = error.status or 0
+        rate_limited = status == 429 or (status == 403 and (
+            "retry-after" in headers or headers.get("x-ratelimit-remaining") == "0"
+            or "rate limit" in _message(error).lower()))
+        if rate_limited:
+            if "retry-after" in headers:
+                return min(MAX_WAIT_SECONDS, max(1.0, float(headers["retry-after"])))
+            if "x-ratelimit-reset" in headers:
+                return min(MAX_WAIT_SECONDS, max(1.0, float(headers["x-ratelimit-reset"]) - self._clock()))
+            return min(MAX_WAIT_SECONDS, 60.0 * (attempt + 1))
+        if status >= 500:
+            return float(min(2 ** attempt, 30))
+        return None
+
+    def _request(self, verb: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        requester = self._gh.requester
+        return self._call(f"{verb} {path}", lambda: requester.requestJsonAndCheck(
+            verb, f"{self._base}{path}", input=body)[1])
+
+    # -- comments ----------------------------------------------------------------------------
+
+    def find_comment(self, number: int, *, marker: str) -> tuple[int, str] | None:
+        """The bot's own marked comment on PR `number` (the newest if several)."""
+        def scan() -> tuple[int, str] | None:
+            found = None
+            for comment in self._repo.get_issue(number).get_comments():
+                if comment.user.login == self.bot_login and marker in (comment.body or ""):
+                    found = (comment.id, comment.body)
+            return found
+        return self._call(f"list comments of #{number}", scan)
+
+    def upsert_comment(self, number: int, body: str, *, marker: str) -> int:
+        existing = self.find_comment(number, marker=marker)
+        if existing is not None:
+            self._request("PATCH", f"/issues/comments/{existing[0]}", {"body": body})
+            return existing[0]
+        data = self._request("POST", f"/issues/{number}/comments", {"body": body})
+        return int(data["id"])
+
+    def add_reaction(self, comment_id: int, content: str) -> None:
+        self._request("POST", f"/issues/comments/{comment_id}/reactions", {"content": content})
+
+    # -- checks ------------------------------------------------------------------------------
+
+    def create_check(self, check: CheckRun) -> int:
+        data = self._request("POST", "/check-runs", {"head_sha": check.head_sha, **_check_body(check)})
+        return int(data["id"])
+
+    def update_check(self, check_id: int, check: CheckRun) -> None:
+        self._request("PATCH", f"/check-runs/{check_id}", _check_body(check))
+
+    # -- pull requests, reviews, permissions ---------------------------------------------------
+
+    def pull_request(self, number: int) -> PullRequest:
+        return _pull(self._request("GET", f"/pulls/{number}"))
+
+    def pulls_for_commit(self, sha: str) -> list[PullRequest]:
+        return [_pull(p) for p in self._call(f"pulls of {sha}", lambda: [
+            p.raw_data for p in self._repo.get_commit(sha).get_pulls()])]
+
+    def changed_files(self, number: int) -> list[str]:
+        return self._call(f"files of #{number}", lambda: [
+            f.filename for f in self._repo.get_pull(number).get_files()])
+
+    def list_reviews(self, number: int) -> list[Review]:
+        raw = self._call(f"reviews of #{number}", lambda: [
+            r.raw_data for r in self._repo.get_pull(number).get_reviews()])
+        return [Review(user=(r.get("user") or {}).get("login", ""), state=str(r.get("state", "")).upper(),
+                       commit_id=r.get("commit_id"), submitted_at=r.get("submitted_at")) for r in raw]
+
+    def permission(self, username: str) -> str:
+        """admin, maintain, write, triage, read or none (a 404 means no access)."""
+        try:
+            return str(self._request("GET", f"/collaborators/{username}/permission")["permission"])
+        except GithubError as error:
+            if "HTTP 404" in str(error):
+                return "none"
+            raise
+
+    def is_team_member(self, org: str, team_slug: str, username: str) -> bool:
+        path = f"/orgs/{org}/teams/{team_slug}/memberships/{username}"
+        requester = self._gh.requester
+        try:
+            data = self._call(f"GET {path}", lambda: requester.requestJsonAndCheck("GET", path)[1])
+        except GithubError as error:
+            if "HTTP 404" in str(error):
+                return False
+            raise
+        return data.get("state") == "active"
+
+
+def _check_body(check: CheckRun) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": check.name, "status": check.status}
+    if check.conclusion is not None:
+        body["conclusion"] = check.conclusion
+    if check.title or check.summary:
+        output = {"title": check.title or check.name, "summary": check.summary or check.title}
+        if check.text:
+            output["text"] = check.text
+        body["output"] = output
+    return body
+
+
+def _pull(raw: dict[str, Any]) -> PullRequest:
+    head, base = raw.get("head") or {}, raw.get("base") or {}
+    return PullRequest(number=int(raw["number"]), title=str(raw.get("title") or ""),
+                       author=str((raw.get("user") or {}).get("login") or ""),
+                       head_sha=str(head.get("sha") or ""), head_ref=str(head.get("ref") or ""),
+                       base_ref=str(base.get("ref") or ""),
+                       head_repo=(head.get("repo") or {}).get("full_name"),
+                       draft=bool(raw.get("draft")), merged=bool(raw.get("merged_at") or raw.get("merged")),
+                       state=str(raw.get("state") or "open"))
+
+
+def _message(error: GithubException) -> str:
+    data = error.data
+    if isinstance(data, dict) and data.get("message"):
+        return str(data["message"])
+    return str(data or error.message or "")

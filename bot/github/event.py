@@ -1,0 +1,155 @@
+"""Webhook payload JSON → frozen event dataclasses (pull requests, reviews, comments, pushes, releases)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.errors import GithubError
+
+PR_SYNC_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review"})
+
+
+@dataclass(frozen=True)
+class Repo:
+    owner: str
+    name: str
+    default_branch: str = "main"
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    title: str
+    author: str
+    head_sha: str
+    head_ref: str
+    base_ref: str
+    head_repo: str | None      # "owner/name" of the head repository; None when the fork was deleted
+    draft: bool = False
+    merged: bool = False
+    state: str = "open"
+
+    def is_from_fork(self, repo: Repo) -> bool:
+        return self.head_repo is None or self.head_repo.lower() != repo.full_name.lower()
+
+
+@dataclass(frozen=True)
+class Review:
+    user: str
+    state: str                 # APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED (upper case)
+    commit_id: str | None
+    submitted_at: str | None
+
+
+@dataclass(frozen=True)
+class Comment:
+    id: int
+    user: str
+    body: str
+    issue_number: int
+    on_pull_request: bool
+
+
+@dataclass(frozen=True)
+class Event:
+    """What the bot needs from one webhook: exactly the fields its runners read."""
+
+    name: str                  # GITHUB_EVENT_NAME: pull_request, pull_request_review, issue_comment, push...
+    action: str | None
+    repo: Repo
+    sender: str | None = None
+    pull_request: PullRequest | None = None
+    review: Review | None = None
+    comment: Comment | None = None
+    ref: str | None = None     # push: refs/heads/main or refs/tags/v1
+    sha: str | None = None     # push: the `after` commit
+    tag: str | None = None     # push of a tag, or release tag_name
+
+    @property
+    def is_pr_sync(self) -> bool:
+        return self.name in ("pull_request", "pull_request_target") and self.action in PR_SYNC_ACTIONS
+
+    @property
+    def is_pr_closed(self) -> bool:
+        return self.name in ("pull_request", "pull_request_target") and self.action == "closed"
+
+    @property
+    def branch(self) -> str | None:
+        if self.ref and self.ref.startswith("refs/heads/"):
+            return self.ref[len("refs/heads/"):]
+        return None
+
+
+def load_event(*, name: str, path: str | Path) -> Event:
+    """Read the payload file GitHub wrote (GITHUB_EVENT_PATH) and parse it."""
+    try:
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GithubError(f"event payload file not found: {path} (GITHUB_EVENT_PATH / --event-path)") from None
+    except json.JSONDecodeError as error:
+        raise GithubError(f"{path}:{error.lineno}: event payload is not valid JSON: {error.msg}") from None
+    return parse_event(name, payload)
+
+
+def parse_event(name: str, payload: dict[str, Any]) -> Event:
+    """Turn a webhook payload into an Event; unknown events keep just the repository and action."""
+    if not isinstance(payload, dict) or "repository" not in payload:
+        raise GithubError(f"`{name}` payload has no `repository`; is GITHUB_EVENT_PATH the right file?")
+    repo = _repo(payload["repository"])
+    sender = (payload.get("sender") or {}).get("login")
+    base = dict(name=name, action=payload.get("action"), repo=repo, sender=sender)
+    if "pull_request" in payload and payload["pull_request"]:
+        base["pull_request"] = _pull_request(payload["pull_request"])
+    if payload.get("review"):
+        base["review"] = _review(payload["review"])
+    if payload.get("comment") and payload.get("issue"):
+        base["comment"] = _comment(payload["comment"], payload["issue"])
+    if name == "push":
+        ref = str(payload.get("ref") or "")
+        base.update(ref=ref, sha=payload.get("after"),
+                    tag=ref[len("refs/tags/"):] if ref.startswith("refs/tags/") else None)
+    if name == "release" and payload.get("release"):
+        release = payload["release"]
+        base.update(tag=release.get("tag_name"), sha=None,
+                    ref=f"refs/tags/{release.get('tag_name')}")
+    return Event(**base)
+
+
+def _repo(raw: dict[str, Any]) -> Repo:
+    owner = raw.get("owner") or {}
+    full = str(raw.get("full_name") or "")
+    owner_login = owner.get("login") or owner.get("name") or full.split("/")[0]
+    return Repo(owner=str(owner_login), name=str(raw.get("name") or full.split("/")[-1]),
+                default_branch=str(raw.get("default_branch") or raw.get("master_branch") or "main"))
+
+
+def _pull_request(raw: dict[str, Any]) -> PullRequest:
+    head, base = raw.get("head") or {}, raw.get("base") or {}
+    head_repo = head.get("repo")
+    return PullRequest(
+        number=int(raw["number"]), title=str(raw.get("title") or ""),
+        author=str((raw.get("user") or {}).get("login") or ""),
+        head_sha=str(head.get("sha") or ""), head_ref=str(head.get("ref") or ""),
+        base_ref=str(base.get("ref") or ""),
+        head_repo=head_repo.get("full_name") if head_repo else None,
+        draft=bool(raw.get("draft")), merged=bool(raw.get("merged")),
+        state=str(raw.get("state") or "open"))
+
+
+def _review(raw: dict[str, Any]) -> Review:
+    return Review(user=str((raw.get("user") or {}).get("login") or ""),
+                  state=str(raw.get("state") or "").upper(), commit_id=raw.get("commit_id"),
+                  submitted_at=raw.get("submitted_at"))
+
+
+def _comment(raw: dict[str, Any], issue: dict[str, Any]) -> Comment:
+    return Comment(id=int(raw["id"]), user=str((raw.get("user") or {}).get("login") or ""),
+                   body=str(raw.get("body") or ""), issue_number=int(issue["number"]),
+                   on_pull_request="pull_request" in issue)

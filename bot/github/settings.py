@@ -1,0 +1,156 @@
+"""The `cicd_bot` section of config.yaml and the `users` list → one frozen BotSettings; env name sanitizing."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from bot.errors import ConfigError
+
+MAX_ENV_NAME = 63
+REQUIRED_APPROVER = "required_approver"
+DEPLOY_TRIGGERS = ("merge", "tag", "both")
+
+
+class CheckName:
+    UNIT_TESTS = "Unit Tests"
+    PR_ENVIRONMENT = "PR Environment Synced"
+    PROD_PLAN = "Prod Plan Preview"
+    APPROVAL = "Required Approval"
+    PROD_DEPLOY = "Prod Environment Synced"
+    ALL = (UNIT_TESTS, PR_ENVIRONMENT, PROD_PLAN, APPROVAL, PROD_DEPLOY)
+
+
+@dataclass(frozen=True)
+class BotSettings:
+    """Every knob of the bot; parsed once, passed everywhere, no token inside."""
+
+    enable_deploy_command: bool = False
+    command_namespace: str | None = None
+    pr_environment_name: str | None = None
+    default_pr_start: str | None = None
+    skip_pr_backfill: bool = True
+    deploy_on: str = "merge"
+    merge_environment: str = "prod"
+    tag_environment: str = "prod"
+    prod_branch_names: tuple[str, ...] = ()
+    require_approved_plan: bool = False
+    min_approvals: int = 1
+    required_approvers: tuple[str, ...] = ()      # GitHub logins
+    required_teams: tuple[str, ...] = ()          # "org/team-slug" or "team-slug" (repository owner's org)
+    gateway: str | None = None
+    bot_login: str = "github-actions[bot]"
+    run_table_diff: bool = True
+    table_diff_samples: bool = False
+
+    @property
+    def has_required_approvers(self) -> bool:
+        return bool(self.required_approvers or self.required_teams)
+
+    def check_name(self, name: str) -> str:
+        """`meshbot - Unit Tests`, or `meshbot - Unit Tests (gateway)` when a gateway is configured."""
+        return f"meshbot - {name}" + (f" ({self.gateway})" if self.gateway else "")
+
+    def is_prod_branch(self, branch: str | None, default_branch: str) -> bool:
+        names = self.prod_branch_names or (default_branch,)
+        return branch is not None and branch in names
+
+    def deploys_on(self, trigger: str) -> bool:
+        return self.deploy_on in (trigger, "both")
+
+
+def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[Any] = (), *,
+                  gateway: str | None = None, where: str = "config.yaml") -> BotSettings:
+    """Parse `cicd_bot:` (and `users:` with role required_approver) into BotSettings."""
+    raw = dict(cicd_bot or {})
+    known = set(BotSettings.__dataclass_fields__) | {"required_approver_teams"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"unknown cicd_bot setting(s): {', '.join(unknown)}", path=where)
+    deploy_on = str(raw.get("deploy_on", "merge")).lower()
+    if deploy_on not in DEPLOY_TRIGGERS:
+        raise ConfigError(f"cicd_bot.deploy_on must be one of merge, tag, both (got `{deploy_on}`)", path=where)
+    try:
+        min_approvals = int(raw.get("min_approvals", 1))
+    except (TypeError, ValueError):
+        raise ConfigError("cicd_bot.min_approvals must be an integer", path=where) from None
+    if min_approvals < 1:
+        raise ConfigError("cicd_bot.min_approvals must be at least 1", path=where)
+    approvers = tuple(sorted({_user_login(u) for u in users if REQUIRED_APPROVER in _user_roles(u)}
+                             - {None}))
+    approvers += tuple(_str_list(raw.get("required_approvers"), "required_approvers", where))
+    teams = _str_list(raw.get("required_teams") or raw.get("required_approver_teams"), "required_teams", where)
+    return BotSettings(
+        enable_deploy_command=_bool(raw.get("enable_deploy_command", False), "enable_deploy_command", where),
+        command_namespace=_opt_str(raw.get("command_namespace")),
+        pr_environment_name=_opt_str(raw.get("pr_environment_name")),
+        default_pr_start=_opt_str(raw.get("default_pr_start")),
+        skip_pr_backfill=_bool(raw.get("skip_pr_backfill", True), "skip_pr_backfill", where),
+        deploy_on=deploy_on,
+        merge_environment=str(raw.get("merge_environment") or "prod"),
+        tag_environment=str(raw.get("tag_environment") or "prod"),
+        prod_branch_names=tuple(_str_list(raw.get("prod_branch_names"), "prod_branch_names", where)),
+        require_approved_plan=_bool(raw.get("require_approved_plan", False), "require_approved_plan", where),
+        min_approvals=min_approvals,
+        required_approvers=tuple(dict.fromkeys(approvers)),
+        required_teams=tuple(teams),
+        gateway=gateway or _opt_str(raw.get("gateway")),
+        bot_login=str(raw.get("bot_login") or "github-actions[bot]"),
+        run_table_diff=_bool(raw.get("run_table_diff", True), "run_table_diff", where),
+        table_diff_samples=_bool(raw.get("table_diff_samples", False), "table_diff_samples", where),
+    )
+
+
+def pr_environment_name(prefix: str, number: int) -> str:
+    """`<prefix>_<number>`: lowercase, only [a-z0-9_], at most 63 chars (hash suffix when cut).
+
+    >>> pr_environment_name("My-Repo.Name", 12)
+    'my_repo_name_12'
+    >>> len(pr_environment_name("x" * 100, 7)), pr_environment_name("x" * 100, 7).endswith("_7")
+    (63, True)
+    >>> pr_environment_name("'; DROP TABLE x; --", 3)
+    'drop_table_x_3'
+    """
+    base = re.sub(r"[^a-z0-9_]+", "_", prefix.lower())
+    base = re.sub(r"_+", "_", base).strip("_") or "pr"
+    full = f"{base}_{int(number)}"
+    if len(full) <= MAX_ENV_NAME:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:8]
+    suffix = f"_{digest}_{int(number)}"
+    return base[:MAX_ENV_NAME - len(suffix)].rstrip("_") + suffix
+
+
+def _user_login(user: Any) -> str | None:
+    if isinstance(user, dict):
+        return user.get("github_username") or None
+    return getattr(user, "github_username", None)
+
+
+def _user_roles(user: Any) -> tuple[str, ...]:
+    roles = user.get("roles", ()) if isinstance(user, dict) else getattr(user, "roles", ())
+    return tuple(str(r) for r in roles or ())
+
+
+def _bool(value: Any, key: str, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
+        return value.lower() in ("true", "yes", "1")
+    raise ConfigError(f"cicd_bot.{key} must be true or false (got `{value}`)", path=where)
+
+
+def _opt_str(value: Any) -> str | None:
+    return str(value) if value not in (None, "") else None
+
+
+def _str_list(value: Any, key: str, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"cicd_bot.{key} must be a list of names", path=where)
+    return [str(v) for v in value]
