@@ -1,0 +1,83 @@
+"""Environment repository: optimistic-locked promotion, finalize, invalidate, expiry, deletion."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from bot.errors import ConflictError, StateError
+from bot.state._util import write_transaction
+from bot.state.api import Environment
+from bot.state.serialize import environment_to_row, row_to_environment
+from bot.state.tables import Tables
+
+
+def conflict(name: str) -> ConflictError:
+    return ConflictError(f"another plan was applied to `{name}` while yours was in progress; re-plan")
+
+
+class EnvironmentState:
+    def __init__(self, engine: sa.Engine, tables: Tables) -> None:
+        self.engine = engine
+        self.table = tables.environments
+
+    def get(self, name: str) -> Environment | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(self.table).where(self.table.c.name == name)).mappings().first()
+        return row_to_environment(row) if row else None
+
+    def all(self) -> list[Environment]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(self.table).order_by(self.table.c.name)).mappings().all()
+        return [row_to_environment(row) for row in rows]
+
+    def promote(self, environment: Environment, *, expected_plan_id: str | None) -> None:
+        """Replace the row in one transaction, refusing when its plan_id is not the expected one.
+
+        SQLite takes the database write lock first (BEGIN IMMEDIATE); PostgreSQL locks the row
+        (SELECT ... FOR UPDATE), and two inserts of a new environment collide on the primary key.
+        """
+        t = self.table
+        row = environment_to_row(environment)
+        try:
+            with write_transaction(self.engine) as conn:
+                current = conn.execute(
+                    sa.select(t.c.plan_id).where(t.c.name == environment.name).with_for_update()
+                ).first()
+                stored = current.plan_id if current else None
+                if stored != expected_plan_id:
+                    raise conflict(environment.name)
+                row.update(previous_plan_id=stored, finalized_ts=None)
+                if current is None:
+                    conn.execute(sa.insert(t), [row])
+                else:
+                    conn.execute(sa.update(t).where(t.c.name == environment.name).values(**row))
+        except sa.exc.IntegrityError as error:
+            raise conflict(environment.name) from error
+
+    def finalize(self, name: str, plan_id: str, *, now_ms: int) -> None:
+        t = self.table
+        with write_transaction(self.engine) as conn:
+            result = conn.execute(sa.update(t).where(t.c.name == name, t.c.plan_id == plan_id)
+                                  .values(finalized_ts=now_ms))
+            if result.rowcount != 1:
+                raise conflict(name)
+
+    def invalidate(self, name: str, *, now_ms: int) -> None:
+        if name == "prod":
+            raise StateError("cannot invalidate `prod`: the production environment never expires")
+        t = self.table
+        with write_transaction(self.engine) as conn:
+            result = conn.execute(sa.update(t).where(t.c.name == name).values(expiration_ts=now_ms))
+            if result.rowcount != 1:
+                raise StateError(f"environment `{name}` does not exist")
+
+    def expired(self, now_ms: int) -> list[Environment]:
+        t = self.table
+        query = (sa.select(t).where(t.c.expiration_ts.is_not(None), t.c.expiration_ts <= now_ms,
+                                    t.c.name != "prod").order_by(t.c.name))
+        with self.engine.connect() as conn:
+            return [row_to_environment(row) for row in conn.execute(query).mappings()]
+
+    def delete(self, name: str) -> None:
+        with write_transaction(self.engine) as conn:
+            conn.execute(sa.delete(self.table).where(self.table.c.name == name))

@@ -1,0 +1,56 @@
+"""Interval repository: append-only added/removed rows, folded into merged intervals on read."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
+
+import sqlalchemy as sa
+
+from bot.state._interval_math import replay
+from bot.state._util import chunks, now_ms, write_transaction
+from bot.state.api import Interval, SnapshotIntervals
+from bot.state.tables import Tables
+
+
+class IntervalState:
+    def __init__(self, engine: sa.Engine, tables: Tables) -> None:
+        self.engine = engine
+        self.table = tables.intervals
+
+    def record(self, name: str, version: str, interval: Interval, *,
+               is_dev: bool, is_removed: bool) -> None:
+        """Append one row; committed at once so a rerun resumes after the last finished batch."""
+        start, end = interval
+        if start >= end:
+            return
+        row = dict(name=name, version=version, start_ts=start, end_ts=end, is_dev=is_dev,
+                   is_removed=is_removed, created_ts=now_ms())
+        with write_transaction(self.engine) as conn:
+            conn.execute(sa.insert(self.table), [row])
+
+    def get(self, name_versions: Iterable[tuple[str, str]]) -> dict[tuple[str, str], SnapshotIntervals]:
+        """Merged intervals of each pair (empty when none were recorded), a few queries in all."""
+        wanted = sorted(set(name_versions))
+        t = self.table
+        records: dict[tuple[str, str, bool], list[tuple[int, int, bool]]] = defaultdict(list)
+        key = sa.tuple_(t.c.name, t.c.version)
+        with self.engine.connect() as conn:
+            for part in chunks(wanted):
+                query = (sa.select(t.c.name, t.c.version, t.c.is_dev, t.c.start_ts, t.c.end_ts,
+                                   t.c.is_removed)
+                         .where(key.in_(list(part))).order_by(t.c.id))
+                for name, version, is_dev, start, end, removed in conn.execute(query):
+                    records[(name, version, bool(is_dev))].append((start, end, bool(removed)))
+        return {
+            (name, version): SnapshotIntervals(
+                name, version,
+                intervals=replay(records.get((name, version, False), ())),
+                dev_intervals=replay(records.get((name, version, True), ())))
+            for name, version in wanted
+        }
+
+    def delete_versions(self, conn: sa.Connection, name_versions: Iterable[tuple[str, str]]) -> None:
+        key = sa.tuple_(self.table.c.name, self.table.c.version)
+        for part in chunks(sorted(set(name_versions))):
+            conn.execute(sa.delete(self.table).where(key.in_(list(part))))

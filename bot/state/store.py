@@ -1,0 +1,142 @@
+"""SqlStateSync: the StateSync facade over the snapshot, environment, interval and version repositories."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import sqlalchemy as sa
+
+from bot.errors import StateError
+from bot.snapshot import Snapshot, SnapshotId
+from bot.state import versions
+from bot.state import _util
+from bot.state._util import write_transaction
+from bot.state.api import Environment, Interval, SnapshotIntervals
+from bot.state.environments import EnvironmentState
+from bot.state.intervals import IntervalState
+from bot.state.migrations import latest_version
+from bot.state.snapshots import SnapshotState
+from bot.state.tables import Tables
+
+
+class SqlStateSync:
+    """State in SQLite or PostgreSQL through SQLAlchemy Core; thread-safe (one connection per call)."""
+
+    def __init__(self, engine: sa.Engine, tables: Tables, *, stored_version: int, location: str) -> None:
+        self.engine = engine
+        self.tables = tables
+        self.location = location
+        self._stored_version = stored_version
+        self._snapshots = SnapshotState(engine, tables)
+        self._environments = EnvironmentState(engine, tables)
+        self._intervals = IntervalState(engine, tables)
+
+    # versions
+
+    def schema_version(self) -> int:
+        return self._stored_version
+
+    def migrate(self) -> int:
+        """Upgrade an older state to this meshbot's schema version; returns the new version."""
+        self._stored_version = versions.migrate(self.engine, self.tables, location=self.location)
+        return self._stored_version
+
+    def _current(self) -> None:
+        if self._stored_version < latest_version():
+            raise StateError(f"state schema version {self._stored_version} is older than this meshbot "
+                             f"({latest_version()}); run `meshbot migrate` (state: {self.location})")
+
+    # snapshots
+
+    def push_snapshots(self, snapshots: Iterable[Snapshot]) -> None:
+        self._current()
+        self._snapshots.push(snapshots)
+
+    def get_snapshots(self, ids: Iterable[SnapshotId]) -> dict[SnapshotId, Snapshot]:
+        self._current()
+        return self._snapshots.get(ids)
+
+    def get_snapshots_by_version(self, name_versions: Iterable[tuple[str, str]]) -> list[Snapshot]:
+        self._current()
+        return self._snapshots.by_version(name_versions)
+
+    def expired_snapshots(self, now_ms: int, *, ignore_ttl: bool = False) -> list[Snapshot]:
+        """Snapshots past their TTL (any age with `ignore_ttl`) that no live environment references."""
+        self._current()
+        live = {s.snapshot_id for env in self._environments.all()
+                if env.expiration_ts is None or env.expiration_ts > now_ms for s in env.snapshots}
+        ids = self._snapshots.expired_ids(now_ms, ignore_ttl=ignore_ttl, keep=live)
+        found = self._snapshots.get(ids)
+        return [found[i] for i in ids if i in found]
+
+    def versions_in_use(self, exclude_ids: Iterable[SnapshotId] = ()) -> set[tuple[str, str]]:
+        """(name, version) of every stored snapshot except `exclude_ids`: their tables must stay."""
+        self._current()
+        excluded = set(exclude_ids)
+        return {(i.name, version) for i, version in self._snapshots.refs() if i not in excluded}
+
+    def delete_snapshots(self, ids: Iterable[SnapshotId]) -> None:
+        """Delete snapshots, and the intervals of versions no remaining snapshot shares."""
+        self._current()
+        doomed = set(ids)
+        refs = self._snapshots.refs()
+        doomed_versions = {(i.name, v) for i, v in refs if i in doomed}
+        kept_versions = {(i.name, v) for i, v in refs if i not in doomed}
+        with write_transaction(self.engine) as conn:
+            self._snapshots.delete(conn, doomed)
+            self._intervals.delete_versions(conn, doomed_versions - kept_versions)
+
+    # intervals
+
+    def add_interval(self, name: str, version: str, interval: Interval, *, is_dev: bool = False) -> None:
+        self._current()
+        self._intervals.record(name, version, interval, is_dev=is_dev, is_removed=False)
+
+    def remove_intervals(self, name: str, version: str, interval: Interval, *,
+                         is_dev: bool = False) -> None:
+        self._current()
+        self._intervals.record(name, version, interval, is_dev=is_dev, is_removed=True)
+
+    def get_intervals(self, name_versions: Iterable[tuple[str, str]]
+                      ) -> dict[tuple[str, str], SnapshotIntervals]:
+        self._current()
+        return self._intervals.get(name_versions)
+
+    # environments
+
+    def get_environment(self, name: str) -> Environment | None:
+        self._current()
+        return self._environments.get(name)
+
+    def get_environments(self) -> list[Environment]:
+        self._current()
+        return self._environments.all()
+
+    def promote(self, environment: Environment, *, expected_plan_id: str | None) -> None:
+        self._current()
+        self._environments.promote(environment, expected_plan_id=expected_plan_id)
+
+    def finalize(self, environment_name: str, plan_id: str) -> None:
+        self._current()
+        self._environments.finalize(environment_name, plan_id, now_ms=_util.now_ms())
+
+    def invalidate_environment(self, name: str) -> None:
+        self._current()
+        self._environments.invalidate(name, now_ms=_util.now_ms())
+
+    def expired_environments(self, now_ms: int) -> list[Environment]:
+        self._current()
+        return self._environments.expired(now_ms)
+
+    def delete_environment(self, name: str) -> None:
+        self._current()
+        self._environments.delete(name)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> "SqlStateSync":
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()

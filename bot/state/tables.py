@@ -1,0 +1,79 @@
+"""SQLAlchemy Core definitions of the state tables at the current schema version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+NAME = sa.String(512)
+HASH = sa.String(64)
+PLAN_ID = sa.String(128)
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The four state tables, bound to one MetaData (and so to one PostgreSQL schema)."""
+
+    metadata: sa.MetaData
+    snapshots: sa.Table
+    environments: sa.Table
+    intervals: sa.Table
+    versions: sa.Table
+
+
+def build_tables(schema: str | None = None) -> Tables:
+    """Current-version table objects; `schema` places them in a PostgreSQL schema.
+
+    Migrations create and alter the real tables; tests check that the result matches these.
+    """
+    metadata = sa.MetaData(schema=schema)
+    snapshots = sa.Table(
+        "snapshots", metadata,
+        sa.Column("name", NAME, primary_key=True),
+        sa.Column("identifier", HASH, primary_key=True),
+        sa.Column("version", HASH, nullable=False),
+        sa.Column("kind", sa.String(64), nullable=False),
+        sa.Column("fingerprint", sa.JSON, nullable=False),
+        sa.Column("change_category", sa.String(32)),
+        sa.Column("definition", sa.JSON, nullable=False),
+        sa.Column("rendered_query", sa.Text, nullable=False),
+        sa.Column("parents", sa.JSON, nullable=False),
+        sa.Column("forward_only", sa.Boolean, nullable=False),
+        sa.Column("physical_schema", NAME, nullable=False),
+        sa.Column("columns", sa.JSON, nullable=False),
+        sa.Column("ttl", sa.String(64), nullable=False),
+        sa.Column("created_ts", sa.BigInteger, nullable=False),
+        sa.Column("updated_ts", sa.BigInteger, nullable=False),
+        sa.Index("ix_snapshots_name_version", "name", "version"),   # added by v0002
+    )
+    environments = sa.Table(
+        "environments", metadata,
+        sa.Column("name", NAME, primary_key=True),
+        sa.Column("snapshots", sa.JSON, nullable=False),
+        sa.Column("start", sa.String(64)),
+        sa.Column("end", sa.String(64)),
+        sa.Column("plan_id", PLAN_ID, nullable=False),
+        sa.Column("previous_plan_id", PLAN_ID),
+        sa.Column("expiration_ts", sa.BigInteger),
+        sa.Column("finalized_ts", sa.BigInteger),
+        sa.Column("suffix_target", sa.String(16), nullable=False, server_default="schema"),  # v0002
+    )
+    intervals = sa.Table(
+        "intervals", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("name", NAME, nullable=False),
+        sa.Column("version", HASH, nullable=False),
+        sa.Column("start_ts", sa.BigInteger, nullable=False),
+        sa.Column("end_ts", sa.BigInteger, nullable=False),
+        sa.Column("is_dev", sa.Boolean, nullable=False),
+        sa.Column("is_removed", sa.Boolean, nullable=False),
+        sa.Column("created_ts", sa.BigInteger, nullable=False),
+        sa.Index("ix_intervals_name_version", "name", "version"),
+    )
+    versions = sa.Table(
+        "versions", metadata,
+        sa.Column("schema_version", sa.Integer, nullable=False),
+        sa.Column("meshbot_version", sa.String(64), nullable=False),
+    )
+    return Tables(metadata, snapshots, environments, intervals, versions)

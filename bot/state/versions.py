@@ -1,0 +1,56 @@
+"""The versions table: stored schema/meshbot versions, and the runner that applies migrations."""
+
+from __future__ import annotations
+
+import zlib
+
+import sqlalchemy as sa
+
+from bot import __version__
+from bot.errors import StateError
+from bot.state._util import write_transaction
+from bot.state.migrations import all_migrations, latest_version
+from bot.state.tables import Tables
+
+_LOCK_KEY = zlib.crc32(b"meshbot state migration")
+
+
+def read_schema_version(conn: sa.Connection, tables: Tables) -> int:
+    """0 for an empty database, else the stored schema version."""
+    if not sa.inspect(conn).has_table("versions", schema=tables.metadata.schema):
+        return 0
+    value = conn.execute(sa.select(sa.func.max(tables.versions.c.schema_version))).scalar()
+    return int(value or 0)
+
+
+def check_not_newer(stored: int, location: str) -> None:
+    code = latest_version()
+    if stored > code:
+        raise StateError(f"state schema version {stored} is newer than this meshbot ({code}); "
+                         f"upgrade meshbot (state: {location})")
+
+
+def migrate(engine: sa.Engine, tables: Tables, *, location: str) -> int:
+    """Apply every pending migration in one locked transaction; returns the resulting version."""
+    with write_transaction(engine) as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
+        stored = read_schema_version(conn, tables)
+        check_not_newer(stored, location)
+        for migration in all_migrations():
+            if migration.version > stored:
+                migration.upgrade(conn, schema=tables.metadata.schema)
+        if stored < latest_version():
+            _write_version(conn, tables, latest_version())
+        return latest_version()
+
+
+def _write_version(conn: sa.Connection, tables: Tables, version: int) -> None:
+    conn.execute(sa.delete(tables.versions))
+    conn.execute(sa.insert(tables.versions).values(schema_version=version, meshbot_version=__version__))
+
+
+def stored_meshbot_version(engine: sa.Engine, tables: Tables) -> str | None:
+    """The meshbot version that last migrated this state, if any."""
+    with engine.connect() as conn:
+        return conn.execute(sa.select(tables.versions.c.meshbot_version)).scalar()
