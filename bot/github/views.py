@@ -1,0 +1,274 @@
+"""Engine results → template view-models, and a PR comment kept under GitHub's 65,536-character limit."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any
+
+from bot.report.markdown import render
+
+COMMENT_LIMIT = 65_536
+SAFETY = 512            # room for the "shortened" note and multi-byte surprises
+
+
+@dataclass(frozen=True)
+class ChangeView:
+    name: str
+    change: str             # added, removed, directly modified...
+    category: str           # Breaking, Non-breaking... or ""
+    kind: str
+    diff: str = ""
+    indirect: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BackfillView:
+    model: str
+    kind: str
+    intervals: int
+    start: str
+    end: str
+
+
+@dataclass(frozen=True)
+class PlanView:
+    environment: str
+    changes: tuple[ChangeView, ...] = ()
+    backfills: tuple[BackfillView, ...] = ()
+    skipped_backfill: bool = False
+    omitted_changes: int = 0
+    omitted_backfills: int = 0
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changes) or self.omitted_changes > 0
+
+
+@dataclass(frozen=True)
+class FailureView:
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
+class TestsView:
+    status: str             # passed, failed, error, skipped
+    total: int = 0
+    failed: int = 0
+    failures: tuple[FailureView, ...] = ()
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class DiffView:
+    model: str
+    source_count: int
+    target_count: int
+    full_match: int
+    partial_match: int
+    source_only: int
+    target_only: int
+    columns: tuple[tuple[str, float], ...] = ()
+    schema_changes: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CommentView:
+    """Everything the PR comment shows; each section may be None when it did not run."""
+
+    marker: str
+    status: str                                 # one-line status
+    environment: str | None = None
+    notices: tuple[str, ...] = ()
+    tests: TestsView | None = None
+    pr_plan: PlanView | None = None
+    prod_plan: PlanView | None = None
+    diffs: tuple[DiffView, ...] = ()
+    omitted_diffs: int = 0
+    approval: str | None = None
+    deploy_hint: str | None = None
+    plan_digest: str | None = None
+    shortened: bool = False
+    updated: str = ""
+
+
+# -- building views from engine results ----------------------------------------------------------
+
+def plan_view(plan: Any) -> PlanView:
+    """View of a bot.plan.definition.Plan (read by attribute only)."""
+    changes = tuple(ChangeView(
+        name=c.name, change=_enum_text(c.change).replace("_", " "),
+        category=(c.category.label if getattr(c, "category", None) is not None else ""),
+        kind=str(c.kind), diff=c.diff or "", indirect=tuple(c.indirect_children))
+        for c in plan.changes)
+    names = {s.snapshot_id: s.name for s in plan.snapshots.values()}
+    backfills = tuple(BackfillView(
+        model=names.get(b.snapshot_id, b.snapshot_id.name), kind=_enum_text(b.kind),
+        intervals=len(b.intervals), start=_ms(b.intervals[0][0]) if b.intervals else "",
+        end=_ms(b.intervals[-1][1]) if b.intervals else "") for b in plan.backfills)
+    return PlanView(environment=plan.environment, changes=changes, backfills=backfills,
+                    skipped_backfill=bool(plan.options.skip_backfill))
+
+
+def tests_view(result: Any) -> TestsView:
+    """View of a quality TestSuiteResult; read defensively (total / failures / errors)."""
+    failures = tuple(getattr(result, "failures", ()) or ()) + tuple(getattr(result, "errors", ()) or ())
+    views = tuple(FailureView(name=str(getattr(f, "name", None) or getattr(f, "test", f)),
+                              message=str(getattr(f, "message", "") or "")) for f in failures)
+    total = getattr(result, "total", None)
+    if total is None:
+        total = len(getattr(result, "results", ()) or ()) or len(views)
+    ok = getattr(result, "passed", None)
+    ok = (not views) if ok is None or not isinstance(ok, bool) else ok
+    return TestsView(status="passed" if ok else "failed", total=int(total), failed=len(views), failures=views)
+
+
+def diff_view(result: Any) -> DiffView:
+    """View of a bot.diff TableDiffResult: counts and per-column match % only."""
+    rows, schema = result.rows, result.schema
+    changes = tuple([f"added `{c}` {t}" for c, t in schema.added] + [f"removed `{c}` {t}" for c, t in schema.removed]
+                    + [f"`{c}` {a} → {b}" for c, a, b in schema.modified])
+    return DiffView(model=result.model or result.target_table, source_count=rows.source_count,
+                    target_count=rows.target_count, full_match=rows.full_match_count,
+                    partial_match=rows.partial_match_count, source_only=rows.source_only_count,
+                    target_only=rows.target_only_count, schema_changes=changes,
+                    columns=tuple(sorted((str(k), float(v)) for k, v in rows.column_match_pct.items())))
+
+
+def _enum_text(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def _ms(value: int) -> str:
+    return datetime.fromtimestamp(value / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+# -- size-aware rendering -----------------------------------------------------------------------
+
+def render_comment(view: CommentView, *, limit: int = COMMENT_LIMIT) -> tuple[str, str]:
+    """(body for the PR comment, full text for the job summary); the body always fits `limit`."""
+    full = render("comment.md.j2", view)
+    if len(full) <= limit:
+        return full, full
+    for shorten in _SHORTENERS:
+        view = shorten(view)
+        body = render("comment.md.j2", replace(view, shortened=True))
+        if len(body) <= limit - SAFETY:
+            return body, full
+    return truncate_markdown(body, limit - SAFETY), full
+
+
+def _cut_diffs(lines: int):
+    def shorten(view: CommentView) -> CommentView:
+        return replace(view, pr_plan=_plan_cut_diffs(view.pr_plan, lines),
+                       prod_plan=_plan_cut_diffs(view.prod_plan, lines))
+    return shorten
+
+
+def _plan_cut_diffs(plan: PlanView | None, lines: int) -> PlanView | None:
+    if plan is None:
+        return None
+    return replace(plan, changes=tuple(replace(c, diff=_head(c.diff, lines)) for c in plan.changes))
+
+
+def _head(text: str, lines: int) -> str:
+    rows = text.splitlines()
+    if len(rows) <= lines:
+        return text
+    return "\n".join(rows[:lines] + [f"... {len(rows) - lines} more lines in the job summary"]) if lines else ""
+
+
+def _cut_diff_tables(view: CommentView) -> CommentView:
+    keep = view.diffs[:5]
+    return replace(view, diffs=tuple(replace(d, columns=d.columns[:10]) for d in keep),
+                   omitted_diffs=view.omitted_diffs + len(view.diffs) - len(keep))
+
+
+def _cut_lists(size: int):
+    def shorten(view: CommentView) -> CommentView:
+        return replace(view, pr_plan=_plan_cut_lists(view.pr_plan, size),
+                       prod_plan=_plan_cut_lists(view.prod_plan, size),
+                       diffs=view.diffs[:size], omitted_diffs=view.omitted_diffs + max(0, len(view.diffs) - size))
+    return shorten
+
+
+def _plan_cut_lists(plan: PlanView | None, size: int) -> PlanView | None:
+    if plan is None:
+        return None
+    return replace(plan, changes=plan.changes[:size], backfills=plan.backfills[:size],
+                   omitted_changes=plan.omitted_changes + max(0, len(plan.changes) - size),
+                   omitted_backfills=plan.omitted_backfills + max(0, len(plan.backfills) - size))
+
+
+def _cut_failures(view: CommentView) -> CommentView:
+    if view.tests is None:
+        return view
+    failures = tuple(replace(f, message=_head(f.message, 5)) for f in view.tests.failures[:20])
+    return replace(view, tests=replace(view.tests, failures=failures))
+
+
+# Lowest-priority sections first: SQL diffs, table_diff detail, backfill and change lists, test output.
+_SHORTENERS = (_cut_diffs(40), _cut_diffs(10), _cut_diff_tables, _cut_diffs(0), _cut_lists(50),
+               _cut_lists(10), _cut_failures, _cut_lists(0))
+
+_FENCE = re.compile(r"^(`{3,}|~{3,})")
+
+
+def truncate_markdown(text: str, limit: int) -> str:
+    """Cut `text` to at most `limit` characters at a line boundary, closing open fences and <details>.
+
+    >>> print(truncate_markdown("<details>\\n```sql\\nselect 1\\nfrom t\\n```\\n</details>", 95), end="")
+    <details>
+    ```sql
+    select 1
+    ```
+    </details>
+    _(truncated; the full text is in the job summary)_
+    """
+    note = "_(truncated; the full text is in the job summary)_"
+    kept: list[str] = []
+    used, fence, details = 0, None, 0
+    for line in text.splitlines():
+        new_fence, new_details = _track(line, fence, details)
+        closers = (len(new_fence) + 1 if new_fence else 0) + new_details * len("</details>\n")
+        if used + len(line) + 1 + closers + len(note) > limit:
+            break
+        kept.append(line)
+        used += len(line) + 1
+        fence, details = new_fence, new_details
+    if fence:
+        kept.append(fence)
+    kept.extend(["</details>"] * details)
+    return "\n".join(kept + [note]) + "\n"
+
+
+def _track(line: str, fence: str | None, details: int) -> tuple[str | None, int]:
+    """Markdown state after `line`: the open fence (if any) and how many <details> are open."""
+    stripped = line.strip()
+    if fence is not None:
+        closes = stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence)
+        return (None if closes else fence), details
+    match = _FENCE.match(stripped)
+    if match:
+        return match.group(1), details
+    return None, max(0, details + stripped.count("<details") - stripped.count("</details>"))
+
+
+@dataclass(frozen=True)
+class CheckSummaryView:
+    summary: str
+    details: tuple[str, ...] = ()
+    tests: TestsView | None = None
+    plan: PlanView | None = None
+    plan_title: str = "Plan"
+
+
+def render_check_summary(view: CheckSummaryView, *, limit: int = COMMENT_LIMIT) -> str:
+    """A check run's output text (same 65,535 limit as comments)."""
+    text = render("check_summary.md.j2", view)
+    if len(text) > limit - SAFETY:
+        text = render("check_summary.md.j2", replace(view, plan=_plan_cut_diffs(view.plan, 0)))
+    return text if len(text) <= limit - SAFETY else truncate_markdown(text, limit - SAFETY)
