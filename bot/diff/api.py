@@ -1,0 +1,109 @@
+"""table_diff: compare two Spark tables by key (schema and row statistics) and its JSON shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from bot.diff.rows import RowDiff, RowDiffQuery, row_diff
+from bot.diff.schema import SchemaDiff, schema_diff
+from bot.errors import PlanError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class TableDiffResult:
+    """Everything table_diff found; renderers (console, markdown, JSON) read only this."""
+
+    source_table: str
+    target_table: str
+    source_label: str
+    target_label: str
+    keys: tuple[str, ...]
+    schema: SchemaDiff
+    rows: RowDiff
+    decimals: int = 3
+    skip_columns: tuple[str, ...] = ()
+    where: str | None = None
+    model: str | None = None
+
+
+def resolve_keys(*, model: str, on: Sequence[str] = (), grains: Sequence[str] = ()) -> tuple[str, ...]:
+    """Keys to join on: `-o` columns if given, else the model's grain; neither is a PlanError.
+
+    >>> resolve_keys(model="db.orders", grains=("id",))
+    ('id',)
+    """
+    keys = tuple(on) or tuple(grains)
+    if not keys:
+        raise PlanError(f"table_diff of model `{model}` needs key columns: the model has no grain; "
+                        f"pass one or more with `-o COLUMN`")
+    return keys
+
+
+def table_diff(*, session: "SparkSession", source_table: str, target_table: str,
+               keys: Sequence[str], skip_columns: Sequence[str] = (), where: str | None = None,
+               decimals: int = 3, show_sample: bool = False, limit: int = 20,
+               source_label: str | None = None, target_label: str | None = None,
+               model: str | None = None) -> TableDiffResult:
+    """Compare `source_table` with `target_table` joined on `keys`.
+
+    Reads both schemas (metadata only), then computes every row statistic in one full outer join
+    aggregate; with `show_sample`, fetches up to `limit` rows of each difference kind ordered by key.
+    `where` (Spark SQL) filters both sides. `model` only names the model in error messages.
+    """
+    what = f"model `{model}`" if model else f"`{source_table}` vs `{target_table}`"
+    if not keys:
+        raise PlanError(f"table_diff of {what} needs key columns: pass one or more with `-o COLUMN`")
+    skip = {c.lower() for c in skip_columns}
+    source = [(n, t) for n, t in session.table(source_table).dtypes if n.lower() not in skip]
+    target = [(n, t) for n, t in session.table(target_table).dtypes if n.lower() not in skip]
+    schema = schema_diff(source, target)
+    _check_keys(keys, source, target, what)
+    key_set = {k.lower() for k in keys}
+    target_types = {n.lower(): t for n, t in target}
+    columns = tuple((n, t, target_types[n.lower()]) for n, t in source
+                    if n.lower() in target_types and n.lower() not in key_set)
+    spec = RowDiffQuery(source_table=source_table, target_table=target_table, keys=tuple(keys),
+                        columns=columns, where=where, decimals=decimals)
+    rows = row_diff(session, spec, show_sample=show_sample, limit=limit)
+    return TableDiffResult(source_table=source_table, target_table=target_table,
+                           source_label=source_label or source_table,
+                           target_label=target_label or target_table, keys=tuple(keys),
+                           schema=schema, rows=rows, decimals=decimals,
+                           skip_columns=tuple(skip_columns), where=where, model=model)
+
+
+def _check_keys(keys: Sequence[str], source: list[tuple[str, str]],
+                target: list[tuple[str, str]], what: str) -> None:
+    for side, cols in (("source", source), ("target", target)):
+        names = {n.lower() for n, _ in cols}
+        missing = [k for k in keys if k.lower() not in names]
+        if missing:
+            raise PlanError(f"table_diff of {what}: key column(s) {', '.join(missing)} not in the "
+                            f"{side} table; pick keys with `-o COLUMN`")
+
+
+def to_json(result: TableDiffResult) -> dict[str, Any]:
+    """The `--json` shape: schema, row counts, per-column match % and keys."""
+    rows = result.rows
+    return {
+        "schema": {
+            "added": [[c, t] for c, t in result.schema.added],
+            "removed": [[c, t] for c, t in result.schema.removed],
+            "modified": [[c, old, new] for c, old, new in result.schema.modified],
+        },
+        "rows": {
+            "source_count": rows.source_count,
+            "target_count": rows.target_count,
+            "joined_count": rows.joined_count,
+            "full_match_count": rows.full_match_count,
+            "partial_match_count": rows.partial_match_count,
+            "source_only_count": rows.source_only_count,
+            "target_only_count": rows.target_only_count,
+        },
+        "columns": {name: round(pct, 2) for name, pct in rows.column_match_pct.items()},
+        "keys": list(result.keys),
+    }
