@@ -39,8 +39,7 @@ class SnapshotState:
             for part in chunks(wanted):
                 query = sa.select(self.table).where(key.in_([(i.name, i.identifier) for i in part]))
                 for row in conn.execute(query).mappings():
-                    snapshot = row_to_snapshot(row)
-                    result[snapshot.snapshot_id] = snapshot
+                    result[SnapshotId(row["name"], row["identifier"])] = row_to_snapshot(row)
         return result
 
     def by_version(self, name_versions: Iterable[tuple[str, str]]) -> list[Snapshot]:

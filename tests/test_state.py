@@ -1,0 +1,142 @@
+"""Opening the state database: creation, stored versions, migrations, too-new state, unreachable servers."""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from dataclasses import asdict
+
+import pytest
+import sqlalchemy as sa
+
+from bot import __version__
+from bot.errors import StateError
+from bot.project.config import StateConnection
+from bot.snapshot import Fingerprint, SnapshotId
+from bot.state.connect import connect_state
+from bot.state.migrations import all_migrations, latest_version, v0001_initial
+from bot.state.tables import build_tables
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def connection(request, tmp_path) -> StateConnection:
+    if request.param == "sqlite":
+        return StateConnection(type="sqlite", database=str(tmp_path / "state.db"))
+    return StateConnection(**request.getfixturevalue("postgres_schema"))
+
+
+def raw_engine(connection: StateConnection) -> sa.Engine:
+    if connection.type == "sqlite":
+        return sa.create_engine(sa.engine.URL.create("sqlite", database=connection.database))
+    return sa.create_engine(sa.engine.URL.create(
+        "postgresql+psycopg2", username=connection.user, host=connection.host,
+        port=connection.port, database=connection.database))
+
+
+def test_default_sqlite_state_is_created_in_project_meshbot_folder(tmp_path):
+    with connect_state(StateConnection(), project_root=tmp_path) as state:
+        assert state.schema_version() == latest_version() >= 2
+        assert state.get_environments() == []
+        with state.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+    assert (tmp_path / ".meshbot" / "state.db").is_file()
+
+
+def test_missing_state_is_not_created_when_create_is_false(tmp_path):
+    with pytest.raises(StateError, match="no meshbot state found at .*state.db"):
+        connect_state(StateConnection(), project_root=tmp_path, create=False)
+    assert not (tmp_path / ".meshbot").exists()
+
+
+def test_fresh_state_matches_table_definitions_and_records_versions(connection, tmp_path):
+    with connect_state(connection, project_root=tmp_path) as state:
+        schema = state.tables.metadata.schema
+        inspector = sa.inspect(state.engine)
+        for table in state.tables.metadata.sorted_tables:
+            columns = {c["name"] for c in inspector.get_columns(table.name, schema=schema)}
+            assert columns == set(table.columns.keys()), table.name
+            indexes = {i["name"] for i in inspector.get_indexes(table.name, schema=schema)}
+            assert indexes == {i.name for i in table.indexes}, table.name
+        with state.engine.connect() as conn:
+            rows = conn.execute(sa.select(state.tables.versions)).all()
+        assert rows == [(latest_version(), __version__)]
+    if connection.schema:   # nothing leaked into the public schema
+        assert not sa.inspect(raw_engine(connection)).has_table("snapshots", schema="public")
+
+
+def test_version_1_state_is_refused_until_migrated_and_keeps_its_rows(connection, tmp_path):
+    fingerprint = Fingerprint("1", "2")
+    snapshot_id = SnapshotId("db.a", fingerprint.identifier)
+    engine = raw_engine(connection)
+    v1 = v0001_initial._metadata(connection.schema)
+    with engine.begin() as conn:
+        v0001_initial.upgrade(conn, schema=connection.schema)
+        conn.execute(sa.insert(v1.tables[_key(connection, "versions")]),
+                     [{"schema_version": 1, "meshbot_version": "0.0.1"}])
+        conn.execute(sa.insert(v1.tables[_key(connection, "snapshots")]), [dict(
+            name="db.a", identifier=snapshot_id.identifier, version="7", kind="FULL",
+            fingerprint=asdict(fingerprint),
+            change_category="breaking", definition={"name": "db.a"}, rendered_query="SELECT 1",
+            parents=[], forward_only=False, physical_schema="sqlmesh__db", columns=[["x", "INT"]],
+            ttl="in 1 week", created_ts=1, updated_ts=2)])
+        conn.execute(sa.insert(v1.tables[_key(connection, "environments")]), [dict(
+            name="dev", snapshots=[], plan_id="p1")])
+        conn.execute(sa.insert(v1.tables[_key(connection, "intervals")]), [dict(
+            name="db.a", version="7", start_ts=0, end_ts=10, is_dev=False, is_removed=False,
+            created_ts=3)])
+    engine.dispose()
+
+    state = connect_state(connection, project_root=tmp_path)
+    assert state.schema_version() == 1
+    with pytest.raises(StateError, match=r"state schema version 1 is older than this meshbot "
+                                         r"\(\d+\); run `meshbot migrate`"):
+        state.get_environment("dev")
+    assert state.migrate() == latest_version()
+    assert state.get_environment("dev").suffix_target == "schema"
+    snapshot = state.get_snapshots([snapshot_id])[snapshot_id]
+    assert (snapshot.version, snapshot.columns, snapshot.definition) == ("7", (("x", "INT"),),
+                                                                         {"name": "db.a"})
+    assert state.get_intervals([("db.a", "7")])[("db.a", "7")].intervals == [(0, 10)]
+    indexes = sa.inspect(state.engine).get_indexes("snapshots", schema=connection.schema)
+    assert "ix_snapshots_name_version" in {i["name"] for i in indexes}
+    assert state.migrate() == latest_version()   # idempotent
+    state.close()
+
+
+def _key(connection: StateConnection, table: str) -> str:
+    return f"{connection.schema}.{table}" if connection.schema else table
+
+
+def test_state_newer_than_meshbot_is_refused(connection, tmp_path):
+    with connect_state(connection, project_root=tmp_path) as state:
+        with state.engine.begin() as conn:
+            conn.execute(sa.update(state.tables.versions).values(schema_version=99))
+    with pytest.raises(StateError) as error:
+        connect_state(connection, project_root=tmp_path)
+    assert str(error.value).startswith(
+        f"state schema version 99 is newer than this meshbot ({latest_version()}); upgrade meshbot")
+
+
+def test_unreachable_postgres_is_named_without_the_password():
+    secret = "s3cret-Pa55word"
+    connection = StateConnection(type="postgres", host="127.0.0.1", port=1, user="meshbot",
+                                 password=secret, database="warehouse")
+    with pytest.raises(StateError) as error:
+        connect_state(connection, project_root=Path("."))
+    message = str(error.value)
+    assert message.startswith("cannot reach the state database postgresql://meshbot@127.0.0.1:1/warehouse: ")
+    assert "refused" in message.lower() or "could not connect" in message.lower()
+    shown = "".join(traceback.format_exception(error.value))
+    assert secret not in message and secret not in shown and secret not in repr(connection)
+
+
+def test_unknown_state_type_is_refused(tmp_path):
+    with pytest.raises(StateError, match="unknown state_connection type `mysql`"):
+        connect_state(StateConnection(type="mysql"), project_root=tmp_path)
+
+
+def test_migrations_are_numbered_without_gaps():
+    assert [m.version for m in all_migrations()] == list(range(1, latest_version() + 1))
+    assert build_tables().metadata.tables.keys() == {"snapshots", "environments", "intervals",
+                                                     "versions"}

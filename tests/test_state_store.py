@@ -1,0 +1,234 @@
+"""SqlStateSync on real SQLite and PostgreSQL: snapshots, intervals, promotion locking, janitor queries."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+import sqlalchemy as sa
+
+from bot.errors import ConflictError, StateError
+from bot.project.config import StateConnection
+from bot.snapshot import ChangeCategory, Fingerprint, Snapshot, SnapshotId
+from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.connect import connect_state
+
+DAY = 86_400_000
+CONFLICT = "another plan was applied to `{}` while yours was in progress; re-plan"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def connection(request, tmp_path) -> StateConnection:
+    if request.param == "sqlite":
+        return StateConnection(type="sqlite", database=str(tmp_path / "state.db"))
+    return StateConnection(**request.getfixturevalue("postgres_schema"))
+
+
+@pytest.fixture
+def state(connection, tmp_path):
+    store = connect_state(connection, project_root=tmp_path)
+    yield store
+    store.close()
+
+
+def make_snapshot(name: str = "db.orders", n: int = 0, **changes) -> Snapshot:
+    snapshot = Snapshot(
+        name=name,
+        fingerprint=Fingerprint(data_hash=f"d{n}", metadata_hash=f"m{n}", parent_data_hash="pd",
+                                parent_metadata_hash="pm"),
+        version=f"v{n}",
+        kind="FULL",
+        definition={"name": name, "kind": {"name": "FULL"}, "query": "SELECT 1 AS x",
+                    "grain": ["x"], "nested": {"a": [1, 2.5, None, True], "é": "ünïcode"}},
+        rendered_query='SELECT 1 AS `x`',
+        change_category=ChangeCategory.NON_BREAKING,
+        parents=(SnapshotId("db.raw", "123"), SnapshotId("db.other", "456")),
+        forward_only=True,
+        physical_schema="sqlmesh__db",
+        created_ts=1_700_000_000_000,
+        updated_ts=1_700_000_000_500,
+        ttl="in 2 days",
+        columns=(("x", "INT"), ("y", "STRING")),
+    )
+    return replace(snapshot, **changes)
+
+
+def env_of(name: str, plan_id: str, *snapshots: Snapshot, **changes) -> Environment:
+    return Environment(
+        name=name,
+        snapshots=tuple(EnvironmentSnapshot(s.name, s.identifier, s.version, s.kind, s.table_name)
+                        for s in snapshots),
+        plan_id=plan_id, **changes)
+
+
+def test_snapshot_roundtrip_is_exact_and_push_ignores_existing_ids(state):
+    snapshot = make_snapshot()
+    bare = make_snapshot("db.bare", 1, change_category=None, parents=(), columns=(), definition={})
+    state.push_snapshots([snapshot, bare])
+    state.push_snapshots([replace(snapshot, rendered_query="changed")])   # same id: ignored
+    stored = state.get_snapshots([snapshot.snapshot_id, bare.snapshot_id, SnapshotId("db.x", "1")])
+    assert stored == {snapshot.snapshot_id: snapshot, bare.snapshot_id: bare}
+    assert state.get_snapshots_by_version([("db.orders", "v0"), ("db.orders", "nope")]) == [snapshot]
+
+
+def test_thousands_of_snapshots_push_and_read_back_by_id(state, connection):
+    snapshots = [make_snapshot(f"db.model_{i}", i) for i in range(5000)]
+    started = time.perf_counter()
+    state.push_snapshots(snapshots)
+    pushed = time.perf_counter()
+    found = state.get_snapshots(s.snapshot_id for s in snapshots)
+    read = time.perf_counter()
+    assert len(found) == 5000 and found[snapshots[4321].snapshot_id] == snapshots[4321]
+    print(f"{connection.type}: push 5000 {pushed - started:.3f}s, read 5000 {read - pushed:.3f}s")
+    if connection.type == "sqlite":
+        assert read - started < 1.0
+
+
+def test_intervals_are_added_removed_and_merged_per_version(state):
+    state.add_interval("db.a", "v1", (0, DAY))
+    state.add_interval("db.a", "v1", (2 * DAY, 3 * DAY))
+    state.add_interval("db.a", "v1", (DAY, 2 * DAY))            # fills the gap
+    state.add_interval("db.a", "v1", (5 * DAY, 6 * DAY), is_dev=True)
+    state.add_interval("db.a", "v2", (0, 10 * DAY))
+    state.remove_intervals("db.a", "v2", (3 * DAY, 4 * DAY))
+    state.add_interval("db.b", "v1", (0, DAY))
+    state.remove_intervals("db.b", "v1", (0, DAY))
+    result = state.get_intervals([("db.a", "v1"), ("db.a", "v2"), ("db.b", "v1"), ("db.none", "v")])
+    assert result[("db.a", "v1")].intervals == [(0, 3 * DAY)]
+    assert result[("db.a", "v1")].dev_intervals == [(5 * DAY, 6 * DAY)]
+    assert result[("db.a", "v2")].intervals == [(0, 3 * DAY), (4 * DAY, 10 * DAY)]
+    assert result[("db.b", "v1")].intervals == []
+    assert result[("db.none", "v")].intervals == [] and len(result) == 4
+
+
+def test_promote_new_environment_then_replace_it_and_finalize(state):
+    a, b = make_snapshot("db.a", 1), make_snapshot("db.b", 2)
+    state.promote(env_of("dev", "plan1", a, start="2024-01-01", expiration_ts=5),
+                  expected_plan_id=None)
+    first = state.get_environment("dev")
+    assert first == env_of("dev", "plan1", a, start="2024-01-01", expiration_ts=5)
+    state.finalize("dev", "plan1")
+    assert state.get_environment("dev").finalized_ts is not None
+    state.promote(env_of("dev", "plan2", a, b, previous_plan_id="ignored"), expected_plan_id="plan1")
+    second = state.get_environment("dev")
+    assert (second.plan_id, second.previous_plan_id, second.finalized_ts) == ("plan2", "plan1", None)
+    assert [s.name for s in second.snapshots] == ["db.a", "db.b"]
+    assert second.by_name()["db.b"].table_name == b.table_name
+    with pytest.raises(ConflictError, match="re-plan"):
+        state.finalize("dev", "plan1")
+    assert [e.name for e in state.get_environments()] == ["dev"]
+
+
+def test_promote_with_stale_plan_id_conflicts_and_changes_nothing(state):
+    state.promote(env_of("prod", "plan1", make_snapshot()), expected_plan_id=None)
+    before = state.get_environment("prod")
+    for expected in ("plan0", None):
+        with pytest.raises(ConflictError) as error:
+            state.promote(env_of("prod", "plan9"), expected_plan_id=expected)
+        assert str(error.value) == CONFLICT.format("prod")
+    assert state.get_environment("prod") == before
+
+
+def test_promote_waits_for_the_row_lock_and_sees_the_other_plan(state):
+    state.promote(env_of("dev", "plan1"), expected_plan_id=None)
+    table = state.tables.environments
+    outcome: list[BaseException | None] = []
+
+    def promote() -> None:
+        try:
+            state.promote(env_of("dev", "mine"), expected_plan_id="plan1")
+            outcome.append(None)
+        except ConflictError as error:
+            outcome.append(error)
+
+    with state.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn, conn.begin():
+        conn.execute(sa.select(table.c.plan_id).where(table.c.name == "dev").with_for_update())
+        worker = threading.Thread(target=promote)
+        worker.start()
+        time.sleep(0.5)
+        assert worker.is_alive(), "promote must wait for the lock held by the other plan"
+        conn.execute(sa.update(table).where(table.c.name == "dev").values(plan_id="theirs"))
+    worker.join(20)
+    assert isinstance(outcome[0], ConflictError)
+    assert state.get_environment("dev").plan_id == "theirs"
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_two_concurrent_promoters_exactly_one_wins(connection, tmp_path, existing):
+    stores = [connect_state(connection, project_root=tmp_path) for _ in range(2)]
+    if existing:
+        stores[0].promote(env_of("dev", "plan0"), expected_plan_id=None)
+    expected = "plan0" if existing else None
+    barrier = threading.Barrier(2)
+    results: dict[str, str] = {}
+
+    def promote(index: int) -> None:
+        barrier.wait()
+        try:
+            stores[index].promote(env_of("dev", f"plan{index + 1}"), expected_plan_id=expected)
+            results[f"plan{index + 1}"] = "ok"
+        except ConflictError as error:
+            results[f"plan{index + 1}"] = str(error)
+
+    for _ in range(3 if existing else 1):
+        threads = [threading.Thread(target=promote, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert sorted(results.values()) == sorted(["ok", CONFLICT.format("dev")])
+        winner = next(plan for plan, result in results.items() if result == "ok")
+        stored = stores[0].get_environment("dev")
+        assert (stored.plan_id, stored.previous_plan_id) == (winner, expected)
+        if existing:   # reset for the next round
+            with stores[0].engine.begin() as conn:
+                table = stores[0].tables.environments
+                conn.execute(sa.update(table).values(plan_id="plan0", previous_plan_id=None))
+        results.clear()
+    for store in stores:
+        store.close()
+
+
+def test_invalidate_marks_expired_and_refuses_prod_or_unknown(state):
+    state.promote(env_of("prod", "p"), expected_plan_id=None)
+    state.promote(env_of("dev", "d", expiration_ts=10**15), expected_plan_id=None)
+    state.promote(env_of("old", "o", expiration_ts=1000), expected_plan_id=None)
+    now = int(time.time() * 1000)
+    assert [e.name for e in state.expired_environments(now)] == ["old"]
+    state.invalidate_environment("dev")
+    assert state.get_environment("dev").expiration_ts <= int(time.time() * 1000)
+    assert [e.name for e in state.expired_environments(int(time.time() * 1000))] == ["dev", "old"]
+    with pytest.raises(StateError, match="cannot invalidate `prod`"):
+        state.invalidate_environment("prod")
+    with pytest.raises(StateError, match="environment `nope` does not exist"):
+        state.invalidate_environment("nope")
+    state.delete_environment("old")
+    assert state.get_environment("old") is None and state.get_environment("prod") is not None
+
+
+def test_expired_snapshots_versions_in_use_and_delete(state):
+    now = 1_700_000_000_000 + 10 * DAY
+    in_prod = make_snapshot("db.a", 1)                       # old, but referenced by prod
+    in_dead_env = make_snapshot("db.b", 2)                    # old, only in an expired env
+    young = make_snapshot("db.c", 3, created_ts=now - DAY, updated_ts=now - DAY)   # ttl 2 days
+    orphan = make_snapshot("db.d", 4)                         # old and unreferenced
+    sibling = make_snapshot("db.d", 5, version=orphan.version, ttl="in 1 year")    # shares the version
+    state.push_snapshots([in_prod, in_dead_env, young, orphan, sibling])
+    state.promote(env_of("prod", "p", in_prod), expected_plan_id=None)
+    state.promote(env_of("dev", "d", in_dead_env, expiration_ts=now - 1), expected_plan_id=None)
+    expired = state.expired_snapshots(now, ignore_ttl=False)
+    assert expired == [in_dead_env, orphan]
+    ignoring = {s.name for s in state.expired_snapshots(now, ignore_ttl=True)}
+    assert ignoring == {"db.b", "db.c", "db.d"}
+    ids = [s.snapshot_id for s in expired]
+    assert state.versions_in_use(ids) == {("db.a", "v1"), ("db.c", "v3"), ("db.d", "v4")}
+
+    state.add_interval("db.b", "v2", (0, DAY))
+    state.add_interval("db.d", "v4", (0, DAY))
+    state.delete_snapshots(ids)
+    assert state.get_snapshots(ids) == {}
+    intervals = state.get_intervals([("db.b", "v2"), ("db.d", "v4")])
+    assert intervals[("db.b", "v2")].intervals == []        # no snapshot left on v2
+    assert intervals[("db.d", "v4")].intervals == [(0, DAY)]  # the sibling still uses v4
