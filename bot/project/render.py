@@ -1,39 +1,185 @@
-"""Render a model's SQL: expand macros, map table names, transpile to Spark SQL. (Interface stub; see loader helper.)"""
+"""Render a model's SQL: expand macros, inline EMBEDDED parents, map table names, transpile to Spark SQL."""
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from sqlglot import exp
 
-from bot.project.model import Model
+from bot.errors import ConfigError
+from bot.project.macros import EMPTY_REGISTRY, MacroEvaluator, MacroRegistry, interval_variables, load_macros, macro_name
+from bot.project.model import KindName, Model
 
 # Fixed dates used to render queries for fingerprints and plan diffs, so that a query's hash does
 # not depend on when the plan runs.
 REFERENCE_START = 0                 # 1970-01-01 epoch ms
 REFERENCE_END = 86_400_000          # 1970-01-02 epoch ms (exclusive)
 
+_MAPPED = "meshbot_mapped"          # meta flag: this table is already a physical/virtual name
 
-def render_query(
-    model: Model,
-    *,
-    start: int | None = None,
-    end: int | None = None,
-    execution_time: int | None = None,
-    variables: Mapping[str, Any] | None = None,
-    table_mapping: Mapping[str, str] | None = None,
-    models: Mapping[str, Model] | None = None,
-    gateway: str = "local",
-) -> exp.Query:
-    """The model's query as a Spark-dialect AST.
 
-    start/end are epoch ms of the interval [start, end); None means the reference interval.
-    `table_mapping` maps model names (`db.orders`) to the names to read (physical tables or views);
-    `@this_model` resolves to table_mapping[model.name] when present. `models` lets EMBEDDED
-    parents be inlined as subqueries.
+@dataclass(frozen=True)
+class RenderContext:
+    """Everything rendering needs besides the model; shared by a model and its EMBEDDED parents."""
+
+    start: int = REFERENCE_START
+    end: int = REFERENCE_END
+    execution_time: int = REFERENCE_END
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    table_mapping: Mapping[str, str] = field(default_factory=dict)
+    models: Mapping[str, Model] = field(default_factory=dict)
+    gateway: str = "local"
+    macros: MacroRegistry | None = None
+    this_model: str | None = None
+
+
+def _context(*, start: int | None = None, end: int | None = None, execution_time: int | None = None,
+             variables: Mapping[str, Any] | None = None, table_mapping: Mapping[str, str] | None = None,
+             models: Mapping[str, Model] | None = None, gateway: str = "local",
+             macros: MacroRegistry | None = None, this_model: str | None = None) -> RenderContext:
+    start = REFERENCE_START if start is None else start
+    end = REFERENCE_END if end is None else end
+    return RenderContext(start=start, end=end, execution_time=end if execution_time is None else execution_time,
+                         variables=variables or {}, table_mapping=table_mapping or {}, models=models or {},
+                         gateway=gateway, macros=macros, this_model=this_model)
+
+
+@functools.lru_cache(maxsize=256)
+def _project_root(folder: Path) -> Path | None:
+    for candidate in (folder, *folder.parents):
+        if any((candidate / name).is_file() for name in ("config.yaml", "config.yml")):
+            return candidate
+    return None
+
+
+def _registry(model: Model, ctx: RenderContext) -> MacroRegistry:
+    if ctx.macros is not None:
+        return ctx.macros
+    root = _project_root(Path(model.path).resolve().parent)
+    return load_macros(root) if root is not None else EMPTY_REGISTRY
+
+
+def _this_model_table(model: Model, ctx: RenderContext) -> exp.Table:
+    name = ctx.this_model or ctx.table_mapping.get(model.name, model.name)
+    table = exp.to_table(name, dialect="spark")
+    table.meta[_MAPPED] = True
+    return table
+
+
+def make_evaluator(model: Model, ctx: RenderContext, *, dialect: str | None = None) -> MacroEvaluator:
+    """A macro evaluator for `model` with its interval variables and its pre-statement @DEFs applied."""
+    variables = interval_variables(start=ctx.start, end=ctx.end, execution_time=ctx.execution_time)
+    variables["this_model"] = _this_model_table(model, ctx)
+    variables["gateway"] = ctx.gateway
+    evaluator = MacroEvaluator(dialect=dialect or model.dialect, variables=variables,
+                               config_variables=ctx.variables, registry=_registry(model, ctx),
+                               path=model.path, model_name=model.name, columns_of=_columns_lookup(ctx))
+    for statement in model.pre_statements:
+        if macro_name(statement) == "def":
+            evaluator.transform(statement.copy())
+    return evaluator
+
+
+def _columns_lookup(ctx: RenderContext):
+    def columns_of(name: str) -> tuple[tuple[str, str], ...] | None:
+        key = name if "." in name else f"default.{name}"
+        model = ctx.models.get(key)
+        return model.columns if model is not None else None
+
+    return columns_of
+
+
+def _table_keys(table: exp.Table) -> list[str]:
+    parts = [p.lower() for p in (table.catalog, table.db, table.name) if p]
+    if len(parts) == 1:
+        return [f"default.{parts[0]}"]
+    keys = [".".join(parts)]
+    if len(parts) == 3:
+        keys.append(".".join(parts[1:]))
+    return keys
+
+
+def _referenced_model(table: exp.Table, names: Mapping[str, Any], ctes: set[str]) -> str | None:
+    if table.meta.get(_MAPPED) or not isinstance(table.this, exp.Identifier):
+        return None
+    if not table.db and table.name.lower() in ctes:
+        return None
+    return next((key for key in _table_keys(table) if key in names), None)
+
+
+def _alias_of(table: exp.Table) -> exp.TableAlias:
+    alias = table.args.get("alias")
+    return alias.copy() if alias is not None else exp.TableAlias(this=exp.to_identifier(table.name))
+
+
+def _map_tables(tree: exp.Expression, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Expression:
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    qualified: set[tuple[str, str]] = set()
+    for table in list(tree.find_all(exp.Table)):
+        embedded = _referenced_model(table, ctx.models, ctes)
+        if embedded is not None and ctx.models[embedded].kind.name is KindName.EMBEDDED:
+            if embedded in stack:
+                raise ConfigError(f"EMBEDDED models reference each other: {' -> '.join((*stack, embedded))}",
+                                  path=ctx.models[embedded].path)
+            inner = _render(ctx.models[embedded], ctx, (*stack, embedded))
+            table.replace(exp.Subquery(this=inner, alias=_alias_of(table)))
+            continue
+        key = _referenced_model(table, ctx.table_mapping, ctes)
+        if key is None:
+            continue
+        if table.db:
+            qualified.add((table.db.lower(), table.name.lower()))
+        target = exp.to_table(ctx.table_mapping[key], dialect="spark")
+        if isinstance(table.parent, (exp.From, exp.Join)):  # a read: keep column references resolving
+            table.set("alias", _alias_of(table))
+        for part in ("this", "db", "catalog"):
+            table.set(part, target.args.get(part))
+        table.meta[_MAPPED] = True
+    if qualified:
+        _strip_column_qualifiers(tree, qualified)
+    return tree
+
+
+def _strip_column_qualifiers(tree: exp.Expression, qualified: set[tuple[str, str]]) -> None:
+    """`db.orders.id` still resolves after `db.orders` became `physical AS orders`."""
+    for column in tree.find_all(exp.Column):
+        if column.args.get("db") is not None and (column.text("db").lower(), column.table.lower()) in qualified:
+            column.set("db", None)
+            column.set("catalog", None)
+
+
+def _render(model: Model, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Query:
+    if model.query is None:
+        raise ConfigError(f"model {model.name} has no SQL query to render", path=model.path)
+    evaluator = make_evaluator(model, ctx)
+    rendered = evaluator.transform(model.query.copy())
+    if not isinstance(rendered, exp.Query):
+        raise ConfigError(f"the query of model {model.name} is not a query after expanding macros",
+                          path=model.path, line=model.line)
+    return _map_tables(rendered, ctx, stack)
+
+
+def render_query(model: Model, *, start: int | None = None, end: int | None = None,
+                 execution_time: int | None = None, variables: Mapping[str, Any] | None = None,
+                 table_mapping: Mapping[str, str] | None = None, models: Mapping[str, Model] | None = None,
+                 gateway: str = "local", macros: MacroRegistry | None = None,
+                 this_model: str | None = None) -> exp.Query:
+    """The model's query as a Spark-dialect AST (a fresh copy; `model.query` is never mutated).
+
+    start/end are epoch ms of the interval [start, end); None means the reference interval, and
+    execution_time defaults to end. `table_mapping` maps model names (`db.orders`) to the names to
+    read (physical tables or views), keeping the alias (`... AS orders`); `@this_model` resolves to
+    `this_model`, else table_mapping[model.name], else the model name. `models` lets EMBEDDED parents
+    be inlined as subqueries and gives @STAR its columns. `macros` defaults to the user macros of the
+    project containing model.path.
     """
-    assert model.query is not None, f"{model.name} has no SQL query"
-    return model.query.copy()
+    ctx = _context(start=start, end=end, execution_time=execution_time, variables=variables,
+                   table_mapping=table_mapping, models=models, gateway=gateway, macros=macros,
+                   this_model=this_model)
+    return _render(model, ctx, (model.name,))
 
 
 def render_sql(model: Model, **kwargs: Any) -> str:
@@ -41,6 +187,34 @@ def render_sql(model: Model, **kwargs: Any) -> str:
     return render_query(model, **kwargs).sql(dialect="spark", identify=True)
 
 
+def normalized_query_sql(model: Model, **kwargs: Any) -> str:
+    """The rendered query at the reference interval (unless given), without comments, canonically formatted.
+
+    Comment- and whitespace-only edits give the same text; used for the data hash.
+    """
+    return render_query(model, **kwargs).sql(dialect="spark", identify=True, comments=False)
+
+
+def render_expression(expression: exp.Expression, *, model: Model, dialect: str | None = None,
+                      **kwargs: Any) -> list[exp.Expression]:
+    """Render any statement (an audit query, a pre/post statement) in `model`'s macro context.
+
+    Returns zero (a @DEF, a false @IF), one or several Spark-dialect expressions.
+    """
+    ctx = _context(**kwargs)
+    evaluator = make_evaluator(model, ctx, dialect=dialect)
+    if macro_name(expression) == "def":
+        return []
+    result = evaluator.transform(expression.copy())
+    items = result if isinstance(result, list) else [result] if result is not None else []
+    return [_map_tables(item, ctx, (model.name,)) for item in items]
+
+
 def render_statements(model: Model, statements: tuple[exp.Expression, ...], **kwargs: Any) -> list[str]:
-    """Pre/post statements rendered like the query (macros expanded, tables mapped), as Spark SQL."""
-    return [s.sql(dialect="spark") for s in statements]
+    """Pre/post statements rendered like the query (macros expanded, tables mapped), as Spark SQL.
+
+    Statements that are only a @DEF, or a false @IF, are dropped.
+    """
+    return [item.sql(dialect="spark", identify=True)
+            for statement in statements
+            for item in render_expression(statement, model=model, **kwargs)]

@@ -1,0 +1,292 @@
+"""SQLMesh-style macros: interval variables, the @macro registry, and the evaluator that expands them."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import inspect
+import sys
+import traceback
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import sqlglot
+from sqlglot import exp
+
+from bot.errors import ConfigError
+from bot.project.macro_builtins import BUILTINS, to_expression
+from bot.project.sqltext import macro_call_name as macro_name
+from bot.project.sqltext import parse_sql
+from bot.project.timeutil import to_datetime, to_ds, to_ts
+
+_MACRO_ATTR = "__meshbot_macro__"
+
+MacroFunction = Callable[..., Any]
+
+
+def macro(name: str | MacroFunction | None = None) -> Any:
+    """Mark a function in macros/*.py as a user macro: `@macro()` or `@macro("other_name")`.
+
+    The function is called with the evaluator first and sqlglot expressions as arguments.
+    """
+    def mark(func: MacroFunction) -> MacroFunction:
+        setattr(func, _MACRO_ATTR, (name if isinstance(name, str) else func.__name__).lower())
+        return func
+
+    if callable(name):
+        return mark(name)
+    return mark
+
+
+@dataclass(frozen=True)
+class MacroRegistry:
+    """User macros of one project, by lower-case name."""
+
+    functions: Mapping[str, MacroFunction] = field(default_factory=dict)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.functions)
+
+
+EMPTY_REGISTRY = MacroRegistry()
+
+
+def _import_file(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    module_name = f"meshbot_user_{digest}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # a user file: report any failure with its line
+        line = next((f.lineno for f in reversed(traceback.extract_tb(error.__traceback__))
+                     if Path(f.filename) == path), None)
+        raise ConfigError(f"cannot import: {type(error).__name__}: {error}", path=path, line=line) from error
+    finally:
+        sys.modules.pop(module_name, None)
+    return vars(module)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_cached(root: Path, stamp: tuple[tuple[str, int, int], ...]) -> MacroRegistry:
+    functions: dict[str, MacroFunction] = {}
+    for file_name, _, _ in stamp:
+        path = root / "macros" / file_name
+        for value in _import_file(path).values():
+            name = getattr(value, _MACRO_ATTR, None)
+            if callable(value) and isinstance(name, str):
+                functions[name] = value
+    return MacroRegistry(MappingProxyType(functions))
+
+
+def load_macros(root: Path) -> MacroRegistry:
+    """Import every macros/*.py of the project at `root`; cached until a file changes."""
+    folder = Path(root) / "macros"
+    if not folder.is_dir():
+        return EMPTY_REGISTRY
+    stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
+                  for p in sorted(folder.glob("*.py")) if not p.name.startswith("_"))
+    return _load_cached(Path(root).resolve(), stamp)
+
+
+def known_macro_names(root: Path) -> set[str]:
+    """Built-in macro names plus the project's user macros, lower-case."""
+    return set(BUILTINS) | set(load_macros(root).names)
+
+
+def interval_variables(*, start: int, end: int, execution_time: int) -> dict[str, Any]:
+    """Macro variables of the interval [start, end) in epoch ms; `end_*` values are inclusive.
+
+    >>> v = interval_variables(start=1704067200000, end=1704153600000, execution_time=1704153600000)
+    >>> v["start_ds"], v["end_ds"], v["end_ts"], v["end_millis"], v["execution_ds"]
+    ('2024-01-01', '2024-01-01', '2024-01-01 23:59:59.999999', 1704153599999, '2024-01-02')
+    """
+    end_dt = to_datetime(end) - timedelta(microseconds=1)
+    values: dict[str, Any] = {}
+    for prefix, moment, ms, ts in (
+        ("start", to_datetime(start), start, to_ts(start)),
+        ("end", end_dt, end - 1, to_ts(end - 1, micros=999)),
+        ("execution", to_datetime(execution_time), execution_time, to_ts(execution_time)),
+    ):
+        values.update({
+            f"{prefix}_ds": to_ds(ms),
+            f"{prefix}_ts": ts,
+            f"{prefix}_date": moment.date(),
+            f"{prefix}_dt": moment,
+            f"{prefix}_epoch": moment.timestamp(),
+            f"{prefix}_millis": ms,
+        })
+    return values
+
+
+class MacroEvaluator:
+    """Expands macros in one model's expressions; user macros receive it as first argument.
+
+    `variables` holds the built-in variables (interval, @this_model, @gateway); `config_variables`
+    the project's `variables` (read by @VAR and by plain `@name`); `locals` the @DEF values.
+    """
+
+    def __init__(self, *, dialect: str, variables: Mapping[str, Any], config_variables: Mapping[str, Any],
+                 registry: MacroRegistry = EMPTY_REGISTRY, path: Path | str | None = None,
+                 model_name: str = "", columns_of: Callable[[str], tuple[tuple[str, str], ...] | None] | None = None):
+        self.dialect = dialect
+        self.variables = dict(variables)
+        self.config_variables = {str(k).lower(): v for k, v in config_variables.items()}
+        self.registry = registry
+        self.path = path
+        self.model_name = model_name
+        self.columns_of = columns_of or (lambda _name: None)
+        self.locals: dict[str, Any] = {}
+
+    # --- API for user macros -------------------------------------------------------------
+    def var(self, name: str, default: Any = None) -> Any:
+        """A project variable's Python value (`variables:` in config.yaml), else `default`."""
+        return self.config_variables.get(name.lower(), default)
+
+    @property
+    def this_model(self) -> str:
+        table = self.variables.get("this_model")
+        return table.sql(self.dialect) if isinstance(table, exp.Expression) else str(table)
+
+    @property
+    def gateway(self) -> str:
+        return str(self.variables.get("gateway", ""))
+
+    def parse_one(self, text: str) -> exp.Expression:
+        """Parse SQL text of the model's dialect; macro calls in it are expanded."""
+        try:
+            parsed = parse_sql(text, self.dialect)
+        except sqlglot.errors.ParseError as error:
+            raise self.error(f"cannot parse SQL produced by a macro: {text!r}: {error}") from error
+        if len(parsed) != 1:
+            raise self.error(f"SQL produced by a macro must be one expression: {text!r}")
+        return self.transform(parsed[0])
+
+    def error(self, message: str) -> ConfigError:
+        where = f" in model {self.model_name}" if self.model_name else ""
+        return ConfigError(message + where, path=self.path)
+
+    # --- expansion -----------------------------------------------------------------------
+    def lookup(self, name: str) -> Any:
+        key = name.lower()
+        for scope in (self.locals, self.variables, self.config_variables):
+            if key in scope:
+                return scope[key]
+        raise self.error(f"macro variable @{name} is undefined")
+
+    def has_variable(self, name: str) -> bool:
+        key = name.lower()
+        return any(key in scope for scope in (self.locals, self.variables, self.config_variables))
+
+    def transform(self, expression: exp.Expression) -> Any:
+        """Expand every macro in `expression` (mutated in place; pass a copy). Leaves first.
+
+        Returns an expression, a list of expressions (a macro returning several), or None when the
+        whole expression was removed (a statement that is only @DEF, or a false @IF).
+        """
+        return exp.replace_tree(expression, self._visit, prune=_is_macro_lambda)
+
+    def _visit(self, node: exp.Expression) -> Any:
+        if isinstance(node, exp.Parameter) and isinstance(node.this, (exp.Var, exp.Identifier)):
+            return self._variable(node, node.this.name)
+        if (self.dialect == "duckdb" and isinstance(node, exp.Abs) and isinstance(node.this, exp.Column)
+                and not node.this.table and self.has_variable(node.this.name)):
+            return self._variable(node, node.this.name)  # DuckDB parses `@x` as ABS(x)
+        name = macro_name(node)
+        if name is None:
+            return node
+        return self.call(name, node)
+
+    def _variable(self, node: exp.Expression, name: str) -> Any:
+        value = to_expression(self.lookup(name)).copy()
+        parent = node.parent
+        if isinstance(parent, exp.Table) and node.arg_key == "this":
+            if isinstance(value, exp.Literal) and value.is_string:
+                value = exp.to_table(value.name, dialect=self.dialect)
+            if isinstance(value, exp.Table):
+                _merge_table(parent, value)
+                return node
+        return value
+
+    def call(self, name: str, node: exp.Anonymous) -> Any:
+        func = BUILTINS.get(name) or self.registry.functions.get(name)
+        if func is None:
+            raise self.error(f"unknown macro @{name.upper()}")
+        args, kwargs = _split_args(node.expressions)
+        try:
+            result = func(self, *_coerce_args(func, args), **kwargs)
+        except ConfigError:
+            raise
+        except Exception as error:  # a user macro failed: name it
+            raise self.error(f"macro @{name.upper()} failed: {type(error).__name__}: {error}") from error
+        return self._result(result)
+
+    def _result(self, result: Any) -> Any:
+        if result is None:
+            return None
+        if isinstance(result, (list, tuple)):
+            items = [self._result(item) for item in result]
+            return [item for item in items if item is not None]
+        if isinstance(result, str):
+            return self.parse_one(result)
+        if isinstance(result, exp.Expression):
+            return self.transform(result) if _has_macros(result) else result
+        return to_expression(result)
+
+
+def _merge_table(target: exp.Table, source: exp.Table) -> None:
+    for key in ("this", "db", "catalog"):
+        target.set(key, source.args.get(key))
+
+
+def _is_macro_lambda(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Lambda) and node.parent is not None and macro_name(node.parent) is not None
+
+
+def _has_macros(node: exp.Expression) -> bool:
+    return any(isinstance(n, exp.Parameter) or macro_name(n) for n in node.walk())
+
+
+def _split_args(args: list[exp.Expression]) -> tuple[list[exp.Expression], dict[str, exp.Expression]]:
+    positional = [a for a in args if not isinstance(a, (exp.PropertyEQ, exp.Kwarg))]
+    keywords = {a.this.name.lower(): a.expression for a in args if isinstance(a, (exp.PropertyEQ, exp.Kwarg))}
+    return positional, keywords
+
+
+@functools.lru_cache(maxsize=512)
+def _annotations(func: MacroFunction) -> tuple[Any, ...]:
+    try:
+        params = list(inspect.signature(func).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return ()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return ()
+    return tuple(p.annotation for p in params)
+
+
+def _coerce_args(func: MacroFunction, args: list[exp.Expression]) -> list[Any]:
+    """Convert literal arguments to Python values where a user macro annotates str/int/float/bool."""
+    hints = _annotations(func)
+    out: list[Any] = []
+    for index, arg in enumerate(args):
+        hint = hints[index] if index < len(hints) else inspect.Parameter.empty
+        out.append(_coerce(arg, hint))
+    return out
+
+
+def _coerce(arg: exp.Expression, hint: Any) -> Any:
+    hint_name = hint if isinstance(hint, str) else getattr(hint, "__name__", "")
+    if hint_name in ("str", "int", "float") and isinstance(arg, (exp.Literal, exp.Column, exp.Identifier)):
+        return {"str": str, "int": int, "float": float}[hint_name](arg.name)
+    if hint_name == "bool" and isinstance(arg, exp.Boolean):
+        return bool(arg.this)
+    if hint_name == "list" and isinstance(arg, (exp.Array, exp.Tuple)):
+        return list(arg.expressions)
+    return arg
