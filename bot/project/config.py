@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
+
+import jinja2
+import jinja2.sandbox
+import yaml
 
 from bot.errors import ConfigError
 
@@ -79,3 +84,220 @@ class ProjectConfig:
             raise ConfigError(f"unknown gateway `{key}` (--gateway); known gateways: {known}",
                               path=self.root / "config.yaml")
         return self.gateways[key]
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing config.yaml
+# --------------------------------------------------------------------------------------------
+
+CONFIG_FILES = ("config.yaml", "config.yml")
+DEFAULT_STATE_DB = ".meshbot/state.db"
+_SECRET_KEYS = frozenset({"password", "token", "secret", "private_key"})
+
+
+def read_yaml(path: Path, text: str | None = None) -> Any:
+    """Parse a YAML file; malformed YAML becomes a ConfigError with the file and line (no snippet)."""
+    if text is None:
+        text = path.read_text(encoding="utf-8")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+        problem = getattr(error, "problem", None) or getattr(error, "context", None) or "invalid YAML"
+        line = mark.line + 1 if mark is not None else None
+        col = mark.column + 1 if mark is not None else None
+        raise ConfigError(f"malformed YAML: {problem}", path=path, line=line, col=col) from None
+
+
+def render_env_vars(text: str, *, path: Path, environ: Mapping[str, str]) -> str:
+    """Substitute `{{ env_var('NAME') }}` / `{{ env_var('NAME', 'default') }}` in config text."""
+    if "{{" not in text and "{%" not in text:
+        return text
+
+    def env_var(name: str, default: Any = _MISSING) -> Any:
+        if name in environ:
+            return environ[name]
+        if default is _MISSING:
+            raise ConfigError(f"environment variable `{name}` is not set and has no default", path=path)
+        return default
+
+    env = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    try:
+        return env.from_string(text).render(env_var=env_var)
+    except jinja2.TemplateSyntaxError as error:
+        raise ConfigError(f"invalid template: {error.message}", path=path, line=error.lineno) from None
+    except jinja2.UndefinedError as error:
+        raise ConfigError(f"invalid template: {error.message}", path=path) from None
+
+
+_MISSING = object()
+
+
+def find_config_file(root: Path) -> Path:
+    for name in CONFIG_FILES:
+        if (root / name).is_file():
+            return root / name
+    raise ConfigError(f"no config.yaml (or config.yml) in {root}", path=root / "config.yaml")
+
+
+def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> ProjectConfig:
+    """Read `<root>/config.yaml` (or config.yml) into a ProjectConfig; env_var() resolved from `environ`."""
+    root = Path(root).resolve()
+    path = find_config_file(root)
+    text = render_env_vars(path.read_text(encoding="utf-8"), path=path,
+                           environ=os.environ if environ is None else environ)
+    raw = read_yaml(path, text) or {}
+    if not isinstance(raw, dict):
+        raise ConfigError("config must be a mapping of settings", path=path)
+    gateways = _parse_gateways(raw.get("gateways"), root=root, path=path)
+    default_gateway = str(raw.get("default_gateway") or next(iter(gateways)))
+    if default_gateway not in gateways:
+        raise ConfigError(f"default_gateway `{default_gateway}` is not one of the gateways: "
+                          f"{', '.join(gateways)}", path=path)
+    plan = _mapping(raw.get("plan"), "plan", path)
+    return ProjectConfig(
+        root=root,
+        gateways=gateways,
+        default_gateway=default_gateway,
+        model_defaults=_parse_model_defaults(raw.get("model_defaults"), path),
+        variables=dict(_mapping(raw.get("variables"), "variables", path)),
+        snapshot_ttl=str(raw.get("snapshot_ttl") or "in 1 week"),
+        environment_ttl=str(raw.get("environment_ttl") or "in 1 week"),
+        physical_schema_mapping={str(k): str(v) for k, v in
+                                 _mapping(raw.get("physical_schema_mapping"), "physical_schema_mapping",
+                                          path).items()},
+        auto_categorize_changes=_parse_auto_categorize(plan.get("auto_categorize_changes"), path),
+        include_unmodified=bool(plan.get("include_unmodified", False)),
+        cicd_bot=dict(_mapping(raw.get("cicd_bot"), "cicd_bot", path)),
+        users=_parse_users(raw.get("users"), path),
+    )
+
+
+def _mapping(value: Any, key: str, path: Path) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"`{key}` must be a mapping", path=path)
+    return value
+
+
+def _parse_gateways(raw: Any, *, root: Path, path: Path) -> dict[str, Gateway]:
+    if not raw:
+        return {"local": Gateway(name="local", state_connection=_default_state(root))}
+    gateways: dict[str, Gateway] = {}
+    for name, spec in _mapping(raw, "gateways", path).items():
+        spec = _mapping(spec, f"gateways.{name}", path)
+        test = spec.get("test_connection")
+        gateways[str(name)] = Gateway(
+            name=str(name),
+            connection=_parse_spark(spec.get("connection"), f"gateways.{name}.connection", path),
+            state_connection=_parse_state(spec.get("state_connection"), root=root,
+                                          where=f"gateways.{name}.state_connection", path=path),
+            test_connection=(_parse_spark(test, f"gateways.{name}.test_connection", path)
+                             if test is not None else None),
+        )
+    return gateways
+
+
+def _default_state(root: Path) -> StateConnection:
+    return StateConnection(type="sqlite", database=str(root / DEFAULT_STATE_DB))
+
+
+def _parse_spark(raw: Any, where: str, path: Path) -> SparkConnection:
+    spec = _mapping(raw, where, path)
+    kind = str(spec.get("type", "spark")).lower()
+    if kind != "spark":
+        raise ConfigError(f"`{where}`: connection type `{kind}` is not supported (only `spark`)", path=path)
+    master, remote = spec.get("master"), spec.get("remote")
+    if master and remote:
+        raise ConfigError(f"`{where}`: set either `master` or `remote`, not both", path=path)
+    conf = _mapping(spec.get("config"), f"{where}.config", path)
+    return SparkConnection(
+        master=str(master) if master else (None if remote else "local[*]"),
+        remote=str(remote) if remote else None,
+        config=tuple((str(k), _conf_value(v)) for k, v in conf.items()),
+        catalog=str(spec["catalog"]) if spec.get("catalog") else None,
+    )
+
+
+def _conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _parse_state(raw: Any, *, root: Path, where: str, path: Path) -> StateConnection:
+    if raw is None:
+        return _default_state(root)
+    spec = _mapping(raw, where, path)
+    kind = str(spec.get("type", "sqlite")).lower()
+    if kind in ("postgresql", "postgres"):
+        port = spec.get("port", 5432)
+        try:
+            port = int(port)
+        except (TypeError, ValueError):
+            raise ConfigError(f"`{where}.port` must be an integer", path=path) from None
+        password = spec.get("password")
+        return StateConnection(
+            type="postgres", database=_opt_str(spec.get("database")),
+            host=str(spec.get("host", "127.0.0.1")), port=port, user=_opt_str(spec.get("user")),
+            password=str(password) if password is not None else None,
+            schema=_opt_str(spec.get("schema")))
+    if kind == "sqlite":
+        database = Path(str(spec.get("database") or DEFAULT_STATE_DB)).expanduser()
+        return StateConnection(type="sqlite", database=str(database if database.is_absolute()
+                                                            else root / database))
+    raise ConfigError(f"`{where}`: state connection type `{kind}` is not supported "
+                      "(sqlite or postgres)", path=path)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _parse_model_defaults(raw: Any, path: Path) -> ModelDefaults:
+    spec = _mapping(raw, "model_defaults", path)
+    if not spec.get("dialect"):
+        raise ConfigError("`model_defaults.dialect` is required (e.g. `dialect: spark`)", path=path)
+    kind = spec.get("kind")
+    if isinstance(kind, dict):
+        kind = kind.get("name")
+    on_change = str(spec.get("on_destructive_change", "error")).lower()
+    if on_change not in ("error", "warn", "allow"):
+        raise ConfigError("`model_defaults.on_destructive_change` must be error, warn or allow", path=path)
+    start = spec.get("start")
+    return ModelDefaults(
+        dialect=str(spec["dialect"]).lower(),
+        kind=str(kind).upper() if kind else None,
+        cron=str(spec.get("cron") or "@daily"),
+        start=str(start) if start is not None else None,
+        owner=_opt_str(spec.get("owner")),
+        on_destructive_change=on_change,
+    )
+
+
+def _parse_auto_categorize(raw: Any, path: Path) -> str:
+    if isinstance(raw, dict):
+        raw = raw.get("sql", "full")
+    value = str(raw or "full").lower()
+    if value not in ("full", "semi", "off"):
+        raise ConfigError("`plan.auto_categorize_changes` must be full, semi or off", path=path)
+    return value
+
+
+def _parse_users(raw: Any, path: Path) -> tuple[UserConfig, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ConfigError("`users` must be a list", path=path)
+    users = []
+    for index, spec in enumerate(raw):
+        spec = _mapping(spec, f"users[{index}]", path)
+        username = spec.get("username") or spec.get("github_username")
+        if not username:
+            raise ConfigError(f"`users[{index}]` needs a `username` or `github_username`", path=path)
+        roles = spec.get("roles") or ()
+        users.append(UserConfig(username=str(username),
+                                github_username=_opt_str(spec.get("github_username")),
+                                roles=tuple(str(r).lower() for r in roles)))
+    return tuple(users)

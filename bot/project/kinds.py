@@ -1,0 +1,129 @@
+"""Read a MODEL header's `kind NAME (prop value, ...)` into a Kind, validating required properties."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from bot.errors import ConfigError
+from bot.project.header import (Prop, parse_props, parse_value, value_bool, value_int, value_items,
+                                value_names, value_text)
+from bot.project.model import Kind, KindName, OnDestructiveChange
+
+_KIND = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
+# Header keys accepted at the model level that are kind properties (SQLMesh accepts both places).
+KIND_LEVEL_KEYS = ("batch_size", "lookback", "forward_only", "on_destructive_change", "disable_restatement")
+# SQLMesh kind properties meshbot reads but does not use.
+_IGNORED = frozenset({"batch_concurrency", "on_additive_change", "auto_restatement_cron",
+                      "auto_restatement_intervals", "when_matched", "merge_filter",
+                      "partition_by_time_column", "updated_at_as_valid_from",
+                      "execution_time_as_valid_from", "time_data_type", "min_interval_unit"})
+
+
+def parse_kind(prop: Prop | None, *, default: str | None, dialect: str, path: Path,
+               extra: dict[str, Prop], on_destructive_change: str = "error") -> Kind:
+    """The model's Kind; `extra` holds kind-level keys written at the model level (batch_size...)."""
+    if prop is None:
+        name_text, props = (default or "VIEW"), ()
+        line = None
+    else:
+        match = _KIND.match(prop.text)
+        if not match:
+            raise ConfigError(f"invalid kind `{prop.text[:60]}`", path=path, line=prop.line)
+        name_text, inner, line = match.group(1), match.group(2), prop.line
+        props = _inner_props(inner, prop.line, path) if inner is not None else ()
+    name = _kind_name(name_text, path=path, line=line)
+    fields: dict[str, Any] = {"name": name,
+                              "on_destructive_change": OnDestructiveChange(on_destructive_change)}
+    for item in (*extra.values(), *props):
+        _apply_property(fields, item, dialect=dialect, path=path)
+    _check_required(fields, path=path, line=line)
+    return Kind(**fields)
+
+
+def _kind_name(text: str, *, path: Path, line: int | None) -> KindName:
+    try:
+        return KindName(text.upper())
+    except ValueError:
+        known = ", ".join(k.value for k in KindName)
+        raise ConfigError(f"unknown model kind `{text}`; known kinds: {known}", path=path,
+                          line=line) from None
+
+
+def _inner_props(inner: str, line: int, path: Path) -> tuple[Prop, ...]:
+    props = parse_props(inner, base=0, text=inner, path=path)
+    return tuple(Prop(p.key, p.text, line + p.line - 1) for p in props)
+
+
+def _apply_property(fields: dict[str, Any], prop: Prop, *, dialect: str, path: Path) -> None:
+    key = prop.key
+    if key in _IGNORED:
+        return
+    value = parse_value(prop, dialect=dialect, path=path)
+    if key == "time_column":
+        items = value_items(value)
+        fields["time_column"] = value_text(items[0], dialect).lower()
+        if len(items) > 1:
+            fields["time_column_format"] = value_text(items[1], dialect)
+    elif key in ("batch_size", "lookback"):
+        fields[key] = value_int(prop, value, dialect, path)
+    elif key in ("forward_only", "disable_restatement", "invalidate_hard_deletes", "materialized"):
+        fields[key] = value_bool(prop, value, dialect, path)
+    elif key == "on_destructive_change":
+        fields[key] = _on_destructive_change(prop, value_text(value, dialect), path)
+    elif key == "unique_key":
+        fields["unique_key"] = tuple(n.lower() for n in value_names(value, dialect))
+    elif key in ("valid_from_name", "valid_to_name", "updated_at_name"):
+        fields[key] = value_text(value, dialect).lower()
+    elif key == "columns":
+        fields["scd_columns"] = ("*",) if isinstance(value, exp.Star) else tuple(
+            n.lower() for n in value_names(value, dialect))
+    elif key == "path":
+        fields["seed_path"] = value_text(value, dialect)
+    elif key == "csv_settings":
+        fields["csv_settings"] = _csv_settings(prop, value, dialect, path)
+    else:
+        raise ConfigError(f"unknown property `{key}` for kind {fields['name'].value}", path=path,
+                          line=prop.line)
+
+
+def _on_destructive_change(prop: Prop, text: str, path: Path) -> OnDestructiveChange:
+    try:
+        return OnDestructiveChange(text.lower())
+    except ValueError:
+        raise ConfigError(f"`{prop.key}` must be error, warn or allow, got `{text}`", path=path,
+                          line=prop.line) from None
+
+
+def _csv_settings(prop: Prop, value: exp.Expression, dialect: str, path: Path) -> tuple:
+    settings = []
+    for item in value_items(value):
+        if isinstance(item, (exp.EQ, exp.PropertyEQ)):
+            key, raw = value_text(item.this, dialect), item.expression
+        elif isinstance(item, exp.Alias):
+            key, raw = item.alias, item.this
+        else:
+            raise ConfigError("`csv_settings` expects `(name = value, ...)`", path=path, line=prop.line)
+        if isinstance(raw, exp.Boolean):
+            settings.append((key.lower(), bool(raw.this)))
+        elif isinstance(raw, exp.Literal) and not raw.is_string:
+            settings.append((key.lower(), int(raw.this) if raw.is_int else float(raw.this)))
+        else:
+            settings.append((key.lower(), value_text(raw, dialect)))
+    return tuple(settings)
+
+
+def _check_required(fields: dict[str, Any], *, path: Path, line: int | None) -> None:
+    name: KindName = fields["name"]
+    if name is KindName.INCREMENTAL_BY_TIME_RANGE and not fields.get("time_column"):
+        raise ConfigError("kind INCREMENTAL_BY_TIME_RANGE requires `time_column`", path=path, line=line)
+    if name in (KindName.INCREMENTAL_BY_UNIQUE_KEY, KindName.SCD_TYPE_2_BY_TIME,
+                KindName.SCD_TYPE_2_BY_COLUMN) and not fields.get("unique_key"):
+        raise ConfigError(f"kind {name.value} requires `unique_key`", path=path, line=line)
+    if name is KindName.SCD_TYPE_2_BY_COLUMN and not fields.get("scd_columns"):
+        raise ConfigError("kind SCD_TYPE_2_BY_COLUMN requires `columns`", path=path, line=line)
+    if name is KindName.SEED and not fields.get("seed_path"):
+        raise ConfigError("kind SEED requires `path`", path=path, line=line)

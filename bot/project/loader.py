@@ -1,0 +1,272 @@
+"""Load a project directory: config, SQL/Python/external models, audits, tests and macros into a Project."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from sqlglot import exp
+
+from bot.errors import ConfigError
+from bot.project.cache import ModelCache, cache_context, content_key
+from bot.project.config import ProjectConfig, load_config, read_yaml
+from bot.project.dag import DAG
+from bot.project.header import (parse_body, parse_value, spark_type, split_blocks, value_items, value_pairs,
+                                value_text)
+from bot.project.model import AuditRef, Kind, KindName, Model
+from bot.project.model_parser import (BUILTIN_MACRO_FUNCTIONS, BUILTIN_MACRO_VARIABLES, ParsedModel,
+                                      parse_model_file)
+from bot.project.sqltext import normalize_name, parse_sql, preprocess_macros, to_sql
+
+__all__ = ["AuditDefinition", "Project", "load_project", "parse_sql", "preprocess_macros", "to_sql"]
+
+EXTERNAL_MODELS_FILES = ("external_models.yaml", "external_models.yml")
+
+
+@dataclass(frozen=True)
+class AuditDefinition:
+    """A user audit from audits/*.sql: `AUDIT (name x, blocking false, defaults (...)); SELECT ...`."""
+
+    name: str
+    query: exp.Expression
+    query_text: str
+    path: Path
+    dialect: str
+    blocking: bool = True
+    defaults: tuple[tuple[str, str], ...] = ()   # (argument, SQL text in the audit's dialect)
+    line: int = 1
+
+
+@dataclass(frozen=True)
+class Project:
+    """A loaded project; `models` iterate in topological order."""
+
+    root: Path
+    config: ProjectConfig
+    models: dict[str, Model]
+    audits: dict[str, AuditDefinition]
+    test_files: tuple[Path, ...]
+    macro_files: tuple[Path, ...]
+    dag: DAG
+
+
+def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: bool = True) -> Project:
+    """Read every project file under `root`; any invalid file is a ConfigError naming it (and the line)."""
+    root = Path(root).resolve()
+    config = config or load_config(root)
+    parsed = _load_sql_models(root, config, use_cache=use_cache)
+    _check_macros(root, config, parsed)
+    models = [p.model for p in parsed]
+    models += _load_python_models(root)
+    models += load_external_models(root, config)
+    by_name = _index_models(m for m in models if m.enabled)
+    dag = DAG.build(by_name)
+    return Project(
+        root=root, config=config, models={name: by_name[name] for name in dag.order},
+        audits=load_audits(root, config), test_files=_test_files(root),
+        macro_files=tuple(sorted((root / "macros").rglob("*.py"))) if (root / "macros").is_dir() else (),
+        dag=dag,
+    )
+
+
+def _files(folder: Path, *patterns: str) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    found = {p for pattern in patterns for p in folder.rglob(pattern)}
+    return sorted(p for p in found if p.is_file() and not any(part.startswith(".") for part in
+                                                              p.relative_to(folder).parts))
+
+
+def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool) -> list[ParsedModel]:
+    cache = ModelCache.open(root) if use_cache else None
+    context = cache_context(root, config.model_defaults)
+    parsed = []
+    for path in _files(root / "models", "*.sql"):
+        data = path.read_bytes()
+        key = str(path.relative_to(root))
+        digest = content_key(data, context)
+        entry = cache.get(key, digest) if cache else None
+        if entry is None or not _seed_unchanged(entry.model):
+            entry = parse_model_file(path, data.decode("utf-8"), defaults=config.model_defaults)
+            if cache:
+                cache.put(key, digest, entry)
+        parsed.append(entry)
+    if cache:
+        cache.save()
+    return parsed
+
+
+def _seed_unchanged(model: Model) -> bool:
+    if model.kind.name is not KindName.SEED:
+        return True
+    path = model.seed_abs_path
+    return path is not None and path.is_file() and \
+        hashlib.sha256(path.read_bytes()).hexdigest() == model.seed_content_hash
+
+
+def _optional_function(module: str, name: str) -> Callable[..., Any] | None:
+    """A function from another part of the project that may not be written yet."""
+    if importlib.util.find_spec(module) is None:
+        return None
+    return getattr(importlib.import_module(module), name, None)
+
+
+def _load_python_models(root: Path) -> list[Model]:
+    files = _files(root / "models", "*.py")
+    if not files:
+        return []
+    loader = _optional_function("bot.project.python_model", "load_python_models")
+    if loader is None:
+        return []
+    return [model for path in files for model in loader(path)]
+
+
+def _check_macros(root: Path, config: ProjectConfig, parsed: list[ParsedModel]) -> None:
+    if not any(p.macro_refs for p in parsed):
+        return
+    known_fn = _optional_function("bot.project.macros", "known_macro_names")
+    user = {n.lower() for n in known_fn(root)} if known_fn else _user_macro_names(root)
+    variables = {str(k).lower() for k in config.variables}
+    for item in parsed:
+        for ref in item.macro_refs:
+            if ref.name in user or ref.name in BUILTIN_MACRO_FUNCTIONS:
+                continue
+            if ref.kind == "var" and (ref.name in variables or ref.name in BUILTIN_MACRO_VARIABLES):
+                continue
+            what = "macro" if ref.kind == "call" else "macro variable"
+            raise ConfigError(f"unknown {what} `@{ref.name}` in model `{item.model.name}`"
+                              " (not a built-in, a macros/*.py function or a config variable)",
+                              path=item.model.path, line=ref.line)
+
+
+def _user_macro_names(root: Path) -> set[str]:
+    names: set[str] = set()
+    for path in _files(root / "macros", "*.py"):
+        names.update(m.lower() for m in re.findall(r"^def\s+(\w+)", path.read_text("utf-8"), re.M))
+    return names
+
+
+def _index_models(models: Iterable[Model]) -> dict[str, Model]:
+    by_name: dict[str, Model] = {}
+    for model in models:
+        if model.name in by_name:
+            other = by_name[model.name]
+            raise ConfigError(f"duplicate model name `{model.name}`: also defined in {other.path}"
+                              f":{other.line}", path=model.path, line=model.line)
+        by_name[model.name] = model
+    return by_name
+
+
+def load_external_models(root: Path, config: ProjectConfig) -> list[Model]:
+    """external_models.yaml: a list of `{name, columns: {col: type}, audits?}` → EXTERNAL models."""
+    path = next((root / n for n in EXTERNAL_MODELS_FILES if (root / n).is_file()), None)
+    if path is None:
+        return []
+    raw = read_yaml(path) or []
+    if not isinstance(raw, list):
+        raise ConfigError("expected a list of external models", path=path)
+    dialect = config.model_defaults.dialect
+    models = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict) or not item.get("name"):
+            raise ConfigError(f"external model #{index + 1} needs a `name`", path=path)
+        item_dialect = str(item.get("dialect") or dialect)
+        columns = item.get("columns") or {}
+        if not isinstance(columns, dict):
+            raise ConfigError(f"`columns` of external model `{item['name']}` must be a mapping", path=path)
+        models.append(Model(
+            name=normalize_name(str(item["name"]), item_dialect), kind=Kind(name=KindName.EXTERNAL),
+            dialect=item_dialect, path=path, line=1,
+            columns=tuple((str(col).lower(), spark_type(str(typ), dialect=item_dialect, path=path))
+                          for col, typ in columns.items()),
+            audits=tuple(_external_audit(a, path) for a in item.get("audits") or ()),
+            description=item.get("description"),
+        ))
+    return models
+
+
+def _external_audit(raw: Any, path: Path) -> AuditRef:
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, dict) or not raw.get("name"):
+        raise ConfigError("each external model audit needs a `name`", path=path)
+    args = []
+    blocking = True
+    for key, value in raw.items():
+        if key == "name":
+            continue
+        if key == "blocking":
+            blocking = bool(value)
+            continue
+        args.append((str(key).lower(), _yaml_value_sql(value)))
+    name = str(raw["name"]).lower()
+    if name.endswith("_non_blocking"):
+        name, blocking = name[: -len("_non_blocking")], False
+    return AuditRef(name=name, args=tuple(args), blocking=blocking)
+
+
+def _yaml_value_sql(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_yaml_value_sql(v) for v in value) + ")"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return str(value)   # SQL text (`id`, `amount > 0`, `'text'`) as written
+
+
+def load_audits(root: Path, config: ProjectConfig) -> dict[str, AuditDefinition]:
+    """Every AUDIT block in audits/*.sql; duplicate audit names are an error."""
+    audits: dict[str, AuditDefinition] = {}
+    for path in _files(root / "audits", "*.sql"):
+        text = path.read_text(encoding="utf-8")
+        for audit in _parse_audit_file(path, text, default_dialect=config.model_defaults.dialect):
+            if audit.name in audits:
+                raise ConfigError(f"duplicate audit `{audit.name}`: also defined in {audits[audit.name].path}",
+                                  path=path, line=audit.line)
+            audits[audit.name] = audit
+    return audits
+
+
+def _parse_audit_file(path: Path, text: str, *, default_dialect: str) -> list[AuditDefinition]:
+    audits = []
+    for block in split_blocks(text, keyword="AUDIT", path=path):
+        props = {p.key: p for p in block.props}
+        if "name" not in props:
+            raise ConfigError("the AUDIT header needs a `name`", path=path, line=block.line)
+        dialect = value_text(parse_value(props["dialect"], dialect="", path=path), "").lower() \
+            if "dialect" in props else default_dialect
+        values = {k: parse_value(p, dialect=dialect, path=path) for k, p in props.items()}
+        statements = parse_body(block, text=text, dialect=dialect, path=path)
+        query = next((s for s in statements if isinstance(s.expression, exp.Query)), None)
+        name = value_text(values["name"], dialect).lower()
+        if query is None:
+            raise ConfigError(f"audit `{name}` has no query", path=path, line=block.line)
+        blocking = value_text(values["blocking"], dialect).lower() != "false" if "blocking" in values else True
+        audits.append(AuditDefinition(
+            name=name, query=query.expression, query_text=query.text, path=path, dialect=dialect,
+            blocking=blocking, line=block.line,
+            defaults=_audit_defaults(props, values, dialect=dialect, path=path),
+        ))
+    return audits
+
+
+def _audit_defaults(props: dict, values: dict, *, dialect: str, path: Path) -> tuple[tuple[str, str], ...]:
+    if "defaults" not in values:
+        return ()
+    value_pairs(props["defaults"], values["defaults"], dialect, path)   # validates the shape
+    return tuple((value_text(item.this, dialect).lower(), to_sql(item.expression, dialect))
+                 for item in value_items(values["defaults"]))
+
+
+def _test_files(root: Path) -> tuple[Path, ...]:
+    """tests/*.yaml; each must at least be valid YAML (malformed files are reported here, with the line)."""
+    files = _files(root / "tests", "*.yaml", "*.yml")
+    for path in files:
+        read_yaml(path)
+    return tuple(files)

@@ -1,0 +1,223 @@
+"""Turn one models/*.sql file into a Model: header properties, statements, dependencies, macro references."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from croniter import croniter
+from sqlglot import exp
+
+from bot.errors import ConfigError
+from bot.project.config import ModelDefaults
+from bot.project.header import (Block, Prop, Statement, column_types, parse_body, parse_value,
+                                split_blocks, value_bool, value_items, value_names, value_pairs,
+                                value_text)
+from bot.project.kinds import KIND_LEVEL_KEYS, parse_kind
+from bot.project.model import AuditRef, KindName, Model
+from bot.project.sqltext import (line_at, macro_call_name, normalize_name, table_references, to_sql)
+
+BUILTIN_MACRO_VARIABLES = frozenset(
+    f"{prefix}_{suffix}"
+    for prefix in ("start", "end", "execution")
+    for suffix in ("ds", "ts", "date", "dt", "epoch", "millis", "tstz", "hour")
+) | frozenset({"this_model", "this_env", "gateway", "runtime_stage", "model_kind_name", "latest_ds"})
+BUILTIN_MACRO_FUNCTIONS = frozenset({
+    "def", "if", "each", "var", "blueprint_var", "sql", "star", "reduce", "filter", "with", "join",
+    "where", "group_by", "having", "order_by", "limit", "generate_surrogate_key", "safe_add",
+    "safe_sub", "safe_div", "union", "haversine_distance", "pivot", "deduplicate", "date_spine",
+    "resolve_template", "and", "or", "eval", "map", "resolve_table", "this_model"})
+_IGNORED_KEYS = frozenset({
+    "stamp", "interval_unit", "allow_partials", "storage_format", "table_format", "clustered_by",
+    "session_properties", "virtual_properties", "gateway", "signals", "references", "formatting",
+    "optimize_query", "ignored_rules", "validate_query", "project", "cron_tz", "blueprints",
+    "audits_properties", "kind_properties", "virtual_environment_mode", "mview", "column_types"})
+_KNOWN_KEYS = frozenset({
+    "name", "kind", "dialect", "cron", "start", "end", "grain", "grains", "audits", "owner", "tags",
+    "description", "column_descriptions", "columns", "partitioned_by", "physical_properties",
+    "depends_on", "enabled", *KIND_LEVEL_KEYS})
+
+
+@dataclass(frozen=True)
+class MacroRef:
+    """A macro used by a model: `call` (`@name(...)`) or `var` (`@name`), with the file line."""
+
+    name: str
+    kind: str
+    line: int
+
+
+@dataclass(frozen=True)
+class ParsedModel:
+    """What the loader keeps (and caches) per model file."""
+
+    model: Model
+    macro_refs: tuple[MacroRef, ...] = ()
+
+
+def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> ParsedModel:
+    """Parse one SQL model file; every problem is a ConfigError naming `path` and the line."""
+    blocks = split_blocks(text, keyword="MODEL", path=path)
+    if len(blocks) > 1:
+        raise ConfigError("a model file holds exactly one MODEL (...) block", path=path, line=blocks[1].line)
+    block = blocks[0]
+    props = _props_by_key(block, path)
+    dialect = value_text(parse_value(props["dialect"], dialect="", path=path), "").lower() \
+        if "dialect" in props else defaults.dialect
+    statements = parse_body(block, text=text, dialect=dialect, path=path)
+    query_index = next((i for i, s in enumerate(statements) if isinstance(s.expression, exp.Query)), None)
+    fields = _header_fields(props, dialect=dialect, defaults=defaults, path=path, line=block.line)
+    kind = fields["kind"]
+    if query_index is None and kind.name is not KindName.SEED:
+        raise ConfigError(f"model `{fields['name']}` has no query (a SELECT after the MODEL header)",
+                          path=path, line=block.line)
+    pre = tuple(s.expression for s in statements[:query_index or 0]) if query_index is not None else \
+        tuple(s.expression for s in statements)
+    query_stmt = statements[query_index] if query_index is not None else None
+    post = tuple(s.expression for s in statements[query_index + 1:]) if query_index is not None else ()
+    if kind.name is KindName.SEED:
+        fields.update(_seed_fields(kind.seed_path, path=path, line=props["kind"].line))
+    everything = [s.expression for s in statements]
+    depends = (table_references(everything) | set(fields["depends_on_explicit"])) - {fields["name"]}
+    model = Model(
+        **fields, dialect=dialect, path=path, line=block.line,
+        query=query_stmt.expression if query_stmt else None,
+        query_text=query_stmt.text if query_stmt else "",
+        pre_statements=pre, post_statements=post, depends_on=frozenset(depends),
+    )
+    return ParsedModel(model, macro_references(everything, text=text, start=0))
+
+
+def _props_by_key(block: Block, path: Path) -> dict[str, Prop]:
+    props: dict[str, Prop] = {}
+    for prop in block.props:
+        if prop.key in props:
+            raise ConfigError(f"`{prop.key}` is set twice in the MODEL header", path=path, line=prop.line)
+        if prop.key not in _KNOWN_KEYS and prop.key not in _IGNORED_KEYS:
+            raise ConfigError(f"unknown MODEL property `{prop.key}`", path=path, line=prop.line)
+        props[prop.key] = prop
+    if "name" not in props:
+        raise ConfigError("the MODEL header needs a `name`", path=path, line=block.line)
+    if "grain" in props and "grains" in props:
+        raise ConfigError("set either `grain` or `grains`, not both", path=path, line=props["grains"].line)
+    return props
+
+
+def _header_fields(props: dict[str, Prop], *, dialect: str, defaults: ModelDefaults, path: Path,
+                   line: int) -> dict[str, Any]:
+    values = {k: parse_value(p, dialect=dialect, path=path) for k, p in props.items()
+              if k not in _IGNORED_KEYS and k not in ("kind", "columns")}
+
+    def text(key: str, default: str | None = None) -> str | None:
+        return value_text(values[key], dialect) if key in values else default
+
+    name = normalize_name(text("name"), dialect)
+    cron = text("cron", defaults.cron)
+    if not croniter.is_valid(cron):
+        raise ConfigError(f"invalid cron `{cron}`", path=path, line=props.get("cron", Prop("", "", line)).line)
+    grain_key = "grains" if "grains" in values else "grain"
+    return dict(
+        name=name,
+        kind=parse_kind(props.get("kind"), default=defaults.kind, dialect=dialect, path=path,
+                        extra={k: props[k] for k in KIND_LEVEL_KEYS if k in props},
+                        on_destructive_change=defaults.on_destructive_change),
+        cron=cron,
+        start=text("start", defaults.start),
+        end=text("end"),
+        grains=tuple(n.lower() for n in value_names(values[grain_key], dialect)) if grain_key in values else (),
+        audits=tuple(audit_refs(props["audits"], values["audits"], dialect=dialect, path=path))
+        if "audits" in values else (),
+        owner=text("owner", defaults.owner),
+        tags=value_names(values["tags"], dialect) if "tags" in values else (),
+        description=text("description"),
+        column_descriptions=tuple((k.lower(), v) for k, v in value_pairs(
+            props["column_descriptions"], values["column_descriptions"], dialect, path))
+        if "column_descriptions" in values else (),
+        columns=column_types(props["columns"], dialect=dialect, path=path) if "columns" in props else (),
+        partitioned_by=tuple(_partition_text(v, dialect) for v in value_items(values["partitioned_by"]))
+        if "partitioned_by" in values else (),
+        physical_properties=value_pairs(props["physical_properties"], values["physical_properties"],
+                                        dialect, path) if "physical_properties" in values else (),
+        depends_on_explicit=tuple(normalize_name(n, dialect) for n in value_names(values["depends_on"], dialect))
+        if "depends_on" in values else (),
+        enabled=value_bool(props["enabled"], values["enabled"], dialect, path) if "enabled" in values else True,
+    )
+
+
+def _partition_text(value: exp.Expression, dialect: str) -> str:
+    if isinstance(value, exp.Column) and not value.table:
+        return value.name.lower()
+    return to_sql(value, "spark")
+
+
+def audit_refs(prop: Prop, value: exp.Expression, *, dialect: str, path: Path) -> list[AuditRef]:
+    """`audits (not_null(columns := (id)), my_audit)` → AuditRefs; `_non_blocking`/`blocking := false` honoured."""
+    refs = []
+    for item in value_items(value):
+        if isinstance(item, exp.Anonymous):
+            name, args = str(item.this), item.expressions
+        elif isinstance(item, (exp.Column, exp.Identifier, exp.Var)):
+            name, args = item.name, []
+        else:
+            raise ConfigError(f"`audits` expects `name(arg := value, ...)`, got `{item.sql()}`",
+                              path=path, line=prop.line)
+        refs.append(_audit_ref(name.lower(), args, dialect=dialect, path=path, line=prop.line))
+    return refs
+
+
+def _audit_ref(name: str, args: list, *, dialect: str, path: Path, line: int) -> AuditRef:
+    blocking = True
+    if name.endswith("_non_blocking"):
+        name, blocking = name[: -len("_non_blocking")], False
+    pairs = []
+    for arg in args:
+        if not isinstance(arg, (exp.PropertyEQ, exp.EQ)):
+            raise ConfigError(f"audit `{name}` arguments must be `name := value`", path=path, line=line)
+        key = value_text(arg.this, dialect).lower()
+        if key == "blocking":
+            blocking = value_text(arg.expression, dialect).lower() != "false"
+        else:
+            pairs.append((key, to_sql(arg.expression, "spark")))
+    return AuditRef(name=name, args=tuple(pairs), blocking=blocking)
+
+
+def _seed_fields(seed_path: str | None, *, path: Path, line: int) -> dict[str, Any]:
+    target = (path.parent / (seed_path or "")).resolve()
+    if not target.is_file():
+        raise ConfigError(f"seed file `{seed_path}` not found (looked for {target})", path=path, line=line)
+    return {"seed_abs_path": target, "seed_content_hash": hashlib.sha256(target.read_bytes()).hexdigest()}
+
+
+def macro_references(expressions: list[exp.Expression], *, text: str, start: int) -> tuple[MacroRef, ...]:
+    """Macros used by the statements that are not built-in variables, @DEF'd names or lambda arguments."""
+    defined: set[str] = set()
+    for expression in expressions:
+        for node in expression.find_all(exp.Anonymous):
+            if macro_call_name(node) == "def" and node.expressions:
+                defined.add(node.expressions[0].name.lower())
+        for node in expression.find_all(exp.Lambda):
+            defined.update(e.name.lower() for e in node.expressions)
+    refs: dict[tuple[str, str], MacroRef] = {}
+    for expression in expressions:
+        for node in expression.walk():
+            if isinstance(node, exp.Parameter):
+                name, kind = node.name.lower(), "var"
+                if not name or name in BUILTIN_MACRO_VARIABLES or name in defined:
+                    continue
+            elif (name := macro_call_name(node)) is not None:
+                kind = "call"
+                if name in BUILTIN_MACRO_FUNCTIONS:
+                    continue
+            else:
+                continue
+            if (name, kind) not in refs:
+                refs[(name, kind)] = MacroRef(name, kind, _macro_line(text, name, start))
+    return tuple(refs.values())
+
+
+def _macro_line(text: str, name: str, start: int) -> int:
+    match = re.compile(rf"@{re.escape(name)}\b", re.I).search(text, start)
+    return line_at(text, match.start()) if match else 1

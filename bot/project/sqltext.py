@@ -1,0 +1,201 @@
+"""SQL text helpers for the loader: macro-call rewriting, statement splitting, macro-aware parse and print."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Iterable, Iterator
+
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import TokenType
+
+MACRO_FUNC_PREFIX = "MESHBOT_MACRO_"
+
+# Quoted strings, quoted identifiers and comments: never looked into by the scanners below.
+_SKIP = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`|--[^\n]*|/\*.*?(?:\*/|\Z)"""
+_MACRO_CALL = re.compile(rf"(?P<skip>{_SKIP})|@(?P<name>[A-Za-z_][A-Za-z0-9_]*)\(", re.S)
+_STRUCTURE = re.compile(rf"(?P<skip>{_SKIP})|(?P<ch>[;,()\[\]{{}}])", re.S)
+_BLANK = re.compile(rf"(?:\s+|{_SKIP[_SKIP.index('--'):]})*", re.S)
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def preprocess_macros(sql: str) -> str:
+    """Rewrite every macro call `@name(` into `MESHBOT_MACRO_NAME(` so sqlglot parses it as a function.
+
+    Strings and comments are left alone; `@var` (no parenthesis) stays and parses as exp.Parameter.
+
+    >>> preprocess_macros("SELECT @each([1], x -> x), @start_ds, '@if(' FROM t -- @def(a)")
+    "SELECT MESHBOT_MACRO_EACH([1], x -> x), @start_ds, '@if(' FROM t -- @def(a)"
+    """
+    if "@" not in sql:
+        return sql
+
+    def replace(match: re.Match) -> str:
+        if match.group("skip") is not None:
+            return match.group(0)
+        return f"{MACRO_FUNC_PREFIX}{match.group('name').upper()}("
+
+    return _MACRO_CALL.sub(replace, sql)
+
+
+def macro_call_name(node: exp.Expression) -> str | None:
+    """The lowercase macro name of a rewritten macro call (`MESHBOT_MACRO_DEF(...)` → `def`), else None."""
+    if isinstance(node, exp.Anonymous):
+        name = str(node.this)
+        if name.upper().startswith(MACRO_FUNC_PREFIX):
+            return name[len(MACRO_FUNC_PREFIX):].lower()
+    return None
+
+
+def skip_blank(text: str, pos: int = 0) -> int:
+    """Index of the first character at or after `pos` that is not whitespace or a comment."""
+    return _BLANK.match(text, pos).end()
+
+
+def line_at(text: str, offset: int) -> int:
+    """1-based line number of `offset` in `text`."""
+    return text.count("\n", 0, offset) + 1
+
+
+def matching_paren(text: str, open_index: int) -> int:
+    """Index of the bracket closing the one at `open_index`, or -1 when it is never closed."""
+    depth = 0
+    for match in _STRUCTURE.finditer(text, open_index):
+        char = match.group("ch")
+        if char is None or char in ",;":
+            continue
+        depth += 1 if char in _OPEN else -1
+        if depth == 0:
+            return match.start()
+    return -1
+
+
+def statement_end(text: str, pos: int) -> int:
+    """Index of the first top-level `;` at or after `pos`, or len(text)."""
+    depth = 0
+    for match in _STRUCTURE.finditer(text, pos):
+        char = match.group("ch")
+        if char is None or char == ",":
+            continue
+        if char == ";" and depth <= 0:
+            return match.start()
+        depth += 0 if char == ";" else (1 if char in _OPEN else -1)
+    return len(text)
+
+
+def _split(text: str, separator: str, base: int) -> Iterator[tuple[int, str]]:
+    depth, start = 0, 0
+    for match in _STRUCTURE.finditer(text):
+        char = match.group("ch")
+        if char is None:
+            continue
+        if char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            depth -= 1
+        elif char == separator and depth <= 0:
+            yield base + start, text[start:match.start()]
+            start = match.end()
+    yield base + start, text[start:]
+
+
+def split_top_level(text: str, separator: str, *, base: int = 0) -> list[tuple[int, str]]:
+    """Split on `separator` outside brackets, strings and comments; (offset + base, piece) pairs.
+
+    >>> split_top_level("a 1, b (2, 3), c ','", ",")
+    [(0, 'a 1'), (4, ' b (2, 3)'), (14, " c ','")]
+    """
+    return list(_split(text, separator, base))
+
+
+def is_blank(text: str) -> bool:
+    """True when `text` holds only whitespace and comments."""
+    return skip_blank(text) == len(text)
+
+
+@functools.lru_cache(maxsize=None)
+def _dialect_tools(dialect: str) -> tuple[Dialect, type, type]:
+    """The dialect plus a parser that reads `@x` as exp.Parameter and a generator that prints it back."""
+    base = Dialect.get_or_raise(dialect or None)
+    parser_base, generator_base = base.parser_class, base.generator_class
+    parser_cls = type(f"Meshbot{parser_base.__name__}", (parser_base,), {
+        # DuckDB reads `@x` as ABS(x); SQLMesh projects mean a macro variable.
+        "NO_PAREN_FUNCTION_PARSERS": {k: v for k, v in parser_base.NO_PAREN_FUNCTION_PARSERS.items()
+                                      if k != "@"},
+        "PLACEHOLDER_PARSERS": {**parser_base.PLACEHOLDER_PARSERS,
+                                TokenType.PARAMETER: lambda self: self._parse_parameter()},
+    })
+    generator_cls = type(f"Meshbot{generator_base.__name__}", (generator_base,), {
+        "TRANSFORMS": {**generator_base.TRANSFORMS,
+                       exp.Parameter: lambda self, e: "@" + self.sql(e, "this")},
+    })
+    return base, parser_cls, generator_cls
+
+
+def parse_sql(sql: str, dialect: str) -> list[exp.Expression]:
+    """Parse SQL that may contain SQLMesh macros (`@var`, `@MACRO(...)`); empty statements dropped.
+
+    Raises sqlglot.errors.ParseError (line numbers are those of `sql`).
+    """
+    base, parser_cls, _ = _dialect_tools(dialect)
+    text = preprocess_macros(sql)
+    parser = parser_cls(dialect=base)
+    return [e for e in parser.parse(base.tokenize(text), text) if e is not None]
+
+
+def to_sql(expression: exp.Expression, dialect: str, **opts: object) -> str:
+    """SQL text of an expression parsed by parse_sql, in `dialect`, with `@var` printed back as `@var`."""
+    base, _, generator_cls = _dialect_tools(dialect)
+    return generator_cls(dialect=base, **opts).generate(expression, copy=False)
+
+
+def strip_comments(expressions: Iterable[exp.Expression]) -> None:
+    """Drop comments in place, so comment-only edits leave the AST (and its SQL) unchanged."""
+    for expression in expressions:
+        for node in expression.walk():
+            if node.comments:
+                node.comments = None
+
+
+def normalize_name(name: str, dialect: str = "spark") -> str:
+    """`Shop.Orders` → `shop.orders`; `orders` → `default.orders`; catalogs kept.
+
+    >>> normalize_name('Shop.Orders'), normalize_name('orders'), normalize_name('c.s.t')
+    ('shop.orders', 'default.orders', 'c.s.t')
+    """
+    table = exp.to_table(name, dialect=dialect or None)
+    return table_name(table)
+
+
+def table_name(table: exp.Table) -> str:
+    parts = [p.name.lower() for p in (table.args.get("catalog"), table.args.get("db"), table.this) if p]
+    if len(parts) == 1:
+        parts.insert(0, "default")
+    return ".".join(parts)
+
+
+def table_references(expressions: Iterable[exp.Expression]) -> set[str]:
+    """Normalized names of every table read by the statements, CTE names and write targets excluded."""
+    names: set[str] = set()
+    for expression in expressions:
+        ctes = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
+        targets = _write_targets(expression)
+        for table in expression.find_all(exp.Table):
+            if not isinstance(table.this, exp.Identifier) or id(table) in targets:
+                continue
+            if not table.args.get("db") and table.name.lower() in ctes:
+                continue
+            names.add(table_name(table))
+    return names
+
+
+def _write_targets(expression: exp.Expression) -> set[int]:
+    targets: set[int] = set()
+    if isinstance(expression, (exp.Create, exp.Insert, exp.Drop, exp.Delete, exp.Update, exp.Merge)):
+        target = expression.this
+        if isinstance(target, exp.Schema):
+            target = target.this
+        if isinstance(target, exp.Table):
+            targets.add(id(target))
+    return targets
