@@ -89,10 +89,12 @@ class CommentView:
     diffs: tuple[DiffView, ...] = ()
     omitted_diffs: int = 0
     approval: str | None = None
+    deploy: str | None = None
     deploy_hint: str | None = None
     plan_digest: str | None = None
+    plan_models: str = ""                       # "name@identifier,..." of the prod plan, for later diffs
+    gateway: str | None = None
     shortened: bool = False
-    updated: str = ""
 
 
 # -- building views from engine results ----------------------------------------------------------

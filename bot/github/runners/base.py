@@ -1,0 +1,112 @@
+"""BotRun (what every runner gets) and the helpers runners share: checks, comment, environment name."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from bot.errors import BotError
+from bot.github.api import CheckRun, EngineContext, GithubPort, comment_marker
+from bot.github.event import Event, PullRequest
+from bot.github.local import StepOutputs
+from bot.github.sections import merge_comment
+from bot.github.settings import BotSettings, pr_environment_name
+from bot.github.views import CheckSummaryView, CommentView, render_check_summary, render_comment
+
+PROJECT_SUFFIXES = frozenset({".sql", ".py", ".yaml", ".yml", ".csv", ".json"})
+
+
+@dataclass
+class BotRun:
+    """The dependencies of one bot invocation, built by bot.github.action."""
+
+    event: Event
+    settings: BotSettings
+    github: GithubPort
+    context: EngineContext
+    outputs: StepOutputs
+    project_subdir: str = ""          # the project's folder relative to the repository root
+    sha: str | None = None            # GITHUB_SHA
+    summaries: list[str] = field(default_factory=list)
+
+    @property
+    def pull_request(self) -> PullRequest | None:
+        return self.event.pull_request
+
+    @property
+    def marker(self) -> str:
+        return comment_marker(self.settings.gateway)
+
+    def pr_environment(self, number: int) -> str:
+        return pr_environment_name(self.settings.pr_environment_name or self.event.repo.name, number)
+
+
+def output_key(check_name: str) -> str:
+    """`PR Environment Synced` → `pr_environment_synced`.
+
+    >>> output_key("Prod Plan Preview")
+    'prod_plan_preview'
+    """
+    return re.sub(r"[^a-z0-9]+", "_", check_name.lower()).strip("_")
+
+
+def start_check(run: BotRun, name: str, sha: str) -> int:
+    return run.github.create_check(CheckRun(name=run.settings.check_name(name), head_sha=sha,
+                                            status="in_progress"))
+
+
+def finish_check(run: BotRun, check_id: int, *, name: str, sha: str, conclusion: str,
+                 view: CheckSummaryView) -> None:
+    """Complete a check with a rendered summary and record its conclusion as a step output."""
+    text = render_check_summary(view)
+    run.github.update_check(check_id, CheckRun(
+        name=run.settings.check_name(name), head_sha=sha, status="completed", conclusion=conclusion,
+        title=view.summary[:200], summary=text))
+    run.outputs.set(output_key(name), conclusion)
+
+
+def post_comment(run: BotRun, number: int, view: CommentView) -> None:
+    """Render, merge with sections other commands wrote before, post once; full text to the summary."""
+    body, full = render_comment(view)
+    existing = run.github.find_comment(number, marker=run.marker)
+    body = merge_comment(existing[1] if existing else None, body)
+    if len(body) > 65_536:
+        from bot.github.views import truncate_markdown
+        body = truncate_markdown(body, 65_000)
+    run.github.upsert_comment(number, body, marker=run.marker)
+    run.outputs.summary(full)
+
+
+def error_text(error: BaseException) -> str:
+    return str(error) if isinstance(error, BotError) else f"{type(error).__name__}: {error}"
+
+
+def touches_project(files: list[str], subdir: str) -> bool:
+    """True when a changed file is a project file; an unknown file list (empty) counts as changed.
+
+    >>> touches_project(["README.md"], ""), touches_project(["models/a.sql"], "")
+    (False, True)
+    >>> touches_project(["other/models/a.sql"], "proj")
+    False
+    """
+    if not files:
+        return True
+    root = PurePosixPath(subdir.strip("/")) if subdir.strip("/") else None
+    for name in files:
+        path = PurePosixPath(name)
+        if root is not None and root not in path.parents:
+            continue
+        if path.suffix.lower() in PROJECT_SUFFIXES:
+            return True
+    return False
+
+
+def plan_digest(plan: Any) -> tuple[str, str]:
+    """(digest, "name@identifier,...") of what a prod plan would deploy: snapshots and intervals."""
+    models = ",".join(f"{name}@{snap.fingerprint.identifier}" for name, snap in sorted(plan.snapshots.items()))
+    intervals = ";".join(f"{b.snapshot_id.name}:{b.kind}:{list(b.intervals)}"
+                         for b in sorted(plan.backfills, key=lambda b: b.snapshot_id))
+    return hashlib.sha256(f"{models}|{intervals}".encode()).hexdigest()[:16], models

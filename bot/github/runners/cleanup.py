@@ -1,0 +1,29 @@
+"""Cleanup runner: when a PR closes, invalidate its environment and drop its views at once."""
+
+from __future__ import annotations
+
+from bot.errors import BotError
+from bot.github.runners.base import BotRun, error_text, post_comment
+from bot.github.views import CommentView
+
+
+def cleanup_pr_environment(run: BotRun) -> int:
+    pr = run.pull_request
+    if pr is None:
+        run.outputs.summary("meshbot: cleanup needs a pull_request event; nothing to do.")
+        return 0
+    env = run.pr_environment(pr.number)
+    run.outputs.set("pr_environment_name", env)
+    known = {getattr(e, "name", e) for e in run.context.environments()}
+    code = 0
+    if env not in known:
+        text = f"PR environment `{env}` does not exist (already cleaned up)."
+    else:
+        try:
+            run.context.invalidate(env, sync=True)
+            how = "merged" if pr.merged else "closed"
+            text = f":broom: This PR was {how}: environment `{env}` was invalidated and its views dropped."
+        except BotError as error:
+            text, code = f":x: Environment `{env}` could not be cleaned up: {error_text(error)}", 1
+    post_comment(run, pr.number, CommentView(marker=run.marker, status=text, gateway=run.settings.gateway))
+    return code

@@ -1,0 +1,206 @@
+"""Pull request runners: unit tests, the PR environment, the prod plan preview, required approvals."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bot.errors import BotError
+from bot.github.approvals import ApprovalStatus, evaluate
+from bot.github.event import PullRequest
+from bot.github.runners.base import (BotRun, error_text, finish_check, plan_digest, post_comment,
+                                     start_check, touches_project)
+from bot.github.settings import CheckName
+from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanView, TestsView, diff_view,
+                              plan_view, tests_view)
+from bot.plan.definition import PlanOptions
+
+DIRECT = "directly_modified"
+
+
+def _pr(run: BotRun) -> PullRequest | None:
+    pr = run.pull_request
+    if pr is None and run.event.comment is not None and run.event.comment.on_pull_request:
+        pr = run.github.pull_request(run.event.comment.issue_number)
+    return pr
+
+
+def _status(pr: PullRequest, ok: bool) -> str:
+    return (f":white_check_mark: meshbot checks passed for {pr.head_sha[:7]}." if ok
+            else f":x: meshbot found problems in {pr.head_sha[:7]}; see below.")
+
+
+def tests_step(run: BotRun, pr: PullRequest) -> TestsView:
+    check = start_check(run, CheckName.UNIT_TESTS, pr.head_sha)
+    try:
+        view = tests_view(run.context.test())
+    except BotError as error:
+        view = TestsView(status="error", message=error_text(error))
+    conclusion = "success" if view.status == "passed" else "failure"
+    summary = (f"{view.total} unit tests passed" if conclusion == "success"
+               else f"{view.failed} of {view.total} unit tests failed" if view.status == "failed"
+               else "Unit tests could not run")
+    finish_check(run, check, name=CheckName.UNIT_TESTS, sha=pr.head_sha, conclusion=conclusion,
+                 view=CheckSummaryView(summary=summary, tests=view))
+    return view
+
+
+def environment_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, tuple[DiffView, ...], str | None]:
+    """Plan and apply the PR environment; table_diff directly modified models with a grain."""
+    env = run.pr_environment(pr.number)
+    run.outputs.set("pr_environment_name", env)
+    check = start_check(run, CheckName.PR_ENVIRONMENT, pr.head_sha)
+    s = run.settings
+    options = PlanOptions(skip_backfill=s.skip_pr_backfill and not s.default_pr_start,
+                          start=s.default_pr_start, skip_tests=True)
+    try:
+        plan = run.context.plan(env, options=options)
+        run.context.apply(plan)
+    except BotError as error:
+        finish_check(run, check, name=CheckName.PR_ENVIRONMENT, sha=pr.head_sha, conclusion="failure",
+                     view=CheckSummaryView(summary=f"Environment `{env}` could not be synced",
+                                           details=(error_text(error),)))
+        return None, (), error_text(error)
+    view = plan_view(plan)
+    finish_check(run, check, name=CheckName.PR_ENVIRONMENT, sha=pr.head_sha, conclusion="success",
+                 view=CheckSummaryView(summary=f"Environment `{env}` is synced", plan=view,
+                                       plan_title=f"Changes in `{env}`"))
+    diffs = _diffs(run, plan, env) if s.run_table_diff and not options.skip_backfill else ()
+    return view, diffs, None
+
+
+def _diffs(run: BotRun, plan, env: str) -> tuple[DiffView, ...]:
+    views = []
+    for change in plan.changes:
+        definition = getattr(change.snapshot, "definition", None) or {}
+        grains = definition.get("grains") or definition.get("grain")
+        if str(getattr(change.change, "value", change.change)) != DIRECT or not grains:
+            continue
+        try:
+            result = run.context.table_diff(env, "prod", change.name,
+                                            show_sample=run.settings.table_diff_samples)
+        except BotError as error:
+            views.append(DiffView(change.name, 0, 0, 0, 0, 0, 0, note=f"not compared: {error_text(error)}"))
+            continue
+        view = diff_view(result)
+        if view.source_count and view.target_count:
+            views.append(replace(view, model=change.name))
+    return tuple(views)
+
+
+def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str | None, str]:
+    check = start_check(run, CheckName.PROD_PLAN, pr.head_sha)
+    try:
+        plan = run.context.plan("prod", options=PlanOptions(skip_tests=True))
+    except BotError as error:
+        finish_check(run, check, name=CheckName.PROD_PLAN, sha=pr.head_sha, conclusion="failure",
+                     view=CheckSummaryView(summary="The prod plan could not be built",
+                                           details=(error_text(error),)))
+        return None, None, ""
+    digest, models = plan_digest(plan)
+    run.outputs.set("plan_id", plan.plan_id)
+    view = plan_view(plan)
+    summary = (f"Prod plan: {len(view.changes)} change(s), digest {digest}" if view.has_changes
+               else "No changes to deploy to prod")
+    finish_check(run, check, name=CheckName.PROD_PLAN, sha=pr.head_sha, conclusion="success",
+                 view=CheckSummaryView(summary=summary, plan=view, plan_title="Prod plan preview"))
+    return view, digest, models
+
+
+def approval_step(run: BotRun, pr: PullRequest) -> ApprovalStatus:
+    status = approval_status(run, pr)
+    check = start_check(run, CheckName.APPROVAL, pr.head_sha)
+    conclusion = "skipped" if not status.required else ("success" if status.approved else "failure")
+    finish_check(run, check, name=CheckName.APPROVAL, sha=pr.head_sha, conclusion=conclusion,
+                 view=CheckSummaryView(summary=status.summary))
+    return status
+
+
+def approval_status(run: BotRun, pr: PullRequest) -> ApprovalStatus:
+    s = run.settings
+    if not s.has_required_approvers:
+        return ApprovalStatus(approved=True, required=False)
+    reviews = run.github.list_reviews(pr.number)
+
+    def in_team(login: str) -> bool:
+        for team in s.required_teams:
+            org, _, slug = team.rpartition("/")
+            if run.github.is_team_member(org or run.event.repo.owner, slug, login):
+                return True
+        return False
+
+    return evaluate(reviews=reviews, head_sha=pr.head_sha, author=pr.author,
+                    required_users=s.required_approvers, min_approvals=s.min_approvals,
+                    in_team=in_team if s.required_teams else None)
+
+
+def deploy_hint(run: BotRun) -> str:
+    s = run.settings
+    ways = []
+    if s.deploys_on("merge"):
+        ways.append(f"merge this PR: the push to the prod branch deploys to `{s.merge_environment}`")
+    if s.deploys_on("tag"):
+        ways.append(f"push a release tag or publish a release: deploys to `{s.tag_environment}`")
+    if s.enable_deploy_command:
+        from bot.github.commands import command_prefix
+        ways.append(f"comment `{command_prefix(s.command_namespace)}deploy` (write access needed)")
+    gate = " once the required approvals are in" if s.has_required_approvers else ""
+    return "; or ".join(ways).capitalize() + gate + "."
+
+
+def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = True,
+                      prod_plan: bool = True, approval: bool = True) -> int:
+    """The PR push flow (run-all): each selected step, then one comment."""
+    pr = _pr(run)
+    if pr is None:
+        run.outputs.summary("meshbot: this event has no pull request; nothing to do.")
+        return 0
+    view = CommentView(marker=run.marker, status="", gateway=run.settings.gateway,
+                       environment=run.pr_environment(pr.number))
+    if (tests or environment or prod_plan) and not touches_project(
+            run.github.changed_files(pr.number), run.project_subdir):
+        post_comment(run, pr.number, replace(view, status="This pull request changes no project file; "
+                                                          "meshbot skipped the engine work."))
+        return 0
+    ok, error = True, None
+    if tests:
+        view = replace(view, tests=tests_step(run, pr))
+        ok = ok and view.tests.status == "passed"
+    if environment:
+        pr_plan, diffs, error = environment_step(run, pr)
+        view = replace(view, pr_plan=pr_plan, diffs=diffs)
+        ok = ok and error is None
+    if prod_plan:
+        prod, digest, models = prod_plan_step(run, pr)
+        view = replace(view, prod_plan=prod, plan_digest=digest, plan_models=models,
+                       deploy_hint=deploy_hint(run))
+        ok = ok and digest is not None
+    if approval:
+        status = approval_step(run, pr)
+        view = replace(view, approval=status.summary)
+    notices = (f"The PR environment could not be synced: {error}",) if error else ()
+    post_comment(run, pr.number, replace(view, status=_status(pr, ok), notices=notices))
+    return 0 if ok else 1
+
+
+def run_tests(run: BotRun) -> int:
+    return sync_pull_request(run, environment=False, prod_plan=False, approval=False)
+
+
+def update_pr_environment(run: BotRun) -> int:
+    return sync_pull_request(run, tests=False, prod_plan=False, approval=False)
+
+
+def gen_prod_plan(run: BotRun) -> int:
+    return sync_pull_request(run, tests=False, environment=False, approval=False)
+
+
+def check_required_approvers(run: BotRun) -> int:
+    pr = _pr(run)
+    if pr is None:
+        return 0
+    if run.event.name == "pull_request_review" or pr.head_sha == "":
+        pr = run.github.pull_request(pr.number)   # the review payload's head may be stale
+    status = approval_step(run, pr)
+    post_comment(run, pr.number, CommentView(marker=run.marker, status="", approval=status.summary,
+                                             gateway=run.settings.gateway))
+    return 0 if status.approved else 1
