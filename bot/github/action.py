@@ -1,0 +1,113 @@
+"""main(): build the bot's dependencies from the GitHub Actions environment, dispatch, return an exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from bot.errors import BotError, GithubError
+from bot.github.event import Event, load_event
+from bot.github.local import LocalOutput, StepOutputs
+from bot.github.runners import RUNNERS, BotRun
+from bot.github.settings import load_settings
+
+DEFAULT_OUTPUT_DIR = "meshbot-output"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """Everything the command line and the environment say about one run (no token in repr)."""
+
+    command: str = "run-all"
+    event_name: str | None = None
+    event_path: str | None = None
+    output_dir: str | None = None
+    project_path: str = "."
+    gateway: str | None = None
+    token: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Invocation(command={self.command!r}, event_name={self.event_name!r}, local={self.output_dir!r})"
+
+
+def main(invocation: Invocation, *, env: Mapping[str, str] | None = None,
+         context_factory: Callable[[str, str | None], Any] | None = None,
+         out: Callable[[str], None] = print) -> int:
+    """Run one bot command; BotErrors become an `::error::` line and exit code 1."""
+    env = os.environ if env is None else env
+    try:
+        run = build_run(invocation, env=env, context_factory=context_factory, out=out)
+        if invocation.command not in RUNNERS:
+            raise GithubError(f"unknown command `{invocation.command}`; one of: {', '.join(RUNNERS)}")
+        return RUNNERS[invocation.command](run)
+    except BotError as error:
+        out(f"::error title=meshbot::{_one_line(str(error))}")
+        return 1
+
+
+def build_run(invocation: Invocation, *, env: Mapping[str, str],
+              context_factory: Callable[[str, str | None], Any] | None = None,
+              out: Callable[[str], None] = print) -> BotRun:
+    event_name = invocation.event_name or env.get("GITHUB_EVENT_NAME")
+    event_path = invocation.event_path or env.get("GITHUB_EVENT_PATH")
+    if not event_name or not event_path:
+        raise GithubError("no event: pass --event-name and --event-path (or run inside GitHub Actions, "
+                          "which sets GITHUB_EVENT_NAME and GITHUB_EVENT_PATH)")
+    event = load_event(name=event_name, path=event_path)
+    context = (context_factory or _default_context)(invocation.project_path, invocation.gateway)
+    config = context.config
+    settings = load_settings(config.cicd_bot, config.users, gateway=invocation.gateway,
+                             where=str(Path(invocation.project_path) / "config.yaml"))
+    local = invocation.output_dir is not None or env.get("GITHUB_ACTIONS") != "true"
+    if local:
+        folder = invocation.output_dir or DEFAULT_OUTPUT_DIR
+        github: Any = LocalOutput(folder, pull_requests=_known_pulls(event))
+        outputs = StepOutputs.in_folder(folder)
+    else:
+        github = _github_client(invocation, env=env, event=event, bot_login=settings.bot_login, out=out)
+        outputs = StepOutputs(output_file=env.get("GITHUB_OUTPUT"), summary_file=env.get("GITHUB_STEP_SUMMARY"))
+    return BotRun(event=event, settings=settings, github=github, context=context, outputs=outputs,
+                  project_subdir=_subdir(invocation.project_path, env.get("GITHUB_WORKSPACE")),
+                  sha=env.get("GITHUB_SHA"))
+
+
+def _github_client(invocation: Invocation, *, env: Mapping[str, str], event: Event, bot_login: str,
+                   out: Callable[[str], None]) -> Any:
+    from bot.github.client import GithubClient
+
+    token = invocation.token or env.get("GITHUB_TOKEN") or env.get("INPUT_GITHUB_TOKEN")
+    if not token:
+        raise GithubError("no GitHub token: set GITHUB_TOKEN (the action's `github_token` input) or --token")
+    out(f"::add-mask::{token}")
+    return GithubClient(token=token, repo=event.repo, bot_login=bot_login,
+                        api_url=env.get("GITHUB_API_URL") or "https://api.github.com")
+
+
+def _default_context(path: str, gateway: str | None) -> Any:
+    from bot.context import Context
+
+    return Context(path, gateway=gateway)
+
+
+def _known_pulls(event: Event) -> tuple:
+    return (event.pull_request,) if event.pull_request is not None else ()
+
+
+def _subdir(project_path: str, workspace: str | None) -> str:
+    root = Path(workspace or os.getcwd()).resolve()
+    try:
+        rel = Path(project_path).resolve().relative_to(root)
+    except ValueError:
+        return ""
+    return "" if str(rel) == "." else rel.as_posix()
+
+
+def _one_line(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+if __name__ == "__main__":   # pragma: no cover - `python -m bot.github.action COMMAND`
+    sys.exit(main(Invocation(command=sys.argv[1] if len(sys.argv) > 1 else "run-all")))

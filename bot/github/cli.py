@@ -1,0 +1,40 @@
+"""`meshbot github ...`: the click group the main CLI attaches (argument parsing and wiring only)."""
+
+from __future__ import annotations
+
+import click
+
+from bot.github.action import Invocation, main
+from bot.github.runners import RUNNERS
+
+
+@click.group("github")
+@click.option("--token", envvar="GITHUB_TOKEN", default=None, show_envvar=True,
+              help="GitHub token (default: $GITHUB_TOKEN). Never printed.")
+@click.option("--event-path", type=click.Path(dir_okay=False), default=None,
+              help="Webhook payload JSON (default: $GITHUB_EVENT_PATH).")
+@click.option("--event-name", default=None, help="Event name, e.g. pull_request (default: $GITHUB_EVENT_NAME).")
+@click.option("--output-dir", type=click.Path(file_okay=False), default=None,
+              help="Write comment.md, check_runs.json, summary.md, outputs.env here; no network calls.")
+@click.option("--project-path", "-p", default=".", show_default=True, help="The meshbot project folder.")
+@click.option("--gateway", default=None, help="Gateway to use; also suffixes check names.")
+@click.pass_context
+def github_group(ctx: click.Context, token: str | None, event_path: str | None, event_name: str | None,
+                 output_dir: str | None, project_path: str, gateway: str | None) -> None:
+    """Run the CI/CD bot for a GitHub event (inside GitHub Actions, or locally with --output-dir)."""
+    ctx.obj = Invocation(event_name=event_name, event_path=event_path, output_dir=output_dir,
+                         project_path=project_path, gateway=gateway, token=token)
+
+
+def _make(name: str) -> click.Command:
+    @click.pass_obj
+    def command(invocation: Invocation) -> None:
+        from dataclasses import replace
+
+        raise SystemExit(main(replace(invocation, command=name), out=click.echo))
+
+    return click.Command(name, callback=command, help=f"Run the bot's `{name}` command.")
+
+
+for _name in RUNNERS:
+    github_group.add_command(_make(_name))
