@@ -1,0 +1,115 @@
+"""Model ⇄ JSON-safe dict, used to store snapshot definitions in state; SQL kept in the model's dialect."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from bot.project.model import AuditRef, Kind, KindName, Model, OnDestructiveChange
+from bot.project.sqltext import parse_sql, to_sql
+
+FORMAT_VERSION = 1
+
+
+def model_to_dict(model: Model) -> dict[str, Any]:
+    """Every field of `model` as JSON-safe values; expressions as SQL text (`@var` kept as written)."""
+    return {
+        "format": FORMAT_VERSION,
+        "name": model.name,
+        "kind": _kind_to_dict(model.kind),
+        "dialect": model.dialect,
+        "path": str(model.path),
+        "query": to_sql(model.query, model.dialect) if model.query is not None else None,
+        "query_text": model.query_text,
+        "pre_statements": [to_sql(s, model.dialect) for s in model.pre_statements],
+        "post_statements": [to_sql(s, model.dialect) for s in model.post_statements],
+        "cron": model.cron,
+        "start": model.start,
+        "end": model.end,
+        "grains": list(model.grains),
+        "audits": [{"name": a.name, "args": [list(p) for p in a.args], "blocking": a.blocking}
+                   for a in model.audits],
+        "owner": model.owner,
+        "tags": list(model.tags),
+        "description": model.description,
+        "column_descriptions": [list(p) for p in model.column_descriptions],
+        "columns": [list(p) for p in model.columns],
+        "partitioned_by": list(model.partitioned_by),
+        "physical_properties": [list(p) for p in model.physical_properties],
+        "depends_on_explicit": list(model.depends_on_explicit),
+        "depends_on": sorted(model.depends_on),
+        "enabled": model.enabled,
+        "python_source": model.python_source,
+        "python_entrypoint": model.python_entrypoint,
+        "seed_content_hash": model.seed_content_hash,
+        "seed_abs_path": str(model.seed_abs_path) if model.seed_abs_path else None,
+        "line": model.line,
+    }
+
+
+def model_from_dict(data: dict[str, Any]) -> Model:
+    """Inverse of model_to_dict; the query and statements are parsed again."""
+    dialect = data["dialect"]
+    return Model(
+        name=data["name"],
+        kind=_kind_from_dict(data["kind"]),
+        dialect=dialect,
+        path=Path(data["path"]),
+        query=_parse_one(data["query"], dialect) if data.get("query") else None,
+        query_text=data.get("query_text", ""),
+        pre_statements=tuple(_parse_one(s, dialect) for s in data.get("pre_statements", ())),
+        post_statements=tuple(_parse_one(s, dialect) for s in data.get("post_statements", ())),
+        cron=data.get("cron", "@daily"),
+        start=data.get("start"),
+        end=data.get("end"),
+        grains=tuple(data.get("grains", ())),
+        audits=tuple(AuditRef(name=a["name"], args=tuple(tuple(p) for p in a.get("args", ())),
+                              blocking=a.get("blocking", True)) for a in data.get("audits", ())),
+        owner=data.get("owner"),
+        tags=tuple(data.get("tags", ())),
+        description=data.get("description"),
+        column_descriptions=_pairs(data.get("column_descriptions")),
+        columns=_pairs(data.get("columns")),
+        partitioned_by=tuple(data.get("partitioned_by", ())),
+        physical_properties=_pairs(data.get("physical_properties")),
+        depends_on_explicit=tuple(data.get("depends_on_explicit", ())),
+        depends_on=frozenset(data.get("depends_on", ())),
+        enabled=data.get("enabled", True),
+        python_source=data.get("python_source"),
+        python_entrypoint=data.get("python_entrypoint"),
+        seed_content_hash=data.get("seed_content_hash"),
+        seed_abs_path=Path(data["seed_abs_path"]) if data.get("seed_abs_path") else None,
+        line=data.get("line", 1),
+    )
+
+
+def _pairs(items: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((str(k), str(v)) for k, v in items or ())
+
+
+def _parse_one(sql: str, dialect: str):
+    parsed = parse_sql(sql, dialect)
+    assert len(parsed) == 1, f"expected one statement in stored SQL: {sql[:80]}"
+    return parsed[0]
+
+
+def _kind_to_dict(kind: Kind) -> dict[str, Any]:
+    data = dataclasses.asdict(kind)
+    data["name"] = kind.name.value
+    data["on_destructive_change"] = kind.on_destructive_change.value
+    data["unique_key"] = list(kind.unique_key)
+    data["scd_columns"] = list(kind.scd_columns)
+    data["csv_settings"] = [list(item) for item in kind.csv_settings]
+    return data
+
+
+def _kind_from_dict(data: dict[str, Any]) -> Kind:
+    known = {f.name for f in dataclasses.fields(Kind)}
+    values = {k: v for k, v in data.items() if k in known}
+    values["name"] = KindName(values["name"])
+    values["on_destructive_change"] = OnDestructiveChange(values.get("on_destructive_change", "error"))
+    values["unique_key"] = tuple(values.get("unique_key", ()))
+    values["scd_columns"] = tuple(values.get("scd_columns", ()))
+    values["csv_settings"] = tuple(tuple(item) for item in values.get("csv_settings", ()))
+    return Kind(**values)
