@@ -107,6 +107,7 @@ def ceil_to_unit(ms: int, unit: IntervalUnit) -> int:
     return floor if floor == ms else add_units(floor, unit)
 
 
+@lru_cache(maxsize=1024)
 def cron_floor(cron: str, ms: int) -> int:
     """The latest cron time at or before `ms`.
 

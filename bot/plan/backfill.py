@@ -1,0 +1,198 @@
+"""Which snapshots of a plan need computing, over which intervals, and which are restated."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from bot.errors import PlanError
+from bot.intervals import (Interval, batches, format_interval, interval_unit, merge,
+                           missing_intervals, subtract)
+from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, PlanOptions
+from bot.project.config import ProjectConfig
+from bot.project.model import KindName, Model
+from bot.project.timeutil import MS_PER_DAY, to_ms
+from bot.snapshot import ChangeCategory, Snapshot, SnapshotId
+from bot.state.api import Environment, SnapshotIntervals, StateReader
+
+_DATE_ONLY = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
+
+
+@dataclass(frozen=True)
+class BackfillInputs:
+    models: Mapping[str, Model]
+    snapshots: Mapping[str, Snapshot]          # the environment after the plan, parents first
+    changes: Sequence[ModelChange]
+    previous: Mapping[str, Snapshot]
+    prod: Environment | None
+    is_dev: bool
+    restated: frozenset[str]
+    options: PlanOptions
+    config: ProjectConfig
+    now_ms: int
+    state: StateReader
+
+
+@dataclass(frozen=True)
+class _Window:
+    start: int | None
+    end: int | None
+    execution: int
+
+
+def end_ms(text: str, *, relative_base: int) -> int:
+    """An end given as a date is inclusive (the whole day); other forms are exact.
+
+    >>> end_ms("2024-01-31", relative_base=0)
+    1706745600000
+    """
+    value = to_ms(text, relative_base=relative_base)
+    return value + MS_PER_DAY if _DATE_ONLY.match(text) else value
+
+
+def restated_models(models: Mapping[str, Model], selectors: Sequence[str]) -> frozenset[str]:
+    """Models picked by --restate-model selectors (names, `tag:x`, globs) plus all their descendants.
+
+    Models with `disable_restatement` are left out.
+    """
+    if not selectors:
+        return frozenset()
+    picked: set[str] = set()
+    for selector in selectors:
+        matched = _select(models, selector.strip().lower())
+        if not matched:
+            raise PlanError(f"--restate-model `{selector}` matches no model")
+        picked |= matched
+    children: dict[str, set[str]] = {}
+    for name, model in models.items():
+        for parent in model.depends_on:
+            children.setdefault(parent, set()).add(name)
+    stack = list(picked)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in picked:
+                picked.add(child)
+                stack.append(child)
+    return frozenset(n for n in picked if not models[n].kind.disable_restatement)
+
+
+def _select(models: Mapping[str, Model], selector: str) -> set[str]:
+    if selector.startswith("tag:"):
+        pattern = selector[4:]
+        return {n for n, m in models.items() if any(fnmatch.fnmatchcase(t.lower(), pattern)
+                                                     for t in m.tags)}
+    if "." not in selector and not any(ch in selector for ch in "*?["):
+        selector = f"default.{selector}"
+    return {n for n in models if fnmatch.fnmatchcase(n, selector)}
+
+
+def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[SnapshotId, Interval],
+                                                    int, int, int]:
+    """(backfills, restatements, plan start, plan end, execution time), all epoch ms."""
+    opts = inputs.options
+    execution = (to_ms(opts.execution_time, relative_base=inputs.now_ms)
+                 if opts.execution_time else inputs.now_ms)
+    window = _Window(start=to_ms(opts.start, relative_base=execution) if opts.start else None,
+                     end=end_ms(opts.end, relative_base=execution) if opts.end else None,
+                     execution=execution)
+    targets = _targets(inputs)
+    if opts.skip_backfill or not targets:
+        return (), {}, window.start or 0, window.end or execution, execution
+    keys = {(s.name, s.version) for s in targets}
+    keys |= {(p.name, p.version) for p in inputs.previous.values()}
+    prod_keys = {(s.name, s.version) for s in inputs.prod.snapshots} if inputs.prod else set()
+    recorded = inputs.state.get_intervals(keys | (prod_keys if inputs.is_dev else set()))
+    if inputs.is_dev and window.end is None:
+        window = _Window(window.start, _prod_end(recorded, prod_keys), execution)
+    backfills: list[Backfill] = []
+    restatements: dict[SnapshotId, Interval] = {}
+    for snapshot in targets:
+        backfill = _backfill_for(inputs, snapshot, recorded.get((snapshot.name, snapshot.version)),
+                                 window, restatements)
+        if backfill is not None:
+            if opts.no_gaps:
+                _check_gaps(inputs, snapshot, backfill, recorded)
+            backfills.append(backfill)
+    spans = [i for b in backfills for i in b.intervals]
+    start = min((s for s, _ in spans), default=window.start or 0)
+    end = max((e for _, e in spans), default=window.end or execution)
+    return tuple(backfills), restatements, start, end, execution
+
+
+def _targets(inputs: BackfillInputs) -> list[Snapshot]:
+    """Prod: every materialized snapshot; dev: only versions this plan creates, plus restated ones."""
+    materialized = [s for name, s in inputs.snapshots.items()
+                    if name in inputs.models and inputs.models[name].kind.name.is_materialized]
+    if not inputs.is_dev:
+        return materialized
+    wanted = {c.name for c in inputs.changes if c.snapshot is not None and (
+        c.change is ChangeType.ADDED or c.category is None or c.category.needs_new_version
+        or c.category is ChangeCategory.FORWARD_ONLY)}
+    return [s for s in materialized if s.name in wanted or s.name in inputs.restated]
+
+
+def _prod_end(recorded: Mapping[tuple[str, str], SnapshotIntervals],
+              prod_keys: Iterable[tuple[str, str]]) -> int | None:
+    ends = [high for key in prod_keys if key in recorded for _, high in recorded[key].intervals]
+    return max(ends) if ends else None
+
+
+def _model_window(inputs: BackfillInputs, model: Model, window: _Window) -> tuple[int, int | None]:
+    base = window.execution
+    start_text = model.start or inputs.config.model_defaults.start
+    start = (to_ms(start_text, relative_base=base) if start_text
+             else base - base % MS_PER_DAY - MS_PER_DAY)
+    if window.start is not None:
+        start = max(start, window.start)
+    ends = [e for e in (end_ms(model.end, relative_base=base) if model.end else None, window.end)
+            if e is not None]
+    return start, min(ends) if ends else None
+
+
+def _backfill_for(inputs: BackfillInputs, snapshot: Snapshot, stored: SnapshotIntervals | None,
+                  window: _Window, restatements: dict[SnapshotId, Interval]) -> Backfill | None:
+    model = inputs.models[snapshot.name]
+    preview = inputs.is_dev and snapshot.change_category is ChangeCategory.FORWARD_ONLY
+    recorded = list((stored.dev_intervals if preview else stored.intervals) if stored else [])
+    start, end = _model_window(inputs, model, window)
+    restated = snapshot.name in inputs.restated
+    common = dict(start=start, end=end, cron=model.cron, execution_time=window.execution)
+    if model.kind.name is KindName.INCREMENTAL_BY_TIME_RANGE:
+        if restated:
+            span = (start, end if end is not None else window.execution)
+            restatements[snapshot.snapshot_id] = span
+            recorded = subtract(recorded, [span])
+        missing = missing_intervals(recorded=recorded, lookback=model.kind.lookback, **common)
+        if not missing:
+            return None
+        return Backfill(snapshot_id=snapshot.snapshot_id, kind=BackfillKind.INTERVALS,
+                        intervals=tuple(missing),
+                        batches=tuple(batches(missing, model.kind.batch_size)), is_dev=preview)
+    is_view = model.kind.name is KindName.VIEW
+    if recorded and not (restated and not is_view):
+        return None
+    full = merge(missing_intervals(recorded=[], **common))
+    if restated and not is_view and full:
+        restatements[snapshot.snapshot_id] = full[0]
+    kind = BackfillKind.RECREATE_VIEW if is_view else BackfillKind.FULL_REFRESH
+    return Backfill(snapshot_id=snapshot.snapshot_id, kind=kind, intervals=tuple(full[:1]),
+                    batches=tuple(full[:1]), is_dev=preview)
+
+
+def _check_gaps(inputs: BackfillInputs, snapshot: Snapshot, backfill: Backfill,
+                recorded: Mapping[tuple[str, str], SnapshotIntervals]) -> None:
+    """--no-gaps: a new version must cover everything its predecessor had computed."""
+    prev = inputs.previous.get(snapshot.name)
+    if prev is None or prev.version == snapshot.version or backfill.kind is not BackfillKind.INTERVALS:
+        return
+    had = recorded.get((prev.name, prev.version))
+    ours = recorded.get((snapshot.name, snapshot.version))
+    covered = list(backfill.intervals) + (list(ours.intervals) if ours else [])
+    gaps = subtract(had.intervals if had else [], covered)
+    if gaps:
+        unit = interval_unit(inputs.models[snapshot.name].cron)
+        raise PlanError(f"--no-gaps: `{snapshot.name}` would have a gap at "
+                        f"[{format_interval(gaps[0], unit)}] that its previous version had computed; "
+                        "widen --start/--end or drop --no-gaps")

@@ -1,0 +1,339 @@
+"""Diff the local project against an environment and build the frozen Plan (SPEC §3)."""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+import sqlglot
+
+from bot.errors import PlanError
+from bot.fingerprint import fingerprint_models
+from bot.plan.backfill import BackfillInputs, plan_backfills, restated_models
+from bot.plan.categorize import (categorize, categorize_seed, expand_star, indirect_category,
+                                 projection_names)
+from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
+from bot.project.config import ProjectConfig
+from bot.project.model import KindName, Model
+from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
+                          physical_schema_name)
+from bot.state.api import StateReader
+
+
+@dataclass(frozen=True)
+class _Diff:
+    """The inputs every per-model decision needs."""
+
+    models: Mapping[str, Model]
+    rendered: Mapping[str, str]
+    fingerprints: Mapping[str, Fingerprint]
+    previous: Mapping[str, Snapshot]            # the base environment's snapshot per model name
+    stored: Mapping[SnapshotId, Snapshot]
+    options: PlanOptions
+    config: ProjectConfig
+    now_ms: int
+
+
+def build_plan(
+    *,
+    project_models: Mapping[str, Model],
+    dag: Any = None,
+    rendered: Mapping[str, str],
+    state: StateReader,
+    environment: str,
+    options: PlanOptions,
+    config: ProjectConfig,
+    now_ms: int,
+) -> Plan:
+    """The plan that brings `environment` to the project's models; never starts Spark.
+
+    `dag` may be a topological sequence of model names; otherwise the order is derived from
+    each model's `depends_on`. `rendered` maps model names to their reference-rendered Spark SQL.
+    """
+    env_name = normalize_environment(environment)
+    target = state.get_environment(env_name)
+    prod = target if env_name == "prod" else state.get_environment("prod")
+    base = target if target is not None else (prod if env_name != "prod" else None)
+    order = topological_order(project_models, dag)
+    fingerprints = fingerprint_models(project_models, order, rendered)
+    base_ids = {s.name: s.snapshot_id for s in base.snapshots} if base else {}
+    local_ids = {name: SnapshotId(name, fp.identifier) for name, fp in fingerprints.items()}
+    stored = state.get_snapshots(set(base_ids.values()) | set(local_ids.values()))
+    previous = {name: stored[sid] for name, sid in base_ids.items() if sid in stored}
+    _check_removed(project_models, previous)
+    ctx = _Diff(models=project_models, rendered=rendered, fingerprints=fingerprints,
+                previous=previous, stored=stored, options=options, config=config, now_ms=now_ms)
+    snapshots, new_snapshots, changes = _diff_models(ctx, order)
+    changes += tuple(ModelChange(name=name, change=ChangeType.REMOVED, category=None,
+                                 kind=prev.kind, snapshot=None, previous=prev)
+                     for name, prev in sorted(previous.items()) if name not in project_models)
+    changes = _with_children(changes, project_models)
+    restated = restated_models(project_models, options.restate_models)
+    if not changes and not restated:
+        _check_nothing_to_do(env_name, new=target is None, options=options, config=config)
+    backfills, restatements, start, end, execution = plan_backfills(BackfillInputs(
+        models=project_models, snapshots=snapshots, changes=changes, previous=previous,
+        prod=prod, is_dev=env_name != "prod", restated=restated, options=options,
+        config=config, now_ms=now_ms, state=state))
+    return Plan(plan_id=uuid.uuid4().hex, environment=env_name, new_environment=target is None,
+                expected_plan_id=target.plan_id if target else None,
+                previous_environment=target, snapshots=snapshots,
+                new_snapshots=tuple(new_snapshots), changes=changes, backfills=backfills,
+                restatements=restatements, options=options, start=start, end=end,
+                execution_time=execution)
+
+
+def topological_order(models: Mapping[str, Model], dag: Any = None) -> list[str]:
+    """Model names with parents first (alphabetical among peers); uses `dag` when it is a sequence."""
+    if isinstance(dag, (list, tuple)) and set(dag) == set(models):
+        return list(dag)
+    order_attr = getattr(dag, "order", None)
+    candidate = order_attr() if callable(order_attr) else order_attr
+    if isinstance(candidate, (list, tuple)) and set(candidate) == set(models):
+        return list(candidate)
+    children: dict[str, list[str]] = {name: [] for name in models}
+    pending = {name: 0 for name in models}
+    for name, model in models.items():
+        for parent in model.depends_on:
+            if parent in models and parent != name:
+                children[parent].append(name)
+                pending[name] += 1
+    ready = sorted(name for name, count in pending.items() if count == 0)
+    order: list[str] = []
+    while ready:
+        name = ready.pop()
+        order.append(name)
+        for child in children[name]:
+            pending[child] -= 1
+            if pending[child] == 0:
+                ready.append(child)
+    if len(order) != len(models):
+        cycle = sorted(set(models) - set(order))
+        raise PlanError(f"models depend on each other in a cycle: {', '.join(cycle)}")
+    return order
+
+
+def _check_removed(models: Mapping[str, Model], previous: Mapping[str, Snapshot]) -> None:
+    removed = {name for name in previous if name not in models}
+    for name, model in sorted(models.items()):
+        for parent in sorted(model.depends_on & removed):
+            raise PlanError(f"model `{parent}` was removed but `{name}` ({model.path}) still "
+                            f"references it; remove the reference or restore `{parent}`")
+
+
+def _check_nothing_to_do(env: str, *, new: bool, options: PlanOptions, config: ProjectConfig) -> None:
+    if env != "prod" and new and not (options.include_unmodified or config.include_unmodified):
+        raise PlanError(f"project files match `prod`; nothing to plan for `{env}` "
+                        "(use --include-unmodified to create the environment anyway)")
+
+
+def _diff_models(ctx: _Diff, order: Sequence[str]) -> tuple[dict[str, Snapshot], list[Snapshot],
+                                                            tuple[ModelChange, ...]]:
+    snapshots: dict[str, Snapshot] = {}
+    new_snapshots: list[Snapshot] = []
+    changes: list[ModelChange] = []
+    categories: dict[str, ChangeCategory] = {}
+    for name in order:
+        fp = ctx.fingerprints[name]
+        prev = ctx.previous.get(name)
+        if prev is not None and prev.identifier == fp.identifier:
+            snapshots[name] = prev
+            continue
+        existing = ctx.stored.get(SnapshotId(name, fp.identifier))
+        change = _classify(ctx, name, prev, categories, existing)
+        snapshot = existing or _new_snapshot(ctx, name, change.category, prev, snapshots)
+        if existing is None:
+            new_snapshots.append(snapshot)
+        snapshots[name] = snapshot
+        categories[name] = change.category
+        changes.append(ModelChange(name=name, change=change.type, category=change.category,
+                                   kind=snapshot.kind, snapshot=snapshot, previous=prev,
+                                   diff=change.diff))
+    return snapshots, new_snapshots, tuple(changes)
+
+
+@dataclass(frozen=True)
+class _Change:
+    type: ChangeType
+    category: ChangeCategory
+    diff: str = ""
+
+
+def _classify(ctx: _Diff, name: str, prev: Snapshot | None,
+              categories: Mapping[str, ChangeCategory], existing: Snapshot | None) -> _Change:
+    fp, model = ctx.fingerprints[name], ctx.models[name]
+    if prev is None:
+        return _Change(ChangeType.ADDED, ChangeCategory.BREAKING)
+    if fp.data_hash != prev.fingerprint.data_hash:
+        diff = unified_diff(prev.rendered_query, ctx.rendered.get(name, ""), name)
+        if existing is not None and existing.change_category is not None:
+            return _Change(ChangeType.DIRECTLY_MODIFIED, existing.change_category, diff)
+        return _Change(ChangeType.DIRECTLY_MODIFIED, _direct_category(ctx, model, prev), diff)
+    if (fp.parent_data_hash, fp.parent_metadata_hash) == (prev.fingerprint.parent_data_hash,
+                                                          prev.fingerprint.parent_metadata_hash):
+        return _Change(ChangeType.METADATA_UPDATED, ChangeCategory.METADATA)
+    star = _star_change(ctx, name, prev, categories)
+    if star is not None:
+        return star
+    upstream = [categories[p] for p in model.depends_on if p in categories]
+    if not upstream and fp.parent_data_hash != prev.fingerprint.parent_data_hash:
+        upstream = [ChangeCategory.BREAKING]
+    category = indirect_category(upstream)
+    if _forward_only(ctx, model) and category.needs_new_version:
+        category = ChangeCategory.FORWARD_ONLY
+    return _Change(ChangeType.INDIRECTLY_MODIFIED, category)
+
+
+def _forward_only(ctx: _Diff, model: Model) -> bool:
+    return ctx.options.forward_only or model.kind.forward_only
+
+
+def _direct_category(ctx: _Diff, model: Model, prev: Snapshot) -> ChangeCategory:
+    if model.kind.name.value != prev.kind:
+        return ChangeCategory.BREAKING
+    if _forward_only(ctx, model):
+        return ChangeCategory.FORWARD_ONLY
+    if ctx.config.auto_categorize_changes == "off":
+        return ChangeCategory.BREAKING
+    if model.kind.name is KindName.SEED:
+        return _seed_category(model, prev)
+    if model.query is None or not prev.rendered_query:
+        return ChangeCategory.BREAKING
+    return categorize(prev.rendered_query, ctx.rendered.get(model.name, "")) or ChangeCategory.BREAKING
+
+
+def _seed_category(model: Model, prev: Snapshot) -> ChangeCategory:
+    """Seeds compare CSV text when the old snapshot kept it; otherwise a change is breaking."""
+    old_text = prev.definition.get("seed_content")
+    if not isinstance(old_text, str) or model.seed_abs_path is None:
+        return ChangeCategory.BREAKING
+    try:
+        new_rows = list(csv.reader(model.seed_abs_path.read_text(encoding="utf-8").splitlines()))
+    except OSError:
+        return ChangeCategory.BREAKING
+    old_rows = list(csv.reader(old_text.splitlines()))
+    if not old_rows or not new_rows:
+        return ChangeCategory.BREAKING
+    return categorize_seed(old_rows[0], new_rows[0], old_rows=old_rows[1:], new_rows=new_rows[1:])
+
+
+def _star_change(ctx: _Diff, name: str, prev: Snapshot,
+                 categories: Mapping[str, ChangeCategory]) -> _Change | None:
+    """A child selecting `*` from a parent whose columns changed is categorized on its expanded query."""
+    model = ctx.models[name]
+    if model.query is None or not any(s.is_star for s in model.query.find_all(sqlglot.exp.Star,
+                                                                               sqlglot.exp.Column)):
+        return None
+    old_cols: dict[str, list[str]] = {}
+    new_cols: dict[str, list[str]] = {}
+    for parent in sorted(model.depends_on):
+        if parent not in categories or parent not in ctx.models:
+            continue
+        parent_prev = ctx.previous.get(parent)
+        old = _columns_of(parent_prev.rendered_query, parent_prev.columns) if parent_prev else None
+        new = _columns_of(ctx.rendered.get(parent, ""), ctx.models[parent].columns)
+        if old is None or new is None:
+            continue
+        old_cols[parent], new_cols[parent] = old, new
+    if old_cols == new_cols:
+        return None
+    old_sql = expand_star(prev.rendered_query, old_cols)
+    new_sql = expand_star(ctx.rendered.get(name, ""), new_cols)
+    if old_sql is None or new_sql is None:
+        return _Change(ChangeType.INDIRECTLY_MODIFIED, ChangeCategory.INDIRECT_BREAKING)
+    category = categorize(old_sql, new_sql) or ChangeCategory.BREAKING
+    if _forward_only(ctx, model):
+        category = ChangeCategory.FORWARD_ONLY
+    return _Change(ChangeType.DIRECTLY_MODIFIED, category, unified_diff(old_sql, new_sql, name))
+
+
+def _columns_of(sql: str, declared: Sequence[tuple[str, str]]) -> list[str] | None:
+    if declared:
+        return [c for c, _ in declared]
+    return projection_names(sql) if sql else None
+
+
+def _new_snapshot(ctx: _Diff, name: str, category: ChangeCategory, prev: Snapshot | None,
+                  snapshots: Mapping[str, Snapshot]) -> Snapshot:
+    model, fp = ctx.models[name], ctx.fingerprints[name]
+    version = fp.data_version
+    if prev is not None and not category.needs_new_version:
+        version = prev.version
+    return Snapshot(
+        name=name, fingerprint=fp, version=version,
+        kind=model.kind.name.value, definition=model_definition(model),
+        rendered_query=ctx.rendered.get(name, ""), change_category=category,
+        parents=tuple(snapshots[p].snapshot_id for p in sorted(model.depends_on) if p in snapshots),
+        forward_only=category is ChangeCategory.FORWARD_ONLY,
+        physical_schema=physical_schema_name(name, ctx.config.physical_schema_mapping),
+        created_ts=ctx.now_ms, updated_ts=ctx.now_ms, ttl=ctx.config.snapshot_ttl,
+        columns=model.columns)
+
+
+def model_definition(model: Model) -> dict[str, Any]:
+    """A JSON-ready description of the model, stored with its snapshot."""
+    definition: dict[str, Any] = {
+        "name": model.name, "kind": model.kind.data_properties(),
+        "kind_metadata": model.kind.metadata_properties(), "dialect": model.dialect,
+        "path": str(model.path), "query": model.query_text, "cron": model.cron,
+        "start": model.start, "end": model.end, "owner": model.owner,
+        "description": model.description, "tags": list(model.tags), "grains": list(model.grains),
+        "columns": [list(c) for c in model.columns],
+        "partitioned_by": list(model.partitioned_by),
+        "audits": [[a.name, [list(x) for x in a.args], a.blocking] for a in model.audits],
+        "depends_on": sorted(model.depends_on),
+    }
+    if model.seed_abs_path is not None:
+        try:
+            definition["seed_content"] = model.seed_abs_path.read_text(encoding="utf-8")
+        except OSError:
+            pass
+    return definition
+
+
+def unified_diff(old_sql: str, new_sql: str, name: str) -> str:
+    """Unified diff of two queries, pretty-printed so each clause sits on its own line."""
+    old_lines, new_lines = _pretty(old_sql).splitlines(), _pretty(new_sql).splitlines()
+    lines = difflib.unified_diff(old_lines, new_lines, fromfile=f"{name} (old)",
+                                 tofile=f"{name} (new)", lineterm="")
+    return "\n".join(lines)
+
+
+def _pretty(sql: str) -> str:
+    if not sql:
+        return ""
+    try:
+        return sqlglot.parse_one(sql, read="spark").sql(dialect="spark", pretty=True)
+    except sqlglot.errors.SqlglotError:
+        return sql
+
+
+def _with_children(changes: tuple[ModelChange, ...],
+                   models: Mapping[str, Model]) -> tuple[ModelChange, ...]:
+    """Attach to each directly modified model its indirectly modified descendants."""
+    indirect = {c.name for c in changes if c.change is ChangeType.INDIRECTLY_MODIFIED}
+    children: dict[str, list[str]] = {}
+    for name, model in models.items():
+        for parent in model.depends_on:
+            children.setdefault(parent, []).append(name)
+    result = []
+    for change in changes:
+        if change.change is ChangeType.DIRECTLY_MODIFIED:
+            seen: set[str] = set()
+            stack = list(children.get(change.name, ()))
+            while stack:
+                child = stack.pop()
+                if child in seen:
+                    continue
+                seen.add(child)
+                stack.extend(children.get(child, ()))
+            change = _replace_children(change, tuple(sorted(seen & indirect)))
+        result.append(change)
+    return tuple(result)
+
+
+def _replace_children(change: ModelChange, children: tuple[str, ...]) -> ModelChange:
+    return replace(change, indirect_children=children)
