@@ -59,7 +59,7 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
     event = load_event(name=event_name, path=event_path)
     context = (context_factory or _default_context)(invocation.project_path, invocation.gateway)
     config = context.config
-    settings = load_settings(config.cicd_bot, config.users, gateway=invocation.gateway,
+    settings = load_settings({**config.cicd_bot, **_overrides(env)}, config.users, gateway=invocation.gateway,
                              where=str(Path(invocation.project_path) / "config.yaml"))
     local = invocation.output_dir is not None or env.get("GITHUB_ACTIONS") != "true"
     if local:
@@ -90,6 +90,20 @@ def _default_context(path: str, gateway: str | None) -> Any:
     from bot.context import Context
 
     return Context(path, gateway=gateway)
+
+
+def _overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    """The action's `config` input (YAML mapping in MESHBOT_CICD_BOT) merged over cicd_bot."""
+    import yaml
+
+    text = env.get("MESHBOT_CICD_BOT") or ""
+    try:
+        data = yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as error:
+        raise GithubError(f"the action's `config` input is not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise GithubError("the action's `config` input must be a YAML mapping of cicd_bot settings")
+    return data
 
 
 def _known_pulls(event: Event) -> tuple:
