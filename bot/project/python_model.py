@@ -1,0 +1,205 @@
+"""Python models: the @model decorator, loading models/*.py into Model values, resolving the function back."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import sys
+import traceback
+import types
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from sqlglot import exp
+
+from bot.errors import ConfigError
+from bot.project.config import ModelDefaults
+from bot.project.model import AuditRef, Kind, KindName, Model, OnDestructiveChange
+from bot.project.sqltext import normalize_name
+
+_MODEL_ATTR = "__meshbot_model__"
+_KIND_FIELDS = {f.name for f in fields(Kind)} - {"name"}
+_TUPLE_FIELDS = ("unique_key", "scd_columns")
+_IGNORED_KIND_KEYS = frozenset({"batch_concurrency", "on_additive_change", "partition_by_time_column",
+                                "time_data_type", "min_interval_unit"})
+
+
+@dataclass(frozen=True)
+class PythonModelSpec:
+    """What `@model(...)` declared, before validation."""
+
+    name: str
+    kind: Any = None
+    columns: tuple[tuple[str, str], ...] = ()
+    depends_on: tuple[str, ...] = ()
+    cron: str | None = None
+    start: Any = None
+    end: Any = None
+    grains: tuple[str, ...] = ()
+    owner: str | None = None
+    tags: tuple[str, ...] = ()
+    audits: tuple[Any, ...] = ()
+    description: str | None = None
+    partitioned_by: tuple[str, ...] = ()
+    enabled: bool = True
+
+
+def _names(value: str | list | tuple | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def model(name: str, *, kind: Any = None, columns: Mapping[str, str] | None = None,
+          depends_on: list[str] | tuple[str, ...] | None = None, cron: str | None = None, start: Any = None,
+          end: Any = None, grain: str | list[str] | None = None, grains: list[str] | None = None,
+          owner: str | None = None, tags: list[str] | None = None, audits: list[Any] | None = None,
+          description: str | None = None, partitioned_by: str | list[str] | None = None,
+          enabled: bool = True, **_ignored: Any) -> Callable[[Callable], Callable]:
+    """Declare a Python model; the decorated `execute(context, start, end, execution_time, **kwargs)`
+    returns a pandas or Spark DataFrame. `kind` is 'FULL' or {'name': ..., 'time_column': ...}."""
+    spec = PythonModelSpec(
+        name=name, kind=kind, columns=tuple((str(k), str(v)) for k, v in (columns or {}).items()),
+        depends_on=_names(depends_on), cron=cron, start=start, end=end,
+        grains=_names(grain) + _names(grains), owner=owner, tags=_names(tags), audits=tuple(audits or ()),
+        description=description, partitioned_by=_names(partitioned_by), enabled=enabled)
+
+    def mark(func: Callable) -> Callable:
+        setattr(func, _MODEL_ATTR, spec)
+        return func
+
+    return mark
+
+
+def _exec_source(source: str, path: Path) -> dict[str, Any]:
+    digest = hashlib.sha1(f"{path}\0{source}".encode()).hexdigest()[:12]
+    module = types.ModuleType(f"meshbot_python_model_{digest}")
+    module.__file__ = str(path)
+    sys.modules[module.__name__] = module  # dataclasses and pickling look the module up
+    try:
+        exec(compile(source, str(path), "exec"), module.__dict__)
+    except Exception as error:  # a user file: report any failure with its line
+        line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else next(
+            (f.lineno for f in reversed(traceback.extract_tb(error.__traceback__)) if f.filename == str(path)), None)
+        raise ConfigError(f"cannot import Python model file: {type(error).__name__}: {error}",
+                          path=path, line=line) from error
+    finally:
+        sys.modules.pop(module.__name__, None)
+    return module.__dict__
+
+
+def _kind_value(key: str, value: Any, path: Path) -> Any:
+    if key in _TUPLE_FIELDS:
+        return tuple(v.lower() for v in _names(value))
+    if key == "on_destructive_change":
+        return OnDestructiveChange(str(value).lower())
+    if key == "time_column" and isinstance(value, (list, tuple)):
+        return value
+    if key == "csv_settings" and isinstance(value, Mapping):
+        return tuple(value.items())
+    return value
+
+
+def parse_kind(value: Any, *, default: str | None, path: Path) -> Kind:
+    """A kind given as a Kind, a name ('FULL') or a dict {'name': ..., property: value}."""
+    if isinstance(value, Kind):
+        return value
+    props: dict[str, Any] = dict(value) if isinstance(value, Mapping) else {"name": value or default or "FULL"}
+    raw_name = props.pop("name", None)
+    try:
+        name = KindName(str(getattr(raw_name, "value", raw_name)).upper())
+    except ValueError:
+        known = ", ".join(k.value for k in KindName)
+        raise ConfigError(f"unknown model kind `{raw_name}`; known kinds: {known}", path=path) from None
+    kwargs: dict[str, Any] = {}
+    for key, item in props.items():
+        key = key.lower()
+        if key in _IGNORED_KIND_KEYS:
+            continue
+        if key not in _KIND_FIELDS:
+            raise ConfigError(f"unknown property `{key}` for kind {name.value}", path=path)
+        converted = _kind_value(key, item, path)
+        if key == "time_column" and isinstance(converted, (list, tuple)):
+            kwargs["time_column"], kwargs["time_column_format"] = str(converted[0]).lower(), str(converted[1])
+        else:
+            kwargs[key] = converted.lower() if key == "time_column" else converted
+    if name is KindName.INCREMENTAL_BY_TIME_RANGE and not kwargs.get("time_column"):
+        raise ConfigError("kind INCREMENTAL_BY_TIME_RANGE requires `time_column`", path=path)
+    if name in (KindName.INCREMENTAL_BY_UNIQUE_KEY, KindName.SCD_TYPE_2_BY_TIME,
+                KindName.SCD_TYPE_2_BY_COLUMN) and not kwargs.get("unique_key"):
+        raise ConfigError(f"kind {name.value} requires `unique_key`", path=path)
+    return Kind(name=name, **kwargs)
+
+
+def _spark_type(text: str, *, column: str, path: Path) -> str:
+    try:
+        return exp.DataType.build(text, dialect="spark").sql("spark")
+    except Exception:  # sqlglot raises several error types for a bad type string
+        raise ConfigError(f"column `{column}` has an unknown type `{text}`", path=path) from None
+
+
+def _audit_ref(item: Any, path: Path) -> AuditRef:
+    if isinstance(item, str):
+        return AuditRef(name=item.lower())
+    if isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[1], Mapping):
+        args = dict(item[1])
+        blocking = bool(args.pop("blocking", True))
+        return AuditRef(name=str(item[0]).lower(), blocking=blocking,
+                        args=tuple((str(k).lower(), _arg_sql(v)) for k, v in args.items()))
+    raise ConfigError(f"invalid audit {item!r}: use 'name' or ('name', {{'arg': value}})", path=path)
+
+
+def _arg_sql(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(_arg_sql(v) for v in value) + ")"
+    return exp.convert(value).sql("spark")
+
+
+def _to_model(spec: PythonModelSpec, *, entrypoint: str, source: str, path: Path,
+              defaults: ModelDefaults) -> Model:
+    depends = tuple(normalize_name(n) for n in spec.depends_on)
+    return Model(
+        name=normalize_name(spec.name), kind=parse_kind(spec.kind, default=defaults.kind, path=path),
+        dialect=defaults.dialect, path=path, cron=spec.cron or defaults.cron,
+        start=None if spec.start is None and defaults.start is None else str(spec.start or defaults.start),
+        end=None if spec.end is None else str(spec.end), grains=tuple(g.lower() for g in spec.grains),
+        audits=tuple(_audit_ref(a, path) for a in spec.audits), owner=spec.owner or defaults.owner,
+        tags=spec.tags, description=spec.description,
+        columns=tuple((c.lower(), _spark_type(t, column=c, path=path)) for c, t in spec.columns),
+        partitioned_by=tuple(p.lower() for p in spec.partitioned_by), depends_on_explicit=depends,
+        depends_on=frozenset(depends), enabled=spec.enabled, python_source=source,
+        python_entrypoint=entrypoint)
+
+
+def load_python_models(path: Path, *, defaults: ModelDefaults) -> list[Model]:
+    """Every @model-decorated function of the file, as Model values (in definition order)."""
+    source = Path(path).read_text(encoding="utf-8")
+    namespace = _exec_source(source, Path(path))
+    found = [(key, getattr(value, _MODEL_ATTR)) for key, value in namespace.items()
+             if callable(value) and isinstance(getattr(value, _MODEL_ATTR, None), PythonModelSpec)
+             and getattr(value, "__module__", None) == namespace.get("__name__")]
+    models = [_to_model(spec, entrypoint=key, source=source, path=Path(path), defaults=defaults)
+              for key, spec in found]
+    for item in models:
+        if not item.columns:
+            raise ConfigError(f"Python model {item.name} must declare its `columns`", path=path)
+    return models
+
+
+@functools.lru_cache(maxsize=128)
+def _resolve(source: str, entrypoint: str, path: str) -> Callable:
+    namespace = _exec_source(source, Path(path))
+    func = namespace.get(entrypoint)
+    if not callable(func):
+        raise ConfigError(f"Python model function `{entrypoint}` not found", path=path)
+    return func
+
+
+def resolve_python_model(model: Model) -> Callable:
+    """The model's Python function, re-created from its stored source in a fresh module namespace."""
+    if model.python_source is None or model.python_entrypoint is None:
+        raise ConfigError(f"model {model.name} is not a Python model", path=model.path)
+    return _resolve(model.python_source, model.python_entrypoint, str(model.path))
