@@ -30,6 +30,7 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.legacy.createHiveTableByDefault": "false",
     "spark.sql.sources.default": "parquet",
     "spark.sql.ansi.enabled": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
 
 

@@ -1,0 +1,59 @@
+"""Materialization API: create a model's physical table and evaluate a batch, dispatching on the kind."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from bot.errors import EngineError
+from bot.project.model import Kind, KindName
+from bot.spark.engine import SparkEngine
+from bot.spark.materialize import full, incremental_key, incremental_time, scd2, seed, view
+
+STRATEGIES: dict[KindName, ModuleType] = {
+    KindName.FULL: full,
+    KindName.VIEW: view,
+    KindName.INCREMENTAL_BY_TIME_RANGE: incremental_time,
+    KindName.INCREMENTAL_BY_UNIQUE_KEY: incremental_key,
+    KindName.SCD_TYPE_2_BY_TIME: scd2,
+    KindName.SCD_TYPE_2_BY_COLUMN: scd2,
+    KindName.SEED: seed,
+}
+
+
+def _strategy(kind: Kind, table: str) -> ModuleType | None:
+    if not kind.name.is_materialized:
+        return None
+    strategy = STRATEGIES.get(kind.name)
+    if strategy is None:
+        raise EngineError(f"{table}: kind {kind.name.value} cannot be materialized")
+    return strategy
+
+
+def create_physical(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None,
+                    columns: Sequence[tuple[str, str]] | None, partitioned_by: Sequence[str] = ()) -> None:
+    """Create the empty physical table (or the view) of a model if absent; no Spark job runs.
+
+    Columns come from `columns` (declared types, any sqlglot spelling) or from the analyzed
+    schema of `query_sql`. SCD type 2 tables get valid_from/valid_to. EXTERNAL and EMBEDDED
+    models own nothing and are ignored.
+    """
+    strategy = _strategy(kind, table)
+    if strategy is not None:
+        strategy.create(engine, kind=kind, table=table, query_sql=query_sql, columns=columns,
+                        partitioned_by=tuple(partitioned_by))
+
+
+def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,
+             execution_time: int, first_run: bool) -> None:
+    """Write one batch [start, end) (epoch ms) of a model into `table` with its kind's semantics.
+
+    `query` is rendered Spark SQL, a Spark DataFrame or a pandas DataFrame (Python models); it
+    may read `table` itself (self-referencing models). `first_run` means the table holds no
+    recorded interval yet: incremental kinds then replace the table's whole content.
+    """
+    strategy = _strategy(kind, table)
+    if strategy is not None:
+        strategy.evaluate(engine, kind=kind, table=table, query=query, start=start, end=end,
+                          execution_time=execution_time, first_run=first_run)

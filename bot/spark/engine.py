@@ -1,0 +1,249 @@
+"""SparkEngine: catalog and SQL operations on one SparkSession, with cached listings and readable errors."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from bot.errors import EngineError
+from bot.spark.types import quote_identifier, schema_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_MAX_MESSAGE_LINES = 4
+
+
+def split_table(name: str) -> list[str]:
+    """Split a `catalog.schema.table` name into its parts (backtick-quoted parts may contain dots).
+
+    >>> split_table("db.t")
+    ['db', 't']
+    >>> split_table("`my.db`.t")
+    ['my.db', 't']
+    """
+    text = name.strip()
+    if "`" in text:
+        try:
+            table = exp.to_table(text, dialect="spark")
+        except (ParseError, ValueError) as exc:
+            raise EngineError(f"invalid table name `{name}`") from exc
+        parts = [part.name for part in table.parts]
+    else:
+        parts = text.split(".")
+    if not 1 <= len(parts) <= 3 or any(not part or "\n" in part or "\x00" in part for part in parts):
+        raise EngineError(f"invalid table name `{name}`: expected [catalog.]schema.table")
+    return parts
+
+
+def quote_table(name: str) -> str:
+    """Quote every part of a table name for Spark SQL.
+
+    >>> quote_table("a.b.c")
+    '`a`.`b`.`c`'
+    >>> quote_table("sqlmesh__db.db__orders__123")
+    '`sqlmesh__db`.`db__orders__123`'
+    """
+    return ".".join(quote_identifier(part) for part in split_table(name))
+
+
+def spark_message(exc: BaseException) -> str:
+    """Return the first meaningful line(s) of a Spark/py4j error, without the JVM stack trace.
+
+    >>> spark_message(Exception("[X] Bad thing. SQLSTATE: 42000;\\n'Project [*]\\n+- x"))
+    '[X] Bad thing. SQLSTATE: 42000;'
+    """
+    is_py4j = any(cls.__name__ == "Py4JJavaError" for cls in type(exc).__mro__)
+    text = _java_message(exc) if is_py4j else str(exc)
+    lines = [line.rstrip() for line in text.splitlines()]
+    lines = [line for line in lines if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    first = lines[0].removeprefix(": ").strip()
+    if "== SQL ==" in lines:
+        start = lines.index("== SQL ==") + 1
+        snippet = [line for line in lines[start:start + _MAX_MESSAGE_LINES] if not line.startswith("\tat ")]
+        return "\n".join([first, *snippet])
+    return first
+
+
+def _java_message(exc: BaseException) -> str:
+    for line in str(exc).splitlines():
+        if line.startswith(": "):
+            return line[2:]
+    return str(exc)
+
+
+def _is_spark_error(exc: BaseException) -> bool:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    modules = {cls.__module__.split(".")[0] for cls in type(exc).__mro__}
+    return "PySparkException" in names or "Py4JJavaError" in names or "py4j" in modules
+
+
+@contextlib.contextmanager
+def spark_errors(subject: str) -> Iterator[None]:
+    """Turn a Spark failure inside the block into an EngineError naming `subject`."""
+    try:
+        yield
+    except EngineError:
+        raise
+    except Exception as exc:
+        if not _is_spark_error(exc):
+            raise
+        raise EngineError(f"{subject}: {spark_message(exc)}") from None
+
+
+def error_class(exc: BaseException) -> str | None:
+    """Spark's error class of an exception (`UNSUPPORTED_OVERWRITE.TABLE`...), when it has one."""
+    getter = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
+    with contextlib.suppress(Exception):
+        if getter is not None and getter():
+            return str(getter())
+    match = re.match(r"\s*\[([A-Z_.]+)\]", str(exc))
+    return match.group(1) if match else None
+
+
+class SparkEngine:
+    """DDL, DML and queries on one SparkSession; table listings are cached per schema."""
+
+    def __init__(self, session: "SparkSession"):
+        self.session = session
+        self._objects: dict[str, set[str]] = {}
+        self._schemas: set[str] | None = None
+
+    # ----------------------------------------------------------------- schemas
+    def create_schemas(self, names: Iterable[str]) -> None:
+        """Create each schema that does not exist yet (one listing, then one statement per new schema)."""
+        known = self._known_schemas()
+        for name in dict.fromkeys(names):
+            key = name.lower()
+            if key in known:
+                continue
+            with spark_errors(f"creating schema {name}"):
+                self.session.sql(f"CREATE SCHEMA IF NOT EXISTS {quote_table(name)}")
+            known.add(key)
+            self._objects[key] = set()
+
+    def drop_schema(self, name: str, *, cascade: bool = True) -> None:
+        with spark_errors(f"dropping schema {name}"):
+            self.session.sql(f"DROP SCHEMA IF EXISTS {quote_table(name)}{' CASCADE' if cascade else ''}")
+        self._objects.pop(name.lower(), None)
+        if self._schemas is not None:
+            self._schemas.discard(name.lower())
+
+    def _known_schemas(self) -> set[str]:
+        if self._schemas is None:
+            with spark_errors("listing schemas"):
+                rows = self.session.sql("SHOW SCHEMAS").collect()
+            self._schemas = {row[0].lower() for row in rows}
+        return self._schemas
+
+    # ----------------------------------------------------------------- listing
+    def existing_objects(self, schema: str) -> set[str]:
+        """Lowercase names of the tables and views in `schema` (empty when the schema is absent)."""
+        key = schema.lower()
+        if key not in self._objects:
+            self._objects[key] = self._list(schema)
+        return set(self._objects[key])
+
+    def _list(self, schema: str) -> set[str]:
+        if len(split_table(schema)) == 1 and schema.lower() not in self._known_schemas():
+            return set()
+        try:
+            rows = self.session.sql(f"SHOW TABLES IN {quote_table(schema)}").collect()
+        except Exception as exc:  # noqa: BLE001 - a missing schema lists as empty
+            if error_class(exc) and error_class(exc).startswith("SCHEMA_NOT_FOUND"):
+                return set()
+            with spark_errors(f"listing schema {schema}"):
+                raise
+        return {row["tableName"].lower() for row in rows if not row["isTemporary"]}
+
+    def table_exists(self, table: str) -> bool:
+        schema, name = self._schema_and_name(table)
+        return name.lower() in self.existing_objects(schema)
+
+    def invalidate(self, table: str | None = None) -> None:
+        """Forget cached listings (of `table`'s schema, or all) after changes made outside this engine."""
+        if table is None:
+            self._objects.clear()
+            self._schemas = None
+        else:
+            self._objects.pop(self._schema_and_name(table)[0].lower(), None)
+
+    def _schema_and_name(self, table: str) -> tuple[str, str]:
+        parts = split_table(table)
+        if len(parts) == 1:
+            return self.session.catalog.currentDatabase(), parts[0]
+        return ".".join(parts[:-1]), parts[-1]
+
+    def _note(self, table: str, *, exists: bool) -> None:
+        schema, name = self._schema_and_name(table)
+        cached = self._objects.get(schema.lower())
+        if cached is not None:
+            (cached.add if exists else cached.discard)(name.lower())
+
+    # ----------------------------------------------------------------- queries
+    def columns(self, table: str) -> list[tuple[str, str]]:
+        """(name, Spark type) of a table or view, in order; reads only the catalog."""
+        with spark_errors(f"reading columns of {table}"):
+            return schema_columns(self.session.table(quote_table(table)).schema)
+
+    def execute(self, sql: str, *, subject: str = "executing SQL") -> None:
+        with spark_errors(subject):
+            self.session.sql(sql)
+
+    def fetch(self, sql: str, *, limit: int | None = None, subject: str = "running query") -> list[dict[str, Any]]:
+        """Run a query and return its rows as dicts; `limit` is applied in Spark."""
+        with spark_errors(subject):
+            frame = self.session.sql(sql)
+            if limit is not None:
+                frame = frame.limit(limit)
+            return [row.asDict(recursive=True) for row in frame.collect()]
+
+    def dataframe(self, sql: str, *, subject: str = "analyzing query") -> "DataFrame":
+        """A lazy DataFrame of `sql`; analysis errors surface here as EngineError."""
+        with spark_errors(subject):
+            return self.session.sql(sql)
+
+    # ----------------------------------------------------------------- objects
+    def create_view(self, view: str, select_sql: str, *, replace: bool = True) -> None:
+        verb = "CREATE OR REPLACE VIEW" if replace else "CREATE VIEW IF NOT EXISTS"
+        with spark_errors(f"creating view {view}"):
+            self.session.sql(f"{verb} {quote_table(view)} AS {select_sql}")
+        self._note(view, exists=True)
+
+    def drop_view(self, view: str) -> None:
+        with spark_errors(f"dropping view {view}"):
+            self.session.sql(f"DROP VIEW IF EXISTS {quote_table(view)}")
+        self._note(view, exists=False)
+
+    def drop_table(self, table: str) -> None:
+        with spark_errors(f"dropping table {table}"):
+            self.session.sql(f"DROP TABLE IF EXISTS {quote_table(table)}")
+        self._note(table, exists=False)
+
+    def create_table(self, table: str, *, columns_sql: str, partitioned_by: Iterable[str] = ()) -> None:
+        """CREATE TABLE IF NOT EXISTS as Parquet from a column DDL list; no Spark job runs."""
+        partitions = ", ".join(quote_identifier(col) for col in partitioned_by)
+        sql = (f"CREATE TABLE IF NOT EXISTS {quote_table(table)} ({columns_sql}) USING parquet"
+               + (f" PARTITIONED BY ({partitions})" if partitions else ""))
+        with spark_errors(f"creating table {table}"):
+            self.session.sql(sql)
+        self._note(table, exists=True)
+
+    def rename_table(self, source: str, target: str) -> None:
+        with spark_errors(f"renaming {source} to {target}"):
+            self.session.sql(f"ALTER TABLE {quote_table(source)} RENAME TO {quote_table(target)}")
+        self._note(source, exists=False)
+        self._note(target, exists=True)
+
+    def partition_columns(self, table: str) -> list[str]:
+        """Partition columns of a table, from the catalog (no Spark job)."""
+        with spark_errors(f"describing {table}"):
+            cols = self.session.catalog.listColumns(quote_table(table))
+        return [col.name for col in cols if col.isPartition]

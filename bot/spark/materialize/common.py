@@ -1,0 +1,179 @@
+"""Write helpers shared by the strategies: source frames, table creation, overwrite, staging and table swaps."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from bot.errors import EngineError
+from bot.spark.engine import SparkEngine, error_class, quote_table, spark_errors
+from bot.spark.python_eval import conform, to_spark_df
+from bot.spark.types import columns_ddl, quote_identifier, schema_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+STAGE_SUFFIX = "__meshbot_stage"
+SWAP_SUFFIX = "__meshbot_swap"
+Columns = Sequence[tuple[str, str]]
+
+
+def source_frame(engine: SparkEngine, query: Any, *, table: str) -> "DataFrame":
+    """The query (SQL text, Spark or pandas DataFrame) as a lazy Spark DataFrame; nothing runs yet."""
+    if isinstance(query, str):
+        return engine.dataframe(query, subject=f"evaluating {table}")
+    if query is None:
+        raise EngineError(f"evaluating {table}: no query given")
+    with spark_errors(f"evaluating {table}"):
+        return to_spark_df(engine.session, query)
+
+
+def query_columns(engine: SparkEngine, query_sql: str, *, table: str) -> list[tuple[str, str]]:
+    """(name, Spark type) of a query's output, from analysis only (no Spark job)."""
+    frame = engine.dataframe(query_sql, subject=f"analyzing the query of {table}")
+    return schema_columns(frame.schema)
+
+
+def declared_or_query_columns(engine: SparkEngine, *, table: str, query_sql: str | None,
+                              columns: Columns | None) -> list[tuple[str, str]]:
+    if columns:
+        return list(columns)
+    if not query_sql:
+        raise EngineError(f"creating {table}: neither declared columns nor a query to take them from")
+    return query_columns(engine, query_sql, table=table)
+
+
+def create_table(engine: SparkEngine, *, table: str, columns: Columns, partitioned_by: Sequence[str] = (),
+                 normalize_types: bool = True) -> None:
+    """Create an empty Parquet table if absent; declared types go through sqlglot, schema types do not."""
+    if engine.table_exists(table):
+        return
+    ddl = columns_ddl(columns, dialect="spark" if normalize_types else None)
+    engine.create_table(table, columns_sql=ddl, partitioned_by=partitioned_by)
+
+
+def ensure_table(engine: SparkEngine, *, table: str, frame: "DataFrame") -> None:
+    """Create `table` from `frame`'s schema when the caller skipped create_physical."""
+    if not engine.table_exists(table):
+        with spark_errors(f"creating table {table}"):
+            columns = schema_columns(frame.schema)
+        create_table(engine, table=table, columns=columns, normalize_types=False)
+
+
+def conformed(engine: SparkEngine, frame: "DataFrame", *, table: str) -> "DataFrame":
+    """`frame` with the target table's columns, names and types."""
+    with spark_errors(f"evaluating {table}"):
+        return conform(frame, engine.columns(table))
+
+
+@contextlib.contextmanager
+def static_overwrite(engine: SparkEngine, table: str) -> Iterator[None]:
+    """Make INSERT OVERWRITE replace the whole table even when it is partitioned (session default: dynamic)."""
+    if not engine.partition_columns(table):
+        yield
+        return
+    key = "spark.sql.sources.partitionOverwriteMode"
+    previous = engine.session.conf.get(key, "static")
+    engine.session.conf.set(key, "static")
+    try:
+        yield
+    finally:
+        engine.session.conf.set(key, previous)
+
+
+def overwrite(engine: SparkEngine, *, table: str, frame: "DataFrame") -> None:
+    """Replace all rows of `table` with `frame`; stages first when `frame` reads `table` itself."""
+    with spark_errors(f"writing {table}"), static_overwrite(engine, table):
+        try:
+            frame.write.insertInto(quote_table(table), overwrite=True)
+            return
+        except Exception as exc:  # noqa: BLE001 - only the self-read case is handled here
+            if not (error_class(exc) or "").startswith("UNSUPPORTED_OVERWRITE"):
+                raise
+        staged = stage(engine, table=table, frame=frame)
+        try:
+            engine.session.table(quote_table(staged)).write.insertInto(quote_table(table), overwrite=True)
+        finally:
+            engine.drop_table(staged)
+
+
+def append(engine: SparkEngine, *, table: str, frame: "DataFrame") -> None:
+    with spark_errors(f"writing {table}"):
+        frame.write.insertInto(quote_table(table), overwrite=False)
+
+
+def stage(engine: SparkEngine, *, table: str, frame: "DataFrame") -> str:
+    """Compute `frame` once into the staging table of `table` and return the staging table's name."""
+    staged = table + STAGE_SUFFIX
+    engine.drop_table(staged)
+    with spark_errors(f"staging rows for {table}"):
+        frame.write.format("parquet").mode("overwrite").saveAsTable(quote_table(staged))
+    engine.invalidate(staged)
+    return staged
+
+
+def swap_in(engine: SparkEngine, *, table: str, frame: "DataFrame") -> None:
+    """Replace `table` by `frame` even when `frame` reads `table`: write a second table, drop, rename.
+
+    Renaming is a metastore operation (a directory move on the warehouse file system), so the
+    new rows are written once. A crash between drop and rename is repaired by `recover_swap`.
+    """
+    swap = table + SWAP_SUFFIX
+    partitions = engine.partition_columns(table)
+    engine.drop_table(swap)
+    with spark_errors(f"writing {table}"):
+        writer = frame.write.format("parquet").mode("overwrite")
+        if partitions:
+            writer = writer.partitionBy(*partitions)
+        writer.saveAsTable(quote_table(swap))
+    engine.invalidate(swap)
+    engine.drop_table(table)
+    engine.rename_table(swap, table)
+
+
+def recover_swap(engine: SparkEngine, table: str) -> None:
+    """Finish a swap interrupted after the old table was dropped."""
+    swap = table + SWAP_SUFFIX
+    if not engine.table_exists(table) and engine.table_exists(swap):
+        engine.rename_table(swap, table)
+
+
+def null_safe_join(keys: Sequence[str], left: str, right: str) -> str:
+    """A NULL-safe equality predicate over key columns.
+
+    >>> null_safe_join(["id", "ds"], "t", "s")
+    '`t`.`id` <=> `s`.`id` AND `t`.`ds` <=> `s`.`ds`'
+    """
+    return " AND ".join(f"{quote_identifier(left)}.{quote_identifier(key)} <=> "
+                        f"{quote_identifier(right)}.{quote_identifier(key)}" for key in keys)
+
+
+def resolve_keys(keys: Sequence[str], columns: Columns, *, table: str, what: str = "unique_key") -> list[str]:
+    """Map key names to the table's column spelling (case-insensitive); unknown keys are an error."""
+    by_lower = {name.lower(): name for name, _ in columns}
+    if not keys:
+        raise EngineError(f"{table}: {what} is empty")
+    missing = [key for key in keys if key.strip("`").lower() not in by_lower]
+    if missing:
+        raise EngineError(f"{table}: {what} column(s) {', '.join(missing)} not in the table's columns "
+                          f"({', '.join(by_lower.values())})")
+    return [by_lower[key.strip("`").lower()] for key in keys]
+
+
+def dedup(frame: "DataFrame", *, keys: Sequence[str], first_order: Sequence[str] = ()) -> "DataFrame":
+    """Keep one row per key: the last by (`first_order` columns, then every column in order), NULLs first.
+
+    Ordering by all columns makes the winner deterministic whatever order the rows arrive in.
+    Map-typed columns cannot be ordered and are left out of the tie-break.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import MapType
+
+    orderable = [f.name for f in frame.schema.fields if not isinstance(f.dataType, MapType)]
+    order = [*first_order, *[name for name in orderable if name not in first_order]]
+    window = Window.partitionBy(*[F.col(quote_identifier(k)) for k in keys]).orderBy(
+        *[F.col(quote_identifier(name)).desc_nulls_last() for name in order])
+    marker = "__meshbot_row_number"
+    return frame.withColumn(marker, F.row_number().over(window)).where(F.col(marker) == 1).drop(marker)

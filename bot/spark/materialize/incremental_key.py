@@ -1,0 +1,54 @@
+"""INCREMENTAL_BY_UNIQUE_KEY: upsert by key with a staged rewrite (Parquet tables have no MERGE).
+
+The batch is deduplicated by key (the winner is the row that sorts last by all columns in
+table order, NULLs first, so the result never depends on row arrival order) into a staging
+table; the target is then rewritten as (old rows whose key is not staged) UNION ALL (staged
+rows), keys compared NULL-safely, and swapped in. The first run simply overwrites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bot.project.model import Kind
+from bot.spark.engine import SparkEngine, quote_table, spark_errors
+from bot.spark.materialize import common, full
+from bot.spark.types import quote_identifier
+
+
+def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None,
+           columns: Sequence[tuple[str, str]] | None, partitioned_by: Sequence[str] = ()) -> None:
+    full.create(engine, kind=kind, table=table, query_sql=query_sql, columns=columns,
+                partitioned_by=partitioned_by)
+
+
+def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,
+             execution_time: int, first_run: bool) -> None:
+    common.recover_swap(engine, table)
+    frame = common.source_frame(engine, query, table=table)
+    common.ensure_table(engine, table=table, frame=frame)
+    keys = common.resolve_keys(kind.unique_key, engine.columns(table), table=table)
+    with spark_errors(f"evaluating {table}"):
+        new_rows = common.dedup(common.conformed(engine, frame, table=table), keys=keys)
+    if first_run:
+        common.overwrite(engine, table=table, frame=new_rows)
+        return
+    staged = common.stage(engine, table=table, frame=new_rows)
+    try:
+        sql = merge_sql(table=table, staged=staged, keys=keys)
+        common.swap_in(engine, table=table, frame=engine.dataframe(sql, subject=f"evaluating {table}"))
+    finally:
+        engine.drop_table(staged)
+
+
+def merge_sql(*, table: str, staged: str, keys: Sequence[str]) -> str:
+    """Old rows whose key is not staged, then every staged row.
+
+    >>> print(merge_sql(table="db.t", staged="db.s", keys=["id"]))
+    SELECT `t`.* FROM `db`.`t` AS `t` LEFT ANTI JOIN `db`.`s` AS `s` ON `t`.`id` <=> `s`.`id`
+    UNION ALL SELECT * FROM `db`.`s`
+    """
+    return (f"SELECT {quote_identifier('t')}.* FROM {quote_table(table)} AS `t` "
+            f"LEFT ANTI JOIN {quote_table(staged)} AS `s` ON {common.null_safe_join(keys, 't', 's')}\n"
+            f"UNION ALL SELECT * FROM {quote_table(staged)}")
