@@ -111,8 +111,7 @@ class GithubClient:
         return _pull(self._request("GET", f"/pulls/{number}"))
 
     def pulls_for_commit(self, sha: str) -> list[PullRequest]:
-        return [_pull(p) for p in self._call(f"pulls of {sha}", lambda: [
-            p.raw_data for p in self._repo.get_commit(sha).get_pulls()])]
+        return [_pull(p) for p in self._request("GET", f"/commits/{sha}/pulls")]
 
     def changed_files(self, number: int) -> list[str]:
         return self._call(f"files of #{number}", lambda: [

@@ -1,0 +1,176 @@
+"""Test helpers for the GitHub bot: a `responses` mock of api.github.com that validates every request
+and every mocked response against ../shared/github/github-openapi-subset.json (unknown operations fail)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import requests
+import responses
+from openapi_core import OpenAPI
+from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAPIResponse
+
+SHARED_GITHUB = Path(__file__).resolve().parents[2] / "shared" / "github"
+SPEC_PATH = SHARED_GITHUB / "github-openapi-subset.json"
+WEBHOOKS = SHARED_GITHUB / "webhooks"
+API = "https://api.github.com"
+
+
+@lru_cache(maxsize=1)
+def spec_dict() -> dict[str, Any]:
+    return json.loads(SPEC_PATH.read_text())
+
+
+@lru_cache(maxsize=1)
+def openapi() -> OpenAPI:
+    """The validator. GitHub's description uses `discriminator` without `mapping` (check runs), which
+    openapi-core resolves to non-existent component names; the `oneOf` alone still validates, so those
+    hint-only discriminators are dropped."""
+    return OpenAPI.from_dict(_drop_unmapped_discriminators(copy.deepcopy(spec_dict())))
+
+
+def _drop_unmapped_discriminators(node: Any) -> Any:
+    if isinstance(node, dict):
+        if isinstance(node.get("discriminator"), dict) and "mapping" not in node["discriminator"]:
+            del node["discriminator"]
+        for value in node.values():
+            _drop_unmapped_discriminators(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_unmapped_discriminators(value)
+    return node
+
+
+def payload(relative: str) -> dict[str, Any]:
+    """A real webhook payload from ../shared/github/webhooks."""
+    return json.loads((WEBHOOKS / relative).read_text())
+
+
+def _resolve(node: Any) -> Any:
+    if isinstance(node, dict) and "$ref" in node:
+        target: Any = spec_dict()
+        for part in node["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        return _resolve(target)
+    return node
+
+
+def example(path: str, method: str, status: str = "200") -> Any:
+    """The spec's first example body for an operation's response (deep copy, safe to edit)."""
+    response = _resolve(spec_dict()["paths"][path][method.lower()]["responses"][status])
+    content = response["content"]["application/json"]
+    if "examples" in content:
+        body = copy.deepcopy(_resolve(next(iter(content["examples"].values())))["value"])
+    else:
+        body = copy.deepcopy(content["example"])
+    return _fill_gaps(path, body)
+
+
+def _fill_gaps(path: str, body: Any) -> Any:
+    """A few of GitHub's own examples miss fields their schemas require; fill exactly those."""
+    if path.endswith("/permission"):
+        body["user"].setdefault("role_name", body.get("role_name", "admin"))
+    for pull in (body if isinstance(body, list) else [body]):
+        if isinstance(pull, dict):
+            for team in pull.get("requested_teams", None) or []:
+                team.setdefault("type", "organization")
+    return body
+
+
+def _operations() -> list[tuple[str, re.Pattern[str], str]]:
+    ops = []
+    for path, item in spec_dict()["paths"].items():
+        pattern = re.compile("^" + re.sub(r"\{[^}]+\}", r"[^/]+", path) + "$")
+        for method in item:
+            if method in ("get", "post", "patch", "put", "delete"):
+                ops.append((method.upper(), pattern, path))
+    return ops
+
+
+Handler = Callable[[requests.PreparedRequest], tuple[int, dict[str, str], Any]]
+
+
+@dataclass
+class GithubMock:
+    """Routes keyed by (METHOD, spec path template); each route is a queue of responses (last repeats)."""
+
+    routes: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    calls: list[tuple[str, str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, method: str, path: str, body: Any = None, *, status: int = 200,
+            headers: dict[str, str] | None = None, validate: bool = True) -> None:
+        """Queue a response for an operation of the spec (`path` is the spec's template)."""
+        if path not in spec_dict()["paths"] or method.lower() not in spec_dict()["paths"][path]:
+            raise AssertionError(f"{method} {path} is not an operation of the OpenAPI subset")
+        self.routes.setdefault((method.upper(), path), []).append((status, headers or {}, body, validate))
+
+    def handler(self, request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+        url = request.url.split("?")[0].replace("api.github.com:443", "api.github.com")
+        path = url[len(API):]
+        request.url = request.url.replace("api.github.com:443", "api.github.com")
+        template = next((p for m, pat, p in _operations() if m == request.method and pat.match(path)), None)
+        body = json.loads(request.body) if request.body else None
+        self.calls.append((request.method, path, body))
+        if template is None:
+            self.errors.append(f"unknown operation {request.method} {path}")
+            raise AssertionError(f"the bot called {request.method} {path}, not in the OpenAPI subset")
+        try:
+            openapi().validate_request(RequestsOpenAPIRequest(request))
+        except Exception as error:   # noqa: BLE001 - report every validation failure as a test error
+            self.errors.append(f"invalid request {request.method} {path}: {_why(error)}")
+            raise AssertionError(self.errors[-1]) from error
+        queue = self.routes.get((request.method, template))
+        if not queue:
+            self.errors.append(f"no mocked response for {request.method} {template}")
+            raise AssertionError(self.errors[-1])
+        status, headers, payload_, validate = queue.pop(0) if len(queue) > 1 else queue[0]
+        text = json.dumps(payload_) if payload_ is not None else ""
+        if validate:
+            self._validate_response(request, status, headers, text)
+        return status, {"Content-Type": "application/json", **headers}, text
+
+    def _validate_response(self, request, status, headers, text) -> None:
+        response = requests.Response()
+        response.status_code = status
+        response._content = text.encode()
+        response.headers.update({"Content-Type": "application/json", **headers})
+        response.request = request
+        try:
+            openapi().validate_response(RequestsOpenAPIRequest(request), RequestsOpenAPIResponse(response))
+        except Exception as error:   # noqa: BLE001
+            self.errors.append(f"mocked response of {request.method} {request.url} invalid: {_why(error)}")
+            raise AssertionError(self.errors[-1]) from error
+
+    def sent(self, method: str, pattern: str) -> list[Any]:
+        """Bodies of the calls whose path matches the regex `pattern`."""
+        return [b for m, p, b in self.calls if m == method and re.search(pattern, p)]
+
+
+def install(rsps: responses.RequestsMock) -> GithubMock:
+    mock = GithubMock()
+    for method in ("GET", "POST", "PATCH", "PUT", "DELETE"):
+        rsps.add_callback(method, re.compile(r"https://api\.github\.com(:443)?/.*"), callback=mock.handler)
+    return mock
+
+
+def _why(error: BaseException) -> str:
+    """The innermost schema errors with their paths, short enough to read."""
+    cause = error.__cause__ or error
+    details = getattr(cause, "schema_errors", None) or ()
+    parts = [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:160]}" for e in details]
+    return "; ".join(parts) or repr(cause)[:300]
+
+
+def pull_request_example(**changes: Any) -> dict[str, Any]:
+    """GET /pulls/{n} example. GitHub's own example lacks the `type` its schema requires in
+    requested_teams, so that one field is filled in."""
+    body = example("/repos/{owner}/{repo}/pulls/{pull_number}", "get")
+    body.update(changes)
+    return body
