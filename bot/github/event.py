@@ -71,6 +71,7 @@ class Event:
     ref: str | None = None     # push: refs/heads/main or refs/tags/v1
     sha: str | None = None     # push: the `after` commit
     tag: str | None = None     # push of a tag, or release tag_name
+    deleted: bool = False      # push that deleted the branch or tag
 
     @property
     def is_pr_sync(self) -> bool:
@@ -113,7 +114,7 @@ def parse_event(name: str, payload: dict[str, Any]) -> Event:
         base["comment"] = _comment(payload["comment"], payload["issue"])
     if name == "push":
         ref = str(payload.get("ref") or "")
-        base.update(ref=ref, sha=payload.get("after"),
+        base.update(ref=ref, sha=payload.get("after"), deleted=bool(payload.get("deleted")),
                     tag=ref[len("refs/tags/"):] if ref.startswith("refs/tags/") else None)
     if name == "release" and payload.get("release"):
         release = payload["release"]

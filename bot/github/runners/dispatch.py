@@ -28,6 +28,9 @@ def run_all(run: BotRun) -> int:
         return check_required_approvers(run)
     if event.name == "issue_comment" and event.action == "created" and event.comment:
         return _comment_command(run)
+    if event.name == "push" and event.deleted:
+        run.outputs.summary(f"meshbot: `{event.ref}` was deleted; nothing to deploy.")
+        return 0
     if event.name == "push" and event.tag is None and s.deploys_on("merge"):
         if s.is_prod_branch(event.branch, event.repo.default_branch):
             return deploy_production(run, environment=s.merge_environment)
