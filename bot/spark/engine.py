@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import SqlglotError
 
 from bot.errors import EngineError
 from bot.spark.types import quote_identifier, schema_columns
@@ -31,7 +31,7 @@ def split_table(name: str) -> list[str]:
     if "`" in text:
         try:
             table = exp.to_table(text, dialect="spark")
-        except (ParseError, ValueError) as exc:
+        except (SqlglotError, ValueError) as exc:
             raise EngineError(f"invalid table name `{name}`") from exc
         parts = [part.name for part in table.parts]
     else:
