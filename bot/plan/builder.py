@@ -18,9 +18,12 @@ from bot.plan.categorize import (categorize, categorize_seed, expand_star, indir
 from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
 from bot.project.config import ProjectConfig
 from bot.project.model import KindName, Model
+from bot.project.serialize import model_to_dict
 from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
                           physical_schema_name)
 from bot.state.api import StateReader
+
+_SEED_CONTENT_LIMIT = 1_000_000  # bytes of CSV kept in state for seed categorization
 
 
 @dataclass(frozen=True)
@@ -274,21 +277,12 @@ def _new_snapshot(ctx: _Diff, name: str, category: ChangeCategory, prev: Snapsho
 
 
 def model_definition(model: Model) -> dict[str, Any]:
-    """A JSON-ready description of the model, stored with its snapshot."""
-    definition: dict[str, Any] = {
-        "name": model.name, "kind": model.kind.data_properties(),
-        "kind_metadata": model.kind.metadata_properties(), "dialect": model.dialect,
-        "path": str(model.path), "query": model.query_text, "cron": model.cron,
-        "start": model.start, "end": model.end, "owner": model.owner,
-        "description": model.description, "tags": list(model.tags), "grains": list(model.grains),
-        "columns": [list(c) for c in model.columns],
-        "partitioned_by": list(model.partitioned_by),
-        "audits": [[a.name, [list(x) for x in a.args], a.blocking] for a in model.audits],
-        "depends_on": sorted(model.depends_on),
-    }
+    """The model as stored with its snapshot; small seeds keep their CSV so later plans can categorize."""
+    definition = model_to_dict(model)
     if model.seed_abs_path is not None:
         try:
-            definition["seed_content"] = model.seed_abs_path.read_text(encoding="utf-8")
+            if model.seed_abs_path.stat().st_size <= _SEED_CONTENT_LIMIT:
+                definition["seed_content"] = model.seed_abs_path.read_text(encoding="utf-8")
         except OSError:
             pass
     return definition

@@ -1,0 +1,129 @@
+"""Plan summaries: the SPEC §3 text shape (golden) and the --json dict."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import bot.plan.explain as explain
+from bot.plan.explain import plan_summary_text, plan_to_json
+from bot.project.model import Kind, KindName
+from bot.project.timeutil import to_ms
+from test_plan_builder import DAY, INCR, NOW, apply, config, make, plan_for, project, state  # noqa: F401
+
+DEV_GOLDEN = """\
+New environment `dev` will be created from `prod`
+Differences from the `prod` environment:
+Models:
+├── Directly Modified:
+│   └── db__dev.orders
+└── Indirectly Modified:
+    ├── db__dev.revenue
+    └── db__dev.top
+--- db.orders (old)
++++ db.orders (new)
+@@ -1,5 +1,6 @@
+ SELECT
+   `id`,
+   `amount`,
+-  `ds`
++  `ds`,
++  1 AS `one`
+ FROM `raw`.`orders`
+Directly Modified: db__dev.orders (Non-breaking)
+└── Indirectly Modified Children:
+    ├── db__dev.revenue (Indirect Non-breaking)
+    └── db__dev.top (Indirect Non-breaking)
+Models needing backfill:
+└── db__dev.orders: [2024-01-01 - 2024-01-31]"""
+
+FIRST_PROD_GOLDEN = """\
+New environment `prod` will be created
+Models:
+└── Added:
+    ├── db.orders
+    ├── db.revenue
+    └── db.top
+Models needing backfill:
+├── db.orders: [2024-01-01 - 2024-01-31]
+├── db.revenue: [full refresh]
+└── db.top: [recreate view]"""
+
+
+@pytest.fixture
+def dev_plan(state, config):
+    apply(state, plan_for(state, config, project()))
+    models = project(o=make("db.orders", "SELECT id, amount, ds, 1 AS one FROM raw.orders", kind=INCR))
+    return plan_for(state, config, models, env="dev", now=NOW + 3 * DAY)
+
+
+def test_first_prod_plan_text(state, config):
+    assert plan_summary_text(plan_for(state, config, project())) == FIRST_PROD_GOLDEN
+
+
+def test_dev_plan_text_matches_spec_shape(dev_plan):
+    assert plan_summary_text(dev_plan) == DEV_GOLDEN
+
+
+def test_unchanged_prod_says_no_changes(state, config):
+    apply(state, plan_for(state, config, project()))
+    text = plan_summary_text(plan_for(state, config, project()))
+    assert text == "No changes to plan: project files match the `prod` environment"
+
+
+def test_breaking_labels_removed_models_and_hourly_intervals(state, config):
+    apply(state, plan_for(state, config, project()))
+    models = project(o=make("db.orders", "SELECT id, amount, ds FROM raw.orders WHERE id > 0", kind=INCR),
+                     h=make("db.hourly", "SELECT id FROM raw.events", kind=INCR, cron="@hourly",
+                            start="2024-02-01"))
+    del models["db.top"]
+    text = plan_summary_text(plan_for(state, config, models, now=NOW))
+    assert "├── Added:\n│   └── db.hourly\n├── Removed:\n│   └── db.top\n├── Directly Modified:" in text
+    assert "Directly Modified: db.orders (Breaking)\n└── Indirectly Modified Children:\n" \
+           "    └── db.revenue (Indirect Breaking)" in text
+    assert "└── db.hourly: [2024-02-01 00:00:00 - 2024-02-01 09:59:59]" in text
+
+
+def test_skip_backfill_hides_the_backfill_section(state, config):
+    assert "Models needing backfill" not in plan_summary_text(plan_for(state, config, project(), skip_backfill=True))
+
+
+def test_json_shape(dev_plan):
+    data = plan_to_json(dev_plan)
+    assert set(data) == {"environment", "new_environment", "plan_id", "models"}
+    assert (data["environment"], data["new_environment"], data["plan_id"]) == ("dev", True, dev_plan.plan_id)
+    orders, revenue, top = data["models"]
+    version = dev_plan.snapshots["db.orders"].version
+    assert orders == {"name": "db.orders", "change": "directly_modified", "category": "non_breaking",
+                      "kind": "INCREMENTAL_BY_TIME_RANGE", "version": version,
+                      "physical_table": f"sqlmesh__db.db__orders__{version}",
+                      "backfill": [["2024-01-01", "2024-01-31"]]}
+    assert (revenue["change"], revenue["category"], revenue["backfill"]) == (
+        "indirectly_modified", "indirect_non_breaking", None)
+    assert top["kind"] == "VIEW"
+
+
+def test_json_full_refresh_view_and_removed(state, config):
+    first = plan_for(state, config, project())
+    by_name = {m["name"]: m for m in plan_to_json(first)["models"]}
+    assert by_name["db.revenue"]["backfill"] == "full_refresh"
+    assert by_name["db.top"]["backfill"] == "recreate_view"
+    apply(state, first)
+    models = project()
+    del models["db.top"]
+    removed = plan_to_json(plan_for(state, config, models))["models"]
+    assert removed == [{"name": "db.top", "change": "removed", "category": None, "kind": "VIEW",
+                        "version": first.snapshots["db.top"].version,
+                        "physical_table": first.snapshots["db.top"].table_name, "backfill": None}]
+
+
+def test_json_gaps_become_separate_ranges(state, config):
+    plan = plan_for(state, config, project(), start="2024-01-30")
+    orders = next(m for m in plan_to_json(plan)["models"] if m["name"] == "db.orders")
+    assert orders["backfill"] == [["2024-01-30", "2024-01-31"]]
+    assert to_ms("2024-01-30") == plan.start
+
+
+def test_doctests():
+    assert doctest.testmod(explain).failed == 0

@@ -1,0 +1,285 @@
+"""Plan builder scenarios against a real SQLite state: changes, categories, versions, backfills, errors."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import sqlglot
+from sqlglot import exp
+
+from bot.errors import PlanError
+from bot.plan.builder import build_plan
+from bot.plan.definition import BackfillKind, ChangeType, Plan, PlanOptions
+from bot.project.config import ModelDefaults, ProjectConfig, StateConnection
+from bot.project.model import Kind, KindName, Model
+from bot.project.timeutil import to_ms
+from bot.snapshot import ChangeCategory
+from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.connect import connect_state
+
+DAY = 86_400_000
+NOW = to_ms("2024-02-01 10:00:00")
+INCR = Kind(KindName.INCREMENTAL_BY_TIME_RANGE, time_column="ds")
+
+
+def make(name: str, sql: str, **fields) -> Model:
+    query = sqlglot.parse_one(sql, read="spark")
+    deps = frozenset(f"{t.db}.{t.name}" for t in query.find_all(exp.Table))
+    return Model(name=name, kind=fields.pop("kind", Kind(KindName.FULL)), dialect="spark",
+                 path=Path(f"models/{name.split('.')[1]}.sql"), query=query, query_text=sql,
+                 depends_on=deps, **fields)
+
+
+ORDERS = "SELECT id, amount, ds FROM raw.orders"
+REVENUE = "SELECT ds, SUM(amount) AS revenue FROM db.orders GROUP BY ds"
+
+
+def project(**overrides: Model) -> dict[str, Model]:
+    models = {
+        "db.orders": make("db.orders", ORDERS, kind=INCR),
+        "db.revenue": make("db.revenue", REVENUE),
+        "db.top": make("db.top", "SELECT ds FROM db.revenue", kind=Kind(KindName.VIEW)),
+    }
+    models.update({m.name: m for m in overrides.values()})
+    return {k: v for k, v in models.items() if v is not None}
+
+
+@pytest.fixture
+def config(tmp_path) -> ProjectConfig:
+    return ProjectConfig(root=tmp_path, gateways={}, default_gateway="local",
+                         model_defaults=ModelDefaults(start="2024-01-01"))
+
+
+@pytest.fixture
+def state(tmp_path):
+    sync = connect_state(StateConnection(type="sqlite", database=str(tmp_path / "state.db")),
+                         project_root=tmp_path)
+    yield sync
+    sync.close()
+
+
+def plan_for(state, config, models, env="prod", now=NOW, **options) -> Plan:
+    rendered = {n: m.query.sql(dialect="spark", comments=False, identify=True) for n, m in models.items()}
+    return build_plan(project_models=models, dag=None, rendered=rendered, state=state, environment=env,
+                      options=PlanOptions(**options), config=config, now_ms=now)
+
+
+def apply(state, plan: Plan) -> None:
+    """What the evaluator records: snapshots, each backfilled interval, then the environment."""
+    state.push_snapshots(plan.new_snapshots)
+    for backfill in plan.backfills:
+        for batch in backfill.batches:
+            state.add_interval(backfill.snapshot_id.name, plan.snapshots[backfill.snapshot_id.name].version,
+                               batch, is_dev=backfill.is_dev)
+    entries = tuple(EnvironmentSnapshot(s.name, s.identifier, s.version, s.kind, s.table_name)
+                    for s in plan.snapshots.values())
+    state.promote(Environment(plan.environment, entries, plan.plan_id), expected_plan_id=plan.expected_plan_id)
+
+
+def change(plan: Plan, name: str):
+    found = plan.change_for(name)
+    assert found is not None, f"{name} not in {[c.name for c in plan.changes]}"
+    return found.change, found.category
+
+
+def backfill(plan: Plan, name: str):
+    return next((b for b in plan.backfills if b.snapshot_id.name == name), None)
+
+
+def test_first_prod_plan_adds_everything_and_backfills_from_start(state, config):
+    plan = plan_for(state, config, project())
+    assert plan.new_environment and plan.expected_plan_id is None
+    assert {c.name: c.change for c in plan.changes} == {n: ChangeType.ADDED for n in project()}
+    orders = backfill(plan, "db.orders")
+    assert orders.kind is BackfillKind.INTERVALS
+    assert orders.intervals[0] == (to_ms("2024-01-01"), to_ms("2024-01-02"))
+    assert orders.intervals[-1] == (to_ms("2024-01-31"), to_ms("2024-02-01"))
+    assert orders.batches == ((to_ms("2024-01-01"), to_ms("2024-02-01")),)
+    assert backfill(plan, "db.revenue").kind is BackfillKind.FULL_REFRESH
+    assert backfill(plan, "db.top").kind is BackfillKind.RECREATE_VIEW
+    snap = plan.snapshots["db.orders"]
+    assert snap.table_name == f"sqlmesh__db.db__orders__{snap.version}"
+
+
+def test_unchanged_prod_has_no_changes_and_reuses_snapshots(state, config):
+    first = plan_for(state, config, project())
+    apply(state, first)
+    again = plan_for(state, config, project())
+    assert not again.changes and not again.new_snapshots and not again.backfills
+    assert again.expected_plan_id == first.plan_id
+    assert again.snapshots["db.orders"] == first.snapshots["db.orders"]
+
+
+def test_next_day_prod_backfills_only_the_new_interval(state, config):
+    apply(state, plan_for(state, config, project()))
+    later = plan_for(state, config, project(), now=NOW + DAY)
+    assert [b.snapshot_id.name for b in later.backfills] == ["db.orders"]
+    assert backfill(later, "db.orders").intervals == ((to_ms("2024-02-01"), to_ms("2024-02-02")),)
+
+
+def test_non_breaking_change_and_indirect_children(state, config):
+    first = plan_for(state, config, project())
+    apply(state, first)
+    models = project(o=make("db.orders", "SELECT id, amount, ds, 1 AS one FROM raw.orders", kind=INCR))
+    plan = plan_for(state, config, models)
+    assert change(plan, "db.orders") == (ChangeType.DIRECTLY_MODIFIED, ChangeCategory.NON_BREAKING)
+    assert change(plan, "db.revenue") == (ChangeType.INDIRECTLY_MODIFIED, ChangeCategory.INDIRECT_NON_BREAKING)
+    assert change(plan, "db.top") == (ChangeType.INDIRECTLY_MODIFIED, ChangeCategory.INDIRECT_NON_BREAKING)
+    assert plan.snapshots["db.orders"].version != first.snapshots["db.orders"].version
+    assert plan.snapshots["db.revenue"].version == first.snapshots["db.revenue"].version
+    assert plan.change_for("db.orders").indirect_children == ("db.revenue", "db.top")
+    assert "+  1 AS `one`" in plan.change_for("db.orders").diff
+    assert [b.snapshot_id.name for b in plan.backfills] == ["db.orders"]
+
+
+def test_breaking_change_rebuilds_children(state, config):
+    first = plan_for(state, config, project())
+    apply(state, first)
+    plan = plan_for(state, config, project(o=make("db.orders", ORDERS + " WHERE amount > 0", kind=INCR)))
+    assert change(plan, "db.orders") == (ChangeType.DIRECTLY_MODIFIED, ChangeCategory.BREAKING)
+    assert change(plan, "db.revenue") == (ChangeType.INDIRECTLY_MODIFIED, ChangeCategory.INDIRECT_BREAKING)
+    assert plan.snapshots["db.revenue"].version != first.snapshots["db.revenue"].version
+    assert {b.snapshot_id.name: b.kind for b in plan.backfills} == {
+        "db.orders": BackfillKind.INTERVALS, "db.revenue": BackfillKind.FULL_REFRESH,
+        "db.top": BackfillKind.RECREATE_VIEW}
+
+
+def test_kind_change_is_breaking(state, config):
+    apply(state, plan_for(state, config, project()))
+    plan = plan_for(state, config, project(r=make("db.revenue", REVENUE, kind=Kind(KindName.VIEW))))
+    assert change(plan, "db.revenue") == (ChangeType.DIRECTLY_MODIFIED, ChangeCategory.BREAKING)
+
+
+def test_metadata_only_change_keeps_version_and_needs_no_backfill(state, config):
+    first = plan_for(state, config, project())
+    apply(state, first)
+    plan = plan_for(state, config, project(r=make("db.revenue", REVENUE, owner="alice")))
+    assert change(plan, "db.revenue") == (ChangeType.METADATA_UPDATED, ChangeCategory.METADATA)
+    assert change(plan, "db.top") == (ChangeType.INDIRECTLY_MODIFIED, ChangeCategory.METADATA)
+    assert plan.snapshots["db.revenue"].version == first.snapshots["db.revenue"].version
+    assert plan.snapshots["db.revenue"].identifier != first.snapshots["db.revenue"].identifier
+    assert not plan.backfills
+
+
+def test_reverted_change_reuses_the_old_snapshot_and_table(state, config):
+    first = plan_for(state, config, project())
+    apply(state, first)
+    changed = plan_for(state, config, project(o=make("db.orders", ORDERS + " WHERE id > 0", kind=INCR)))
+    apply(state, changed)
+    reverted = plan_for(state, config, project())
+    assert reverted.snapshots["db.orders"] == first.snapshots["db.orders"]
+    assert not reverted.new_snapshots
+    assert change(reverted, "db.orders")[0] is ChangeType.DIRECTLY_MODIFIED
+    assert not reverted.backfills   # the old version's intervals are still recorded
+
+
+def test_removed_model_still_referenced_is_an_error(state, config):
+    apply(state, plan_for(state, config, project()))
+    models = project()
+    del models["db.orders"]
+    with pytest.raises(PlanError, match=r"`db.orders` was removed but `db.revenue` \(models/revenue.sql\)"):
+        plan_for(state, config, models)
+
+
+def test_removed_leaf_is_listed(state, config):
+    apply(state, plan_for(state, config, project()))
+    models = project()
+    del models["db.top"]
+    plan = plan_for(state, config, models)
+    assert change(plan, "db.top") == (ChangeType.REMOVED, None)
+    assert "db.top" not in plan.snapshots
+
+
+def test_new_dev_without_changes_is_an_error_unless_include_unmodified(state, config):
+    apply(state, plan_for(state, config, project()))
+    with pytest.raises(PlanError, match="project files match `prod`; nothing to plan for `dev`"):
+        plan_for(state, config, project(), env="dev")
+    plan = plan_for(state, config, project(), env="dev", include_unmodified=True)
+    assert plan.new_environment and not plan.changes and not plan.backfills
+
+
+def test_dev_backfills_only_changed_models_capped_at_prod_end(state, config):
+    apply(state, plan_for(state, config, project()))
+    models = project(r=make("db.revenue", REVENUE + " HAVING SUM(amount) > 0"))
+    plan = plan_for(state, config, models, env="Feature/X", now=NOW + 3 * DAY)
+    assert plan.environment == "feature_x" and plan.new_environment
+    assert plan.expected_plan_id is None
+    assert change(plan, "db.revenue") == (ChangeType.DIRECTLY_MODIFIED, ChangeCategory.BREAKING)
+    assert {b.snapshot_id.name for b in plan.backfills} == {"db.revenue", "db.top"}
+    assert backfill(plan, "db.revenue").intervals[0][1] == to_ms("2024-02-01")   # prod's end, not now
+
+
+def test_dev_non_breaking_change_backfills_incremental_up_to_prod_end(state, config):
+    apply(state, plan_for(state, config, project()))
+    models = project(o=make("db.orders", "SELECT id, amount, ds, 2 AS two FROM raw.orders", kind=INCR))
+    plan = plan_for(state, config, models, env="dev", now=NOW + 3 * DAY)
+    assert [b.snapshot_id.name for b in plan.backfills] == ["db.orders"]
+    assert backfill(plan, "db.orders").intervals[-1][1] == to_ms("2024-02-01")
+
+
+def test_forward_only_keeps_version_and_previews_in_dev(state, config):
+    first = plan_for(state, config, project())
+    apply(state, first)
+    models = project(o=make("db.orders", ORDERS + " WHERE id > 0", kind=INCR))
+    dev = plan_for(state, config, models, env="dev", forward_only=True)
+    assert change(dev, "db.orders") == (ChangeType.DIRECTLY_MODIFIED, ChangeCategory.FORWARD_ONLY)
+    assert dev.snapshots["db.orders"].version == first.snapshots["db.orders"].version
+    assert backfill(dev, "db.orders").is_dev
+    prod = plan_for(state, config, models, forward_only=True)
+    assert change(prod, "db.orders")[1] is ChangeCategory.FORWARD_ONLY
+    assert not prod.backfills
+
+
+def test_skip_backfill_and_start_end_narrowing(state, config):
+    assert not plan_for(state, config, project(), skip_backfill=True).backfills
+    plan = plan_for(state, config, project(), start="2024-01-10", end="2024-01-12")
+    assert backfill(plan, "db.orders").intervals == tuple(
+        (to_ms(d), to_ms(d) + DAY) for d in ("2024-01-10", "2024-01-11", "2024-01-12"))
+
+
+def test_restatement_cascades_downstream(state, config):
+    apply(state, plan_for(state, config, project()))
+    plan = plan_for(state, config, project(), restate_models=("db.orders",), start="2024-01-30")
+    assert {sid.name for sid in plan.restatements} == {"db.orders", "db.revenue"}
+    assert backfill(plan, "db.orders").intervals == ((to_ms("2024-01-30"), to_ms("2024-01-31")),
+                                                     (to_ms("2024-01-31"), to_ms("2024-02-01")))
+    assert backfill(plan, "db.revenue").kind is BackfillKind.FULL_REFRESH
+    with pytest.raises(PlanError, match="--restate-model `nope` matches no model"):
+        plan_for(state, config, project(), restate_models=("nope",))
+
+
+def test_no_gaps_refuses_a_new_version_with_a_hole(state, config):
+    apply(state, plan_for(state, config, project()))
+    models = project(o=make("db.orders", ORDERS + " WHERE id > 0", kind=INCR))
+    with pytest.raises(PlanError, match="--no-gaps: `db.orders` would have a gap"):
+        plan_for(state, config, models, no_gaps=True, start="2024-01-20")
+    assert plan_for(state, config, models, no_gaps=True).backfills
+
+
+def test_select_star_child_of_non_breaking_parent_is_recategorized(state, config):
+    models = project(r=make("db.revenue", "SELECT * FROM db.orders"))
+    first = plan_for(state, config, models)
+    apply(state, first)
+    changed = dict(models, **{"db.orders": make("db.orders", "SELECT id, amount, ds, 1 AS one FROM raw.orders",
+                                                 kind=INCR)})
+    plan = plan_for(state, config, changed)
+    assert change(plan, "db.revenue") == (ChangeType.DIRECTLY_MODIFIED, ChangeCategory.NON_BREAKING)
+    assert plan.snapshots["db.revenue"].version != first.snapshots["db.revenue"].version
+    assert backfill(plan, "db.revenue").kind is BackfillKind.FULL_REFRESH
+
+
+def test_thousand_unchanged_models_plan_fast(state, config):
+    models = {"db.m0": make("db.m0", "SELECT id, ds FROM raw.src", kind=INCR)}
+    for i in range(1, 1000):
+        models[f"db.m{i}"] = make(f"db.m{i}", f"SELECT id, ds FROM db.m{i - 1}" if i % 10 else
+                                  "SELECT id, ds FROM raw.src", kind=INCR if i % 2 else Kind(KindName.FULL))
+    apply(state, plan_for(state, config, models))
+    rendered = {n: m.query.sql(dialect="spark", comments=False, identify=True) for n, m in models.items()}
+    began = time.perf_counter()
+    plan = build_plan(project_models=models, dag=None, rendered=rendered, state=state, environment="prod",
+                      options=PlanOptions(), config=config, now_ms=NOW)
+    elapsed = time.perf_counter() - began
+    assert not plan.changes and not plan.backfills
+    assert elapsed < 1.5, f"no-change plan of 1000 models took {elapsed:.2f}s"
