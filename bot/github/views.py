@@ -54,6 +54,8 @@ class FailureView:
 
 @dataclass(frozen=True)
 class TestsView:
+    __test__ = False
+
     status: str             # passed, failed, error, skipped
     total: int = 0
     failed: int = 0
@@ -236,7 +238,7 @@ def truncate_markdown(text: str, limit: int) -> str:
     for line in text.splitlines():
         new_fence, new_details = _track(line, fence, details)
         closers = (len(new_fence) + 1 if new_fence else 0) + new_details * len("</details>\n")
-        if used + len(line) + 1 + closers + len(note) > limit:
+        if used + len(line) + 1 + closers + len(note) + 1 > limit:
             break
         kept.append(line)
         used += len(line) + 1
