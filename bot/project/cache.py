@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import copyreg
 import gc
 import hashlib
 import io
 import os
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import sqlglot
 from sqlglot import exp
@@ -19,27 +21,28 @@ CACHE_FORMAT = 1
 CACHE_FILE = Path(".meshbot") / "cache" / "models.pickle"
 
 
-def _rebuild(cls: type, args: dict[str, Any], comments: list[str] | None,
-             meta: dict[str, Any] | None) -> exp.Expression:
-    """Recreate a sqlglot node without re-running __init__ (several times faster than sqlglot's serde)."""
-    node = cls.__new__(cls)
-    node.args, node.parent, node.arg_key, node.index = args, None, None, None
-    node.comments, node._type, node._meta, node._hash = comments, None, meta, None
-    for key, value in args.items():
-        if type(value) is list:
-            for index, item in enumerate(value):
-                if isinstance(item, exp.Expression):
-                    item.parent, item.arg_key, item.index = node, key, index
-        elif isinstance(value, exp.Expression):
-            value.parent, value.arg_key = node, key
-    return node
+_SLOTS = ("args", "parent", "arg_key", "index", "comments", "_type", "_meta")
 
 
 class _Pickler(pickle.Pickler):
+    """Pickles sqlglot nodes as plain slot state (rebuilt in C), not through sqlglot's slower serde."""
+
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, exp.Expression):
-            return _rebuild, (type(obj), obj.args, obj.comments, obj._meta)
+            state = {slot: getattr(obj, slot) for slot in _SLOTS}
+            state["_hash"] = None
+            return copyreg.__newobj__, (type(obj),), (None, state)
         return NotImplemented
+
+
+def dumps(value: Any) -> bytes | None:
+    """Pickle one cache entry; None when it cannot be cached (e.g. an extremely deep AST)."""
+    buffer = io.BytesIO()
+    try:
+        _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    except (RecursionError, pickle.PicklingError, TypeError, AttributeError):
+        return None
+    return buffer.getvalue()
 
 
 def content_key(data: bytes, context: str) -> str:
@@ -52,6 +55,18 @@ def content_key(data: bytes, context: str) -> str:
 def cache_context(*parts: object) -> str:
     """Versions and settings that invalidate every entry when they change."""
     return "|".join(map(str, (CACHE_FORMAT, bot.__version__, sqlglot.__version__, *parts)))
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Unpickling or parsing many small linked objects is several times faster without GC passes."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class ModelCache:
@@ -70,15 +85,7 @@ class ModelCache:
     def open(cls, root: Path) -> "ModelCache":
         path = root / CACHE_FILE
         try:
-            with path.open("rb") as handle:
-                data = handle.read()
-            gc_was_enabled = gc.isenabled()
-            gc.disable()   # unpickling many small objects is ~4x faster without cyclic GC passes
-            try:
-                entries = pickle.loads(data)
-            finally:
-                if gc_was_enabled:
-                    gc.enable()
+            entries = pickle.loads(path.read_bytes())
             if not isinstance(entries, dict):
                 entries = {}
         except Exception:   # absent, truncated or from an incompatible version: rebuild
@@ -89,22 +96,27 @@ class ModelCache:
         entry = self._old.get(key)
         if entry is None or entry[0] != digest:
             return None
+        try:
+            value = pickle.loads(entry[1])
+        except Exception:
+            return None
         self._new[key] = entry
-        return entry[1]
+        return value
 
     def put(self, key: str, digest: str, value: Any) -> None:
-        self._new[key] = (digest, value)
+        data = dumps(value)
+        if data is not None:
+            self._new[key] = (digest, data)
         self._dirty = True
 
     def save(self) -> None:
         if not self._dirty and self._new.keys() == self._old.keys():
             return
-        buffer = io.BytesIO()
-        _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(self._new)
+        data = pickle.dumps(self._new, protocol=pickle.HIGHEST_PROTOCOL)
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(buffer.getvalue())
+            tmp.write_bytes(data)
             os.replace(tmp, self.path)
         except OSError:   # a read-only checkout still loads, just without a cache
             return

@@ -92,7 +92,7 @@ class ProjectConfig:
 
 CONFIG_FILES = ("config.yaml", "config.yml")
 DEFAULT_STATE_DB = ".meshbot/state.db"
-_SECRET_KEYS = frozenset({"password", "token", "secret", "private_key"})
+_MISSING = object()
 
 
 def read_yaml(path: Path, text: str | None = None) -> Any:
@@ -128,9 +128,6 @@ def render_env_vars(text: str, *, path: Path, environ: Mapping[str, str]) -> str
         raise ConfigError(f"invalid template: {error.message}", path=path, line=error.lineno) from None
     except jinja2.UndefinedError as error:
         raise ConfigError(f"invalid template: {error.message}", path=path) from None
-
-
-_MISSING = object()
 
 
 def find_config_file(root: Path) -> Path:
@@ -183,7 +180,8 @@ def _mapping(value: Any, key: str, path: Path) -> dict[str, Any]:
 
 def _parse_gateways(raw: Any, *, root: Path, path: Path) -> dict[str, Gateway]:
     if not raw:
-        return {"local": Gateway(name="local", state_connection=_default_state(root))}
+        return {"local": Gateway(name="local", connection=SparkConnection(master="local[*]"),
+                                 state_connection=_default_state(root))}
     gateways: dict[str, Gateway] = {}
     for name, spec in _mapping(raw, "gateways", path).items():
         spec = _mapping(spec, f"gateways.{name}", path)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 from sqlglot import exp
 
 from bot.errors import ConfigError
-from bot.project.cache import ModelCache, cache_context, content_key
+from bot.project.cache import ModelCache, cache_context, content_key, paused_gc
 from bot.project.config import ProjectConfig, load_config, read_yaml
 from bot.project.dag import DAG
 from bot.project.header import (parse_body, parse_value, spark_type, split_blocks, value_items, value_pairs,
@@ -86,16 +86,17 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool) -> l
     cache = ModelCache.open(root) if use_cache else None
     context = cache_context(root, config.model_defaults)
     parsed = []
-    for path in _files(root / "models", "*.sql"):
-        data = path.read_bytes()
-        key = str(path.relative_to(root))
-        digest = content_key(data, context)
-        entry = cache.get(key, digest) if cache else None
-        if entry is None or not _seed_unchanged(entry.model):
-            entry = parse_model_file(path, data.decode("utf-8"), defaults=config.model_defaults)
-            if cache:
-                cache.put(key, digest, entry)
-        parsed.append(entry)
+    with paused_gc():
+        for path in _files(root / "models", "*.sql"):
+            data = path.read_bytes()
+            key = str(path.relative_to(root))
+            digest = content_key(data, context)
+            entry = cache.get(key, digest) if cache else None
+            if entry is None or not _seed_unchanged(entry.model):
+                entry = parse_model_file(path, data.decode("utf-8"), defaults=config.model_defaults)
+                if cache:
+                    cache.put(key, digest, entry)
+            parsed.append(entry)
     if cache:
         cache.save()
     return parsed

@@ -1,0 +1,159 @@
+"""config.yaml parsing: gateways, defaults, env_var substitution, and the errors users see."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.errors import ConfigError
+from bot.project.config import load_config
+
+FULL = """
+gateways:
+  dev:
+    connection:
+      type: spark
+      master: spark://cluster:7077
+      config:
+        spark.sql.shuffle.partitions: 4
+        spark.sql.adaptive.enabled: true
+      catalog: spark_catalog
+    state_connection:
+      type: postgres
+      host: db.internal
+      port: 6543
+      database: meshbot
+      user: bot
+      password: "{{ env_var('PG_PASSWORD') }}"
+    test_connection:
+      type: spark
+      master: local[1]
+  connect:
+    connection:
+      type: spark
+      remote: sc://spark:15002
+default_gateway: connect
+model_defaults:
+  dialect: DuckDB
+  kind: full
+  cron: '@hourly'
+  start: '2024-01-01'
+  owner: data
+variables:
+  country: "{{ env_var('COUNTRY', 'DE') }}"
+  limit: 10
+snapshot_ttl: in 2 weeks
+physical_schema_mapping:
+  '^shop$': shop_physical
+plan:
+  auto_categorize_changes:
+    sql: semi
+  include_unmodified: true
+cicd_bot:
+  type: github
+  merge_method: squash
+users:
+  - username: alice
+    github_username: alice-gh
+    roles: [required_approver]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "config.yaml") -> Path:
+    (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_full_config_is_parsed(tmp_path):
+    config = load_config(write(tmp_path, FULL), environ={"PG_PASSWORD": "s3cret!"})
+    assert list(config.gateways) == ["dev", "connect"]
+    assert config.default_gateway == "connect"
+    dev = config.gateway("dev")
+    assert dev.connection.master == "spark://cluster:7077"
+    assert dev.connection.config == (("spark.sql.shuffle.partitions", "4"), ("spark.sql.adaptive.enabled", "true"))
+    assert dev.connection.catalog == "spark_catalog"
+    assert dev.state_connection.type == "postgres"
+    assert (dev.state_connection.host, dev.state_connection.port) == ("db.internal", 6543)
+    assert dev.state_connection.password == "s3cret!"
+    assert dev.test_connection.master == "local[1]"
+    assert config.gateway().connection.remote == "sc://spark:15002"
+    assert config.gateway().connection.master is None
+    defaults = config.model_defaults
+    assert (defaults.dialect, defaults.kind, defaults.cron, defaults.start, defaults.owner) == \
+        ("duckdb", "FULL", "@hourly", "2024-01-01", "data")
+    assert config.variables == {"country": "DE", "limit": 10}
+    assert config.snapshot_ttl == "in 2 weeks" and config.environment_ttl == "in 1 week"
+    assert config.physical_schema_mapping == {"^shop$": "shop_physical"}
+    assert config.auto_categorize_changes == "semi" and config.include_unmodified is True
+    assert config.cicd_bot == {"type": "github", "merge_method": "squash"}
+    assert config.users[0].github_username == "alice-gh"
+    assert config.users[0].roles == ("required_approver",)
+
+
+def test_password_never_in_repr(tmp_path):
+    config = load_config(write(tmp_path, FULL), environ={"PG_PASSWORD": "s3cret!"})
+    assert "s3cret!" not in repr(config)
+
+
+def test_minimal_config_gets_local_gateway(tmp_path):
+    config = load_config(write(tmp_path, "model_defaults:\n  dialect: spark\n"), environ={})
+    assert config.default_gateway == "local"
+    gateway = config.gateway()
+    assert gateway.connection.master == "local[*]"
+    assert gateway.state_connection.type == "sqlite"
+    assert gateway.state_connection.database == str(tmp_path.resolve() / ".meshbot" / "state.db")
+    assert config.model_defaults.kind is None and config.model_defaults.cron == "@daily"
+
+
+def test_default_gateway_is_first(tmp_path):
+    text = "gateways:\n  b:\n    connection: {type: spark}\n  a:\n    connection: {type: spark}\n" \
+           "model_defaults:\n  dialect: spark\n"
+    config = load_config(write(tmp_path, text), environ={})
+    assert config.default_gateway == "b"
+    assert config.gateway("a").state_connection.database.endswith(".meshbot/state.db")
+
+
+def test_config_yml_is_accepted(tmp_path):
+    config = load_config(write(tmp_path, "model_defaults:\n  dialect: spark\n", "config.yml"), environ={})
+    assert config.model_defaults.dialect == "spark"
+
+
+def test_dialect_is_required(tmp_path):
+    with pytest.raises(ConfigError, match=r"config\.yaml.*model_defaults\.dialect"):
+        load_config(write(tmp_path, "model_defaults:\n  cron: '@daily'\n"), environ={})
+
+
+def test_missing_env_var_names_only_that_variable(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, FULL), environ={"COUNTRY": "FR", "OTHER": "hidden-value"})
+    message = str(info.value)
+    assert "PG_PASSWORD" in message and "config.yaml" in message
+    assert "hidden-value" not in message and "FR" not in message
+
+
+def test_malformed_yaml_names_file_and_line(tmp_path):
+    text = "model_defaults:\n  dialect: spark\nvariables: [1, 2\nother: x\n"
+    with pytest.raises(ConfigError, match=r"config\.yaml:4"):
+        load_config(write(tmp_path, text), environ={})
+
+
+def test_malformed_yaml_does_not_echo_secrets(tmp_path):
+    text = "model_defaults:\n  dialect: spark\npassword: {{ env_var('PW') }}\n  bad: [\n"
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text), environ={"PW": "topsecret"})
+    assert "topsecret" not in str(info.value)
+
+
+def test_unknown_gateway_and_bad_types(tmp_path):
+    config = load_config(write(tmp_path, "model_defaults:\n  dialect: spark\n"), environ={})
+    with pytest.raises(ConfigError, match="unknown gateway `prod`"):
+        config.gateway("prod")
+    bad = "gateways:\n  g:\n    connection:\n      type: duckdb\nmodel_defaults:\n  dialect: spark\n"
+    with pytest.raises(ConfigError, match="gateways.g.connection.*duckdb"):
+        load_config(write(tmp_path, bad), environ={})
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="no config.yaml"):
+        load_config(tmp_path, environ={})

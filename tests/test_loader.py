@@ -1,0 +1,329 @@
+"""Loading projects: the example shop, MODEL header properties, macros, errors with file/line, the cache."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from sqlglot import exp
+
+from bot.errors import ConfigError
+from bot.project.example import write_example
+from bot.project.loader import load_project, parse_sql, preprocess_macros
+from bot.project.model import KindName, OnDestructiveChange
+from bot.project.serialize import model_to_dict
+
+CONFIG = "model_defaults:\n  dialect: {dialect}\n  start: '2024-01-01'\n"
+
+
+def make_project(root: Path, models: dict[str, str], *, dialect: str = "spark",
+                 extra: dict[str, str] | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.yaml").write_text(CONFIG.format(dialect=dialect))
+    for name, text in {**{f"models/{k}": v for k, v in models.items()}, **(extra or {})}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def load(root: Path, **kwargs):
+    return load_project(root, use_cache=False, **kwargs)
+
+
+@pytest.fixture
+def shop(tmp_path) -> Path:
+    write_example(tmp_path / "shop")
+    return tmp_path / "shop"
+
+
+def test_example_project_loads(shop):
+    project = load(shop)
+    assert list(project.models) == ["shop.raw_customers", "shop.customers", "shop.raw_orders",
+                                    "shop.orders", "shop.customer_revenue", "shop.top_customers"]
+    models = project.models
+    kinds = {name: m.kind.name for name, m in models.items()}
+    assert kinds["shop.raw_orders"] is KindName.SEED
+    assert kinds["shop.orders"] is KindName.INCREMENTAL_BY_TIME_RANGE
+    assert kinds["shop.customers"] is KindName.INCREMENTAL_BY_UNIQUE_KEY
+    assert kinds["shop.customer_revenue"] is KindName.FULL
+    assert kinds["shop.top_customers"] is KindName.VIEW
+    assert models["shop.orders"].kind.time_column == "ds"
+    assert models["shop.customers"].kind.unique_key == ("customer_id",)
+    assert models["shop.customer_revenue"].depends_on == {"shop.customers", "shop.orders"}
+    assert models["shop.orders"].depends_on == {"shop.raw_orders"}
+    assert models["shop.customer_revenue"].grains == ("customer_id",)
+    assert [a.name for a in models["shop.orders"].audits] == ["not_null", "assert_positive_amount"]
+    assert models["shop.orders"].audits[0].args == (("columns", "(order_id, customer_id, ds)"),)
+    assert all(m.start == "2024-01-01" and m.end == "2024-01-07" for m in models.values())
+    seed = models["shop.raw_orders"]
+    assert seed.seed_abs_path == (shop / "seeds" / "raw_orders.csv").resolve()
+    assert len(seed.seed_content_hash) == 64 and seed.query is None
+    assert seed.columns[3] == ("amount", "DOUBLE")
+    assert set(project.audits) == {"assert_positive_amount"}
+    assert project.audits["assert_positive_amount"].blocking is True
+    assert [p.name for p in project.test_files] == ["test_customer_revenue.yaml"]
+    assert project.dag.parents["shop.top_customers"] == ("shop.customer_revenue",)
+
+
+def test_example_query_keeps_macro_variables(shop):
+    query = load(shop).models["shop.orders"].query
+    assert {p.name for p in query.find_all(exp.Parameter)} == {"start_ds", "end_ds"}
+    assert "WHERE ds BETWEEN @start_ds AND @end_ds" in load(shop).models["shop.orders"].query_text
+
+
+def test_write_example_refuses_non_empty_dir(tmp_path):
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(ConfigError, match="non-empty"):
+        write_example(tmp_path)
+
+
+HEADER_MODEL = """
+-- leading comment
+MODEL (
+  name Sales.Events,
+  kind INCREMENTAL_BY_TIME_RANGE (
+    time_column (event_date, '%Y%m%d'),
+    batch_size 7,
+    lookback 2,
+    forward_only true,
+    on_destructive_change warn,
+  ),
+  cron '@hourly',
+  owner ana,
+  grains (event_id, event_date),
+  tags (a, 'b'),
+  columns (event_id INT, payload VARCHAR, event_date TEXT),
+  column_descriptions (event_id = 'The id'),
+  partitioned_by event_date,
+  physical_properties (format = 'parquet'),
+  depends_on [ext.lookup],
+  description 'All events',
+  audits (not_null_non_blocking(columns := (event_id)), number_of_rows(threshold := 10, blocking := false)),
+);
+SELECT event_id, payload, event_date FROM raw.events WHERE event_date BETWEEN @start_ds AND @end_ds
+"""
+
+
+def test_header_properties(tmp_path):
+    model = load(make_project(tmp_path, {"events.sql": HEADER_MODEL})).models["sales.events"]
+    kind = model.kind
+    assert (kind.time_column, kind.time_column_format, kind.batch_size, kind.lookback) == \
+        ("event_date", "%Y%m%d", 7, 2)
+    assert kind.forward_only and kind.on_destructive_change is OnDestructiveChange.WARN
+    assert (model.cron, model.owner, model.description) == ("@hourly", "ana", "All events")
+    assert model.grains == ("event_id", "event_date")
+    assert model.tags == ("a", "b")
+    assert model.columns == (("event_id", "INT"), ("payload", "STRING"), ("event_date", "STRING"))
+    assert model.column_descriptions == (("event_id", "The id"),)
+    assert model.partitioned_by == ("event_date",)
+    assert model.physical_properties == (("format", "parquet"),)
+    assert model.depends_on_explicit == ("ext.lookup",)
+    assert model.depends_on == {"ext.lookup", "raw.events"}
+    assert [(a.name, a.args, a.blocking) for a in model.audits] == [
+        ("not_null", (("columns", "(event_id)"),), False),
+        ("number_of_rows", (("threshold", "10"),), False)]
+    assert model.line == 3 and model.start == "2024-01-01"
+
+
+def test_other_kinds_and_defaults(tmp_path):
+    root = make_project(tmp_path, {
+        "a.sql": "MODEL (name a);\nSELECT 1 AS x",
+        "b.sql": "MODEL (name db.b, kind INCREMENTAL_BY_UNIQUE_KEY (unique_key (k1, k2)), grain [k1, k2]);\n"
+                 "SELECT 1 AS k1, 2 AS k2",
+        "c.sql": "MODEL (name db.c, kind SCD_TYPE_2_BY_COLUMN (unique_key id, columns [status]));\n"
+                 "SELECT 1 AS id, 'x' AS status",
+        "d.sql": "MODEL (name db.d, kind VIEW (materialized true), dialect duckdb, tags [x]);\n"
+                 "SELECT @start_ds AS s FROM db.b",
+        "e.sql": "MODEL (name db.e, enabled false);\nSELECT 1 AS x",
+    })
+    models = load(root).models
+    assert set(models) == {"default.a", "db.b", "db.c", "db.d"}
+    assert models["default.a"].kind.name is KindName.VIEW and models["default.a"].cron == "@daily"
+    assert models["db.b"].kind.unique_key == ("k1", "k2") and models["db.b"].grains == ("k1", "k2")
+    assert models["db.c"].kind.scd_columns == ("status",)
+    assert models["db.d"].kind.materialized and models["db.d"].dialect == "duckdb"
+    assert isinstance(models["db.d"].query.selects[0].this, exp.Parameter)
+
+
+def test_default_kind_from_model_defaults(tmp_path):
+    root = make_project(tmp_path, {"a.sql": "MODEL (name db.a);\nSELECT 1 AS x"})
+    (root / "config.yaml").write_text("model_defaults:\n  dialect: spark\n  kind: FULL\n  cron: '@hourly'\n")
+    model = load(root).models["db.a"]
+    assert model.kind.name is KindName.FULL and model.cron == "@hourly"
+
+
+def test_macros_pre_and_post_statements(tmp_path):
+    text = """MODEL (name db.m);
+@DEF(threshold, 10);
+SET spark.sql.ansi.enabled = true;
+WITH recent AS (SELECT * FROM db.src WHERE amount > @threshold)
+SELECT id, @IF(@threshold > 5, 'big', 'small') AS size, @EACH([1, 2], x -> x + 1) AS xs
+FROM recent;
+INSERT INTO db.log SELECT * FROM db.audit_src;
+"""
+    model = load(make_project(tmp_path, {"m.sql": text})).models["db.m"]
+    assert [s.sql() for s in model.pre_statements][0] == "MESHBOT_MACRO_DEF(threshold, 10)"
+    assert len(model.pre_statements) == 2 and len(model.post_statements) == 1
+    assert model.depends_on == {"db.src", "db.audit_src"}   # CTE and INSERT target excluded
+    calls = {f.name for f in model.query.find_all(exp.Anonymous)}
+    assert {"MESHBOT_MACRO_IF", "MESHBOT_MACRO_EACH"} <= calls
+
+
+def test_preprocess_macros_skips_strings_and_comments():
+    sql = "SELECT @my_macro(a), '@not(x)', \"@nope(\" -- @nada(\n/* @no( */ @Each([1], x -> x)"
+    assert preprocess_macros(sql) == ("SELECT MESHBOT_MACRO_MY_MACRO(a), '@not(x)', \"@nope(\" -- @nada(\n"
+                                      "/* @no( */ MESHBOT_MACRO_EACH([1], x -> x)")
+
+
+def test_duckdb_at_is_a_macro_variable_not_abs():
+    (query,) = parse_sql("SELECT @start_ds AS d FROM t", "duckdb")
+    assert isinstance(query.selects[0].this, exp.Parameter)
+
+
+def test_comment_and_whitespace_edits_keep_the_query(tmp_path):
+    first = "MODEL (name db.q);\nSELECT a, b FROM db.t WHERE a > 1"
+    second = ("-- header comment\nMODEL (\n  name db.q -- the name\n);\n\n/* explain */\nSELECT\n  a, -- first\n"
+              "  b\nFROM   db.t\nWHERE a > 1 /* filter */\n")
+    one = load(make_project(tmp_path / "one", {"q.sql": first})).models["db.q"]
+    two = load(make_project(tmp_path / "two", {"q.sql": second})).models["db.q"]
+    assert one.query.sql() == two.query.sql()
+    assert "-- first" in two.query_text
+
+
+def test_external_models(tmp_path):
+    yaml_text = "- name: ext.lookup\n  columns:\n    id: int\n    label: varchar\n" \
+                "  audits:\n    - name: not_null\n      columns: [id]\n"
+    root = make_project(tmp_path, {"a.sql": "MODEL (name db.a);\nSELECT * FROM ext.lookup"},
+                        extra={"external_models.yaml": yaml_text})
+    project = load(root)
+    ext = project.models["ext.lookup"]
+    assert ext.kind.name is KindName.EXTERNAL
+    assert ext.columns == (("id", "INT"), ("label", "STRING"))
+    assert ext.audits[0].name == "not_null" and ext.audits[0].args == (("columns", "(id)"),)
+    assert project.dag.parents["db.a"] == ("ext.lookup",)
+
+
+def error_of(tmp_path: Path, models: dict[str, str], **kwargs) -> str:
+    with pytest.raises(ConfigError) as info:
+        load(make_project(tmp_path, models, **kwargs))
+    return str(info.value)
+
+
+def test_syntax_error_names_file_and_line(tmp_path):
+    message = error_of(tmp_path, {"bad.sql": "MODEL (\n  name db.bad\n);\n\nSELECT a\n  FROM t WHERE (b = 1"})
+    assert "models/bad.sql:6" in message and "syntax error" in message
+
+
+def test_unknown_kind_lists_known_kinds(tmp_path):
+    message = error_of(tmp_path, {"k.sql": "MODEL (\n  name db.k,\n  kind INCREMENTAL\n);\nSELECT 1"})
+    assert "k.sql:3" in message and "INCREMENTAL_BY_TIME_RANGE" in message and "FULL" in message
+
+
+def test_time_range_without_time_column(tmp_path):
+    message = error_of(tmp_path, {"t.sql": "MODEL (name db.t,\n kind INCREMENTAL_BY_TIME_RANGE (batch_size 2));\n"
+                                           "SELECT 1"})
+    assert "t.sql:2" in message and "time_column" in message
+
+
+def test_unique_key_required(tmp_path):
+    message = error_of(tmp_path, {"u.sql": "MODEL (name db.u, kind INCREMENTAL_BY_UNIQUE_KEY);\nSELECT 1"})
+    assert "u.sql:1" in message and "unique_key" in message
+
+
+def test_duplicate_model_names_name_both_files(tmp_path):
+    message = error_of(tmp_path, {"one.sql": "MODEL (name db.x);\nSELECT 1 AS a",
+                                  "two.sql": "MODEL (name DB.X);\nSELECT 2 AS a"})
+    assert "one.sql" in message and "two.sql" in message and "db.x" in message
+
+
+def test_missing_seed_file(tmp_path):
+    message = error_of(tmp_path, {"s.sql": "MODEL (\n  name db.s,\n  kind SEED (path '../seeds/nope.csv')\n);"})
+    assert "s.sql:3" in message and "../seeds/nope.csv" in message
+
+
+def test_invalid_cron(tmp_path):
+    message = error_of(tmp_path, {"c.sql": "MODEL (\n  name db.c,\n  cron 'every day'\n);\nSELECT 1"})
+    assert "c.sql:3" in message and "every day" in message
+
+
+def test_unknown_macro_names_file_line_and_macro(tmp_path):
+    message = error_of(tmp_path, {"m.sql": "MODEL (name db.m);\nSELECT\n  @no_such_macro(a) AS x\nFROM t"})
+    assert "m.sql:3" in message and "@no_such_macro" in message
+    message = error_of(tmp_path / "v", {"m.sql": "MODEL (name db.m);\nSELECT @mystery AS x FROM t"})
+    assert "m.sql:2" in message and "@mystery" in message
+
+
+def test_user_macros_and_variables_are_known(tmp_path):
+    root = make_project(tmp_path, {"m.sql": "MODEL (name db.m);\nSELECT @add_one(1) AS x, @country AS c"},
+                        extra={"macros/util.py": "from bot.project.macros import macro\n\n\n@macro()\n"
+                                                 "def add_one(evaluator, value):\n    return value\n"})
+    (root / "config.yaml").write_text("model_defaults:\n  dialect: spark\nvariables:\n  country: DE\n")
+    assert "db.m" in load(root).models
+
+
+def test_malformed_external_models_and_tests_yaml(tmp_path):
+    message = error_of(tmp_path, {"a.sql": "MODEL (name db.a);\nSELECT 1"},
+                       extra={"external_models.yaml": "- name: x\n  columns: {a: int\n"})
+    assert "external_models.yaml:3" in message
+    message = error_of(tmp_path / "t", {"a.sql": "MODEL (name db.a);\nSELECT 1"},
+                       extra={"tests/test_a.yaml": "test_a:\n  model: db.a\n   inputs: x\n"})
+    assert "test_a.yaml:3" in message
+
+
+def test_audit_files(tmp_path):
+    audits = "AUDIT (name assert_x, blocking false, defaults (threshold = 10));\n" \
+             "SELECT * FROM @this_model WHERE x > @threshold;\n\nAUDIT (name assert_y);\n" \
+             "SELECT * FROM @this_model WHERE y IS NULL\n"
+    root = make_project(tmp_path, {"a.sql": "MODEL (name db.a);\nSELECT 1 AS x"},
+                        extra={"audits/checks.sql": audits})
+    project = load(root)
+    assert project.audits["assert_x"].blocking is False
+    assert project.audits["assert_x"].defaults == (("threshold", "10"),)
+    assert project.audits["assert_y"].line == 4 and project.audits["assert_y"].blocking is True
+    assert "WHERE y IS NULL" in project.audits["assert_y"].query_text
+
+
+def model_files(count: int) -> dict[str, str]:
+    files = {}
+    for i in range(count):
+        parent = f"FROM db.m{i - 1} AS p JOIN db.m{max(i - 2, 0)} AS q ON p.id = q.id" if i > 1 else "FROM raw.src AS p"
+        files[f"m{i}.sql"] = (f"MODEL (name db.m{i}, kind FULL, grain id, tags [t{i % 5}]);\n"
+                              f"SELECT p.id, p.amount * {i} AS v, CASE WHEN p.amount > 10 THEN 'big' END AS size, "
+                              f"COALESCE(p.name, 'x') AS name {parent} WHERE p.ds BETWEEN @start_ds AND @end_ds")
+    return files
+
+
+def test_cache_returns_equal_models_fast(tmp_path):
+    root = make_project(tmp_path, model_files(1000))
+    first = load_project(root)
+    assert (root / ".meshbot" / "cache" / "models.pickle").is_file()
+    timings = []
+    for _ in range(3):   # CPU time, so that other processes on a busy machine do not count
+        started = time.process_time()
+        second = load_project(root)
+        timings.append(time.process_time() - started)
+    assert min(timings) < 0.5, timings
+    assert list(first.models) == list(second.models)
+    assert all(model_to_dict(first.models[n]) == model_to_dict(second.models[n]) for n in first.models)
+    assert second.models["db.m5"].query.find(exp.Table).parent_select is not None
+
+
+def test_cache_follows_edits_and_survives_corruption(tmp_path):
+    root = make_project(tmp_path, {"a.sql": "MODEL (name db.a, kind SEED (path '../seeds/a.csv'));"},
+                        extra={"seeds/a.csv": "id\n1\n"})
+    first = load_project(root).models["db.a"].seed_content_hash
+    (root / "seeds" / "a.csv").write_text("id\n2\n")
+    assert load_project(root).models["db.a"].seed_content_hash != first
+    (root / "models" / "b.sql").write_text("MODEL (name db.b);\nSELECT 1 AS x")
+    assert "db.b" in load_project(root).models
+    (root / ".meshbot" / "cache" / "models.pickle").write_bytes(b"not a pickle")
+    assert set(load_project(root).models) == {"db.a", "db.b"}
+    (root / "models" / "b.sql").write_text("MODEL (name db.b);\nSELECT 2 AS x")
+    assert load_project(root).models["db.b"].query.sql() == "SELECT 2 AS x"
+
+
+def test_use_cache_false_writes_nothing(tmp_path):
+    root = make_project(tmp_path, {"a.sql": "MODEL (name db.a);\nSELECT 1 AS x"})
+    load_project(root, use_cache=False)
+    assert not (root / ".meshbot").exists()
