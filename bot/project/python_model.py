@@ -58,7 +58,8 @@ def model(name: str, *, kind: Any = None, columns: Mapping[str, str] | None = No
           description: str | None = None, partitioned_by: str | list[str] | None = None,
           enabled: bool = True, **_ignored: Any) -> Callable[[Callable], Callable]:
     """Declare a Python model; the decorated `execute(context, start, end, execution_time, **kwargs)`
-    returns a pandas or Spark DataFrame. `kind` is 'FULL' or {'name': ..., 'time_column': ...}."""
+    returns a pandas or Spark DataFrame. `kind` is 'FULL' or {'name': ..., 'time_column': ...};
+    without one the kind is FULL (model_defaults.kind is not used: a VIEW cannot hold a DataFrame)."""
     spec = PythonModelSpec(
         name=name, kind=kind, columns=tuple((str(k), str(v)) for k, v in (columns or {}).items()),
         depends_on=_names(depends_on), cron=cron, start=start, end=end,
@@ -162,7 +163,7 @@ def _to_model(spec: PythonModelSpec, *, entrypoint: str, source: str, path: Path
               defaults: ModelDefaults) -> Model:
     depends = tuple(normalize_name(n) for n in spec.depends_on)
     return Model(
-        name=normalize_name(spec.name), kind=parse_kind(spec.kind, default=defaults.kind, path=path),
+        name=normalize_name(spec.name), kind=parse_kind(spec.kind, default="FULL", path=path),
         dialect=defaults.dialect, path=path, cron=spec.cron or defaults.cron,
         start=None if spec.start is None and defaults.start is None else str(spec.start or defaults.start),
         end=None if spec.end is None else str(spec.end), grains=tuple(g.lower() for g in spec.grains),

@@ -64,7 +64,7 @@ def _registry(model: Model, ctx: RenderContext) -> MacroRegistry:
 
 def _this_model_table(model: Model, ctx: RenderContext) -> exp.Table:
     name = ctx.this_model or ctx.table_mapping.get(model.name, model.name)
-    table = exp.to_table(name, dialect="spark")
+    table = _parse_table(name)
     table.meta[_MAPPED] = True
     return table
 
@@ -116,9 +116,14 @@ def _alias_of(table: exp.Table) -> exp.TableAlias:
 
 
 def _map_tables(tree: exp.Expression, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Expression:
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    if not ctx.table_mapping and not ctx.models:
+        return tree
+    nodes = list(tree.find_all(exp.CTE, exp.Table, exp.Column))
+    ctes = {node.alias_or_name.lower() for node in nodes if isinstance(node, exp.CTE)}
     qualified: set[tuple[str, str]] = set()
-    for table in list(tree.find_all(exp.Table)):
+    for table in nodes:
+        if not isinstance(table, exp.Table):
+            continue
         embedded = _referenced_model(table, ctx.models, ctes)
         if embedded is not None and ctx.models[embedded].kind.name is KindName.EMBEDDED:
             if embedded in stack:
@@ -132,23 +137,32 @@ def _map_tables(tree: exp.Expression, ctx: RenderContext, stack: tuple[str, ...]
             continue
         if table.db:
             qualified.add((table.db.lower(), table.name.lower()))
-        target = exp.to_table(ctx.table_mapping[key], dialect="spark")
+        target = _parse_table(ctx.table_mapping[key])
         if isinstance(table.parent, (exp.From, exp.Join)):  # a read: keep column references resolving
             table.set("alias", _alias_of(table))
         for part in ("this", "db", "catalog"):
             table.set(part, target.args.get(part))
         table.meta[_MAPPED] = True
     if qualified:
-        _strip_column_qualifiers(tree, qualified)
+        _strip_column_qualifiers([n for n in nodes if isinstance(n, exp.Column)], qualified)
     return tree
 
 
-def _strip_column_qualifiers(tree: exp.Expression, qualified: set[tuple[str, str]]) -> None:
+def _strip_column_qualifiers(columns: list[exp.Column], qualified: set[tuple[str, str]]) -> None:
     """`db.orders.id` still resolves after `db.orders` became `physical AS orders`."""
-    for column in tree.find_all(exp.Column):
+    for column in columns:
         if column.args.get("db") is not None and (column.text("db").lower(), column.table.lower()) in qualified:
             column.set("db", None)
             column.set("catalog", None)
+
+
+@functools.lru_cache(maxsize=65536)
+def _parsed_table(name: str) -> exp.Table:
+    return exp.to_table(name, dialect="spark")
+
+
+def _parse_table(name: str) -> exp.Table:
+    return _parsed_table(name).copy()
 
 
 def _render(model: Model, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Query:
@@ -184,7 +198,7 @@ def render_query(model: Model, *, start: int | None = None, end: int | None = No
 
 def render_sql(model: Model, **kwargs: Any) -> str:
     """render_query(...) as Spark SQL text with every identifier quoted."""
-    return render_query(model, **kwargs).sql(dialect="spark", identify=True)
+    return render_query(model, **kwargs).sql(dialect="spark", identify=True, copy=False)
 
 
 def normalized_query_sql(model: Model, **kwargs: Any) -> str:
@@ -192,7 +206,7 @@ def normalized_query_sql(model: Model, **kwargs: Any) -> str:
 
     Comment- and whitespace-only edits give the same text; used for the data hash.
     """
-    return render_query(model, **kwargs).sql(dialect="spark", identify=True, comments=False)
+    return render_query(model, **kwargs).sql(dialect="spark", identify=True, comments=False, copy=False)
 
 
 def render_expression(expression: exp.Expression, *, model: Model, dialect: str | None = None,
@@ -215,6 +229,6 @@ def render_statements(model: Model, statements: tuple[exp.Expression, ...], **kw
 
     Statements that are only a @DEF, or a false @IF, are dropped.
     """
-    return [item.sql(dialect="spark", identify=True)
+    return [item.sql(dialect="spark", identify=True, copy=False)
             for statement in statements
             for item in render_expression(statement, model=model, **kwargs)]
