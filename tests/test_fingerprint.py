@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from bot.fingerprint import data_hash, fingerprint_models, metadata_hash
 from bot.project.model import AuditRef, Kind, KindName, Model
+from bot.project.render import normalized_query_sql
 
 
 def make(name: str, sql: str, **fields) -> Model:
@@ -21,7 +22,7 @@ def make(name: str, sql: str, **fields) -> Model:
 
 
 def canonical(model: Model) -> str:
-    return model.query.sql(dialect="spark", comments=False, identify=True)
+    return normalized_query_sql(model)
 
 
 def fingerprints(*models: Model):

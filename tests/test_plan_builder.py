@@ -14,6 +14,7 @@ from bot.plan.builder import build_plan
 from bot.plan.definition import BackfillKind, ChangeType, Plan, PlanOptions
 from bot.project.config import ModelDefaults, ProjectConfig, StateConnection
 from bot.project.model import Kind, KindName, Model
+from bot.project.render import normalized_query_sql
 from bot.project.timeutil import to_ms
 from bot.snapshot import ChangeCategory
 from bot.state.api import Environment, EnvironmentSnapshot
@@ -61,7 +62,7 @@ def state(tmp_path):
 
 
 def plan_for(state, config, models, env="prod", now=NOW, **options) -> Plan:
-    rendered = {n: m.query.sql(dialect="spark", comments=False, identify=True) for n, m in models.items()}
+    rendered = {n: normalized_query_sql(m) for n, m in models.items()}
     return build_plan(project_models=models, dag=None, rendered=rendered, state=state, environment=env,
                       options=PlanOptions(**options), config=config, now_ms=now)
 
@@ -246,7 +247,7 @@ def test_restatement_cascades_downstream(state, config):
     assert backfill(plan, "db.orders").intervals == ((to_ms("2024-01-30"), to_ms("2024-01-31")),
                                                      (to_ms("2024-01-31"), to_ms("2024-02-01")))
     assert backfill(plan, "db.revenue").kind is BackfillKind.FULL_REFRESH
-    with pytest.raises(PlanError, match="--restate-model `nope` matches no model"):
+    with pytest.raises(PlanError, match="--restate-model: selector `nope` matches no model"):
         plan_for(state, config, project(), restate_models=("nope",))
 
 
@@ -276,7 +277,7 @@ def test_thousand_unchanged_models_plan_fast(state, config):
         models[f"db.m{i}"] = make(f"db.m{i}", f"SELECT id, ds FROM db.m{i - 1}" if i % 10 else
                                   "SELECT id, ds FROM raw.src", kind=INCR if i % 2 else Kind(KindName.FULL))
     apply(state, plan_for(state, config, models))
-    rendered = {n: m.query.sql(dialect="spark", comments=False, identify=True) for n, m in models.items()}
+    rendered = {n: normalized_query_sql(m) for n, m in models.items()}
     began = time.perf_counter()
     plan = build_plan(project_models=models, dag=None, rendered=rendered, state=state, environment="prod",
                       options=PlanOptions(), config=config, now_ms=NOW)

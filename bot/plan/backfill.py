@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -12,6 +11,7 @@ from bot.intervals import (Interval, batches, format_interval, interval_unit, me
                            missing_intervals, subtract)
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, PlanOptions
 from bot.project.config import ProjectConfig
+from bot.project.dag import select_models
 from bot.project.model import KindName, Model
 from bot.project.timeutil import MS_PER_DAY, to_ms
 from bot.snapshot import ChangeCategory, Snapshot, SnapshotId
@@ -59,12 +59,10 @@ def restated_models(models: Mapping[str, Model], selectors: Sequence[str]) -> fr
     """
     if not selectors:
         return frozenset()
-    picked: set[str] = set()
-    for selector in selectors:
-        matched = _select(models, selector.strip().lower())
-        if not matched:
-            raise PlanError(f"--restate-model `{selector}` matches no model")
-        picked |= matched
+    try:
+        picked = select_models(selectors, models)
+    except PlanError as error:
+        raise PlanError(f"--restate-model: {error}") from None
     children: dict[str, set[str]] = {}
     for name, model in models.items():
         for parent in model.depends_on:
@@ -76,16 +74,6 @@ def restated_models(models: Mapping[str, Model], selectors: Sequence[str]) -> fr
                 picked.add(child)
                 stack.append(child)
     return frozenset(n for n in picked if not models[n].kind.disable_restatement)
-
-
-def _select(models: Mapping[str, Model], selector: str) -> set[str]:
-    if selector.startswith("tag:"):
-        pattern = selector[4:]
-        return {n for n, m in models.items() if any(fnmatch.fnmatchcase(t.lower(), pattern)
-                                                     for t in m.tags)}
-    if "." not in selector and not any(ch in selector for ch in "*?["):
-        selector = f"default.{selector}"
-    return {n for n in models if fnmatch.fnmatchcase(n, selector)}
 
 
 def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[SnapshotId, Interval],
