@@ -108,7 +108,8 @@ def _find_cycle(parents: Mapping[str, tuple[str, ...]], remaining: set[str]) -> 
         node = min(p for p in parents[node] if p in remaining)
     cycle = path[index[node]:]
     cycle.reverse()   # walked child → parent; report parent → child
-    return cycle
+    first = cycle.index(min(cycle))
+    return cycle[first:] + cycle[:first]
 
 
 def select_models(selectors: Sequence[str], models: Mapping[str, Model], *,
