@@ -225,3 +225,12 @@ def test_macro_decorator_works_bare_and_named() -> None:
         return 1
 
     assert getattr(bare, "__meshbot_macro__") == "bare"
+
+
+def test_sqlmesh_style_macro_files_import(tmp_path: Path) -> None:
+    body = ("from sqlglot import exp\nfrom sqlmesh import macro\nfrom sqlmesh.core.macros import MacroEvaluator\n\n"
+            "@macro()\ndef double(evaluator: MacroEvaluator, value):\n    return exp.Mul(this=value, expression=exp.Literal.number(2))\n")
+    registry = load_macros(_write_macros(tmp_path, body))
+    assert expand("SELECT @double(x)", registry=registry) == "SELECT x * 2"
+    import sys
+    assert "sqlmesh" not in sys.modules  # the shim is removed after import

@@ -140,3 +140,27 @@ def test_resolving_a_sql_model_is_an_error(tmp_path: Path) -> None:
     model = load_python_models(_write(tmp_path), defaults=ModelDefaults())[0]
     with pytest.raises(ConfigError, match="is not a Python model"):
         resolve_python_model(replace(model, python_entrypoint=None))
+
+
+SQLMESH_SOURCE = '''
+import typing as t
+import pandas as pd
+from sqlmesh import ExecutionContext, model
+from sqlmesh.core.model.kind import ModelKindName
+
+
+@model(
+    "db.py_sqlmesh",
+    kind=dict(name=ModelKindName.INCREMENTAL_BY_TIME_RANGE, time_column="ds"),
+    columns={"ds": "date", "n": "int"},
+)
+def execute(context: ExecutionContext, start, end, execution_time, **kwargs: t.Any) -> pd.DataFrame:
+    return pd.DataFrame({"ds": [start], "n": [1]})
+'''
+
+
+def test_sqlmesh_style_python_models_load_and_resolve(tmp_path: Path) -> None:
+    [model] = load_python_models(_write(tmp_path, SQLMESH_SOURCE, name="sm.py"))
+    assert (model.name, model.kind.name, model.kind.time_column) == \
+        ("db.py_sqlmesh", KindName.INCREMENTAL_BY_TIME_RANGE, "ds")
+    assert resolve_python_model(model)(None, "2024-01-01", None, None)["n"][0] == 1

@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from bot.errors import ConfigError
 from bot.project.macro_builtins import BUILTINS, to_expression
+from bot.project.sqlmesh_shim import sqlmesh_shim
 from bot.project.sqltext import macro_call_name as macro_name
 from bot.project.sqltext import parse_sql
 from bot.project.timeutil import to_datetime, to_ds, to_ts
@@ -64,7 +65,8 @@ def _import_file(path: Path) -> dict[str, Any]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        with sqlmesh_shim():
+            spec.loader.exec_module(module)
     except Exception as error:  # a user file: report any failure with its line
         line = next((f.lineno for f in reversed(traceback.extract_tb(error.__traceback__))
                      if Path(f.filename) == path), None)

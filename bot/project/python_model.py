@@ -16,6 +16,7 @@ from sqlglot import exp
 from bot.errors import ConfigError
 from bot.project.config import ModelDefaults
 from bot.project.model import AuditRef, Kind, KindName, Model, OnDestructiveChange
+from bot.project.sqlmesh_shim import sqlmesh_shim
 from bot.project.sqltext import normalize_name
 
 _MODEL_ATTR = "__meshbot_model__"
@@ -79,7 +80,8 @@ def _exec_source(source: str, path: Path) -> dict[str, Any]:
     module.__file__ = str(path)
     sys.modules[module.__name__] = module  # dataclasses and pickling look the module up
     try:
-        exec(compile(source, str(path), "exec"), module.__dict__)
+        with sqlmesh_shim():
+            exec(compile(source, str(path), "exec"), module.__dict__)
     except Exception as error:  # a user file: report any failure with its line
         line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else next(
             (f.lineno for f in reversed(traceback.extract_tb(error.__traceback__)) if f.filename == str(path)), None)
@@ -175,8 +177,12 @@ def _to_model(spec: PythonModelSpec, *, entrypoint: str, source: str, path: Path
         python_entrypoint=entrypoint)
 
 
-def load_python_models(path: Path, *, defaults: ModelDefaults) -> list[Model]:
-    """Every @model-decorated function of the file, as Model values (in definition order)."""
+def load_python_models(path: Path, *, defaults: ModelDefaults | None = None) -> list[Model]:
+    """Every @model-decorated function of the file, as Model values (in definition order).
+
+    `defaults` (config.yaml model_defaults) gives dialect, cron, start and owner when not declared.
+    """
+    defaults = defaults or ModelDefaults()
     source = Path(path).read_text(encoding="utf-8")
     namespace = _exec_source(source, Path(path))
     found = [(key, getattr(value, _MODEL_ATTR)) for key, value in namespace.items()
