@@ -97,11 +97,11 @@ def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[S
     backfills: list[Backfill] = []
     restatements: dict[SnapshotId, Interval] = {}
     for snapshot in targets:
-        backfill = _backfill_for(inputs, snapshot, recorded.get((snapshot.name, snapshot.version)),
-                                 window, restatements)
+        backfill = _backfill_for(inputs, snapshot, stored=recorded.get((snapshot.name, snapshot.version)),
+                                 window=window, restatements=restatements)
         if backfill is not None:
             if opts.no_gaps:
-                _check_gaps(inputs, snapshot, backfill, recorded)
+                _check_gaps(inputs, snapshot, backfill=backfill, recorded=recorded)
             backfills.append(backfill)
     spans = [i for b in backfills for i in b.intervals]
     start = min((s for s, _ in spans), default=window.start or 0)
@@ -139,7 +139,7 @@ def _model_window(inputs: BackfillInputs, model: Model, window: _Window) -> tupl
     return start, min(ends) if ends else None
 
 
-def _backfill_for(inputs: BackfillInputs, snapshot: Snapshot, stored: SnapshotIntervals | None,
+def _backfill_for(inputs: BackfillInputs, snapshot: Snapshot, *, stored: SnapshotIntervals | None,
                   window: _Window, restatements: dict[SnapshotId, Interval]) -> Backfill | None:
     model = inputs.models[snapshot.name]
     preview = inputs.is_dev and snapshot.change_category is ChangeCategory.FORWARD_ONLY
@@ -169,7 +169,7 @@ def _backfill_for(inputs: BackfillInputs, snapshot: Snapshot, stored: SnapshotIn
                     batches=tuple(full[:1]), is_dev=preview)
 
 
-def _check_gaps(inputs: BackfillInputs, snapshot: Snapshot, backfill: Backfill,
+def _check_gaps(inputs: BackfillInputs, snapshot: Snapshot, *, backfill: Backfill,
                 recorded: Mapping[tuple[str, str], SnapshotIntervals]) -> None:
     """--no-gaps: a new version must cover everything its predecessor had computed."""
     prev = inputs.previous.get(snapshot.name)

@@ -146,8 +146,9 @@ def _diff_models(ctx: _Diff, order: Sequence[str]) -> tuple[dict[str, Snapshot],
             snapshots[name] = prev
             continue
         existing = ctx.stored.get(SnapshotId(name, fp.identifier))
-        change = _classify(ctx, name, prev, categories, existing)
-        snapshot = existing or _new_snapshot(ctx, name, change.category, prev, snapshots)
+        change = _classify(ctx, name, prev=prev, categories=categories, existing=existing)
+        snapshot = existing or _new_snapshot(ctx, name, category=change.category, prev=prev,
+                                                snapshots=snapshots)
         if existing is None:
             new_snapshots.append(snapshot)
         snapshots[name] = snapshot
@@ -165,7 +166,7 @@ class _Change:
     diff: str = ""
 
 
-def _classify(ctx: _Diff, name: str, prev: Snapshot | None,
+def _classify(ctx: _Diff, name: str, *, prev: Snapshot | None,
               categories: Mapping[str, ChangeCategory], existing: Snapshot | None) -> _Change:
     fp, model = ctx.fingerprints[name], ctx.models[name]
     if prev is None:
@@ -178,7 +179,7 @@ def _classify(ctx: _Diff, name: str, prev: Snapshot | None,
     if (fp.parent_data_hash, fp.parent_metadata_hash) == (prev.fingerprint.parent_data_hash,
                                                           prev.fingerprint.parent_metadata_hash):
         return _Change(ChangeType.METADATA_UPDATED, ChangeCategory.METADATA)
-    star = _star_change(ctx, name, prev, categories)
+    star = _star_change(ctx, name, prev=prev, categories=categories)
     if star is not None:
         return star
     upstream = [categories[p] for p in model.depends_on if p in categories]
@@ -223,7 +224,7 @@ def _seed_category(model: Model, prev: Snapshot) -> ChangeCategory:
     return categorize_seed(old_rows[0], new_rows[0], old_rows=old_rows[1:], new_rows=new_rows[1:])
 
 
-def _star_change(ctx: _Diff, name: str, prev: Snapshot,
+def _star_change(ctx: _Diff, name: str, *, prev: Snapshot,
                  categories: Mapping[str, ChangeCategory]) -> _Change | None:
     """A child selecting `*` from a parent whose columns changed is categorized on its expanded query."""
     model = ctx.models[name]
@@ -259,7 +260,7 @@ def _columns_of(sql: str, declared: Sequence[tuple[str, str]]) -> list[str] | No
     return projection_names(sql) if sql else None
 
 
-def _new_snapshot(ctx: _Diff, name: str, category: ChangeCategory, prev: Snapshot | None,
+def _new_snapshot(ctx: _Diff, name: str, *, category: ChangeCategory, prev: Snapshot | None,
                   snapshots: Mapping[str, Snapshot]) -> Snapshot:
     model, fp = ctx.models[name], ctx.fingerprints[name]
     version = fp.data_version
