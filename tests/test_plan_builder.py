@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from bot.errors import PlanError
 from bot.plan.builder import build_plan
 from bot.plan.definition import BackfillKind, ChangeType, Plan, PlanOptions
 from bot.project.config import ModelDefaults, ProjectConfig, StateConnection
+from bot.project.dag import DAG
 from bot.project.model import Kind, KindName, Model
 from bot.project.render import normalized_query_sql
 from bot.project.timeutil import to_ms
@@ -62,7 +64,7 @@ def state(tmp_path):
 
 
 def plan_for(state, config, models, env="prod", now=NOW, **options) -> Plan:
-    rendered = {n: normalized_query_sql(m) for n, m in models.items()}
+    rendered = {n: normalized_query_sql(m) for n, m in models.items() if m.query is not None}
     return build_plan(project_models=models, dag=None, rendered=rendered, state=state, environment=env,
                       options=PlanOptions(**options), config=config, now_ms=now)
 
@@ -284,3 +286,44 @@ def test_thousand_unchanged_models_plan_fast(state, config):
     elapsed = time.perf_counter() - began
     assert not plan.changes and not plan.backfills
     assert elapsed < 1.5, f"no-change plan of 1000 models took {elapsed:.2f}s"
+
+
+def seed_model(path: Path, text: str) -> Model:
+    path.write_text(text)
+    return Model(name="db.seed", kind=Kind(KindName.SEED, seed_path=path.name), dialect="spark", path=path,
+                 seed_abs_path=path, seed_content_hash=hashlib.sha256(text.encode()).hexdigest())
+
+
+def test_seed_appending_a_column_is_non_breaking_changing_rows_is_breaking(state, config, tmp_path):
+    csv_path = tmp_path / "seed.csv"
+    first = plan_for(state, config, {"db.seed": seed_model(csv_path, "id,name\n1,a\n2,b\n")})
+    assert backfill(first, "db.seed").kind is BackfillKind.FULL_REFRESH
+    apply(state, first)
+    appended = plan_for(state, config, {"db.seed": seed_model(csv_path, "id,name,email\n1,a,x\n2,b,y\n")})
+    assert change(appended, "db.seed") == (ChangeType.DIRECTLY_MODIFIED, ChangeCategory.NON_BREAKING)
+    edited = plan_for(state, config, {"db.seed": seed_model(csv_path, "id,name\n1,a\n2,CHANGED\n")})
+    assert change(edited, "db.seed") == (ChangeType.DIRECTLY_MODIFIED, ChangeCategory.BREAKING)
+
+
+def test_uses_the_project_dag_and_incremental_batch_size_and_lookback(state, config):
+    models = project(o=make("db.orders", ORDERS, kind=Kind(KindName.INCREMENTAL_BY_TIME_RANGE,
+                                                          time_column="ds", batch_size=10, lookback=2)))
+    first = build_plan(project_models=models, dag=DAG.build(models),
+                       rendered={n: normalized_query_sql(m) for n, m in models.items()}, state=state,
+                       environment="prod", options=PlanOptions(), config=config, now_ms=NOW)
+    assert [len(range(s, e, DAY)) for s, e in backfill(first, "db.orders").batches] == [10, 10, 10, 1]
+    apply(state, first)
+    later = plan_for(state, config, models, now=NOW + DAY)
+    assert backfill(later, "db.orders").intervals == tuple(
+        (to_ms(d), to_ms(d) + DAY) for d in ("2024-01-30", "2024-01-31", "2024-02-01"))
+
+
+def test_dag_cycle_and_physical_schema_mapping(state, tmp_path):
+    mapped = ProjectConfig(root=tmp_path, gateways={}, default_gateway="local",
+                           model_defaults=ModelDefaults(start="2024-01-01"),
+                           physical_schema_mapping={"db": "warehouse_phys"})
+    plan = plan_for(state, mapped, project())
+    assert plan.snapshots["db.orders"].table_name.startswith("warehouse_phys.db__orders__")
+    cyclic = {"db.a": make("db.a", "SELECT x FROM db.b"), "db.b": make("db.b", "SELECT x FROM db.a")}
+    with pytest.raises(PlanError, match="cycle: db.a, db.b"):
+        plan_for(state, mapped, cyclic)
