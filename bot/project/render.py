@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from sqlglot import exp
@@ -48,31 +49,38 @@ def _context(*, start: int | None = None, end: int | None = None, execution_time
 
 
 @functools.lru_cache(maxsize=256)
-def _project_root(folder: Path) -> Path | None:
-    for candidate in (folder, *folder.parents):
+def _folder_registry(folder: str) -> MacroRegistry:
+    """User macros of the project containing `folder` (nearest config.yaml), loaded once per process."""
+    start = Path(folder).resolve()
+    for candidate in (start, *start.parents):
         if any((candidate / name).is_file() for name in ("config.yaml", "config.yml")):
-            return candidate
-    return None
+            return load_macros(candidate)
+    return EMPTY_REGISTRY
 
 
 def _registry(model: Model, ctx: RenderContext) -> MacroRegistry:
     if ctx.macros is not None:
         return ctx.macros
-    root = _project_root(Path(model.path).resolve().parent)
-    return load_macros(root) if root is not None else EMPTY_REGISTRY
+    return _folder_registry(str(Path(model.path).parent))
 
 
-def _this_model_table(model: Model, ctx: RenderContext) -> exp.Table:
-    name = ctx.this_model or ctx.table_mapping.get(model.name, model.name)
-    table = _parse_table(name)
+@functools.lru_cache(maxsize=65536)
+def _this_model_table(name: str) -> exp.Table:
+    """Shared and never mutated: the evaluator copies variable values before using them."""
+    table = exp.to_table(name, dialect="spark")
     table.meta[_MAPPED] = True
     return table
 
 
+@functools.lru_cache(maxsize=4096)
+def _interval_variables(start: int, end: int, execution_time: int) -> Mapping[str, Any]:
+    return MappingProxyType(interval_variables(start=start, end=end, execution_time=execution_time))
+
+
 def make_evaluator(model: Model, ctx: RenderContext, *, dialect: str | None = None) -> MacroEvaluator:
     """A macro evaluator for `model` with its interval variables and its pre-statement @DEFs applied."""
-    variables = interval_variables(start=ctx.start, end=ctx.end, execution_time=ctx.execution_time)
-    variables["this_model"] = _this_model_table(model, ctx)
+    variables = dict(_interval_variables(ctx.start, ctx.end, ctx.execution_time))
+    variables["this_model"] = _this_model_table(ctx.this_model or ctx.table_mapping.get(model.name, model.name))
     variables["gateway"] = ctx.gateway
     evaluator = MacroEvaluator(dialect=dialect or model.dialect, variables=variables,
                                config_variables=ctx.variables, registry=_registry(model, ctx),
