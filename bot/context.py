@@ -155,9 +155,9 @@ class Context:
                           table_mapping=mapping, models=self.models, gateway=self.gateway.name)
 
     def model(self, name: str) -> Model:
-        from bot.project.loader import normalize_model_name
+        from bot.project.sqltext import normalize_name
 
-        key = normalize_model_name(name)
+        key = normalize_name(name)
         if key not in self.models:
             raise PlanError(f"unknown model `{name}`; known models: "
                             + ", ".join(sorted(self.models)[:20]))

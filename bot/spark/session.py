@@ -14,6 +14,7 @@ from bot.project.config import SparkConnection
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 _LOCK = threading.Lock()
 _SESSION: "SparkSession | None" = None
 
@@ -72,6 +73,7 @@ def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", _python())
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     logging.getLogger("py4j").setLevel(logging.ERROR)
     builder = SparkSession.builder.appName("meshbot")
     if connection.remote:
@@ -91,7 +93,8 @@ def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
             f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true",
         "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
         "spark.hadoop.hive.metastore.schema.verification": "false",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={state_dir} -Dlog4j2.level=error",
+        "spark.driver.extraJavaOptions": (f"-Dderby.system.home={state_dir} "
+                                          f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"),
     })
     settings.update(dict(connection.config))
     builder = builder.master(master)

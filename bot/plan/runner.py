@@ -1,0 +1,133 @@
+"""Run one model batch on Spark: render against the plan's tables, materialize by kind, audit the slice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from bot.project.config import ProjectConfig
+from bot.project.loader import AuditDefinition
+from bot.project.model import KindName, Model
+from bot.project.python_model import resolve_python_model
+from bot.project.render import render_sql, render_statements
+from bot.project.serialize import model_from_dict, model_to_dict
+from bot.quality.api import AuditResult
+from bot.quality.audits import run_audits
+from bot.snapshot import Snapshot
+from bot.spark import materialize
+from bot.spark.engine import SparkEngine, quote_table
+from bot.spark.python_eval import to_spark_df
+from bot.state.api import Interval
+
+
+@dataclass
+class PythonModelContext:
+    """What a Python model's function receives as `context`: `spark` and `table(name)`."""
+
+    spark: Any
+    mapping: Mapping[str, str]
+
+    def table(self, name: str) -> str:
+        key = name.lower()
+        return self.mapping.get(key, self.mapping.get(f"default.{key}", name))
+
+
+@dataclass
+class SparkRunner:
+    """Implements bot.plan.evaluator.BatchRunner on a SparkEngine."""
+
+    engine: SparkEngine
+    context_models: Mapping[str, Model]
+    config: ProjectConfig
+    gateway: str
+    audits: Mapping[str, AuditDefinition]
+    _models: dict[str, Model] = field(default_factory=dict)
+    _first_runs: set[str] = field(default_factory=set)
+
+    def model_for(self, snapshot: Snapshot) -> Model:
+        """The snapshot's model: the local one when unchanged, else rebuilt from its stored definition."""
+        if snapshot.identifier not in self._models:
+            local = self.context_models.get(snapshot.name)
+            if local is not None and model_to_dict(local) == snapshot.definition:
+                self._models[snapshot.identifier] = local
+            else:
+                self._models[snapshot.identifier] = model_from_dict(snapshot.definition)
+        return self._models[snapshot.identifier]
+
+    def ensure_schemas(self, schemas: Iterable[str]) -> None:
+        self.engine.create_schemas(sorted(set(schemas)))
+
+    def create_physical(self, snapshot: Snapshot, model: Model, *, table: str,
+                        table_mapping: Mapping[str, str]) -> None:
+        if self.engine.table_exists(table):
+            return
+        self._first_runs.add(table)
+        query_sql = None
+        if model.query is not None and not model.columns and not _self_referencing(model):
+            query_sql = self._render(model, table=table, mapping=table_mapping, interval=None,
+                                     execution_time=None)
+        materialize.create_physical(self.engine, kind=self._kind(model), table=table,
+                                    query_sql=query_sql, columns=model.columns or None,
+                                    partitioned_by=model.partitioned_by)
+
+    def evaluate(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
+                 table_mapping: Mapping[str, str], execution_time: int) -> None:
+        start, end = interval
+        kwargs = self._render_kwargs(model, table=table, mapping=table_mapping,
+                                     interval=interval, execution_time=execution_time)
+        for statement in render_statements(model, model.pre_statements, **kwargs):
+            self.engine.execute(statement)
+        if model.kind.name is KindName.SEED:
+            query: Any = None
+        elif model.is_python:
+            function = resolve_python_model(model)
+            result = function(PythonModelContext(self.engine.session, table_mapping),
+                              start=start, end=end, execution_time=execution_time)
+            query = to_spark_df(self.engine.session, result, model.columns or None)
+        else:
+            query = render_sql(model, **kwargs)
+        materialize.evaluate(self.engine, kind=self._kind(model), table=table, query=query,
+                             start=start, end=end, execution_time=execution_time,
+                             first_run=table in self._first_runs)
+        self._first_runs.discard(table)
+        for statement in render_statements(model, model.post_statements, **kwargs):
+            self.engine.execute(statement)
+
+    def audit(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
+              execution_time: int) -> Sequence[AuditResult]:
+        if not model.audits:
+            return ()
+        return run_audits(engine_or_session=self.engine, model=model, audit_defs=self.audits,
+                          table=table, start=interval[0], end=interval[1],
+                          execution_time=execution_time, variables=self.config.variables)
+
+    def replace_views(self, views: Mapping[str, str]) -> None:
+        self.engine.create_schemas(sorted({name.rsplit(".", 1)[0] for name in views}))
+        for view, table in views.items():
+            self.engine.create_view(view, f"SELECT * FROM {quote_table(table)}", replace=True)
+
+    def drop_views(self, views: Iterable[str]) -> None:
+        for view in views:
+            self.engine.drop_view(view)
+
+    def _kind(self, model: Model):
+        if model.kind.name is KindName.SEED and model.seed_abs_path is not None:
+            return replace(model.kind, seed_path=str(model.seed_abs_path))
+        return model.kind
+
+    def _render_kwargs(self, model: Model, *, table: str, mapping: Mapping[str, str],
+                       interval: Interval | None, execution_time: int | None) -> dict[str, Any]:
+        start, end = interval if interval else (None, None)
+        return dict(start=start, end=end, execution_time=execution_time,
+                    variables=self.config.variables, table_mapping={**mapping, model.name: table},
+                    models=self.context_models, gateway=self.gateway, this_model=table)
+
+    def _render(self, model: Model, *, table: str, mapping: Mapping[str, str],
+                interval: Interval | None, execution_time: int | None) -> str:
+        return render_sql(model, **self._render_kwargs(model, table=table, mapping=mapping,
+                                                       interval=interval,
+                                                       execution_time=execution_time))
+
+
+def _self_referencing(model: Model) -> bool:
+    return model.name in model.depends_on
