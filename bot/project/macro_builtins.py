@@ -86,7 +86,8 @@ def _substitute(body: exp.Expression, names: dict[str, exp.Expression]) -> exp.E
 def each(ev: MacroEvaluator, items: exp.Expression, func: exp.Expression) -> list[exp.Expression]:
     """@EACH([a, b], x -> f(x)): f applied to each item; returns several expressions."""
     if not isinstance(func, exp.Lambda):
-        raise ev.error(f"@EACH expects a lambda like `x -> x + 1` as second argument, got {func.sql(ev.dialect)!r}")
+        raise ev.error("@EACH expects a lambda like `x -> x + 1` as second argument, "
+                       f"got {func.sql(ev.dialect)!r}")
     params = [p.name.lower() for p in func.expressions]
     out = []
     for item in _items(items):

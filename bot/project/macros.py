@@ -27,6 +27,7 @@ from bot.project.timeutil import to_datetime, to_ds, to_ts
 _MACRO_ATTR = "__meshbot_macro__"
 
 MacroFunction = Callable[..., Any]
+ColumnsLookup = Callable[[str], "tuple[tuple[str, str], ...] | None"]  # model name -> declared columns
 
 
 def macro(name: str | MacroFunction | None = None) -> Any:
@@ -137,7 +138,7 @@ class MacroEvaluator:
 
     def __init__(self, *, dialect: str, variables: Mapping[str, Any], config_variables: Mapping[str, Any],
                  registry: MacroRegistry = EMPTY_REGISTRY, path: Path | str | None = None,
-                 model_name: str = "", columns_of: Callable[[str], tuple[tuple[str, str], ...] | None] | None = None):
+                 model_name: str = "", columns_of: ColumnsLookup | None = None):
         self.dialect = dialect
         self.variables = dict(variables)
         self.config_variables = {str(k).lower(): v for k, v in config_variables.items()}

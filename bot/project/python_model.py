@@ -83,8 +83,9 @@ def _exec_source(source: str, path: Path) -> dict[str, Any]:
         with sqlmesh_shim():
             exec(compile(source, str(path), "exec"), module.__dict__)
     except Exception as error:  # a user file: report any failure with its line
-        line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else next(
-            (f.lineno for f in reversed(traceback.extract_tb(error.__traceback__)) if f.filename == str(path)), None)
+        frames = traceback.extract_tb(error.__traceback__)
+        line = error.lineno if isinstance(error, SyntaxError) else next(
+            (f.lineno for f in reversed(frames) if f.filename == str(path)), None)
         raise ConfigError(f"cannot import Python model file: {type(error).__name__}: {error}",
                           path=path, line=line) from error
     finally:

@@ -11,7 +11,8 @@ from typing import Any, Mapping
 from sqlglot import exp
 
 from bot.errors import ConfigError
-from bot.project.macros import EMPTY_REGISTRY, MacroEvaluator, MacroRegistry, interval_variables, load_macros, macro_name
+from bot.project.macros import (EMPTY_REGISTRY, MacroEvaluator, MacroRegistry, interval_variables, load_macros,
+                                macro_name)
 from bot.project.model import KindName, Model
 
 # Fixed dates used to render queries for fingerprints and plan diffs, so that a query's hash does
