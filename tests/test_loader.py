@@ -327,3 +327,15 @@ def test_use_cache_false_writes_nothing(tmp_path):
     root = make_project(tmp_path, {"a.sql": "MODEL (name db.a);\nSELECT 1 AS x"})
     load_project(root, use_cache=False)
     assert not (root / ".meshbot").exists()
+
+
+def test_python_models_join_the_dag(tmp_path):
+    source = ("from bot.project.python_model import model\n\n\n"
+              "@model('db.py_totals', columns={'id': 'int', 'total': 'double'}, depends_on=['db.a'])\n"
+              "def execute(context, **kwargs):\n    return None\n")
+    root = make_project(tmp_path, {"a.sql": "MODEL (name db.a);\nSELECT 1 AS id",
+                                   "totals.py": source})
+    project = load(root)
+    assert list(project.models) == ["db.a", "db.py_totals"]
+    assert project.models["db.py_totals"].is_python
+    assert project.dag.parents["db.py_totals"] == ("db.a",)

@@ -62,7 +62,7 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
     parsed = _load_sql_models(root, config, use_cache=use_cache)
     _check_macros(root, config, parsed)
     models = [p.model for p in parsed]
-    models += _load_python_models(root)
+    models += _load_python_models(root, config)
     models += load_external_models(root, config)
     by_name = _index_models(m for m in models if m.enabled)
     dag = DAG.build(by_name)
@@ -117,14 +117,14 @@ def _optional_function(module: str, name: str) -> Callable[..., Any] | None:
     return getattr(importlib.import_module(module), name, None)
 
 
-def _load_python_models(root: Path) -> list[Model]:
+def _load_python_models(root: Path, config: ProjectConfig) -> list[Model]:
     files = _files(root / "models", "*.py")
     if not files:
         return []
     loader = _optional_function("bot.project.python_model", "load_python_models")
     if loader is None:
         return []
-    return [model for path in files for model in loader(path)]
+    return [model for path in files for model in loader(path, defaults=config.model_defaults)]
 
 
 def _check_macros(root: Path, config: ProjectConfig, parsed: list[ParsedModel]) -> None:
