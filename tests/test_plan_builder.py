@@ -73,6 +73,8 @@ def apply(state, plan: Plan) -> None:
     """What the evaluator records: snapshots, each backfilled interval, then the environment."""
     state.push_snapshots(plan.new_snapshots)
     for backfill in plan.backfills:
+        if backfill.kind is BackfillKind.RECREATE_VIEW:
+            continue   # as bot.plan.evaluator: views record no intervals
         for batch in backfill.batches:
             state.add_interval(backfill.snapshot_id.name, plan.snapshots[backfill.snapshot_id.name].version,
                                batch, is_dev=backfill.is_dev)
@@ -175,7 +177,8 @@ def test_reverted_change_reuses_the_old_snapshot_and_table(state, config):
     assert reverted.snapshots["db.orders"] == first.snapshots["db.orders"]
     assert not reverted.new_snapshots
     assert change(reverted, "db.orders")[0] is ChangeType.DIRECTLY_MODIFIED
-    assert not reverted.backfills   # the old version's intervals are still recorded
+    # the old versions' intervals are still recorded; only the view is pointed back
+    assert {b.snapshot_id.name: b.kind for b in reverted.backfills} == {"db.top": BackfillKind.RECREATE_VIEW}
 
 
 def test_removed_model_still_referenced_is_an_error(state, config):

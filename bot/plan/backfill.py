@@ -159,7 +159,10 @@ def _backfill_for(inputs: BackfillInputs, snapshot: Snapshot, *, stored: Snapsho
                         intervals=tuple(missing),
                         batches=tuple(batches(missing, model.kind.batch_size)), is_dev=preview)
     is_view = model.kind.name is KindName.VIEW
-    if recorded and not (restated and not is_view):
+    prev = inputs.previous.get(snapshot.name)
+    if is_view and prev is not None and prev.version == snapshot.version:
+        return None   # views record no intervals; a view keeping its version stays as it is
+    if recorded and not is_view and not restated:
         return None
     full = merge(missing_intervals(recorded=[], **common))
     if restated and not is_view and full:
