@@ -1,0 +1,85 @@
+"""FULL and VIEW materialization: empty tables created without a Spark job, overwrite, self-reads, views."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from bot.project.model import Kind, KindName
+from bot.spark.engine import SparkEngine
+from bot.spark.materialize import create_physical, evaluate
+
+DAY = 86_400_000
+
+
+@pytest.fixture
+def schema(clean_catalog):
+    engine = SparkEngine(clean_catalog)
+    name = f"mat_{uuid.uuid4().hex[:8]}"
+    engine.create_schemas([name])
+    return engine, name
+
+
+def _jobs_run_by(spark, action) -> list[int]:
+    group = f"probe_{uuid.uuid4().hex[:6]}"
+    spark.sparkContext.setJobGroup(group, "probe")
+    try:
+        action()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return list(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def _rows(engine: SparkEngine, table: str) -> list[tuple]:
+    return sorted(tuple(row.values()) for row in engine.fetch(f"SELECT * FROM {table}"))
+
+
+def test_full_creates_without_a_job_then_overwrites_even_when_reading_itself(schema):
+    engine, db = schema
+    table = f"{db}.orders__1"
+    kind = Kind(name=KindName.FULL)
+    query = "SELECT CAST(id AS INT) AS id, CAST(id * 1.5 AS DECIMAL(10, 2)) AS amount FROM range(3)"
+
+    jobs = _jobs_run_by(engine.session, lambda: create_physical(
+        engine, kind=kind, table=table, query_sql=query, columns=None))
+    assert jobs == []
+    assert engine.columns(table) == [("id", "INT"), ("amount", "DECIMAL(10,2)")]
+    assert engine.fetch(f"SELECT * FROM {table}") == []
+
+    evaluate(engine, kind=kind, table=table, query=query, start=0, end=DAY, execution_time=DAY, first_run=True)
+    assert _rows(engine, table) == [(0, 0), (1, 1.5), (2, 3)]
+    evaluate(engine, kind=kind, table=table, query=f"SELECT id + 10 AS id, amount FROM {table} WHERE id > 0",
+             start=0, end=DAY, execution_time=DAY, first_run=False)
+    assert [row[0] for row in _rows(engine, table)] == [11, 12]
+    assert not engine.table_exists(table + "__meshbot_stage")
+
+
+def test_full_with_declared_columns_casts_query_output(schema):
+    engine, db = schema
+    table = f"{db}.typed"
+    kind = Kind(name=KindName.FULL)
+    create_physical(engine, kind=kind, table=table, query_sql=None,
+                    columns=[("id", "BIGINT"), ("name", "TEXT"), ("d", "DATE")])
+    assert engine.columns(table) == [("id", "BIGINT"), ("name", "STRING"), ("d", "DATE")]
+    evaluate(engine, kind=kind, table=table, query="SELECT 1 AS ID, 'x' AS name, '2024-01-05' AS d",
+             start=0, end=DAY, execution_time=DAY, first_run=True)
+    row = engine.fetch(f"SELECT * FROM {table}")[0]
+    assert row["id"] == 1 and row["name"] == "x" and str(row["d"]) == "2024-01-05"
+
+
+def test_view_and_materialized_view(schema):
+    engine, db = schema
+    view, table = f"{db}.v__1", f"{db}.mv__1"
+    create_physical(engine, kind=Kind(name=KindName.VIEW), table=view, query_sql="SELECT 1 AS a", columns=None)
+    assert engine.existing_objects(db) == {"v__1"}
+    evaluate(engine, kind=Kind(name=KindName.VIEW), table=view, query="SELECT 2 AS a",
+             start=0, end=DAY, execution_time=DAY, first_run=False)
+    assert engine.fetch(f"SELECT * FROM {view}") == [{"a": 2}]
+
+    materialized = Kind(name=KindName.VIEW, materialized=True)
+    create_physical(engine, kind=materialized, table=table, query_sql="SELECT 1 AS a", columns=None)
+    evaluate(engine, kind=materialized, table=table, query="SELECT 3 AS a",
+             start=0, end=DAY, execution_time=DAY, first_run=True)
+    assert engine.fetch(f"SELECT * FROM {table}") == [{"a": 3}]
+    assert "Parquet" in str(engine.fetch(f"DESCRIBE TABLE EXTENDED {table}"))
