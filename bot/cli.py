@@ -180,12 +180,52 @@ def invalidate(ctx: click.Context, environment: str, sync: bool) -> None:
     click.echo(f"Environment `{environment}` invalidated.")
 
 
+@cli.command("table_diff")
+@click.argument("environments", metavar="SOURCE:TARGET")
+@click.argument("model", required=False)
+@click.option("-o", "--on", multiple=True, help="Key column (default: the model's grain).")
+@click.option("-s", "--skip-columns", multiple=True, help="Column to leave out.")
+@click.option("--where", default=None, help="Spark SQL filter applied to both sides.")
+@click.option("--decimals", type=int, default=3, show_default=True)
+@click.option("--show-sample", is_flag=True)
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--source-table", default=None)
+@click.option("--target-table", default=None)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@_handle_errors
+def table_diff(ctx: click.Context, environments: str, model: str | None, on: tuple[str, ...],
+               skip_columns: tuple[str, ...], where: str | None, decimals: int, show_sample: bool,
+               limit: int, source_table: str | None, target_table: str | None, as_json: bool) -> None:
+    """Compare MODEL between SOURCE and TARGET environments (or two tables) on Spark."""
+    from bot.diff.api import to_json
+    from bot.report.diff_text import table_diff_text
+
+    if ":" not in environments:
+        raise click.BadParameter("expected SOURCE:TARGET, e.g. prod:dev", param_hint="SOURCE:TARGET")
+    source, target = environments.split(":", 1)
+    result = _context(ctx).table_diff(source, target, model, on=on, skip=skip_columns, where=where,
+                                      decimals=decimals, show_sample=show_sample, limit=limit,
+                                      source_table=source_table, target_table=target_table)
+    reporter = TerminalReporter(json_mode=as_json)
+    reporter.json(to_json(result)) if as_json else reporter.text(table_diff_text(result))
+
+
 def _iso(ms: int | None) -> str | None:
     if ms is None:
         return None
     import datetime as dt
 
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _attach_github() -> None:
+    from bot.github.cli import github_group
+
+    cli.add_command(github_group)
+
+
+_attach_github()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,10 +11,11 @@ from bot.errors import PlanError
 from bot.plan.definition import Plan, PlanOptions
 from bot.project.config import Gateway, ProjectConfig
 from bot.project.model import Model
-from bot.snapshot import Snapshot, normalize_environment
+from bot.snapshot import normalize_environment
 from bot.state.api import Environment
 
 if TYPE_CHECKING:
+    from bot.diff.api import TableDiffResult
     from bot.project.loader import Project
     from bot.spark.engine import SparkEngine
     from bot.state.store import SqlStateSync
@@ -135,6 +136,40 @@ class Context:
 
         return run_janitor(state=self.state, engine=self.engine, ignore_ttl=ignore_ttl)
 
+    # -- quality ------------------------------------------------------------------------
+    def table_diff(self, source: str, target: str, model: str | None = None, *,
+                   on: Sequence[str] = (), skip: Sequence[str] = (), where: str | None = None,
+                   decimals: int = 3, show_sample: bool = False, limit: int = 20,
+                   source_table: str | None = None, target_table: str | None = None) -> "TableDiffResult":
+        """Compare a model between two environments (or two tables) on Spark (SPEC §8)."""
+        from bot.diff.api import resolve_keys, table_diff
+
+        grains: tuple[str, ...] = ()
+        name = None
+        if model is not None:
+            found = self.model(model)
+            name, grains = found.name, found.grains
+            source_table = source_table or self.table_in(source, name)
+            target_table = target_table or self.table_in(target, name)
+        if not source_table or not target_table:
+            raise PlanError("table_diff needs a MODEL, or both --source-table and --target-table")
+        keys = resolve_keys(model=name or f"{source_table}:{target_table}", on=on, grains=grains)
+        return table_diff(session=self.engine.session, source_table=source_table,
+                          target_table=target_table, keys=keys, skip_columns=skip, where=where,
+                          decimals=decimals, show_sample=show_sample, limit=limit,
+                          source_label=source, target_label=target, model=name)
+
+    def table_in(self, environment: str, model_name: str) -> str:
+        """The physical table holding `model_name` in `environment`."""
+        env_name = normalize_environment(environment)
+        env = self.state.get_environment(env_name)
+        if env is None:
+            raise PlanError(f"environment `{env_name}` does not exist")
+        entry = env.by_name().get(model_name)
+        if entry is None:
+            raise PlanError(f"model `{model_name}` is not in environment `{env_name}`")
+        return entry.table_name
+
     # -- data ---------------------------------------------------------------------------
     def fetchdf(self, sql: str, *, limit: int | None = None) -> list[dict[str, Any]]:
         return self.engine.fetch(sql, limit=limit)
@@ -162,15 +197,6 @@ class Context:
             raise PlanError(f"unknown model `{name}`; known models: "
                             + ", ".join(sorted(self.models)[:20]))
         return self.models[key]
-
-    def snapshot_in(self, environment: str, model_name: str) -> Snapshot:
-        env = self.state.get_environment(normalize_environment(environment))
-        if env is None:
-            raise PlanError(f"environment `{environment}` does not exist")
-        entry = env.by_name().get(self.model(model_name).name)
-        if entry is None:
-            raise PlanError(f"model `{model_name}` is not in environment `{env.name}`")
-        return self.state.get_snapshots([entry.snapshot_id])[entry.snapshot_id]
 
     def close(self) -> None:
         if "state" in self.__dict__:
