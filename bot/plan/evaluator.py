@@ -123,23 +123,11 @@ class PlanEvaluator:
     def _run_batch(self, plan: Plan, snapshot: Snapshot, model: Model, *, table: str,
                    batch: Interval, mapping: Mapping[str, str], backfill: Backfill,
                    log: ApplyLog) -> None:
-        try:
-            self.runner.evaluate(snapshot, model, table=table, interval=batch,
-                                 table_mapping=mapping, execution_time=plan.execution_time)
-        except BotError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many Java/Python types
-            raise EngineError(f"model `{snapshot.name}` failed for {_fmt(batch)}: "
-                              f"{_first_line(exc)}") from exc
-        results = self.runner.audit(snapshot, model, table=table, interval=batch,
-                                    execution_time=plan.execution_time)
-        blocking = [r for r in results if getattr(r, "blocking", True) and getattr(r, "violation_count", 0)]
-        if blocking:
-            raise QualityError(
-                "; ".join(getattr(r, "message", str(r)) for r in blocking), failures=tuple(blocking))
-        log.audit_warnings.extend(r for r in results if getattr(r, "violation_count", 0))
-        if backfill.kind is not BackfillKind.RECREATE_VIEW:
-            self.state.add_interval(snapshot.name, snapshot.version, batch, is_dev=backfill.is_dev)
+        warnings = run_batch(state=self.state, runner=self.runner, snapshot=snapshot, model=model,
+                             table=table, batch=batch, mapping=mapping,
+                             execution_time=plan.execution_time, is_dev=backfill.is_dev,
+                             record=backfill.kind is not BackfillKind.RECREATE_VIEW)
+        log.audit_warnings.extend(warnings)
         log.evaluated.append((snapshot.name, batch[0], batch[1]))
 
     def _swap_views(self, plan: Plan, environment: Environment) -> int:
@@ -155,22 +143,52 @@ class PlanEvaluator:
         return len(views)
 
     def _ordered(self, plan: Plan, snapshots: Iterable[Snapshot]) -> list[Snapshot]:
-        """Parents before children, following the snapshots' recorded parents."""
-        pending = {s.name: s for s in snapshots}
-        ordered: list[Snapshot] = []
-        seen: set[str] = set()
+        return order_snapshots(snapshots)
 
-        def visit(name: str) -> None:
-            if name in seen or name not in pending:
-                return
-            seen.add(name)
-            for parent in pending[name].parents:
-                visit(parent.name)
-            ordered.append(pending[name])
 
-        for name in sorted(pending):
-            visit(name)
-        return ordered
+def order_snapshots(snapshots: Iterable[Snapshot]) -> list[Snapshot]:
+    """Parents before children, following the snapshots' recorded parents."""
+    pending = {s.name: s for s in snapshots}
+    ordered: list[Snapshot] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in seen or name not in pending:
+            return
+        seen.add(name)
+        for parent in pending[name].parents:
+            visit(parent.name)
+        ordered.append(pending[name])
+
+    for name in sorted(pending):
+        visit(name)
+    return ordered
+
+
+def run_batch(*, state: StateSync, runner: BatchRunner, snapshot: Snapshot, model: Model,
+              table: str, batch: Interval, mapping: Mapping[str, str], execution_time: int,
+              is_dev: bool = False, record: bool = True) -> list[object]:
+    """Evaluate one batch, audit it, and record its interval at once; returns non-blocking warnings.
+
+    Used by apply (backfills) and by `run` (cron-due intervals), so both behave the same.
+    """
+    try:
+        runner.evaluate(snapshot, model, table=table, interval=batch, table_mapping=mapping,
+                        execution_time=execution_time)
+    except BotError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many Java/Python types
+        raise EngineError(f"model `{snapshot.name}` failed for {_fmt(batch)}: "
+                          f"{_first_line(exc)}") from exc
+    results = runner.audit(snapshot, model, table=table, interval=batch,
+                           execution_time=execution_time)
+    blocking = [r for r in results if getattr(r, "blocking", True) and getattr(r, "violation_count", 0)]
+    if blocking:
+        raise QualityError(
+            "; ".join(getattr(r, "message", str(r)) for r in blocking), failures=tuple(blocking))
+    if record:
+        state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev)
+    return [r for r in results if getattr(r, "violation_count", 0)]
 
 
 def _fmt(interval: Interval) -> str:
