@@ -141,9 +141,13 @@ def _sum_if(condition: exp.Expression, value: exp.Expression | None = None) -> e
 
 
 def _per_row_weight(other: str) -> exp.Expression:
-    """1 / (rows of the other side with this key): makes a row duplicated by the join count once."""
+    """1 / (rows of the other side with this key): makes a row duplicated by the join count once.
+
+    DOUBLE, not DECIMAL: a decimal SUM over millions of rows is several times slower.
+    """
     return exp.If(this=_absent(other), true=exp.Literal.number(1),
-                  false=exp.Div(this=exp.Literal.number("1.0"), expression=_col(KEY_COUNT, other)))
+                  false=exp.Div(this=exp.cast(exp.Literal.number(1), "DOUBLE"),
+                                    expression=_col(KEY_COUNT, other)))
 
 
 def _null_key(keys: Sequence[str], side: str) -> exp.Expression:

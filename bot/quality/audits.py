@@ -1,0 +1,194 @@
+"""Run a model's audits (built-in and custom) on Spark: count violating rows, fetch a sample when any."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Mapping
+
+import sqlglot
+from sqlglot import exp
+
+from bot.errors import ConfigError, EngineError
+from bot.project.loader import AuditDefinition
+from bot.project.model import AuditRef, KindName, Model
+from bot.project.render import render_expression
+from bot.project.sqltext import parse_sql
+from bot.project.timeutil import to_datetime
+from bot.quality.api import AuditResult, BuiltInAudit
+from bot.quality.checks import BY_NAME
+from bot.quality.checks._args import is_true
+from bot.spark.engine import SparkEngine
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SAMPLE_SIZE = 5
+NON_BLOCKING_SUFFIX = "_non_blocking"
+THIS_MODEL = "__meshbot_this_model"   # placeholder table replaced by the audited relation
+
+
+@dataclass(frozen=True)
+class ResolvedAudit:
+    """An audit reference bound to its definition: a built-in or a custom AUDIT, and its arguments."""
+
+    name: str
+    blocking: bool
+    args: dict[str, exp.Expression]
+    builtin: BuiltInAudit | None = None
+    custom: AuditDefinition | None = None
+
+
+def run_audits(*, engine_or_session: "SparkEngine | SparkSession", model: Model,
+               audit_defs: Mapping[str, AuditDefinition] | None = None, table: str,
+               start: int | None = None, end: int | None = None, execution_time: int | None = None,
+               variables: Mapping[str, Any] | None = None,
+               table_mapping: Mapping[str, str] | None = None) -> list[AuditResult]:
+    """Run every audit of `model` against `table` and return one AuditResult per audit, in order.
+
+    `audit_defs` are the project's custom audits (Project.audits). start/end are epoch ms of the
+    interval just computed: for an INCREMENTAL_BY_TIME_RANGE model `@this_model` is only the rows of
+    [start, end). One COUNT query per audit; the sample (≤5 rows) is fetched only when count > 0.
+    Raises nothing for failed audits (see bot.quality.api.raise_for_audits); a Spark error is an
+    EngineError naming the audit and model.
+    """
+    engine = engine_or_session if isinstance(engine_or_session, SparkEngine) else SparkEngine(engine_or_session)
+    relation = audited_relation(engine, model=model, table=table, start=start, end=end)
+    results = []
+    for ref in model.audits:
+        audit = resolve_audit(ref, model=model, audit_defs=audit_defs or {})
+        query = audit_query(audit, model=model, relation=relation, start=start, end=end,
+                            execution_time=execution_time, variables=variables,
+                            table_mapping=table_mapping)
+        results.append(_evaluate(engine, audit, model, query))
+    return results
+
+
+def _evaluate(engine: SparkEngine, audit: ResolvedAudit, model: Model, query: exp.Query) -> AuditResult:
+    sql = query.sql(dialect="spark", identify=True)
+    count_sql = (exp.select(exp.alias_(exp.Count(this=exp.Star()), "violations", quoted=True))
+                 .from_(query.subquery("__audit")).sql(dialect="spark", identify=True))
+    subject = f"running audit {audit.name} on model {model.name}"
+    try:
+        count = int(next(iter(engine.fetch(count_sql, subject=subject)[0].values())))
+        sample = engine.fetch(sql, limit=SAMPLE_SIZE, subject=subject) if count else []
+    except EngineError:
+        raise
+    except Exception as error:  # noqa: BLE001 - engines other than SparkEngine: name the audit
+        raise EngineError(f"{subject}: {error}") from error
+    return AuditResult(audit=audit.name, model=model.name, blocking=audit.blocking,
+                       violation_count=count, sample_rows=tuple(sample), query=sql)
+
+
+def resolve_audit(ref: AuditRef, *, model: Model,
+                  audit_defs: Mapping[str, AuditDefinition]) -> ResolvedAudit:
+    """Find the audit `ref` names (custom first, then built-in) and parse its arguments.
+
+    `<name>_non_blocking` and `blocking := false` make it non-blocking.
+    """
+    name, blocking = ref.name.lower(), ref.blocking
+    args = {key.lower(): _parse_arg(text, ref, model) for key, text in ref.args}
+    if name.endswith(NON_BLOCKING_SUFFIX) and name not in audit_defs and name not in BY_NAME:
+        name, blocking = name[: -len(NON_BLOCKING_SUFFIX)], False
+    flag = args.pop("blocking", None)
+    if flag is not None:
+        blocking = is_true(flag, True)
+    custom = audit_defs.get(name)
+    if custom is not None:
+        defaults = {k.lower(): _parse_default(text, custom) for k, text in custom.defaults}
+        return ResolvedAudit(name=name, blocking=blocking and custom.blocking,
+                             args={**defaults, **args}, custom=custom)
+    builtin = BY_NAME.get(name)
+    if builtin is None:
+        raise ConfigError(f"model {model.name} uses unknown audit `{ref.name}`", path=model.path,
+                          line=model.line)
+    missing = [a for a in builtin.required if a not in args]
+    unknown = [a for a in args if a not in builtin.required + builtin.optional]
+    if missing or unknown:
+        problem = (f"missing argument(s) {', '.join(missing)}" if missing
+                   else f"unknown argument(s) {', '.join(unknown)}")
+        raise ConfigError(f"audit `{name}` of model {model.name}: {problem}", path=model.path,
+                          line=model.line)
+    return ResolvedAudit(name=name, blocking=blocking, args=args, builtin=builtin)
+
+
+def _parse_arg(text: str, ref: AuditRef, model: Model) -> exp.Expression:
+    try:
+        return sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.ParseError as error:
+        raise ConfigError(f"audit `{ref.name}` of model {model.name}: cannot parse argument "
+                          f"{text!r}: {error}", path=model.path, line=model.line) from error
+
+
+def _parse_default(text: str, audit: AuditDefinition) -> exp.Expression:
+    parsed = parse_sql(text, audit.dialect)
+    if len(parsed) != 1:
+        raise ConfigError(f"audit `{audit.name}`: default {text!r} is not one expression",
+                          path=audit.path, line=audit.line)
+    return parsed[0]
+
+
+def audit_query(audit: ResolvedAudit, *, model: Model, relation: exp.Expression,
+                start: int | None = None, end: int | None = None, execution_time: int | None = None,
+                variables: Mapping[str, Any] | None = None,
+                table_mapping: Mapping[str, str] | None = None) -> exp.Query:
+    """The violating-rows query of `audit` over `relation` (a table or an aliased subquery)."""
+    if audit.builtin is not None:
+        try:
+            return audit.builtin.build(relation, **audit.args)
+        except (ValueError, TypeError) as error:
+            raise ConfigError(f"audit `{audit.name}` of model {model.name}: {error}",
+                              path=model.path, line=model.line) from error
+    assert audit.custom is not None
+    rendered = render_expression(
+        audit.custom.query, model=model, dialect=audit.custom.dialect, start=start, end=end,
+        execution_time=execution_time, variables={**(variables or {}), **audit.args},
+        table_mapping=table_mapping, this_model=THIS_MODEL)
+    if len(rendered) != 1 or not isinstance(rendered[0], exp.Query):
+        raise ConfigError(f"audit `{audit.name}` must be one SELECT query", path=audit.custom.path,
+                          line=audit.custom.line)
+    return _substitute_this_model(rendered[0], relation)
+
+
+def _substitute_this_model(query: exp.Query, relation: exp.Expression) -> exp.Query:
+    for table in list(query.find_all(exp.Table)):
+        if table.name == THIS_MODEL and not table.db:
+            replacement = relation.copy()
+            alias = table.args.get("alias")
+            if alias is not None:
+                replacement = (replacement.as_(alias.name, quoted=True, copy=False)
+                               if isinstance(replacement, exp.Table) else replacement)
+                if isinstance(replacement, exp.Subquery):
+                    replacement.set("alias", alias.copy())
+            table.replace(replacement)
+    return query
+
+
+def audited_relation(engine: SparkEngine, *, model: Model, table: str, start: int | None,
+                     end: int | None) -> exp.Expression:
+    """`table`, or for an INCREMENTAL_BY_TIME_RANGE model with an interval, its [start, end) slice."""
+    target = exp.to_table(table, dialect="spark")
+    column = model.kind.time_column
+    if model.kind.name is not KindName.INCREMENTAL_BY_TIME_RANGE or column is None \
+            or start is None or end is None:
+        return target
+    types = {name.lower(): typ.lower() for name, typ in engine.columns(table)}
+    low, high = _bounds(types.get(column.lower(), "timestamp"), model.kind.time_column_format,
+                        start, end)
+    between = exp.Between(this=exp.column(column, quoted=True), low=low, high=high)
+    return exp.select(exp.Star()).from_(target).where(between).subquery(THIS_MODEL)
+
+
+def _bounds(column_type: str, fmt: str, start: int, end: int) -> tuple[exp.Expression, exp.Expression]:
+    """Inclusive bounds of [start, end) as literals of the time column's type."""
+    first = to_datetime(start).replace(tzinfo=None)
+    last = to_datetime(end).replace(tzinfo=None) - timedelta(microseconds=1)
+    if column_type == "date":
+        return (exp.cast(exp.Literal.string(first.date().isoformat()), "DATE"),
+                exp.cast(exp.Literal.string(last.date().isoformat()), "DATE"))
+    if column_type.startswith("timestamp"):
+        return (exp.cast(exp.Literal.string(first.isoformat(sep=" ")), "TIMESTAMP"),
+                exp.cast(exp.Literal.string(last.isoformat(sep=" ")), "TIMESTAMP"))
+    if column_type in ("int", "bigint", "smallint", "tinyint"):
+        return exp.Literal.number(first.strftime(fmt)), exp.Literal.number(last.strftime(fmt))
+    return exp.Literal.string(first.strftime(fmt)), exp.Literal.string(last.strftime(fmt))
