@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
 
 from bot.errors import PlanError
@@ -85,6 +85,8 @@ def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[S
     window = _Window(start=to_ms(opts.start, relative_base=execution) if opts.start else None,
                      end=end_ms(opts.end, relative_base=execution) if opts.end else None,
                      execution=execution)
+    inputs = replace(inputs, restated=_restatable(inputs))
+    effective = _effective_names(inputs)
     targets = _targets(inputs)
     if opts.skip_backfill or not targets:
         return (), {}, window.start or 0, window.end or execution, execution
@@ -98,7 +100,9 @@ def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[S
     restatements: dict[SnapshotId, Interval] = {}
     for snapshot in targets:
         backfill = _backfill_for(inputs, snapshot, stored=recorded.get((snapshot.name, snapshot.version)),
-                                 window=window, restatements=restatements)
+                                 window=window, restatements=restatements,
+                                 effective_from=_effective_ms(inputs, window) if snapshot.name in effective
+                                 else None)
         if backfill is not None:
             if opts.no_gaps:
                 _check_gaps(inputs, snapshot, backfill=backfill, recorded=recorded)
@@ -121,6 +125,44 @@ def _targets(inputs: BackfillInputs) -> list[Snapshot]:
     return [s for s in materialized if s.name in wanted or s.name in inputs.restated]
 
 
+def _restatable(inputs: BackfillInputs) -> frozenset[str]:
+    """In dev, a restatement never touches a table prod shares: only dev's own versions are restated."""
+    if not inputs.is_dev or not inputs.restated:
+        return inputs.restated
+    prod = {(s.name, s.version) for s in inputs.prod.snapshots} if inputs.prod else set()
+    return frozenset(n for n in inputs.restated
+                     if n in inputs.snapshots and (n, inputs.snapshots[n].version) not in prod)
+
+
+def _effective_names(inputs: BackfillInputs) -> frozenset[str]:
+    """--effective-from: forward-only changes keeping their table, and everything downstream of them."""
+    if not inputs.options.effective_from:
+        return frozenset()
+    roots = {c.name for c in inputs.changes
+             if c.category is ChangeCategory.FORWARD_ONLY and c.previous is not None
+             and c.snapshot is not None and c.previous.version == c.snapshot.version}
+    if not roots:
+        raise PlanError("--effective-from applies only to forward-only changes, and this plan has none "
+                        "(use --forward-only or a forward_only model)")
+    if inputs.is_dev:
+        return frozenset()   # dev previews compute their own `__dev` tables from scratch
+    children: dict[str, set[str]] = {}
+    for name, model in inputs.models.items():
+        for parent in model.depends_on:
+            children.setdefault(parent, set()).add(name)
+    picked, stack = set(roots), list(roots)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in picked:
+                picked.add(child)
+                stack.append(child)
+    return frozenset(n for n in picked if not inputs.models[n].kind.disable_restatement)
+
+
+def _effective_ms(inputs: BackfillInputs, window: "_Window") -> int:
+    return to_ms(inputs.options.effective_from or "", relative_base=window.execution)
+
+
 def _prod_end(recorded: Mapping[tuple[str, str], SnapshotIntervals],
               prod_keys: Iterable[tuple[str, str]]) -> int | None:
     ends = [high for key in prod_keys if key in recorded for _, high in recorded[key].intervals]
@@ -140,16 +182,20 @@ def _model_window(inputs: BackfillInputs, model: Model, window: _Window) -> tupl
 
 
 def _backfill_for(inputs: BackfillInputs, snapshot: Snapshot, *, stored: SnapshotIntervals | None,
-                  window: _Window, restatements: dict[SnapshotId, Interval]) -> Backfill | None:
+                  window: _Window, restatements: dict[SnapshotId, Interval],
+                  effective_from: int | None = None) -> Backfill | None:
     model = inputs.models[snapshot.name]
     preview = inputs.is_dev and snapshot.change_category is ChangeCategory.FORWARD_ONLY
-    recorded = list((stored.dev_intervals if preview else stored.intervals) if stored else [])
+    # a preview is recomputed whole: its `__dev` table may hold an earlier preview of the same version
+    recorded = [] if preview else list(stored.intervals if stored else [])
     start, end = _model_window(inputs, model, window)
-    restated = snapshot.name in inputs.restated
+    restated = snapshot.name in inputs.restated or effective_from is not None
+    restate_from = start if effective_from is None or snapshot.name in inputs.restated \
+        else max(start, effective_from)
     common = dict(start=start, end=end, cron=model.cron, execution_time=window.execution)
     if model.kind.name is KindName.INCREMENTAL_BY_TIME_RANGE:
         if restated:
-            span = (start, end if end is not None else window.execution)
+            span = (restate_from, end if end is not None else window.execution)
             restatements[snapshot.snapshot_id] = span
             recorded = subtract(recorded, [span])
         missing = missing_intervals(recorded=recorded, lookback=model.kind.lookback, **common)

@@ -15,6 +15,7 @@ from bot.fingerprint import fingerprint_models
 from bot.plan.backfill import BackfillInputs, plan_backfills, restated_models
 from bot.plan.categorize import (categorize, categorize_seed, expand_star, indirect_category,
                                  projection_names)
+from bot.plan.destructive import check_destructive
 from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
 from bot.project.config import ProjectConfig
 from bot.project.model import KindName, Model
@@ -77,6 +78,10 @@ def build_plan(
     restated = restated_models(project_models, options.restate_models)
     if not changes and not restated:
         _check_nothing_to_do(env_name, new=target is None, options=options, config=config)
+    warnings = check_destructive(
+        changes=[(c.name, c.previous, c.snapshot) for c in changes
+                 if c.previous is not None and c.snapshot is not None],
+        models=project_models, rendered=rendered, allowed=options.allow_destructive_models)
     backfills, restatements, start, end, execution = plan_backfills(BackfillInputs(
         models=project_models, snapshots=snapshots, changes=changes, previous=previous,
         prod=prod, is_dev=env_name != "prod", restated=restated, options=options,
@@ -86,7 +91,7 @@ def build_plan(
                 previous_environment=target, snapshots=snapshots,
                 new_snapshots=tuple(new_snapshots), changes=changes, backfills=backfills,
                 restatements=restatements, options=options, start=start, end=end,
-                execution_time=execution)
+                execution_time=execution, warnings=warnings)
 
 
 def topological_order(models: Mapping[str, Model], dag: Any = None) -> list[str]:

@@ -86,6 +86,7 @@ class Plan:
     start: int = 0                     # epoch ms
     end: int = 0                       # epoch ms, exclusive
     execution_time: int = 0            # epoch ms
+    warnings: tuple[str, ...] = ()     # e.g. destructive forward-only changes under `warn`
 
     @property
     def has_changes(self) -> bool:
