@@ -16,6 +16,9 @@ from bot.state.api import Environment
 
 if TYPE_CHECKING:
     from bot.diff.api import TableDiffResult
+    from bot.plan.janitor import JanitorResult
+    from bot.plan.run import RunResult
+    from bot.plan.runner import SparkRunner
     from bot.project.loader import Project
     from bot.spark.engine import SparkEngine
     from bot.state.store import SqlStateSync
@@ -121,20 +124,84 @@ class Context:
     def environments(self) -> list[Environment]:
         return self.state.get_environments()
 
-    def invalidate(self, environment: str, *, sync: bool = False) -> None:
+    def invalidate(self, environment: str, *, sync: bool = False) -> "JanitorResult | None":
+        """Mark a dev environment expired; `sync` drops its views and schemas right away."""
         env = normalize_environment(environment)
         if env == "prod":
             raise PlanError("`prod` cannot be invalidated")
         if self.state.get_environment(env) is None:
             raise PlanError(f"environment `{env}` does not exist")
         self.state.invalidate_environment(env)
-        if sync:
-            self.janitor(ignore_ttl=False)
+        if not sync:
+            return None
+        from bot.plan.janitor import run_janitor
 
-    def janitor(self, *, ignore_ttl: bool = False) -> Any:
+        return run_janitor(state=self.state, engine=self.engine, snapshots=False)
+
+    def janitor(self, *, ignore_ttl: bool = False) -> "JanitorResult":
+        """Remove expired environments and snapshots (SPEC §6)."""
         from bot.plan.janitor import run_janitor
 
         return run_janitor(state=self.state, engine=self.engine, ignore_ttl=ignore_ttl)
+
+    # -- operations ---------------------------------------------------------------------
+    def run(self, environment: str = "prod", *, execution_time: str | None = None,
+            progress: ProgressCallback | None = None) -> "RunResult":
+        """Evaluate the intervals each model's cron has made due in `environment` (views untouched)."""
+        from bot.plan.run import run_environment
+        from bot.project.timeutil import now_ms, to_ms
+
+        runner = self._spark_runner()
+        return run_environment(state=self.state, runner=runner, models_for=runner.model_for,
+                               environment=normalize_environment(environment),
+                               execution_time=to_ms(execution_time) if execution_time else now_ms(),
+                               default_start=self.config.model_defaults.start, progress=progress)
+
+    def evaluate(self, model_name: str, *, start: str, end: str, limit: int | None = None,
+                 execution_time: str | None = None) -> list[dict[str, Any]]:
+        """MODEL's rows for [start, end] (end date inclusive), read from prod's tables; writes nothing."""
+        from bot.plan.backfill import end_ms
+        from bot.plan.run import evaluate_rows
+        from bot.project.timeutil import now_ms, to_ms
+        from bot.snapshot import view_name
+
+        model = self.model(model_name)
+        now = to_ms(execution_time) if execution_time else now_ms()
+        prod = self.state.get_environment("prod")
+        tables = {s.name: s.table_name for s in prod.snapshots} if prod else {}
+        mapping = {name: tables.get(name, view_name(name, "prod")) for name in self.models}
+        return evaluate_rows(engine=self.engine, model=model, context_models=self.models,
+                             table_mapping=mapping,
+                             interval=(to_ms(start, relative_base=now), end_ms(end, relative_base=now)),
+                             execution_time=now, variables=self.config.variables,
+                             gateway=self.gateway.name, limit=limit)
+
+    def migrate(self) -> tuple[int, int]:
+        """Upgrade the state schema; returns (version before, version after)."""
+        before = self.state.schema_version()
+        return before, self.state.migrate()
+
+    def destroy(self) -> "JanitorResult":
+        """Drop every meshbot view, table and schema, and the state tables. Irreversible."""
+        from bot.plan.janitor import destroy_all
+
+        result = destroy_all(state=self.state, engine=self.engine)
+        self.close()
+        del self.__dict__["state"]
+        return result
+
+    def dag(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """The project's DAG: nodes as (model, kind), edges as (parent, child)."""
+        nodes = [(name, model.kind.name.value) for name, model in sorted(self.models.items())]
+        edges = [(parent, child) for child, parents in sorted(self.project.dag.parents.items())
+                 for parent in parents]
+        return nodes, edges
+
+    def _spark_runner(self) -> "SparkRunner":
+        from bot.plan.runner import SparkRunner
+
+        return SparkRunner(engine=self.engine, context_models=self.models, config=self.config,
+                           gateway=self.gateway.name, audits=self.project.audits)
 
     # -- quality ------------------------------------------------------------------------
     def table_diff(self, source: str, target: str, model: str | None = None, *,

@@ -132,6 +132,11 @@ class SqlStateSync:
         self._current()
         self._environments.delete(name)
 
+    def destroy(self) -> None:
+        """Drop every state table (`meshbot destroy`); this object is unusable afterwards."""
+        self.tables.metadata.drop_all(self.engine)
+        self._stored_version = 0
+
     def close(self) -> None:
         self.engine.dispose()
 

@@ -1,0 +1,159 @@
+"""`run`: evaluate the intervals each model's own cron has made due, in DAG order, never touching views."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from bot.errors import PlanError
+from bot.intervals import Interval, batches, format_interval, interval_unit, missing_intervals
+from bot.plan.backfill import end_ms
+from bot.plan.evaluator import BatchRunner, order_snapshots, run_batch
+from bot.plan.runner import PythonModelContext
+from bot.project.model import KindName, Model
+from bot.project.python_model import resolve_python_model
+from bot.project.render import render_sql
+from bot.project.timeutil import MS_PER_DAY, to_ms
+from bot.snapshot import Snapshot
+from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.python_eval import to_spark_df
+from bot.state.api import Environment, StateSync
+
+ProgressCallback = Callable[[str, int, int], None]
+
+_NEVER_RUN = (KindName.EXTERNAL, KindName.EMBEDDED)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run evaluated: (model, start ms, end ms) per finished batch."""
+
+    environment: str
+    execution_time: int
+    evaluated: tuple[tuple[str, int, int], ...] = ()
+    audit_warnings: tuple[Any, ...] = ()
+
+    @property
+    def nothing_due(self) -> bool:
+        return not self.evaluated
+
+
+@dataclass(frozen=True)
+class RunWork:
+    """The due batches of one snapshot, with the table they write to."""
+
+    snapshot: Snapshot
+    model: Model
+    table: str
+    is_dev: bool
+    batches: tuple[Interval, ...]
+
+
+def model_start(model: Model, *, default_start: str | None, execution_time: int) -> int:
+    """The model's `start` (else model_defaults.start, else yesterday), as plans compute it."""
+    text = model.start or default_start
+    if text:
+        return to_ms(text, relative_base=execution_time)
+    return execution_time - execution_time % MS_PER_DAY - MS_PER_DAY
+
+
+def due_batches(model: Model, *, recorded: Sequence[Interval], execution_time: int,
+                default_start: str | None = None) -> list[Interval]:
+    """Batches of `model` its cron has made due by `execution_time` and that are not recorded.
+
+    Incremental kinds get their missing intervals grouped by `batch_size`; full-refresh kinds
+    (FULL, materialized VIEW) one batch spanning everything due; a non-materialized VIEW never runs;
+    a SEED runs only until it has been loaded once.
+    """
+    kind = model.kind
+    if kind.name in _NEVER_RUN or (kind.name is KindName.VIEW and not kind.materialized):
+        return []
+    if kind.name is KindName.SEED and recorded:
+        return []
+    start = model_start(model, default_start=default_start, execution_time=execution_time)
+    end = end_ms(model.end, relative_base=execution_time) if model.end else None
+    missing = missing_intervals(start=start, end=end, cron=model.cron, recorded=recorded,
+                                lookback=kind.lookback if kind.name.is_incremental else 0,
+                                execution_time=execution_time)
+    if not missing:
+        return []
+    if kind.name.is_incremental:
+        return batches(missing, kind.batch_size)
+    return [(missing[0][0], missing[-1][1])]
+
+
+def plan_run(*, state: StateSync, environment: Environment, models_for: Callable[[Snapshot], Model],
+             execution_time: int, default_start: str | None = None) -> list[RunWork]:
+    """The due work of every snapshot of `environment`, parents first (reads state only)."""
+    stored = state.get_snapshots([s.snapshot_id for s in environment.snapshots])
+    missing = [s.name for s in environment.snapshots if s.snapshot_id not in stored]
+    if missing:
+        raise PlanError(f"environment `{environment.name}` references snapshots missing from state: "
+                        + ", ".join(sorted(missing)[:10]))
+    tables = {s.name: s.table_name for s in environment.snapshots}
+    recorded = state.get_intervals({(s.name, s.version) for s in stored.values()})
+    work: list[RunWork] = []
+    for snapshot in order_snapshots(stored.values()):
+        model = models_for(snapshot)
+        table = tables[snapshot.name]
+        is_dev = table == snapshot.dev_table_name
+        found = recorded.get((snapshot.name, snapshot.version))
+        done = (found.dev_intervals if is_dev else found.intervals) if found else []
+        due = due_batches(model, recorded=done, execution_time=execution_time,
+                          default_start=default_start)
+        if due:
+            work.append(RunWork(snapshot=snapshot, model=model, table=table, is_dev=is_dev,
+                                batches=tuple(due)))
+    return work
+
+
+def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callable[[Snapshot], Model],
+                    environment: str, execution_time: int, default_start: str | None = None,
+                    progress: ProgressCallback | None = None) -> RunResult:
+    """Evaluate every due batch of `environment`, recording each one as soon as it finishes."""
+    env = state.get_environment(environment)
+    if env is None:
+        raise PlanError(f"environment `{environment}` does not exist; run `meshbot plan "
+                        f"{environment}` first")
+    work = plan_run(state=state, environment=env, models_for=models_for,
+                    execution_time=execution_time, default_start=default_start)
+    mapping: Mapping[str, str] = {s.name: s.table_name for s in env.snapshots}
+    total = sum(len(item.batches) for item in work)
+    evaluated: list[tuple[str, int, int]] = []
+    warnings: list[Any] = []
+    for item in work:
+        unit = interval_unit(item.model.cron)
+        for batch in item.batches:
+            warnings.extend(run_batch(state=state, runner=runner, snapshot=item.snapshot,
+                                      model=item.model, table=item.table, batch=batch,
+                                      mapping=mapping, execution_time=execution_time,
+                                      is_dev=item.is_dev))
+            evaluated.append((item.snapshot.name, batch[0], batch[1]))
+            if progress:
+                progress(f"{item.snapshot.name} [{format_interval(batch, unit)}]", len(evaluated), total)
+    return RunResult(environment=environment, execution_time=execution_time,
+                     evaluated=tuple(evaluated), audit_warnings=tuple(warnings))
+
+
+def evaluate_rows(*, engine: SparkEngine, model: Model, context_models: Mapping[str, Model],
+                  table_mapping: Mapping[str, str], interval: Interval, execution_time: int,
+                  variables: Mapping[str, Any], gateway: str, limit: int | None = None
+                  ) -> list[dict[str, Any]]:
+    """Rows of `model` for `interval`, read from the mapped tables; writes nothing, runs no statements."""
+    start, end = interval
+    if model.is_python:
+        function = resolve_python_model(model)
+        with spark_errors(f"evaluating {model.name}"):
+            result = function(PythonModelContext(engine.session, table_mapping), start=start, end=end,
+                              execution_time=execution_time)
+            frame = to_spark_df(engine.session, result, model.columns or None)
+            if limit is not None:
+                frame = frame.limit(limit)
+            return [row.asDict(recursive=True) for row in frame.collect()]
+    if model.query is None:
+        raise PlanError(f"`{model.name}` ({model.kind.name.value}) has no query to evaluate; "
+                        "evaluate works on SQL and Python models")
+    sql = render_sql(model, start=start, end=end, execution_time=execution_time,
+                     variables=variables, table_mapping=table_mapping, models=context_models,
+                     gateway=gateway, this_model=table_mapping.get(model.name))
+    return engine.fetch(sql, limit=limit, subject=f"evaluating {model.name}")
