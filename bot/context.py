@@ -148,12 +148,13 @@ class Context:
     def run(self, environment: str = "prod", *, execution_time: str | None = None,
             progress: ProgressCallback | None = None) -> "RunResult":
         """Evaluate the intervals each model's cron has made due in `environment` (views untouched)."""
-        from bot.plan.run import run_environment
+        from bot.plan.run import require_environment, run_environment
         from bot.project.timeutil import now_ms, to_ms
 
-        runner = self._spark_runner()
+        env = require_environment(self.state, normalize_environment(environment))
+        runner = self._spark_runner()   # Spark starts only once the environment is known
         return run_environment(state=self.state, runner=runner, models_for=runner.model_for,
-                               environment=normalize_environment(environment),
+                               environment=env.name,
                                execution_time=to_ms(execution_time) if execution_time else now_ms(),
                                default_start=self.config.model_defaults.start, progress=progress)
 

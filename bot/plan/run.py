@@ -107,14 +107,18 @@ def plan_run(*, state: StateSync, environment: Environment, models_for: Callable
     return work
 
 
+def require_environment(state: StateSync, name: str) -> Environment:
+    env = state.get_environment(name)
+    if env is None:
+        raise PlanError(f"environment `{name}` does not exist; run `meshbot plan {name}` first")
+    return env
+
+
 def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callable[[Snapshot], Model],
                     environment: str, execution_time: int, default_start: str | None = None,
                     progress: ProgressCallback | None = None) -> RunResult:
     """Evaluate every due batch of `environment`, recording each one as soon as it finishes."""
-    env = state.get_environment(environment)
-    if env is None:
-        raise PlanError(f"environment `{environment}` does not exist; run `meshbot plan "
-                        f"{environment}` first")
+    env = require_environment(state, environment)
     work = plan_run(state=state, environment=env, models_for=models_for,
                     execution_time=execution_time, default_start=default_start)
     mapping: Mapping[str, str] = {s.name: s.table_name for s in env.snapshots}
