@@ -96,12 +96,13 @@ class Context:
                           options=options, config=self.config, now_ms=now)
 
     def rendered_queries(self) -> dict[str, str]:
-        """Every SQL model rendered at the reference interval, for fingerprints and diffs."""
-        from bot.project.render import normalized_query_sql
+        """Every SQL model rendered at the reference interval, for fingerprints and diffs (cached on disk)."""
+        from bot.project.render_cache import reference_queries
 
-        return {name: normalized_query_sql(model, variables=self.config.variables,
-                                           models=self.models, gateway=self.gateway.name)
-                for name, model in self.models.items() if model.query is not None}
+        project = self.project
+        return reference_queries(root=self.path, models=project.models, sources=project.source_digests,
+                                 variables=self.config.variables, gateway=self.gateway.name,
+                                 macro_files=project.macro_files)
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         """Apply a plan: tables, backfill (unless skipped), promotion, views (SPEC §5 order)."""

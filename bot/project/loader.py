@@ -6,9 +6,9 @@ import hashlib
 import importlib
 import importlib.util
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from sqlglot import exp
 
@@ -53,13 +53,15 @@ class Project:
     test_files: tuple[Path, ...]
     macro_files: tuple[Path, ...]
     dag: DAG
+    # model name -> content key of its SQL file (file bytes + parse settings), for render caching
+    source_digests: Mapping[str, str] = field(default_factory=dict)
 
 
 def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: bool = True) -> Project:
     """Read every project file under `root`; any invalid file is a ConfigError naming it (and the line)."""
     root = Path(root).resolve()
     config = config or load_config(root)
-    parsed = _load_sql_models(root, config, use_cache=use_cache)
+    parsed, digests = _load_sql_models(root, config, use_cache=use_cache)
     _check_macros(root, config, parsed)
     models = [p.model for p in parsed]
     models += _load_python_models(root, config)
@@ -70,7 +72,7 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
         root=root, config=config, models={name: by_name[name] for name in dag.order},
         audits=load_audits(root, config), test_files=_test_files(root),
         macro_files=tuple(sorted((root / "macros").rglob("*.py"))) if (root / "macros").is_dir() else (),
-        dag=dag,
+        dag=dag, source_digests={p.model.name: digest for p, digest in zip(parsed, digests)},
     )
 
 
@@ -82,10 +84,11 @@ def _files(folder: Path, *patterns: str) -> list[Path]:
                                                               p.relative_to(folder).parts))
 
 
-def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool) -> list[ParsedModel]:
+def _load_sql_models(root: Path, config: ProjectConfig, *,
+                     use_cache: bool) -> tuple[list[ParsedModel], list[str]]:
     cache = ModelCache.open(root) if use_cache else None
     context = cache_context(root, config.model_defaults)
-    parsed = []
+    parsed, digests = [], []
     with paused_gc():
         for path in _files(root / "models", "*.sql"):
             data = path.read_bytes()
@@ -97,9 +100,10 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool) -> l
                 if cache:
                     cache.put(key, digest, entry)
             parsed.append(entry)
+            digests.append(digest)
     if cache:
         cache.save()
-    return parsed
+    return parsed, digests
 
 
 def _seed_unchanged(model: Model) -> bool:

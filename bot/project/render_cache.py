@@ -1,0 +1,121 @@
+"""Reference-rendered queries of every SQL model, cached on disk (.meshbot/cache/rendered.pickle).
+
+A model's reference render depends on its file, the project's variables, gateway and user macros,
+and on what rendering reads from its parents: their kind and declared columns (@STAR, EMBEDDED
+detection) and, for EMBEDDED parents, their own render. The cache key covers exactly that, so a
+no-change plan renders nothing and a change re-renders only the changed models (and the children
+of changed EMBEDDED models).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+from typing import Any, Mapping
+
+from bot.project.cache import cache_context
+from bot.project.model import KindName, Model
+
+RENDER_CACHE_FILE = Path(".meshbot") / "cache" / "rendered.pickle"
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()
+
+
+def _macro_digest(macro_files: tuple[Path, ...]) -> str:
+    digest = hashlib.sha256()
+    for path in macro_files:
+        digest.update(str(path).encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"<unreadable>")
+    return digest.hexdigest()
+
+
+class _Keys:
+    """Render keys per model, memoized (EMBEDDED parents chain their keys)."""
+
+    def __init__(self, models: Mapping[str, Model], sources: Mapping[str, str], base: str) -> None:
+        self.models, self.sources, self.base = models, sources, base
+        self._memo: dict[str, str | None] = {}
+
+    def key(self, name: str, stack: tuple[str, ...] = ()) -> str | None:
+        """None when the model's render cannot be keyed (no source digest, or an EMBEDDED cycle)."""
+        if name in self._memo:
+            return self._memo[name]
+        source = self.sources.get(name)
+        if source is None or name in stack:
+            return None
+        parts: list[object] = [self.base, name, source]
+        for parent in sorted(self.models[name].depends_on):
+            token = self._parent_token(parent, (*stack, name))
+            if token is None:
+                self._memo[name] = None
+                return None
+            parts += [parent, token]
+        self._memo[name] = result = _digest(*parts)
+        return result
+
+    def _parent_token(self, parent: str, stack: tuple[str, ...]) -> str | None:
+        model = self.models.get(parent)
+        if model is None:
+            return "-"
+        if model.kind.name is KindName.EMBEDDED:
+            return self.key(parent, stack)
+        return _digest(model.kind.name.value, model.columns)
+
+
+def _read(path: Path) -> dict[str, tuple[str, str]]:
+    try:
+        entries = pickle.loads(path.read_bytes())
+    except Exception:   # absent, truncated or incompatible: start over
+        return {}
+    return entries if isinstance(entries, dict) else {}
+
+
+def _write(path: Path, entries: dict[str, tuple[str, str]]) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)
+    except OSError:   # read-only checkout: still correct, just not cached
+        pass
+
+
+def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mapping[str, str],
+                      variables: Mapping[str, Any], gateway: str, macro_files: tuple[Path, ...] = (),
+                      use_cache: bool = True) -> dict[str, str]:
+    """normalized_query_sql of every model with a query, from the cache where its key still matches.
+
+    `sources` maps model names to the content digest of their file (from the loader); models
+    without one are always rendered.
+    """
+    from bot.project.render import normalized_query_sql
+
+    base = _digest(cache_context("render", gateway), sorted((str(k), repr(v)) for k, v in variables.items()),
+                   _macro_digest(macro_files))
+    keys = _Keys(models, sources, base)
+    path = Path(root) / RENDER_CACHE_FILE
+    old = _read(path) if use_cache else {}
+    new: dict[str, tuple[str, str]] = {}
+    result: dict[str, str] = {}
+    for name, model in models.items():
+        if model.query is None:
+            continue
+        key = keys.key(name)
+        hit = old.get(name)
+        if key is not None and hit is not None and hit[0] == key:
+            sql = hit[1]
+        else:
+            sql = normalized_query_sql(model, variables=variables, models=models, gateway=gateway)
+        result[name] = sql
+        if key is not None:
+            new[name] = (key, sql)
+    if use_cache and new != old:
+        _write(path, new)
+    return result
