@@ -63,9 +63,42 @@ class PlanEvaluator:
             self._backfill(plan, mapping, log)
         environment = self.environment_for(plan)
         self.state.promote(environment, expected_plan_id=plan.expected_plan_id)
-        log.views_created = self._swap_views(plan, environment)
+        try:
+            log.views_created = self._swap_views(plan, environment)
+        except Exception as exc:  # noqa: BLE001 - any failure must put the previous views back
+            self._revert_promotion(plan, environment, exc)
         self.state.finalize(plan.environment, plan.plan_id)
         return log
+
+    def _revert_promotion(self, plan: Plan, environment: Environment, exc: Exception) -> None:
+        """Views failed after promotion: restore the previous views and state row, then raise.
+
+        Re-running the same plan then converges (its tables and intervals are already there). If
+        the restore fails too, the environment stays promoted but unfinalized, and the error says so.
+        """
+        previous = plan.previous_environment
+        reason = _first_line(exc)
+        try:
+            if previous is not None:
+                self.runner.replace_views({view_name(s.name, plan.environment): s.table_name
+                                           for s in previous.snapshots
+                                           if s.kind != KindName.EXTERNAL.value})
+                gone = {s.name for s in previous.snapshots}
+                self.runner.drop_views([view_name(s.name, plan.environment)
+                                        for s in environment.snapshots if s.name not in gone])
+                self.state.promote(previous, expected_plan_id=plan.plan_id)
+                self.state.finalize(plan.environment, previous.plan_id)
+            else:
+                self.runner.drop_views([view_name(s.name, plan.environment)
+                                        for s in environment.snapshots
+                                        if s.kind != KindName.EXTERNAL.value])
+                self.state.delete_environment(plan.environment)
+        except Exception as second:  # noqa: BLE001
+            raise EngineError(f"creating the views of `{plan.environment}` failed ({reason}) and "
+                              f"restoring the previous views failed too ({_first_line(second)}); "
+                              "the environment is promoted but not finalized: re-run the plan") from exc
+        raise EngineError(f"creating the views of `{plan.environment}` failed: {reason}; the "
+                          "environment and its views were left as before this plan; re-run it") from exc
 
     def table_mapping(self, plan: Plan) -> dict[str, str]:
         """Model name → the physical table its readers use in this plan (dev previews read `__dev`)."""
@@ -110,15 +143,28 @@ class PlanEvaluator:
         work.sort(key=lambda item: order[item[0].name])
         total = sum(len(b.batches) for _, b in work)
         done = 0
+        failed: list[tuple[str, BotError]] = []
+        blocked: set[str] = set()    # failed models and everything downstream of them
+        skipped: list[str] = []
         for snapshot, backfill in work:
+            if any(p.name in blocked for p in snapshot.parents):
+                blocked.add(snapshot.name)
+                skipped.append(snapshot.name)
+                continue
             model = self.models_for(snapshot)
             table = mapping[snapshot.name]
-            for batch in backfill.batches:
-                self._run_batch(plan, snapshot, model, table=table, batch=batch,
-                                mapping=mapping, backfill=backfill, log=log)
-                done += 1
-                if self.progress:
-                    self.progress(f"{snapshot.name} {_fmt(batch)}", done, total)
+            try:
+                for batch in backfill.batches:
+                    self._run_batch(plan, snapshot, model, table=table, batch=batch,
+                                    mapping=mapping, backfill=backfill, log=log)
+                    done += 1
+                    if self.progress:
+                        self.progress(f"{snapshot.name} {_fmt(batch)}", done, total)
+            except BotError as error:   # the model's downstream stops; independent models go on
+                failed.append((snapshot.name, error))
+                blocked.add(snapshot.name)
+        if failed:
+            _raise_failures(failed, skipped)
 
     def _run_batch(self, plan: Plan, snapshot: Snapshot, model: Model, *, table: str,
                    batch: Interval, mapping: Mapping[str, str], backfill: Backfill,
@@ -189,6 +235,19 @@ def run_batch(*, state: StateSync, runner: BatchRunner, snapshot: Snapshot, mode
     if record:
         state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev)
     return [r for r in results if getattr(r, "violation_count", 0)]
+
+
+def _raise_failures(failed: Sequence[tuple[str, BotError]], skipped: Sequence[str]) -> None:
+    """One error for every failed model (named with Spark's message) and the models it stopped."""
+    messages = [str(error) if f"`{name}`" in str(error) else f"model `{name}` failed: {error}"
+                for name, error in failed]
+    text = "; ".join(messages)
+    if skipped:
+        text += "; not evaluated because an upstream model failed: " + ", ".join(f"`{n}`" for n in skipped)
+    first = failed[0][1]
+    if isinstance(first, QualityError):
+        raise QualityError(text, failures=first.failures) from first
+    raise EngineError(text) from first
 
 
 def _fmt(interval: Interval) -> str:
