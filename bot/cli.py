@@ -33,7 +33,20 @@ def _context(ctx: click.Context) -> Context:
     return ctx.find_object(Context)  # type: ignore[return-value]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """Attaches the `github` group on first use, so other commands never import the GitHub bot."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _attach_github()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "github":
+            _attach_github()
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-p", "--path", "path", default=".", type=click.Path(file_okay=False),
               help="Project directory (default: current directory).")
 @click.option("--gateway", default=None, help="Gateway from config.yaml (default: default_gateway).")
@@ -116,6 +129,7 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
         effective_from=flags["effective_from"], restate_models=tuple(flags["restate_model"]),
         allow_destructive_models=tuple(flags["allow_destructive_model"]),
         skip_tests=flags["skip_tests"])
+    _load_project(context)
     the_plan = context.plan(environment, options=options)
     reporter = TerminalReporter(json_mode=as_json)
     if as_json:
@@ -125,16 +139,29 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
     if explain or not the_plan.has_changes and not the_plan.requires_backfill and \
             the_plan.previous_environment is not None:
         return
+    if not flags["skip_tests"] and context.project.test_files:
+        tests = context.test()
+        if not tests.passed:
+            _report_tests(tests, reporter)
+            raise tests.error()
     if not auto_apply:
         if no_prompts or not reporter.interactive:
             reporter.text("Run with --auto-apply to apply this plan.")
             return
         if not click.confirm("Apply - Backfill Tables?", default=False):
             return
-    _apply(context, the_plan, reporter, run_tests=not flags["skip_tests"])
+    _apply(context, the_plan, reporter)
 
 
-def _apply(context: Context, the_plan: Any, reporter: TerminalReporter, *, run_tests: bool) -> None:
+def _load_project(context: Context) -> None:
+    """Load the project, then exempt the loaded models from GC scans (this process keeps them to its end)."""
+    import gc
+
+    context.project   # noqa: B018 - loads (or raises the project's ConfigError)
+    gc.freeze()
+
+
+def _apply(context: Context, the_plan: Any, reporter: TerminalReporter) -> None:
     with reporter.progress("Backfilling") as progress:
         result = context.apply(the_plan, progress=progress)
     for warning in result.audit_warnings:
@@ -288,6 +315,49 @@ def destroy(ctx: click.Context, yes: bool) -> None:
                f"{len(result.schemas)} schema(s) and the state.")
 
 
+@cli.command("test")
+@click.argument("files", nargs=-1)
+@click.option("-k", "patterns", multiple=True, help="Only tests whose name matches (substring or glob).")
+@click.pass_context
+@_handle_errors
+def test_command(ctx: click.Context, files: tuple[str, ...], patterns: tuple[str, ...]) -> None:
+    """Run the project's unit tests (tests/*.yaml) on local Spark."""
+    result = _context(ctx).test(patterns=patterns, files=files)
+    _report_tests(result, TerminalReporter())
+    if not result.passed:
+        sys.exit(1)
+
+
+def _report_tests(result: Any, reporter: TerminalReporter) -> None:
+    for test in result.results:
+        reporter.text(f"{'PASS' if test.passed else 'FAIL'} {test.name} ({test.model})")
+        if not test.passed:
+            reporter.text(test.message)
+    passed, failed = result.counts
+    reporter.text(f"{passed} passed, {failed} failed in {result.seconds:.1f}s")
+
+
+@cli.command()
+@click.option("--model", "models", multiple=True, help="Model to audit (default: every audited model).")
+@click.option("--environment", default="prod", show_default=True)
+@click.option("--start", default=None)
+@click.option("--end", default=None)
+@click.pass_context
+@_handle_errors
+def audit(ctx: click.Context, models: tuple[str, ...], environment: str, start: str | None,
+          end: str | None) -> None:
+    """Run model audits on an environment's data."""
+    report = _context(ctx).audit(models=models, environment=environment, start=start, end=end)
+    reporter = TerminalReporter()
+    for result in report.results:
+        reporter.text(f"PASS audit `{result.audit}` on model `{result.model}`" if result.passed
+                      else result.describe())
+    reporter.text(f"{len(report.results) - len(report.blocking_failures) - len(report.warnings)} passed, "
+                  f"{len(report.blocking_failures)} failed, {len(report.warnings)} warning(s)")
+    if not report.passed:
+        sys.exit(1)
+
+
 @cli.command("table_diff")
 @click.argument("environments", metavar="SOURCE:TARGET")
 @click.argument("model", required=False)
@@ -328,12 +398,11 @@ def _iso(ms: int | None) -> str | None:
 
 
 def _attach_github() -> None:
+    if "github" in cli.commands:
+        return
     from bot.github.cli import github_group
 
     cli.add_command(github_group)
-
-
-_attach_github()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,6 +16,7 @@ from bot.state.api import Environment
 
 if TYPE_CHECKING:
     from bot.diff.api import TableDiffResult
+    from bot.quality.api import AuditReport, TestSuiteResult
     from bot.plan.janitor import JanitorResult
     from bot.plan.run import RunResult
     from bot.plan.runner import SparkRunner
@@ -206,6 +207,31 @@ class Context:
                            gateway=self.gateway.name, audits=self.project.audits)
 
     # -- quality ------------------------------------------------------------------------
+    def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> "TestSuiteResult":
+        """Run the project's YAML unit tests on Spark (one session for all of them)."""
+        from bot.quality.unit_tests import run_tests
+
+        return run_tests(project=self.project, session=self.engine.session,
+                         patterns=patterns, files=files)
+
+    def audit(self, *, models: Sequence[str] = (), environment: str = "prod",
+              start: str | None = None, end: str | None = None) -> "AuditReport":
+        """Run the audits of `models` (default: all with audits) on the environment's tables."""
+        from bot.project.timeutil import to_ms
+        from bot.quality.api import AuditReport
+        from bot.quality.audits import run_audits
+
+        names = [self.model(m).name for m in models] or [n for n, m in self.models.items() if m.audits]
+        start_ms = to_ms(start) if start else None
+        end_ms = to_ms(end) + 86_400_000 if end else None
+        results = []
+        for name in names:
+            results += run_audits(engine_or_session=self.engine, model=self.models[name],
+                                  audit_defs=self.project.audits,
+                                  table=self.table_in(environment, name), start=start_ms,
+                                  end=end_ms, variables=self.config.variables)
+        return AuditReport(results=tuple(results))
+
     def table_diff(self, source: str, target: str, model: str | None = None, *,
                    on: Sequence[str] = (), skip: Sequence[str] = (), where: str | None = None,
                    decimals: int = 3, show_sample: bool = False, limit: int = 20,
