@@ -29,7 +29,23 @@ TOP = """
 MODEL (name shop.top, kind FULL);
 SELECT customer_id, total FROM shop.totals ORDER BY total DESC
 """
+PY_MODEL = """
+from sqlmesh import model
+
+
+@model("shop.py_totals", columns={"customer_id": "int", "total": "double"})
+def execute(context, start, end, execution_time, **kwargs):
+    orders = context.table("shop.orders")
+    return context.spark.sql(
+        f"SELECT customer_id, SUM(amount) AS total FROM {orders} GROUP BY customer_id")
+"""
 TESTS = """
+test_python_model:
+  model: shop.py_totals
+  inputs:
+    shop.orders: [{id: 1, customer_id: 4, amount: 2.5, ds: 2024-01-01}, {id: 2, customer_id: 4, amount: 1}]
+  outputs:
+    query: [{customer_id: 4, total: 3.5}]
 test_totals:
   model: shop.totals
   inputs:
@@ -94,6 +110,7 @@ def _project(root: Path, tests: str = TESTS) -> Path:
     (root / "config.yaml").write_text(CONFIG)
     for name, text in (("orders", ORDERS), ("totals", TOTALS), ("top", TOP)):
         (root / "models" / f"{name}.sql").write_text(text)
+    (root / "models" / "py_totals.py").write_text(PY_MODEL)
     (root / "tests" / "test_shop.yaml").write_text(tests)
     return root
 
@@ -112,6 +129,7 @@ def test_passing_test_with_ctes_interval_and_frozen_time(suite):
     assert ok.model == "shop.totals" and ok.file.name == "test_shop.yaml"
     assert {r["customer_id"]: r["total"] for r in ok.actual_rows} == pytest.approx({1: 10.6, 2: 5.0})
     assert results["test_top_query_input"].passed, results["test_top_query_input"].message
+    assert results["test_python_model"].passed, results["test_python_model"].message
 
 
 def test_failing_test_shows_missing_and_unexpected_rows(suite):
@@ -124,9 +142,9 @@ def test_failing_test_shows_missing_and_unexpected_rows(suite):
     missing = bad.message.split("Missing rows")[1].split("Unexpected rows")[0]
     unexpected = bad.message.split("Unexpected rows")[1]
     assert "6.0" in missing and "5.0" in unexpected and "10.5" not in bad.message
-    assert not whole.passed and whole.counts == (2, 3)
+    assert not whole.passed and whole.counts == (3, 3)
     error = whole.error()
-    assert "3 of 5 unit test(s) failed" in str(error) and len(error.failures) == 3
+    assert "3 of 6 unit test(s) failed" in str(error) and len(error.failures) == 3
 
 
 def test_order_by_and_unexpected_columns_fail(suite):
@@ -171,3 +189,9 @@ def test_unknown_model_is_a_config_error(spark, tmp_path):
     """)), use_cache=False)
     with pytest.raises(ConfigError, match=r"test_shop.yaml:2: test `t_unknown`: unknown model `shop.nope`"):
         run_tests(project=project, session=spark)
+
+
+def test_example_project_tests_pass(spark):
+    example = Path(__file__).resolve().parent.parent / "bot" / "project" / "example"
+    result = run_tests(project=load_project(example, use_cache=False), session=spark)
+    assert result.results and result.passed, [r.message for r in result.failures]
