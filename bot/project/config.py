@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import jinja2
-import jinja2.sandbox
 import yaml
 
 from bot.errors import ConfigError
@@ -120,6 +118,9 @@ def render_env_vars(text: str, *, path: Path, environ: Mapping[str, str]) -> str
         if default is _MISSING:
             raise ConfigError(f"environment variable `{name}` is not set and has no default", path=path)
         return default
+
+    import jinja2   # only configs with templates pay for importing jinja2
+    import jinja2.sandbox
 
     env = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     try:

@@ -8,9 +8,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 
 @dataclass
 class TerminalReporter:
@@ -61,6 +58,9 @@ class TerminalReporter:
 
             yield line
             return
+        from rich.console import Console   # only for interactive applies: keeps `plan --explain` start-up short
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
         console = Console(file=self.out)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console, transient=False) as bar:

@@ -1,0 +1,101 @@
+"""Plan performance guards: a no-change plan of a 300-model project re-parses and re-renders nothing
+and imports neither PySpark nor PyGithub; edits re-parse/re-render only what they touch."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Runs `meshbot plan --explain` in a fresh interpreter, counting model parses and query renders.
+_PROBE = """
+import contextlib, io, json, sys
+import bot.project.loader as loader
+import bot.project.render as render
+counts = {"parsed": 0, "rendered": 0}
+parse, norm = loader.parse_model_file, render.normalized_query_sql
+def counting_parse(*a, **k):
+    counts["parsed"] += 1
+    return parse(*a, **k)
+def counting_render(*a, **k):
+    counts["rendered"] += 1
+    return norm(*a, **k)
+loader.parse_model_file, render.normalized_query_sql = counting_parse, counting_render
+from bot.cli import cli
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        cli.main(args=["-p", sys.argv[1], "plan", "--explain"], standalone_mode=False)
+    except SystemExit:
+        pass
+counts["modules"] = sorted({m.split(".")[0] for m in sys.modules} & {"pyspark", "github", "py4j"})
+counts["output"] = out.getvalue()
+print(json.dumps(counts))
+"""
+
+
+def _bench_module():
+    spec = importlib.util.spec_from_file_location("plan_scale", REPO / "benchmarks" / "plan_scale.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("plan_scale", module)   # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _probe(root: Path) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _PROBE, str(root)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def applied_project(tmp_path_factory) -> tuple[Path, list[Path]]:
+    """A generated 300-model project whose plan is in the SQLite state (applied without Spark)."""
+    bench = _bench_module()
+    root = tmp_path_factory.mktemp("perf") / "project"
+    files = bench.generate(root, 300)
+    bench.apply_state_only(root)
+    return root, files
+
+
+def test_no_change_plan_uses_caches_and_never_imports_spark_or_github(applied_project):
+    root, _ = applied_project
+    result = _probe(root)
+    assert result["parsed"] == 0
+    assert result["rendered"] == 0
+    assert result["modules"] == []
+    assert "Directly Modified" not in result["output"] and "Added" not in result["output"]
+
+
+def test_edits_reparse_only_changed_files_and_variables_rerender(applied_project):
+    root, files = applied_project
+    edited = files[-1]   # a leaf model of the last layer
+    original = edited.read_text()
+    config = root / "config.yaml"
+    config_text = config.read_text()
+    try:
+        edited.write_text(original.replace("SELECT", "SELECT DISTINCT", 1))
+        result = _probe(root)
+        assert (result["parsed"], result["rendered"]) == (1, 1)
+        assert "Directly Modified" in result["output"]
+        assert edited.stem in result["output"]
+
+        # A config variable is part of every render's key: each model is rendered again, and the
+        # models whose query reads @VAR('min_amount') are directly modified.
+        edited.write_text(original)
+        config.write_text(config_text.replace("min_amount: 5", "min_amount: 6"))
+        result = _probe(root)
+        assert result["rendered"] == 300
+        assert "Directly Modified" in result["output"]
+    finally:
+        edited.write_text(original)
+        config.write_text(config_text)
+    result = _probe(root)
+    assert "Directly Modified" not in result["output"]
