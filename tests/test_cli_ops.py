@@ -97,3 +97,39 @@ def test_run_evaluate_janitor_and_destroy(tmp_path, clean_catalog):
 def test_evaluate_needs_both_ends(tmp_path, args):
     result = _invoke(write_ops_project(tmp_path / "ops"), *args)
     assert result.exit_code == 2 and "--end" in result.output
+
+
+class _Tty:
+    """A text stream that says it is a terminal, as a user's shell would."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_a_rich_bar_in_a_terminal_and_lines_otherwise():
+    import io
+
+    from bot.report.console import TerminalReporter
+
+    tty = _Tty()
+    with TerminalReporter(out=tty).progress("Running") as update:
+        update("ops.hourly [2024-01-02 03:00:00 - 2024-01-02 05:59:59]", 1, 2)
+        update("ops.daily [2024-01-02 - 2024-01-02]", 2, 2)
+    drawn = "".join(tty.parts)
+    assert "Running: ops.daily" in drawn and "2/2" in drawn and "━" in drawn
+
+    plain = io.StringIO()
+    with TerminalReporter(out=plain).progress("Running") as update:
+        update("ops.hourly [x]", 1, 2)
+        update("ops.daily [y]", 2, 2)
+    assert plain.getvalue() == "[1/2] ops.hourly [x]\n[2/2] ops.daily [y]\n"
