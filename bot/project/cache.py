@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copyreg
+import functools
 import gc
 import hashlib
 import io
@@ -52,9 +53,16 @@ def content_key(data: bytes, context: str) -> str:
     return digest.hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def _code_stamp() -> str:
+    """Sizes and mtimes of the modules that parse and render models: editing one invalidates the caches."""
+    stats = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in Path(__file__).parent.glob("*.py"))
+    return hashlib.sha256(repr(stats).encode()).hexdigest()[:16]
+
+
 def cache_context(*parts: object) -> str:
-    """Versions and settings that invalidate every entry when they change."""
-    return "|".join(map(str, (CACHE_FORMAT, bot.__version__, sqlglot.__version__, *parts)))
+    """Versions, code and settings that invalidate every entry when they change."""
+    return "|".join(map(str, (CACHE_FORMAT, bot.__version__, sqlglot.__version__, _code_stamp(), *parts)))
 
 
 @contextlib.contextmanager
