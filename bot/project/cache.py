@@ -17,18 +17,82 @@ import sqlglot
 from sqlglot import exp
 
 import bot
+from bot.project.model import Model
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 CACHE_FILE = Path(".meshbot") / "cache" / "models.pickle"
 
 
 _SLOTS = ("args", "parent", "arg_key", "index", "comments", "_type", "_meta")
+_AST_FIELDS = ("query", "pre_statements", "post_statements")
+_LAZY = "_meshbot_lazy_asts"
+
+
+class _LazyAst:
+    """Non-data descriptor: unpickles one AST field on first access and stores it on the instance."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return Model.__dataclass_fields__[self.name].default
+        blobs = obj.__dict__.get(_LAZY, {})
+        value = _loads_ast(blobs[self.name]) if self.name in blobs else \
+            Model.__dataclass_fields__[self.name].default
+        obj.__dict__[self.name] = value   # later reads find it in __dict__, without this descriptor
+        return value
+
+
+class LazyModel(Model):
+    """A Model read from the cache: its ASTs are unpickled when first read, so a plan that only
+    compares fingerprints (cached renders) never builds them. Behaves exactly like Model."""
+
+    query = _LazyAst("query")
+    pre_statements = _LazyAst("pre_statements")
+    post_statements = _LazyAst("post_statements")
+
+
+def _loads_ast(blob: bytes) -> Any:
+    with paused_gc():
+        return pickle.loads(blob)
+
+
+def _lazy_model(state: dict[str, Any], blobs: dict[str, bytes]) -> LazyModel:
+    model = object.__new__(LazyModel)
+    model.__dict__.update(state)
+    model.__dict__[_LAZY] = blobs
+    return model
+
+
+def has_query(model: Model) -> bool:
+    """`model.query is not None`, without unpickling a cached model's query."""
+    blobs = model.__dict__.get(_LAZY)
+    if blobs is not None and "query" not in model.__dict__:
+        return "query" in blobs
+    return model.query is not None
+
+
+def _model_reduction(model: Model) -> tuple[Any, ...]:
+    state = {k: v for k, v in model.__dict__.items() if k != _LAZY}
+    blobs: dict[str, bytes] = {}
+    for name in _AST_FIELDS:
+        value = getattr(model, name)
+        state.pop(name, None)
+        if value is not None and value != ():   # None and () stay eager
+            blob = dumps(value)
+            if blob is None:
+                raise pickle.PicklingError(f"cannot cache the {name} of {model.name}")
+            blobs[name] = blob
+    return _lazy_model, (state, blobs)
 
 
 class _Pickler(pickle.Pickler):
     """Pickles sqlglot nodes as plain slot state (rebuilt in C), not through sqlglot's slower serde."""
 
     def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, Model):
+            return _model_reduction(obj)
         if isinstance(obj, exp.Expression):
             state = {slot: getattr(obj, slot) for slot in _SLOTS}
             state["_hash"] = None

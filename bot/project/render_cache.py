@@ -15,7 +15,7 @@ import pickle
 from pathlib import Path
 from typing import Any, Mapping
 
-from bot.project.cache import cache_context
+from bot.project.cache import cache_context, has_query
 from bot.project.model import KindName, Model
 
 RENDER_CACHE_FILE = Path(".meshbot") / "cache" / "rendered.pickle"
@@ -105,7 +105,7 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
     new: dict[str, tuple[str, str]] = {}
     result: dict[str, str] = {}
     for name, model in models.items():
-        if model.query is None:
+        if not has_query(model):
             continue
         key = keys.key(name)
         hit = old.get(name)
