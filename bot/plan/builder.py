@@ -18,6 +18,7 @@ from bot.plan.categorize import (categorize, categorize_seed, expand_star, indir
 from bot.plan.destructive import check_destructive
 from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
 from bot.project.config import ProjectConfig
+from bot.project.timeutil import now_ms as wall_clock_ms
 from bot.project.model import KindName, Model
 from bot.project.serialize import model_to_dict
 from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
@@ -278,7 +279,7 @@ def _new_snapshot(ctx: _Diff, name: str, *, category: ChangeCategory, prev: Snap
         parents=tuple(snapshots[p].snapshot_id for p in sorted(model.depends_on) if p in snapshots),
         forward_only=category is ChangeCategory.FORWARD_ONLY,
         physical_schema=physical_schema_name(name, ctx.config.physical_schema_mapping),
-        created_ts=ctx.now_ms, updated_ts=ctx.now_ms, ttl=ctx.config.snapshot_ttl,
+        created_ts=wall_clock_ms(), updated_ts=wall_clock_ms(), ttl=ctx.config.snapshot_ttl,
         columns=model.columns)
 
 

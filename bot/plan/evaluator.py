@@ -8,6 +8,7 @@ from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 from bot.errors import BotError, EngineError, QualityError
 from bot.plan.definition import Backfill, BackfillKind, Plan
+from bot.project.timeutil import now_ms
 from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, SnapshotId, view_name
 from bot.state.api import Environment, EnvironmentSnapshot, Interval, StateSync
@@ -119,7 +120,7 @@ class PlanEvaluator:
             ),
             plan_id=plan.plan_id,
             previous_plan_id=previous.plan_id if previous else None,
-            expiration_ts=None if plan.environment == "prod" else plan.execution_time + self.environment_ttl_ms,
+            expiration_ts=None if plan.environment == "prod" else now_ms() + self.environment_ttl_ms,
         )
 
     def _create_tables(self, plan: Plan, mapping: Mapping[str, str]) -> None:
