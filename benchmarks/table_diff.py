@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--dir", type=Path, default=None, help="Spark state dir (default: temp)")
     args = parser.parse_args(argv)
-    state_dir = args.dir or Path(tempfile.mkdtemp(prefix="meshbot_bench_"))
+    state_dir = args.dir or Path(tempfile.mkdtemp(prefix="meshbot_table_diff_bench_"))
     spark = get_session(SparkConnection(master="local[*]"), state_dir=state_dir)
     try:
         began = time.perf_counter()
