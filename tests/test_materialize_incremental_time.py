@@ -59,6 +59,12 @@ def test_string_ds_intervals_restatement_and_empty_day(engine):
     _run(engine, table, kind, _values([]), 1)
     assert _rows(engine, table) == [("2024-01-02", "2"), ("2024-01-02", "3"), ("2024-01-03", "4")]
     assert engine.existing_objects(engine.db) == {"events__1"}
+    # a new process knows no watermark: it probes the table, then appends day 4 and restates day 3
+    fresh = SparkEngine(engine.session)
+    _run(fresh, table, kind, _values([("2024-01-04", 5)]), 4)
+    _run(fresh, table, kind, _values([("2024-01-03", 6)]), 3)
+    assert _rows(engine, table) == [("2024-01-02", "2"), ("2024-01-02", "3"), ("2024-01-03", "6"),
+                                    ("2024-01-04", "5")]
 
 
 def test_date_column_batch_of_two_days_and_compact_string_format(engine):

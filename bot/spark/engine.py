@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -115,6 +116,17 @@ class SparkEngine:
         self.session = session
         self._objects: dict[str, set[str]] = {}
         self._schemas: set[str] | None = None
+        self._columns: dict[str, list[tuple[str, str]]] = {}
+        # End (epoch ms) of the latest interval written per incremental table, known only after a
+        # first run in this process; any DDL through this engine forgets it.
+        self.watermarks: dict[str, int] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    def table_lock(self, table: str) -> threading.Lock:
+        """A lock per table, so batches writing the same table from several threads run one at a time."""
+        with self._locks_guard:
+            return self._locks.setdefault(table.lower(), threading.Lock())
 
     # ----------------------------------------------------------------- schemas
     def create_schemas(self, names: Iterable[str]) -> None:
@@ -133,6 +145,8 @@ class SparkEngine:
         with spark_errors(f"dropping schema {name}"):
             self.session.sql(f"DROP SCHEMA IF EXISTS {quote_table(name)}{' CASCADE' if cascade else ''}")
         self._objects.pop(name.lower(), None)
+        self._columns.clear()
+        self.watermarks.clear()
         if self._schemas is not None:
             self._schemas.discard(name.lower())
 
@@ -170,10 +184,18 @@ class SparkEngine:
     def invalidate(self, table: str | None = None) -> None:
         """Forget cached listings (of `table`'s schema, or all) after changes made outside this engine."""
         if table is None:
+            self._columns.clear()
+            self.watermarks.clear()
             self._objects.clear()
             self._schemas = None
         else:
+            self._columns.pop(table.lower(), None)
+            self.watermarks.pop(table.lower(), None)
             self._objects.pop(self._schema_and_name(table)[0].lower(), None)
+
+    def note_created(self, table: str) -> None:
+        """Record a table created outside the engine's own DDL helpers (e.g. DataFrameWriter.saveAsTable)."""
+        self._note(table, exists=True)
 
     def _schema_and_name(self, table: str) -> tuple[str, str]:
         parts = split_table(table)
@@ -182,6 +204,8 @@ class SparkEngine:
         return ".".join(parts[:-1]), parts[-1]
 
     def _note(self, table: str, *, exists: bool) -> None:
+        self._columns.pop(table.lower(), None)
+        self.watermarks.pop(table.lower(), None)
         schema, name = self._schema_and_name(table)
         cached = self._objects.get(schema.lower())
         if cached is not None:
@@ -189,11 +213,17 @@ class SparkEngine:
 
     # ----------------------------------------------------------------- queries
     def columns(self, table: str) -> list[tuple[str, str]]:
-        """(name, Spark type) of a table or view, in order; reads only the catalog."""
-        with spark_errors(f"reading columns of {table}"):
-            return schema_columns(self.session.table(quote_table(table)).schema)
+        """(name, Spark type) of a table or view, in order; reads only the catalog (cached until DDL)."""
+        key = table.lower()
+        if key not in self._columns:
+            with spark_errors(f"reading columns of {table}"):
+                self._columns[key] = schema_columns(self.session.table(quote_table(table)).schema)
+        return list(self._columns[key])
 
     def execute(self, sql: str, *, subject: str = "executing SQL") -> None:
+        """Run a statement; cached columns and watermarks are forgotten since it may be DDL."""
+        self._columns.clear()
+        self.watermarks.clear()
         with spark_errors(subject):
             self.session.sql(sql)
 

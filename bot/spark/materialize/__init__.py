@@ -54,6 +54,8 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
     recorded interval yet: incremental kinds then replace the table's whole content.
     """
     strategy = _strategy(kind, table)
-    if strategy is not None:
+    if strategy is None:
+        return
+    with engine.table_lock(table):
         strategy.evaluate(engine, kind=kind, table=table, query=query, start=start, end=end,
                           execution_time=execution_time, first_run=first_run)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from bot.errors import EngineError
 from bot.spark.engine import SparkEngine, error_class, quote_table, spark_errors
 from bot.spark.python_eval import conform, to_spark_df
+
+__all__ = ["conform"]
 from bot.spark.types import columns_ddl, quote_identifier, schema_columns
 
 if TYPE_CHECKING:
@@ -109,7 +111,7 @@ def stage(engine: SparkEngine, *, table: str, frame: "DataFrame") -> str:
     engine.drop_table(staged)
     with spark_errors(f"staging rows for {table}"):
         frame.write.format("parquet").mode("overwrite").saveAsTable(quote_table(staged))
-    engine.invalidate(staged)
+    engine.note_created(staged)
     return staged
 
 
@@ -127,7 +129,7 @@ def swap_in(engine: SparkEngine, *, table: str, frame: "DataFrame") -> None:
         if partitions:
             writer = writer.partitionBy(*partitions)
         writer.saveAsTable(quote_table(swap))
-    engine.invalidate(swap)
+    engine.note_created(swap)
     engine.drop_table(table)
     engine.rename_table(swap, table)
 

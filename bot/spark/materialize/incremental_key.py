@@ -28,9 +28,10 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
     common.recover_swap(engine, table)
     frame = common.source_frame(engine, query, table=table)
     common.ensure_table(engine, table=table, frame=frame)
-    keys = common.resolve_keys(kind.unique_key, engine.columns(table), table=table)
+    columns = engine.columns(table)
+    keys = common.resolve_keys(kind.unique_key, columns, table=table)
     with spark_errors(f"evaluating {table}"):
-        new_rows = common.dedup(common.conformed(engine, frame, table=table), keys=keys)
+        new_rows = common.dedup(common.conform(frame, columns), keys=keys)
     if first_run:
         common.overwrite(engine, table=table, frame=new_rows)
         return

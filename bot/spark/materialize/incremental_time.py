@@ -1,11 +1,14 @@
 """INCREMENTAL_BY_TIME_RANGE: replace exactly the rows whose time column falls in [start, end).
 
-Strategy (measured, see the engineer's report): the query's rows are always filtered to the
-interval. On the first run the table is overwritten. Otherwise one cheap probe (`LIMIT 1` with a
-pushed-down filter) checks whether the interval already has rows: if not (the normal backfill),
-the rows are appended in one job; if so (restatement, lookback), the new rows are staged, and the
-table is rewritten as (rows outside the interval) UNION ALL (staged rows) into a second table that
-is swapped in. An interval with no new rows therefore leaves no stale rows behind.
+Strategy (chosen by measurement): the query's rows are always filtered to the interval, so the
+table only ever holds rows of intervals written. On the first run the table is overwritten.
+After a first run, the engine remembers (in memory, per process) the end of the latest interval
+written (the watermark): an interval starting at or after it is empty in the table, so the usual
+in-order backfill appends in one job with no extra work. Otherwise (restatement, lookback,
+out-of-order batches, a new process) a `LIMIT 1` probe with a pushed-down filter checks the interval: when empty the rows
+are appended; when not, the new rows are staged and the table is rewritten as (rows outside the
+interval) UNION ALL (staged rows) into a second table that is swapped in. An interval with no
+new rows therefore leaves no stale rows behind.
 """
 
 from __future__ import annotations
@@ -40,13 +43,18 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
     column, data_type = time_column(kind, columns, table=table)
     condition = interval_condition(column, data_type, fmt=kind.time_column_format, start=start, end=end)
     with spark_errors(f"evaluating {table}"):
-        new_rows = common.conformed(engine, frame, table=table).where(condition)
+        new_rows = common.conform(frame, columns).where(condition)
     if first_run:
         common.overwrite(engine, table=table, frame=new_rows)
-    elif not _has_rows(engine, table, condition):
+        engine.watermarks[table.lower()] = end
+        return
+    watermark = engine.watermarks.get(table.lower())
+    if (watermark is not None and start >= watermark) or not _has_rows(engine, table, condition):
         common.append(engine, table=table, frame=new_rows)
     else:
         _replace_interval(engine, table=table, new_rows=new_rows, condition=condition)
+    if watermark is not None:
+        engine.watermarks[table.lower()] = max(end, watermark)
 
 
 def _has_rows(engine: SparkEngine, table: str, condition: str) -> bool:
