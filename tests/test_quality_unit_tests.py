@@ -95,6 +95,10 @@ test_top_query_input:
   outputs:
     query:
       rows: [{customer_id: 7, total: 1.5}]
+test_missing_input:
+  model: shop.top
+  outputs:
+    query: []
 test_orders_columns:
   model: shop.orders
   inputs:
@@ -142,9 +146,9 @@ def test_failing_test_shows_missing_and_unexpected_rows(suite):
     missing = bad.message.split("Missing rows")[1].split("Unexpected rows")[0]
     unexpected = bad.message.split("Unexpected rows")[1]
     assert "6.0" in missing and "5.0" in unexpected and "10.5" not in bad.message
-    assert not whole.passed and whole.counts == (3, 3)
+    assert not whole.passed and whole.counts == (3, 4)
     error = whole.error()
-    assert "3 of 6 unit test(s) failed" in str(error) and len(error.failures) == 3
+    assert "4 of 7 unit test(s) failed" in str(error) and len(error.failures) == 4
 
 
 def test_order_by_and_unexpected_columns_fail(suite):
@@ -154,6 +158,9 @@ def test_order_by_and_unexpected_columns_fail(suite):
     columns = results["test_orders_columns"]
     assert not columns.passed
     assert "columns differ (not in the expected rows: customer_id)" in columns.message
+    missing = results["test_missing_input"]
+    assert not missing.passed and "error: running query of model shop.top" in missing.message
+    assert "shop" in missing.message and "totals" in missing.message
 
 
 def test_pattern_and_file_selection(spark, tmp_path):
