@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from bot.errors import EngineError
 from bot.project.model import Kind, KindName
 from bot.spark.engine import SparkEngine
 from bot.spark.materialize import create_physical, evaluate
@@ -83,3 +84,19 @@ def test_view_and_materialized_view(schema):
              start=0, end=DAY, execution_time=DAY, first_run=True)
     assert engine.fetch(f"SELECT * FROM {table}") == [{"a": 3}]
     assert "Parquet" in str(engine.fetch(f"DESCRIBE TABLE EXTENDED {table}"))
+
+
+def test_partitioned_full_overwrite_replaces_every_partition_and_self_reads_need_columns(schema):
+    engine, db = schema
+    assert SparkEngine.for_session(engine.session) is SparkEngine.for_session(engine.session)
+    table = f"{db}.parts__1"
+    kind = Kind(name=KindName.FULL)
+    create_physical(engine, kind=kind, table=table, query_sql=None, columns=[("v", "INT"), ("p", "STRING")],
+                    partitioned_by=("p",))
+    for query in ("SELECT 1 AS v, 'a' AS p", "SELECT 2 AS v, 'b' AS p"):
+        evaluate(engine, kind=kind, table=table, query=query, start=0, end=DAY, execution_time=DAY,
+                 first_run=False)
+    assert engine.fetch(f"SELECT * FROM {table}") == [{"v": 2, "p": "b"}]
+    with pytest.raises(EngineError, match="must declare its columns"):
+        create_physical(engine, kind=kind, table=f"{db}.loop", query_sql=f"SELECT * FROM {db}.loop",
+                        columns=None)

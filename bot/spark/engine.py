@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _MAX_MESSAGE_LINES = 4
+_SHARED: dict[int, "SparkEngine"] = {}
+_SHARED_GUARD = threading.Lock()
 
 
 def split_table(name: str) -> list[str]:
@@ -112,6 +114,15 @@ def error_class(exc: BaseException) -> str | None:
 class SparkEngine:
     """DDL, DML and queries on one SparkSession; table listings are cached per schema."""
 
+    @classmethod
+    def for_session(cls, session: "SparkSession") -> "SparkEngine":
+        """The process-wide engine of `session`, so every caller shares one set of cached listings."""
+        with _SHARED_GUARD:
+            engine = _SHARED.get(id(session))
+            if engine is None or engine.session is not session:
+                engine = _SHARED[id(session)] = cls(session)
+            return engine
+
     def __init__(self, session: "SparkSession"):
         self.session = session
         self._objects: dict[str, set[str]] = {}
@@ -130,7 +141,8 @@ class SparkEngine:
 
     # ----------------------------------------------------------------- schemas
     def create_schemas(self, names: Iterable[str]) -> None:
-        """Create each schema that does not exist yet (one listing, then one statement per new schema)."""
+        """Create each schema that does not exist yet (one fresh listing, then one statement per new schema)."""
+        self._schemas = None
         known = self._known_schemas()
         for name in dict.fromkeys(names):
             key = name.lower()
@@ -166,8 +178,6 @@ class SparkEngine:
         return set(self._objects[key])
 
     def _list(self, schema: str) -> set[str]:
-        if len(split_table(schema)) == 1 and schema.lower() not in self._known_schemas():
-            return set()
         try:
             rows = self.session.sql(f"SHOW TABLES IN {quote_table(schema)}").collect()
         except Exception as exc:  # noqa: BLE001 - a missing schema lists as empty

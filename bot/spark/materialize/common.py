@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.errors import EngineError
-from bot.spark.engine import SparkEngine, error_class, quote_table, spark_errors
+from bot.spark.engine import SparkEngine, error_class, quote_table, spark_errors, split_table
 from bot.spark.python_eval import conform, to_spark_df
 
 __all__ = ["conform"]
@@ -43,7 +43,12 @@ def declared_or_query_columns(engine: SparkEngine, *, table: str, query_sql: str
         return list(columns)
     if not query_sql:
         raise EngineError(f"creating {table}: neither declared columns nor a query to take them from")
-    return query_columns(engine, query_sql, table=table)
+    try:
+        return query_columns(engine, query_sql, table=table)
+    except EngineError as exc:
+        if split_table(table)[-1].lower() in query_sql.lower() and "NOT_FOUND" in str(exc):
+            raise EngineError(f"{exc}\n(a model that reads its own table must declare its columns)") from None
+        raise
 
 
 def create_table(engine: SparkEngine, *, table: str, columns: Columns, partitioned_by: Sequence[str] = (),
