@@ -6,8 +6,8 @@ After a first run, the engine remembers (in memory, per process) the end of the 
 written (the watermark): an interval starting at or after it is empty in the table, so the usual
 in-order backfill appends in one job with no extra work. Otherwise (restatement, lookback,
 out-of-order batches, a new process) a `LIMIT 1` probe with a pushed-down filter checks the interval: when empty the rows
-are appended; when not, the new rows are staged and the table is rewritten as (rows outside the
-interval) UNION ALL (staged rows) into a second table that is swapped in. An interval with no
+are appended; when not, the table is rewritten as (rows outside the
+interval) UNION ALL (new rows) into a second table that is swapped in. An interval with no
 new rows therefore leaves no stale rows behind.
 """
 
@@ -63,14 +63,15 @@ def _has_rows(engine: SparkEngine, table: str, condition: str) -> bool:
 
 
 def _replace_interval(engine: SparkEngine, *, table: str, new_rows, condition: str) -> None:
-    staged = common.stage(engine, table=table, frame=new_rows)
-    try:
-        with spark_errors(f"writing {table}"):
-            kept = engine.session.table(quote_table(table)).where(f"NOT COALESCE(({condition}), FALSE)")
-            combined = kept.unionByName(engine.session.table(quote_table(staged)))
-        common.swap_in(engine, table=table, frame=combined)
-    finally:
-        engine.drop_table(staged)
+    """Rewrite the table as (rows outside the interval) UNION ALL (new rows) into a swapped-in copy.
+
+    The query appears once and the target is only replaced after the copy is written, so a query
+    that reads the table itself needs no staging.
+    """
+    with spark_errors(f"writing {table}"):
+        kept = engine.session.table(quote_table(table)).where(f"NOT COALESCE(({condition}), FALSE)")
+        combined = kept.unionByName(new_rows)
+    common.swap_in(engine, table=table, frame=combined)
 
 
 def time_column(kind: Kind, columns: Sequence[tuple[str, str]], *, table: str) -> tuple[str, str]:
