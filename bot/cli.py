@@ -136,6 +136,8 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
         reporter.json(plan_to_json(the_plan))
         return
     reporter.text(plan_summary_text(the_plan))
+    for warning in the_plan.warnings:
+        reporter.warning(warning)
     if explain or not the_plan.has_changes and not the_plan.requires_backfill and \
             the_plan.previous_environment is not None:
         return
