@@ -175,7 +175,7 @@ def _apply(context: Context, the_plan: Any, reporter: TerminalReporter) -> None:
     with reporter.progress("Backfilling") as progress:
         result = context.apply(the_plan, progress=progress)
     for warning in result.audit_warnings:
-        reporter.warning(getattr(warning, "message", str(warning)))
+        reporter.warning(warning.describe())
     reporter.text(f"Environment `{result.environment}` updated: {len(result.evaluated)} batch(es) "
                   f"evaluated, {result.views_created} view(s) in place.")
 
@@ -238,7 +238,7 @@ def run(ctx: click.Context, environment: str, execution_time: str | None, as_jso
                                      for m, a, b in result.evaluated]})
         return
     for warning in result.audit_warnings:
-        reporter.warning(getattr(warning, "message", str(warning)))
+        reporter.warning(warning.describe())
     if result.nothing_due:
         reporter.text(f"Nothing due in `{result.environment}` at {_iso(result.execution_time)}.")
     else:

@@ -16,7 +16,7 @@ from bot.state.api import Environment
 
 if TYPE_CHECKING:
     from bot.diff.api import TableDiffResult
-    from bot.quality.api import AuditReport, TestSuiteResult
+    from bot.quality.api import AuditReport, AuditResult, TestSuiteResult
     from bot.plan.janitor import JanitorResult
     from bot.plan.run import RunResult
     from bot.plan.runner import SparkRunner
@@ -34,7 +34,7 @@ class ApplyResult:
     evaluated: tuple[tuple[str, int, int], ...]   # (model, start ms, end ms) batches computed
     views_created: int
     skipped_backfill: bool = False
-    audit_warnings: tuple[Any, ...] = ()
+    audit_warnings: tuple["AuditResult", ...] = ()
 
 
 class Context:

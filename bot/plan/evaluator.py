@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 from bot.errors import BotError, EngineError, QualityError
+from bot.quality.api import AuditResult, audit_error
 from bot.plan.definition import Backfill, BackfillKind, Plan
 from bot.project.timeutil import now_ms
 from bot.project.model import KindName, Model
@@ -28,7 +29,7 @@ class BatchRunner(Protocol):
                  table_mapping: Mapping[str, str], execution_time: int) -> None: ...
 
     def audit(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
-              execution_time: int) -> Sequence[object]: ...
+              execution_time: int) -> Sequence[AuditResult]: ...
 
     def replace_views(self, views: Mapping[str, str]) -> None: ...
 
@@ -41,7 +42,7 @@ class ApplyLog:
 
     evaluated: list[tuple[str, int, int]] = field(default_factory=list)
     views_created: int = 0
-    audit_warnings: list[object] = field(default_factory=list)
+    audit_warnings: list[AuditResult] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -229,13 +230,12 @@ def run_batch(*, state: StateSync, runner: BatchRunner, snapshot: Snapshot, mode
                           f"{_first_line(exc)}") from exc
     results = runner.audit(snapshot, model, table=table, interval=batch,
                            execution_time=execution_time)
-    blocking = [r for r in results if getattr(r, "blocking", True) and getattr(r, "violation_count", 0)]
-    if blocking:
-        raise QualityError(
-            "; ".join(getattr(r, "message", str(r)) for r in blocking), failures=tuple(blocking))
+    error = audit_error(results)
+    if error is not None:
+        raise error
     if record:
         state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev)
-    return [r for r in results if getattr(r, "violation_count", 0)]
+    return [r for r in results if not r.passed]
 
 
 def _raise_failures(failed: Sequence[tuple[str, BotError]], skipped: Sequence[str]) -> None:

@@ -14,6 +14,7 @@ from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_python_model
 from bot.project.render import render_sql
 from bot.project.timeutil import MS_PER_DAY, to_ms
+from bot.quality.api import AuditResult
 from bot.snapshot import Snapshot
 from bot.spark.engine import SparkEngine, spark_errors
 from bot.spark.python_eval import to_spark_df
@@ -31,7 +32,7 @@ class RunResult:
     environment: str
     execution_time: int
     evaluated: tuple[tuple[str, int, int], ...] = ()
-    audit_warnings: tuple[Any, ...] = ()
+    audit_warnings: tuple[AuditResult, ...] = ()
 
     @property
     def nothing_due(self) -> bool:
