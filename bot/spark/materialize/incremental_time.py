@@ -2,12 +2,12 @@
 
 Strategy (chosen by measurement): the query's rows are always filtered to the interval, so the
 table only ever holds rows of intervals written. On the first run the table is overwritten.
-After a first run, the engine remembers (in memory, per process) the end of the latest interval
+After a first run the engine remembers (in memory, per process) the end of the latest interval
 written (the watermark): an interval starting at or after it is empty in the table, so the usual
 in-order backfill appends in one job with no extra work. Otherwise (restatement, lookback,
-out-of-order batches, a new process) a `LIMIT 1` probe with a pushed-down filter checks the interval: when empty the rows
-are appended; when not, the table is rewritten as (rows outside the
-interval) UNION ALL (new rows) into a second table that is swapped in. An interval with no
+out-of-order batches, a new process) a `LIMIT 1` probe with a pushed-down filter checks the
+interval: when empty the rows are appended; when not, the table is rewritten as (rows outside
+the interval) UNION ALL (new rows) into a second table that is swapped in. An interval with no
 new rows therefore leaves no stale rows behind.
 """
 
