@@ -18,14 +18,16 @@ from sqlglot import exp
 
 import bot
 from bot.project.model import Model
+from bot.project.sqltext import to_sql
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 CACHE_FILE = Path(".meshbot") / "cache" / "models.pickle"
 
 
 _SLOTS = ("args", "parent", "arg_key", "index", "comments", "_type", "_meta")
 _AST_FIELDS = ("query", "pre_statements", "post_statements")
 _LAZY = "_meshbot_lazy_asts"
+_SQL = "_meshbot_ast_sql"   # to_sql of query/pre/post, so storing a snapshot needs no AST
 
 
 class _LazyAst:
@@ -73,8 +75,16 @@ def has_query(model: Model) -> bool:
     return model.query is not None
 
 
+def cached_sql(model: Model) -> tuple[str | None, list[str], list[str]] | None:
+    """(query, pre_statements, post_statements) as to_sql text for a cached model; None otherwise."""
+    return model.__dict__.get(_SQL)
+
+
 def _model_reduction(model: Model) -> tuple[Any, ...]:
     state = {k: v for k, v in model.__dict__.items() if k != _LAZY}
+    state[_SQL] = (to_sql(model.query, model.dialect) if model.query is not None else None,
+                   [to_sql(s, model.dialect) for s in model.pre_statements],
+                   [to_sql(s, model.dialect) for s in model.post_statements])
     blobs: dict[str, bytes] = {}
     for name in _AST_FIELDS:
         value = getattr(model, name)

@@ -14,16 +14,22 @@ FORMAT_VERSION = 1
 
 def model_to_dict(model: Model) -> dict[str, Any]:
     """Every field of `model` as JSON-safe values; expressions as SQL text (`@var` kept as written)."""
+    from bot.project.cache import cached_sql   # models read from the parse cache carry their SQL text
+
+    query, pre, post = cached_sql(model) or (
+        to_sql(model.query, model.dialect) if model.query is not None else None,
+        [to_sql(s, model.dialect) for s in model.pre_statements],
+        [to_sql(s, model.dialect) for s in model.post_statements])
     return {
         "format": FORMAT_VERSION,
         "name": model.name,
         "kind": _kind_to_dict(model.kind),
         "dialect": model.dialect,
         "path": str(model.path),
-        "query": to_sql(model.query, model.dialect) if model.query is not None else None,
+        "query": query,
         "query_text": model.query_text,
-        "pre_statements": [to_sql(s, model.dialect) for s in model.pre_statements],
-        "post_statements": [to_sql(s, model.dialect) for s in model.post_statements],
+        "pre_statements": list(pre),
+        "post_statements": list(post),
         "cron": model.cron,
         "start": model.start,
         "end": model.end,
