@@ -2,13 +2,13 @@
 
 Strategy (chosen by measurement): the query's rows are always filtered to the interval, so the
 table only ever holds rows of intervals written. On the first run the table is overwritten.
-After a first run the engine remembers (in memory, per process) the end of the latest interval
-written (the watermark): an interval starting at or after it is empty in the table, so the usual
-in-order backfill appends in one job with no extra work. Otherwise (restatement, lookback,
-out-of-order batches, a new process) a `LIMIT 1` probe with a pushed-down filter checks the
-interval: when empty the rows are appended; when not, the table is rewritten as (rows outside
-the interval) UNION ALL (new rows) into a second table that is swapped in. An interval with no
-new rows therefore leaves no stale rows behind.
+The engine remembers per table (in memory, per process) a watermark: the first instant after
+every row's time, set by a first run or by one MAX(time column) query, then raised by each
+write. An interval starting at or after it is empty in the table, so the usual in-order
+backfill appends in one job with no extra work. Otherwise (restatement, lookback, out-of-order
+batches) the table is rewritten as (rows outside the interval) UNION ALL (new rows) into a
+second table that is swapped in. Time values a format cannot parse fall back to a `LIMIT 1`
+probe of the interval. An interval with no new rows therefore leaves no stale rows behind.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from bot.spark.engine import SparkEngine, quote_table, spark_errors
 from bot.spark.materialize import common
 from bot.spark.types import quote_identifier
 
+_EMPTY = -(2**62)  # watermark of an empty table: every interval is new
 _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "BYTE", "SHORT", "LONG", "INTEGER")
 
 
@@ -48,13 +49,43 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
         common.overwrite(engine, table=table, frame=new_rows)
         engine.watermarks[table.lower()] = end
         return
-    watermark = engine.watermarks.get(table.lower())
-    if (watermark is not None and start >= watermark) or not _has_rows(engine, table, condition):
+    watermark = _watermark(engine, table, column=column, data_type=data_type, fmt=kind.time_column_format)
+    if watermark is not None and start >= watermark:
+        common.append(engine, table=table, frame=new_rows)
+    elif watermark is None and not _has_rows(engine, table, condition):
         common.append(engine, table=table, frame=new_rows)
     else:
         _replace_interval(engine, table=table, new_rows=new_rows, condition=condition)
     if watermark is not None:
         engine.watermarks[table.lower()] = max(end, watermark)
+
+
+def _watermark(engine: SparkEngine, table: str, *, column: str, data_type: str, fmt: str) -> int | None:
+    """First epoch ms after every row's time (from memory, else one MAX query); None if unknown."""
+    key = table.lower()
+    if key in engine.watermarks:
+        return engine.watermarks[key]
+    col, upper = quote_identifier(column), data_type.upper()
+    if upper == "DATE":
+        expression = f"unix_date(MAX({col})) * 86400000"
+    elif upper.startswith("TIMESTAMP"):
+        expression = f"unix_millis(CAST(MAX({col}) AS TIMESTAMP))"
+    else:
+        expression = f"CAST(MAX({col}) AS STRING)"
+    with spark_errors(f"reading {table}"):
+        latest = engine.session.table(quote_table(table)).selectExpr(expression).collect()[0][0]
+    if latest is None:
+        watermark = _EMPTY
+    elif isinstance(latest, str):
+        try:
+            moment = datetime.strptime(latest, fmt).replace(tzinfo=timezone.utc)
+        except ValueError:
+            return None
+        watermark = int((moment - _utc(0)).total_seconds() * 1000) + 1
+    else:
+        watermark = int(latest) + 1
+    engine.watermarks[key] = watermark
+    return watermark
 
 
 def _has_rows(engine: SparkEngine, table: str, condition: str) -> bool:
