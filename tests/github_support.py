@@ -106,7 +106,9 @@ class GithubMock:
 
     def add(self, method: str, path: str, body: Any = None, *, status: int = 200,
             headers: dict[str, str] | None = None, validate: bool = True) -> None:
-        """Queue a response for an operation of the spec (`path` is the spec's template)."""
+        """Queue a response for an operation of the spec (`path` is the spec's template).
+
+        `body` may be a callable `(request path, request JSON) -> response JSON` for stateful fakes."""
         if path not in spec_dict()["paths"] or method.lower() not in spec_dict()["paths"][path]:
             raise AssertionError(f"{method} {path} is not an operation of the OpenAPI subset")
         self.routes.setdefault((method.upper(), path), []).append((status, headers or {}, body, validate))
@@ -131,6 +133,8 @@ class GithubMock:
             self.errors.append(f"no mocked response for {request.method} {template}")
             raise AssertionError(self.errors[-1])
         status, headers, payload_, validate = queue.pop(0) if len(queue) > 1 else queue[0]
+        if callable(payload_):
+            payload_ = payload_(path, body)
         text = json.dumps(payload_) if payload_ is not None else ""
         if validate:
             self._validate_response(request, status, headers, text)
@@ -147,6 +151,13 @@ class GithubMock:
         except Exception as error:   # noqa: BLE001
             self.errors.append(f"mocked response of {request.method} {request.url} invalid: {_why(error)}")
             raise AssertionError(self.errors[-1]) from error
+
+    def fail_once(self, method: str, path: str, *, status: int, headers: dict[str, str] | None = None,
+                  message: str = "error") -> None:
+        """Make the next call of an operation fail once before its current (last) response."""
+        queue = self.routes[(method.upper(), path)]
+        queue.insert(0, (status, headers or {}, {"message": message, "documentation_url": "https://docs.github.com"},
+                         False))
 
     def sent(self, method: str, pattern: str) -> list[Any]:
         """Bodies of the calls whose path matches the regex `pattern`."""
@@ -174,3 +185,130 @@ def pull_request_example(**changes: Any) -> dict[str, Any]:
     body = example("/repos/{owner}/{repo}/pulls/{pull_number}", "get")
     body.update(changes)
     return body
+
+
+PATHS = {
+    "comments": "/repos/{owner}/{repo}/issues/{issue_number}/comments",
+    "comment": "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+    "reactions": "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions",
+    "checks": "/repos/{owner}/{repo}/check-runs",
+    "check": "/repos/{owner}/{repo}/check-runs/{check_run_id}",
+    "pull": "/repos/{owner}/{repo}/pulls/{pull_number}",
+    "files": "/repos/{owner}/{repo}/pulls/{pull_number}/files",
+    "reviews": "/repos/{owner}/{repo}/pulls/{pull_number}/reviews",
+    "commit_pulls": "/repos/{owner}/{repo}/commits/{commit_sha}/pulls",
+    "permission": "/repos/{owner}/{repo}/collaborators/{username}/permission",
+}
+
+
+@dataclass
+class FakeRepository:
+    """A small stateful GitHub repository behind GithubMock: comments, check runs, one pull request,
+    its reviews and files, collaborator permissions. Every answer starts from the spec's example, so it
+    validates against the OpenAPI subset like everything else."""
+
+    mock: GithubMock
+    bot_login: str = "github-actions[bot]"
+    comments: list[dict[str, Any]] = field(default_factory=list)
+    checks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    files: list[str] = field(default_factory=lambda: ["models/customer_revenue.sql"])
+    permissions: dict[str, str] = field(default_factory=dict)
+    reactions: list[tuple[int, str]] = field(default_factory=list)
+    pull: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        m, p = self.mock, PATHS
+        m.add("GET", p["comments"], lambda path, body: self.comments)
+        m.add("POST", p["comments"], self._create_comment, status=201)
+        m.add("PATCH", p["comment"], self._edit_comment)
+        m.add("POST", p["reactions"], self._react, status=201)
+        m.add("POST", p["checks"], self._create_check, status=201)
+        m.add("PATCH", p["check"], self._update_check)
+        m.add("GET", p["pull"], lambda path, body: self.pull)
+        m.add("GET", p["commit_pulls"], lambda path, body: [self._simple_pull()] if path.endswith(
+            f"/{self.pull['merge_commit_sha']}/pulls") else [])
+        m.add("GET", p["files"], lambda path, body: [self._file(n) for n in self.files])
+        m.add("GET", p["reviews"], lambda path, body: self.reviews)
+        m.add("GET", p["permission"], self._permission)
+
+    def set_pull(self, raw: dict[str, Any], *, merged: bool = False, merge_sha: str | None = None) -> None:
+        """The pull request GET /pulls/{n} answers: the spec example with the webhook's identity."""
+        pull = pull_request_example()
+        pull.update(number=raw["number"], title=raw["title"], state="closed" if merged else "open",
+                    merged_at="2024-01-08T00:00:00Z" if merged else None,
+                    merge_commit_sha=merge_sha or pull["merge_commit_sha"])
+        pull["user"]["login"] = raw["user"]["login"]
+        for side in ("head", "base"):
+            pull[side].update(sha=raw[side]["sha"], ref=raw[side]["ref"])
+            pull[side]["repo"]["full_name"] = raw[side]["repo"]["full_name"]
+        self.pull = pull
+
+    def _simple_pull(self) -> dict[str, Any]:
+        """The same pull request in the `pull-request-simple` shape of GET /commits/{sha}/pulls."""
+        item = example(PATHS["commit_pulls"], "get")[0]
+        for key in ("number", "title", "state", "merged_at", "merge_commit_sha"):
+            item[key] = self.pull[key]
+        item["user"]["login"] = self.pull["user"]["login"]
+        for side in ("head", "base"):
+            item[side].update(sha=self.pull[side]["sha"], ref=self.pull[side]["ref"])
+            item[side]["repo"]["full_name"] = self.pull[side]["repo"]["full_name"]
+        return item
+
+    def review(self, login: str, state: str, commit_id: str, submitted_at: str) -> None:
+        item = example(PATHS["reviews"], "get")[0]
+        item.update(state=state, commit_id=commit_id, submitted_at=submitted_at, id=len(self.reviews) + 80)
+        item["user"]["login"] = login
+        self.reviews.append(item)
+
+    def check(self, name: str) -> dict[str, Any]:
+        """The latest check run with this name."""
+        found = [c for _, c in sorted(self.checks.items()) if c["name"] == name]
+        assert found, f"no check run named {name!r}; have {sorted({c['name'] for c in self.checks.values()})}"
+        return found[-1]
+
+    def _create_comment(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        item = example(PATHS["comments"], "post", "201")
+        item.update(id=1000 + len(self.comments), body=body["body"])
+        item["user"]["login"] = self.bot_login
+        self.comments.append(item)
+        return item
+
+    def _edit_comment(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        comment_id = int(path.rsplit("/", 1)[1])
+        item = next(c for c in self.comments if c["id"] == comment_id)
+        item["body"] = body["body"]
+        return item
+
+    def _react(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.reactions.append((int(path.split("/")[-2]), body["content"]))
+        item = example(PATHS["reactions"], "post", "201")
+        item["content"] = body["content"]
+        return item
+
+    def _create_check(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        check_id = 5000 + len(self.checks)
+        self.checks[check_id] = dict(body)
+        item = example(PATHS["checks"], "post", "201")
+        item.update(id=check_id, name=body["name"], head_sha=body["head_sha"], status=body.get("status", "queued"))
+        return item
+
+    def _update_check(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        check_id = int(path.rsplit("/", 1)[1])
+        self.checks[check_id].update(body)
+        item = example(PATHS["check"], "patch")
+        item.update(id=check_id, name=self.checks[check_id]["name"])
+        return item
+
+    def _file(self, name: str) -> dict[str, Any]:
+        item = example(PATHS["files"], "get")[0]
+        item["filename"] = name
+        return item
+
+    def _permission(self, path: str, body: Any) -> dict[str, Any]:
+        login = path.split("/")[-2]
+        level = self.permissions.get(login, "read")
+        item = example(PATHS["permission"], "get")
+        item.update(permission=level, role_name=level)
+        item["user"]["login"] = login
+        return item

@@ -1,100 +1,165 @@
-"""A whole PR lifecycle on local Spark with the real Context and real payloads, in local output mode.
+"""A whole PR lifecycle on local Spark with the real Context and real webhook payloads, GitHub mocked with
+`responses` through the real GithubClient (PyGithub); every request and mocked response is validated
+against ../shared/github/github-openapi-subset.json.
 
-open → comment and checks; push → same comment updated; approval → check passes; stale after a push;
-merge → deploy to prod; close → environment gone.
+open → comment created; push → the same comment edited; review by a required approver → approval passes;
+stale after a push; `/deploy` ignored from a reader, acknowledged (and still gated) for a writer;
+merge (push to the prod branch) → deploy to prod; close → environment gone. Rate limits and 5xx on the way
+are retried. One prod apply per module; PR environments skip backfill.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
+import copy
+from pathlib import Path
 
 import pytest
+import responses
 
-pytest.importorskip("bot.plan.runner", reason="Context.apply is not wired yet")
-
-from bot.context import Context  # noqa: E402
-from bot.github.event import Review, parse_event  # noqa: E402
-from bot.github.local import LocalOutput, StepOutputs  # noqa: E402
-from bot.github.runners import RUNNERS, BotRun  # noqa: E402
-from bot.github.settings import load_settings  # noqa: E402
-from bot.project.example import write_example  # noqa: E402
-from github_support import payload  # noqa: E402
+from bot.context import Context
+from bot.github.client import GithubClient
+from bot.github.event import parse_event
+from bot.github.local import StepOutputs
+from bot.github.runners import RUNNERS, BotRun
+from bot.github.settings import load_settings
+from bot.plan.definition import PlanOptions
+from bot.project.example import write_example
+from github_support import FakeRepository, install, payload
 
 CONFIG_EXTRA = """
 cicd_bot:
-  skip_pr_backfill: false
   deploy_on: merge
+  enable_deploy_command: true
 users:
   - username: ann
     github_username: ann-gh
     roles: [required_approver]
 """
+ENV = "hello_world_2"          # repository Hello-World, PR #2
+HEAD_A = payload("pull_request/opened.payload.json")["pull_request"]["head"]["sha"]
+HEAD_B = "b" * 40
+MERGE_SHA = payload("push/with-new-branch.payload.json")["after"]
+UNIT, PR_ENV, PROD_PLAN, APPROVAL, DEPLOY = (f"meshbot - {n}" for n in (
+    "Unit Tests", "PR Environment Synced", "Prod Plan Preview", "Required Approval", "Prod Environment Synced"))
 
 
-@pytest.fixture
-def project(tmp_path, clean_catalog):
-    root = tmp_path / "shop"
+@pytest.fixture(scope="module")
+def shop(spark, tmp_path_factory):
+    """The example project applied to prod once, then changed the way a PR would change it."""
+    before = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
+    root = tmp_path_factory.mktemp("lifecycle") / "shop"
     write_example(root)
     with (root / "config.yaml").open("a") as handle:
         handle.write(CONFIG_EXTRA)
     context = Context(root)
-    context.apply(context.plan("prod"))
+    context.apply(context.plan("prod", options=PlanOptions(skip_tests=True)))
     model = root / "models" / "customer_revenue.sql"
     model.write_text(model.read_text().replace("SUM(o.amount) AS revenue", "SUM(o.amount) * 2 AS revenue"))
-    yield root, Context(root)
+    test = root / "tests" / "test_customer_revenue.yaml"
+    test.write_text(test.read_text().replace("revenue: 15.5", "revenue: 31.0").replace("revenue: 20.0", "revenue: 40.0"))
+    yield root
+    for name in sorted({row[0] for row in spark.sql("SHOW DATABASES").collect()} - before):
+        spark.sql(f"DROP DATABASE IF EXISTS `{name}` CASCADE")
 
 
-def _run(context, out, raw, name, *, reviews=()):
-    event = parse_event(name, raw)
-    pulls = (event.pull_request,) if event.pull_request else ()
-    github = LocalOutput(out, pull_requests=pulls + _PULLS, reviews=tuple(reviews))
-    settings = load_settings(context.config.cicd_bot, context.config.users)
-    run = BotRun(event=event, settings=settings, github=github, context=context,
-                 outputs=StepOutputs.in_folder(out))
-    return RUNNERS["run-all"](run), github
+@pytest.fixture
+def github():
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        mock = install(rsps)
+        yield mock
+        assert not mock.errors, mock.errors
 
 
-_PULLS: tuple = ()
+class Bot:
+    """Runs `run-all` the way the action does, with the real client against the mocked API."""
+
+    def __init__(self, root: Path, repo: FakeRepository, out: Path) -> None:
+        self.context = Context(root)
+        self.repo, self.out, self.sleeps = repo, out, []
+
+    def __call__(self, name: str, raw: dict) -> int:
+        event = parse_event(name, raw)
+        settings = load_settings(self.context.config.cicd_bot, self.context.config.users)
+        client = GithubClient(token="ghs_lifecycle_token", repo=event.repo, bot_login=settings.bot_login,
+                              seconds_between_writes=0, sleep=self.sleeps.append, clock=lambda: 0.0)
+        run = BotRun(event=event, settings=settings, github=client, context=self.context,
+                     outputs=StepOutputs.in_folder(self.out))
+        return RUNNERS["run-all"](run)
+
+    @property
+    def comment(self) -> str:
+        assert len(self.repo.comments) == 1, "the bot must keep exactly one comment"
+        return self.repo.comments[0]["body"]
+
+    def conclusion(self, name: str) -> str:
+        return self.repo.check(name)["conclusion"]
 
 
-def test_pull_request_lifecycle(project, tmp_path):
-    global _PULLS
-    root, context = project
-    out = tmp_path / "out"
-    opened = payload("pull_request/opened.payload.json")
-    head = opened["pull_request"]["head"]["sha"]
+def _pr_event(action_file: str, head: str) -> dict:
+    raw = copy.deepcopy(payload(action_file))
+    raw["pull_request"]["head"]["sha"] = head
+    return raw
 
-    code, github = _run(context, out, opened, "pull_request")
-    comment = (out / "comment.md").read_text()
-    assert "<!-- meshbot:pr-comment" in comment and "shop.customer_revenue" in comment
-    assert github.checks["meshbot - Unit Tests"].conclusion == "success"
-    assert github.checks["meshbot - PR Environment Synced"].conclusion == "success"
-    assert github.checks["meshbot - Required Approval"].conclusion == "failure"
-    assert "hello_world_2" in {e.name for e in context.environments()}
-    assert code == 0
 
-    approval = Review(user="ann-gh", state="APPROVED", commit_id=head, submitted_at="2024-01-01T00:00:00Z")
-    review = payload("pull_request_review/submitted.payload.json")
-    code, github = _run(context, out, review, "pull_request_review", reviews=[approval])
-    assert github.checks["meshbot - Required Approval"].conclusion == "success"
+def _comment_event(login: str, body: str) -> dict:
+    raw = copy.deepcopy(payload("issue_comment/created.payload.json"))
+    raw["issue"]["number"] = 2
+    raw["issue"]["pull_request"] = {"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/2"}
+    raw["comment"].update(body=body, id=77)
+    raw["comment"]["user"]["login"] = login
+    return raw
 
-    pushed = json.loads(json.dumps(payload("pull_request/synchronize.payload.json")))
-    pushed["pull_request"]["head"]["sha"] = "f" * 40
-    code, github = _run(context, out, pushed, "pull_request", reviews=[approval])
-    assert github.checks["meshbot - Required Approval"].conclusion == "failure"   # stale approval
-    assert (out / "comment.md").read_text().count("<!-- meshbot:pr-comment") == 1
 
-    pr = parse_event("pull_request", opened).pull_request
-    _PULLS = (replace(pr, merged=True),)
-    merge = payload("push/with-new-branch.payload.json")
-    merge["after"] = head
-    code, github = _run(context, out, merge, "push", reviews=[approval])
-    assert code == 0 and github.checks["meshbot - Prod Environment Synced"].conclusion == "success"
-    assert not Context(root).plan("prod").has_changes
+def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
+    repo = FakeRepository(github)
+    bot = Bot(shop, repo, tmp_path / "out")
+    opened = _pr_event("pull_request/opened.payload.json", HEAD_A)
+    repo.set_pull(opened["pull_request"])
 
-    closed = payload("pull_request/closed.payload.json")
-    code, github = _run(context, out, closed, "pull_request")
-    assert "hello_world_2" not in {e.name for e in Context(root).environments()}
-    assert "invalidated" in (out / "comment.md").read_text()
-    _PULLS = ()
+    # open: a 5xx on listing comments and a secondary rate limit on a check run are retried
+    github.fail_once("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments", status=502)
+    github.fail_once("POST", "/repos/{owner}/{repo}/check-runs", status=403, headers={"retry-after": "3"},
+                     message="You have exceeded a secondary rate limit")
+    assert bot("pull_request", opened) == 0
+    assert sorted(bot.sleeps) == [1.0, 3.0]
+    assert len(github.sent("POST", r"/issues/2/comments$")) == 1
+    assert "<!-- meshbot:pr-comment" in bot.comment and "shop.customer_revenue" in bot.comment
+    assert f"`{ENV}`" in bot.comment and "SUM(`o`.`amount`) * 2" in bot.comment
+    assert (bot.conclusion(UNIT), bot.conclusion(PR_ENV), bot.conclusion(PROD_PLAN)) == ("success",) * 3
+    assert bot.conclusion(APPROVAL) == "failure" and repo.check(APPROVAL)["head_sha"] == HEAD_A
+    assert ENV in {e.name for e in bot.context.environments()}
+
+    # a required approver approves the head commit
+    repo.review("ann-gh", "APPROVED", HEAD_A, "2024-01-02T00:00:00Z")
+    assert bot("pull_request_review", payload("pull_request_review/submitted.payload.json")) == 0
+    assert bot.conclusion(APPROVAL) == "success" and "1 of 1 required approval(s) from @ann-gh" in bot.comment
+
+    # a new push: the same comment is edited in place, and the approval on the old head is stale
+    pushed = _pr_event("pull_request/synchronize.payload.json", HEAD_B)
+    repo.set_pull(pushed["pull_request"])
+    assert bot("pull_request", pushed) == 0
+    assert len(github.sent("POST", r"/issues/2/comments$")) == 1
+    assert github.sent("PATCH", r"/issues/comments/1000$")[-1]["body"] == bot.comment
+    assert bot.conclusion(APPROVAL) == "failure" and repo.check(APPROVAL)["head_sha"] == HEAD_B
+    assert "stale" in bot.comment
+
+    # /deploy: ignored from a reader; a writer gets a reaction, but approval still gates the deploy
+    repo.permissions.update({"reader": "read", "writer": "write"})
+    assert bot("issue_comment", _comment_event("reader", "/deploy")) == 0
+    assert repo.reactions == []
+    assert bot("issue_comment", _comment_event("writer", "/deploy")) == 1
+    assert repo.reactions == [(77, "rocket")]
+    assert bot.conclusion(DEPLOY) == "failure" and "required approval is missing" in bot.comment
+
+    # approved again on the new head, then merged: the push to the prod branch deploys to prod
+    repo.review("ann-gh", "APPROVED", HEAD_B, "2024-01-03T00:00:00Z")
+    repo.set_pull(pushed["pull_request"], merged=True, merge_sha=MERGE_SHA)
+    assert bot("push", payload("push/with-new-branch.payload.json")) == 0
+    assert bot.conclusion(DEPLOY) == "success" and ":rocket: Deployed to `prod`" in bot.comment
+    assert not Context(shop).plan("prod", options=PlanOptions(skip_tests=True)).has_changes
+
+    # closed: the environment is invalidated and its views dropped at once
+    assert bot("pull_request", _pr_event("pull_request/closed.payload.json", HEAD_B)) == 0
+    assert ENV not in {e.name for e in Context(shop).environments()}
+    assert "invalidated" in bot.comment and len(repo.comments) == 1
+    assert all("ghs_lifecycle_token" not in str(call) for call in github.calls)

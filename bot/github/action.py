@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from bot.errors import BotError, GithubError
+from bot.github.api import TokenPermissionError
 from bot.github.event import Event, load_event
 from bot.github.local import LocalOutput, StepOutputs
 from bot.github.runners import RUNNERS, BotRun
@@ -38,14 +39,31 @@ def main(invocation: Invocation, *, env: Mapping[str, str] | None = None,
          out: Callable[[str], None] = print) -> int:
     """Run one bot command; BotErrors become an `::error::` line and exit code 1."""
     env = os.environ if env is None else env
+    run: BotRun | None = None
     try:
         run = build_run(invocation, env=env, context_factory=context_factory, out=out)
         if invocation.command not in RUNNERS:
             raise GithubError(f"unknown command `{invocation.command}`; one of: {', '.join(RUNNERS)}")
         return RUNNERS[invocation.command](run)
+    except TokenPermissionError as error:
+        return _read_only_notice(run, error, out)
     except BotError as error:
         out(f"::error title=meshbot::{_one_line(str(error))}")
         return 1
+
+
+def _read_only_notice(run: BotRun | None, error: TokenPermissionError, out: Callable[[str], None]) -> int:
+    """A read-only token (fork PRs) is a situation to explain, not a crash: warn, summarize, exit 0."""
+    pr = run.pull_request if run is not None else None
+    fork = pr is not None and pr.is_from_fork(run.event.repo)
+    who = f"Pull request #{pr.number} comes from the fork `{pr.head_repo}`: " if fork and pr else ""
+    text = (f"meshbot: {who}the GitHub token is read-only here, so meshbot could not post its comment or "
+            f"check runs and stopped. A maintainer can push the branch to this repository (or re-run the "
+            f"workflow with a token that has `pull-requests: write` and `checks: write`). Detail: {error}")
+    out(f"::warning title=meshbot::{_one_line(text)}")
+    if run is not None:
+        run.outputs.summary(text)
+    return 0
 
 
 def build_run(invocation: Invocation, *, env: Mapping[str, str],

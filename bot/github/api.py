@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
+from bot.errors import GithubError
 from bot.github.event import PullRequest, Review
 
 MARKER_PREFIX = "<!-- meshbot:pr-comment"
@@ -14,6 +15,10 @@ WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 def comment_marker(gateway: str | None) -> str:
     """The hidden HTML marker that identifies the bot's PR comment (one per gateway)."""
     return f"{MARKER_PREFIX} gateway={gateway or 'default'} -->"
+
+
+class TokenPermissionError(GithubError):
+    """GitHub refused a call with 403 (not a rate limit): the token lacks the permission, as on fork PRs."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,8 @@ class GithubPort(Protocol):
     """The GitHub operations the bot performs, in domain terms (real client or local folder)."""
 
     def upsert_comment(self, number: int, body: str, *, marker: str) -> int: ...
+    def create_comment(self, number: int, body: str) -> int: ...
+    def edit_comment(self, comment_id: int, body: str) -> None: ...
     def find_comment(self, number: int, *, marker: str) -> tuple[int, str] | None: ...
     def create_check(self, check: CheckRun) -> int: ...
     def update_check(self, check_id: int, check: CheckRun) -> None: ...

@@ -9,7 +9,7 @@ import github
 from github import Auth, GithubException
 
 from bot.errors import GithubError
-from bot.github.api import CheckRun
+from bot.github.api import CheckRun, TokenPermissionError
 from bot.github.event import PullRequest, Repo, Review
 
 T = TypeVar("T")
@@ -46,6 +46,10 @@ class GithubClient:
                 return fn()
             except GithubException as error:
                 wait = self._retry_wait(error, attempt)
+                if wait is None and error.status == 403:
+                    raise TokenPermissionError(f"GitHub API {what} was refused (HTTP 403): {_message(error)}. "
+                                               "The token cannot do this; on a pull request from a fork "
+                                               "GitHub gives workflows a read-only token.") from None
                 if wait is None or attempt == self._max_retries:
                     raise GithubError(f"GitHub API {what} failed with HTTP {error.status}: "
                                       f"{_message(error)}") from None
@@ -88,10 +92,15 @@ class GithubClient:
     def upsert_comment(self, number: int, body: str, *, marker: str) -> int:
         existing = self.find_comment(number, marker=marker)
         if existing is not None:
-            self._request("PATCH", f"/issues/comments/{existing[0]}", {"body": body})
+            self.edit_comment(existing[0], body)
             return existing[0]
-        data = self._request("POST", f"/issues/{number}/comments", {"body": body})
-        return int(data["id"])
+        return self.create_comment(number, body)
+
+    def create_comment(self, number: int, body: str) -> int:
+        return int(self._request("POST", f"/issues/{number}/comments", {"body": body})["id"])
+
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        self._request("PATCH", f"/issues/comments/{comment_id}", {"body": body})
 
     def add_reaction(self, comment_id: int, content: str) -> None:
         self._request("POST", f"/issues/comments/{comment_id}/reactions", {"content": content})

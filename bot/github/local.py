@@ -37,8 +37,14 @@ class LocalOutput:
         return None
 
     def upsert_comment(self, number: int, body: str, *, marker: str) -> int:
+        return self.create_comment(number, body)
+
+    def create_comment(self, number: int, body: str) -> int:
         (self.dir / COMMENT_FILE).write_text(body, encoding="utf-8")
         return number
+
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        (self.dir / COMMENT_FILE).write_text(body, encoding="utf-8")
 
     def add_reaction(self, comment_id: int, content: str) -> None:
         self.reactions.append((comment_id, content))

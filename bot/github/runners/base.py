@@ -14,7 +14,8 @@ from bot.github.event import Event, PullRequest
 from bot.github.local import StepOutputs
 from bot.github.sections import merge_comment
 from bot.github.settings import BotSettings, pr_environment_name
-from bot.github.views import CheckSummaryView, CommentView, render_check_summary, render_comment
+from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckSummaryView, CommentView, render_check_summary,
+                              render_comment, truncate_markdown)
 
 PROJECT_SUFFIXES = frozenset({".sql", ".py", ".yaml", ".yml", ".csv", ".json"})
 
@@ -73,10 +74,12 @@ def post_comment(run: BotRun, number: int, view: CommentView) -> None:
     body, full = render_comment(view)
     existing = run.github.find_comment(number, marker=run.marker)
     body = merge_comment(existing[1] if existing else None, body)
-    if len(body) > 65_536:
-        from bot.github.views import truncate_markdown
-        body = truncate_markdown(body, 65_000)
-    run.github.upsert_comment(number, body, marker=run.marker)
+    if len(body) > COMMENT_LIMIT:
+        body = truncate_markdown(body, COMMENT_LIMIT - SAFETY)
+    if existing is None:
+        run.github.create_comment(number, body)
+    else:
+        run.github.edit_comment(existing[0], body)
     run.outputs.summary(full)
 
 
