@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from types import SimpleNamespace
 
@@ -9,7 +10,15 @@ import pytest
 import responses
 
 from bot.github.action import Invocation, main
-from github_support import example, install, payload
+from bot.github.api import comment_marker
+from bot.github.client import GithubClient
+from bot.github.event import Repo, parse_event
+from bot.github.local import StepOutputs
+from bot.github.runners import BotRun
+from bot.github.runners.base import post_comment
+from bot.github.settings import load_settings
+from bot.github.views import COMMENT_LIMIT, ChangeView, CommentView, PlanView
+from github_support import FakeRepository, example, install, payload
 
 COMMENT_EVENT = "_supplementary/go-playground__webhooks/testdata/github/pull-request-issue-comment.json"
 
@@ -83,3 +92,71 @@ def test_deleted_tag_push_deploys_nothing(tmp_path):
                            output_dir=str(out)), env={},
                 context_factory=lambda path, gw: NoEngine({"deploy_on": "both"}))
     assert code == 0 and "deleted" in (out / "summary.md").read_text()
+
+
+def _api_env() -> dict:
+    return {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_token_value", "GITHUB_API_URL": "https://api.github.com"}
+
+
+def test_pull_request_that_changes_no_project_file_skips_the_engine(tmp_path):
+    raw = payload("pull_request/synchronize.payload.json")
+    summary = tmp_path / "summary.md"
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh, files=["README.md", ".github/workflows/meshbot-pr.yml", "docs/guide.md"])
+        code = main(Invocation(event_name="pull_request", event_path=_write(tmp_path, raw)),
+                    env={**_api_env(), "GITHUB_STEP_SUMMARY": str(summary)},
+                    context_factory=lambda path, gw: NoEngine({}), out=lambda line: None)
+        assert not gh.errors
+    assert code == 0
+    assert [c[:2] for c in gh.calls] == [
+        ("GET", "/repos/Codertocat/Hello-World/pulls/2/files"),
+        ("GET", "/repos/Codertocat/Hello-World/issues/2/comments"),
+        ("POST", "/repos/Codertocat/Hello-World/issues/2/comments")]
+    assert "changes no project file" in repo.comments[0]["body"] and repo.checks == {}
+
+
+def test_fork_pull_request_with_a_read_only_token_gets_a_notice_not_a_crash(tmp_path):
+    raw = copy.deepcopy(payload("pull_request_review/submitted.payload.json"))
+    raw["pull_request"]["head"]["repo"]["full_name"] = "someone/Hello-World"
+    lines: list[str] = []
+    summary = tmp_path / "summary.md"
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh)
+        repo.set_pull(raw["pull_request"])
+        # the subset documents only 201 for checks/create, so this real-world 403 is sent unvalidated
+        gh.routes[("POST", "/repos/{owner}/{repo}/check-runs")] = [
+            (403, {}, {"message": "Resource not accessible by integration",
+                       "documentation_url": "https://docs.github.com/rest/checks/runs#create-a-check-run"}, False)]
+        code = main(Invocation(event_name="pull_request_review", event_path=_write(tmp_path, raw)),
+                    env={**_api_env(), "GITHUB_STEP_SUMMARY": str(summary)},
+                    context_factory=lambda path, gw: NoEngine({"required_approvers": ["ann"]}), out=lines.append)
+        assert not gh.errors
+    assert code == 0
+    assert lines[-1].startswith("::warning title=meshbot::") and "fork `someone/Hello-World`" in lines[-1]
+    assert "read-only" in summary.read_text() and "Resource not accessible by integration" in summary.read_text()
+    assert len(gh.sent("POST", r"/check-runs$")) == 1     # a 403 that is no rate limit is not retried
+    assert repo.comments == []
+
+
+def test_comment_that_would_pass_the_limit_is_posted_shortened_and_valid(tmp_path):
+    diff = "\n".join(f"-select {i} as old_{i}\n+select {i} as new_{i}" for i in range(900))
+    changes = tuple(ChangeView(f"db.model_{i}", "directly modified", "Breaking", "FULL", diff=diff)
+                    for i in range(12))
+    view = CommentView(marker=comment_marker(None), status="status", pr_plan=PlanView("shop_2", changes=changes),
+                       approval="1 of 1 required approval(s).")
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh)
+        client = GithubClient(token="t", repo=Repo("Codertocat", "Hello-World"), seconds_between_writes=0,
+                              sleep=lambda s: None)
+        run = BotRun(event=parse_event("pull_request", payload("pull_request/opened.payload.json")),
+                     settings=load_settings({}), github=client, context=NoEngine({}),
+                     outputs=StepOutputs.in_folder(tmp_path))
+        post_comment(run, 2, view)
+        assert not gh.errors
+    body = repo.comments[0]["body"]
+    assert len(body) <= COMMENT_LIMIT < len((tmp_path / "summary.md").read_text())
+    assert body.count("```") % 2 == 0 and body.count("<details>") == body.count("</details>")
+    assert comment_marker(None) in body and "1 of 1 required approval(s)." in body and "shortened" in body

@@ -21,6 +21,7 @@ class ChangeView:
     kind: str
     diff: str = ""
     indirect: tuple[str, ...] = ()
+    diff_above: bool = False    # the same SQL diff is already shown earlier in the comment
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class CommentView:
     diffs: tuple[DiffView, ...] = ()
     omitted_diffs: int = 0
     approval: str | None = None
+    approval_status: str | None = None          # success, failure, skipped (the check's conclusion)
     deploy: str | None = None
     deploy_hint: str | None = None
     plan_digest: str | None = None
@@ -115,6 +117,15 @@ def plan_view(plan: Any) -> PlanView:
         end=_ms(b.intervals[-1][1]) if b.intervals else "") for b in plan.backfills)
     return PlanView(environment=plan.environment, changes=changes, backfills=backfills,
                     skipped_backfill=bool(plan.options.skip_backfill))
+
+
+def without_repeated_diffs(shown: PlanView | None, plan: PlanView | None) -> PlanView | None:
+    """`plan` minus the SQL diffs `shown` already has (the prod preview usually repeats the PR's)."""
+    if shown is None or plan is None:
+        return plan
+    seen = {(c.name, c.diff) for c in shown.changes if c.diff}
+    return replace(plan, changes=tuple(replace(c, diff="", diff_above=True) if (c.name, c.diff) in seen else c
+                                       for c in plan.changes))
 
 
 def tests_view(result: Any) -> TestsView:

@@ -92,8 +92,8 @@ def touches_project(files: list[str], subdir: str) -> bool:
 
     >>> touches_project(["README.md"], ""), touches_project(["models/a.sql"], "")
     (False, True)
-    >>> touches_project(["other/models/a.sql"], "proj")
-    False
+    >>> touches_project(["other/models/a.sql"], "proj"), touches_project([".github/workflows/pr.yml"], "")
+    (False, False)
     """
     if not files:
         return True
@@ -102,6 +102,8 @@ def touches_project(files: list[str], subdir: str) -> bool:
         path = PurePosixPath(name)
         if root is not None and root not in path.parents:
             continue
+        if any(part.startswith(".") for part in path.parts[:-1]):
+            continue       # .github/workflows/*.yml and other tool folders are not project files
         if path.suffix.lower() in PROJECT_SUFFIXES:
             return True
     return False

@@ -11,7 +11,8 @@ from bot.github.runners.base import (BotRun, error_text, finish_check, plan_dige
                                      start_check, touches_project)
 from bot.github.settings import CheckName
 from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanView, TestsView, diff_view,
-                              plan_view, tests_view)
+                              plan_view, tests_view, without_repeated_diffs)
+from bot.report.markdown import pluralize
 from bot.plan.definition import PlanOptions
 
 DIRECT = "directly_modified"
@@ -36,8 +37,8 @@ def tests_step(run: BotRun, pr: PullRequest) -> TestsView:
     except BotError as error:
         view = TestsView(status="error", message=error_text(error))
     conclusion = "success" if view.status == "passed" else "failure"
-    summary = (f"{view.total} unit tests passed" if conclusion == "success"
-               else f"{view.failed} of {view.total} unit tests failed" if view.status == "failed"
+    summary = (f"{pluralize(view.total, 'unit test')} passed" if conclusion == "success"
+               else f"{view.failed} of {pluralize(view.total, 'unit test')} failed" if view.status == "failed"
                else "Unit tests could not run")
     finish_check(run, check, name=CheckName.UNIT_TESTS, sha=pr.head_sha, conclusion=conclusion,
                  view=CheckSummaryView(summary=summary, tests=view))
@@ -109,10 +110,14 @@ def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str |
 def approval_step(run: BotRun, pr: PullRequest) -> ApprovalStatus:
     status = approval_status(run, pr)
     check = start_check(run, CheckName.APPROVAL, pr.head_sha)
-    conclusion = "skipped" if not status.required else ("success" if status.approved else "failure")
+    conclusion = _approval_word(status)
     finish_check(run, check, name=CheckName.APPROVAL, sha=pr.head_sha, conclusion=conclusion,
                  view=CheckSummaryView(summary=status.summary))
     return status
+
+
+def _approval_word(status: ApprovalStatus) -> str:
+    return "skipped" if not status.required else ("success" if status.approved else "failure")
 
 
 def approval_status(run: BotRun, pr: PullRequest) -> ApprovalStatus:
@@ -144,7 +149,8 @@ def deploy_hint(run: BotRun) -> str:
         from bot.github.commands import command_prefix
         ways.append(f"comment `{command_prefix(s.command_namespace)}deploy` (write access needed)")
     gate = " once the required approvals are in" if s.has_required_approvers else ""
-    return "; or ".join(ways).capitalize() + gate + "."
+    text = "; or ".join(ways)
+    return text[:1].upper() + text[1:] + gate + "."
 
 
 def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = True,
@@ -176,8 +182,9 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
         ok = ok and digest is not None
     if approval:
         status = approval_step(run, pr)
-        view = replace(view, approval=status.summary)
+        view = replace(view, approval=status.summary, approval_status=_approval_word(status))
     notices = (f"The PR environment could not be synced: {error}",) if error else ()
+    view = replace(view, prod_plan=without_repeated_diffs(view.pr_plan, view.prod_plan))
     post_comment(run, pr.number, replace(view, status=_status(pr, ok), notices=notices))
     return 0 if ok else 1
 
@@ -202,5 +209,6 @@ def check_required_approvers(run: BotRun) -> int:
         pr = run.github.pull_request(pr.number)   # the review payload's head may be stale
     status = approval_step(run, pr)
     post_comment(run, pr.number, CommentView(marker=run.marker, status="", approval=status.summary,
+                                             approval_status=_approval_word(status),
                                              gateway=run.settings.gateway))
     return 0 if status.approved else 1
