@@ -25,12 +25,12 @@ Models:
 +++ db.orders (new)
 @@ -1,5 +1,6 @@
  SELECT
-   `id`,
-   `amount`,
--  `ds`
-+  `ds`,
-+  1 AS `one`
- FROM `raw`.`orders`
+   id,
+   amount,
+-  ds
++  ds,
++  1 AS one
+ FROM raw.orders
 Directly Modified: db__dev.orders (Non-breaking)
 └── Indirectly Modified Children:
     ├── db__dev.revenue (Indirect Non-breaking)

@@ -21,6 +21,7 @@ from bot.project.config import ProjectConfig
 from bot.project.timeutil import now_ms as wall_clock_ms
 from bot.project.model import KindName, Model
 from bot.project.serialize import model_to_dict
+from bot.project.sqltext import parse_sql, to_sql
 from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
                           physical_schema_name)
 from bot.state.api import StateReader
@@ -178,7 +179,8 @@ def _classify(ctx: _Diff, name: str, *, prev: Snapshot | None,
     if prev is None:
         return _Change(ChangeType.ADDED, ChangeCategory.BREAKING)
     if fp.data_hash != prev.fingerprint.data_hash:
-        diff = unified_diff(prev.rendered_query, ctx.rendered.get(name, ""), name)
+        diff = (source_diff(prev, model, name)
+                or unified_diff(prev.rendered_query, ctx.rendered.get(name, ""), name))
         if existing is not None and existing.change_category is not None:
             return _Change(ChangeType.DIRECTLY_MODIFIED, existing.change_category, diff)
         return _Change(ChangeType.DIRECTLY_MODIFIED, _direct_category(ctx, model, prev), diff)
@@ -257,7 +259,8 @@ def _star_change(ctx: _Diff, name: str, *, prev: Snapshot,
     category = categorize(old_sql, new_sql) or ChangeCategory.BREAKING
     if _forward_only(ctx, model):
         category = ChangeCategory.FORWARD_ONLY
-    return _Change(ChangeType.DIRECTLY_MODIFIED, category, unified_diff(old_sql, new_sql, name))
+    diff = source_diff(prev, model, name) or unified_diff(old_sql, new_sql, name)
+    return _Change(ChangeType.DIRECTLY_MODIFIED, category, diff)
 
 
 def _columns_of(sql: str, declared: Sequence[tuple[str, str]]) -> list[str] | None:
@@ -299,6 +302,22 @@ def unified_diff(old_sql: str, new_sql: str, name: str) -> str:
     """Unified diff of two queries, pretty-printed so each clause sits on its own line."""
     old_lines, new_lines = _pretty(old_sql).splitlines(), _pretty(new_sql).splitlines()
     lines = difflib.unified_diff(old_lines, new_lines, fromfile=f"{name} (old)",
+                                 tofile=f"{name} (new)", lineterm="")
+    return "\n".join(lines)
+
+
+def source_diff(prev: Snapshot, model: Model, name: str) -> str:
+    """Unified diff of the queries as written (macros kept), which is what a reviewer recognises."""
+    old_text, new_text = prev.definition.get("query"), model_definition(model).get("query")
+    if not old_text or not new_text:
+        return ""
+    dialect = model.dialect
+    try:
+        old = to_sql(parse_sql(old_text, prev.definition.get("dialect") or dialect)[0], dialect, pretty=True)
+        new = to_sql(parse_sql(new_text, dialect)[0], dialect, pretty=True)
+    except (sqlglot.errors.SqlglotError, IndexError):
+        return ""
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), fromfile=f"{name} (old)",
                                  tofile=f"{name} (new)", lineterm="")
     return "\n".join(lines)
 
