@@ -1,0 +1,54 @@
+"""The `meshbot` click group: global options, the Context, and the commands of each module."""
+
+from __future__ import annotations
+
+import click
+
+from bot.cli import ops, plans, quality
+from bot.context import Context
+
+
+class _Commands(click.Group):
+    """Attaches the `github` group on first use, so other commands never import the GitHub bot."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _attach_github()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "github":
+            _attach_github()
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-p", "--path", "path", default=".", type=click.Path(file_okay=False),
+              help="Project directory (default: current directory).")
+@click.option("--gateway", default=None, help="Gateway from config.yaml (default: default_gateway).")
+@click.version_option(package_name="meshbot")
+@click.pass_context
+def cli(ctx: click.Context, path: str, gateway: str | None) -> None:
+    """meshbot: SQLMesh-compatible transformations on Spark with virtual data environments."""
+    context = Context(path, gateway=gateway)
+    ctx.obj = context
+    ctx.call_on_close(context.close)
+
+
+for _command in (*plans.COMMANDS, *quality.COMMANDS, *ops.COMMANDS):
+    cli.add_command(_command)
+
+
+def _attach_github() -> None:
+    if "github" in cli.commands:
+        return
+    from bot.github.cli import github_group
+
+    cli.add_command(github_group)
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="meshbot")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""Helpers shared by the command modules: error handling, the Context of a click invocation, dates."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from functools import wraps
+from typing import Any, Callable
+
+import click
+
+from bot.context import Context
+from bot.errors import BotError
+from bot.report.console import TerminalReporter
+
+
+def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except BotError as exc:
+            TerminalReporter().error(str(exc))
+            sys.exit(1)
+        except KeyboardInterrupt:
+            TerminalReporter().error("interrupted; rerun the same command to resume")
+            sys.exit(130)
+    return wrapper
+
+
+def context_of(ctx: click.Context) -> Context:
+    return ctx.find_object(Context)  # type: ignore[return-value]
+
+
+def iso(ms: int | None) -> str | None:
+    """Epoch milliseconds as an ISO-8601 UTC timestamp (None stays None)."""
+    if ms is None:
+        return None
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def report_tests(result: Any, reporter: TerminalReporter) -> None:
+    """One PASS/FAIL line per unit test, failure details, and a closing count."""
+    for test in result.results:
+        reporter.text(f"{'PASS' if test.passed else 'FAIL'} {test.name} ({test.model})")
+        if not test.passed:
+            reporter.text(test.message)
+    passed, failed = result.counts
+    reporter.text(f"{passed} passed, {failed} failed in {result.seconds:.1f}s")

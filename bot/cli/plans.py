@@ -1,0 +1,163 @@
+"""Commands that plan and inspect: init, info, render, plan, environments, fetchdf."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from bot.cli.common import context_of, handle_errors, iso, report_tests
+from bot.context import Context
+from bot.plan.definition import PlanOptions
+from bot.report.console import TerminalReporter
+
+
+@click.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@handle_errors
+def init(directory: str) -> None:
+    """Write the example project into DIRECTORY."""
+    from bot.project.example import write_example
+
+    write_example(Path(directory))
+    click.echo(f"Example project written to {directory}")
+
+
+@click.command()
+@click.pass_context
+@handle_errors
+def info(ctx: click.Context) -> None:
+    """Models, gateway and state of the project."""
+    context = context_of(ctx)
+    reporter = TerminalReporter()
+    reporter.text(f"Project: {context.path}")
+    reporter.text(f"Gateway: {context.gateway.name}")
+    reporter.text(f"Models: {len(context.models)}")
+    reporter.text(f"State: {context.gateway.state_connection.type} (schema version "
+                  f"{context.state.schema_version()})")
+    reporter.text(f"Environments: {', '.join(e.name for e in context.environments()) or 'none'}")
+
+
+@click.command()
+@click.argument("model")
+@click.option("--start", default=None)
+@click.option("--end", default=None)
+@click.option("--environment", default="prod", show_default=True)
+@click.pass_context
+@handle_errors
+def render(ctx: click.Context, model: str, start: str | None, end: str | None, environment: str) -> None:
+    """Print MODEL's query rendered as Spark SQL."""
+    click.echo(context_of(ctx).render(model, start=start, end=end, environment=environment))
+
+
+@click.command()
+@click.argument("environment", required=False, default="prod")
+@click.option("--explain", is_flag=True, help="Show the plan; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON; change nothing.")
+@click.option("--auto-apply", is_flag=True, help="Apply without asking.")
+@click.option("--no-prompts", is_flag=True, help="Never ask; with --auto-apply applies, else only shows.")
+@click.option("--skip-backfill", is_flag=True)
+@click.option("--skip-tests", is_flag=True)
+@click.option("--forward-only", is_flag=True)
+@click.option("--allow-destructive-model", multiple=True)
+@click.option("--effective-from", default=None)
+@click.option("--restate-model", "-r", multiple=True)
+@click.option("--include-unmodified", is_flag=True)
+@click.option("--no-gaps", is_flag=True)
+@click.option("--start", "-s", default=None)
+@click.option("--end", "-e", default=None)
+@click.option("--execution-time", default=None)
+@click.pass_context
+@handle_errors
+def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, auto_apply: bool,
+         no_prompts: bool, **flags: Any) -> None:
+    """Plan ENVIRONMENT (default prod) against the project, and apply it."""
+    from bot.plan.explain import plan_summary_text, plan_to_json
+
+    context = context_of(ctx)
+    options = PlanOptions(
+        skip_backfill=flags["skip_backfill"], forward_only=flags["forward_only"],
+        include_unmodified=flags["include_unmodified"], no_gaps=flags["no_gaps"],
+        start=flags["start"], end=flags["end"], execution_time=flags["execution_time"],
+        effective_from=flags["effective_from"], restate_models=tuple(flags["restate_model"]),
+        allow_destructive_models=tuple(flags["allow_destructive_model"]),
+        skip_tests=flags["skip_tests"])
+    _load_project(context)
+    the_plan = context.plan(environment, options=options)
+    reporter = TerminalReporter(json_mode=as_json)
+    if as_json:
+        reporter.json(plan_to_json(the_plan))
+        return
+    reporter.text(plan_summary_text(the_plan))
+    for warning in the_plan.warnings:
+        reporter.warning(warning)
+    if explain or not the_plan.has_changes and not the_plan.requires_backfill and \
+            the_plan.previous_environment is not None:
+        return
+    if not flags["skip_tests"] and context.project.test_files:
+        tests = context.test()
+        if not tests.passed:
+            report_tests(tests, reporter)
+            raise tests.error()
+    if not auto_apply:
+        if no_prompts or not reporter.interactive:
+            reporter.text("Run with --auto-apply to apply this plan.")
+            return
+        if not click.confirm("Apply - Backfill Tables?", default=False):
+            return
+    _apply(context, the_plan, reporter)
+
+
+def _load_project(context: Context) -> None:
+    """Load the project without GC passes, then exempt the loaded models from later scans.
+
+    A CLI process keeps its project to the end; scanning its ~100k AST nodes on every full
+    collection would cost more than planning itself.
+    """
+    import gc
+
+    gc.disable()
+    try:
+        context.project   # noqa: B018 - loads (or raises the project's ConfigError)
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+def _apply(context: Context, the_plan: Any, reporter: TerminalReporter) -> None:
+    with reporter.progress("Backfilling") as progress:
+        result = context.apply(the_plan, progress=progress)
+    for warning in result.audit_warnings:
+        reporter.warning(warning.describe())
+    reporter.text(f"Environment `{result.environment}` updated: {len(result.evaluated)} batch(es) "
+                  f"evaluated, {result.views_created} view(s) in place.")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def environments(ctx: click.Context, as_json: bool) -> None:
+    """List environments."""
+    envs = context_of(ctx).environments()
+    rows = [{"name": e.name, "snapshot_count": len(e.snapshots), "expires_at": iso(e.expiration_ts),
+             "finalized_at": iso(e.finalized_ts)} for e in envs]
+    reporter = TerminalReporter(json_mode=as_json)
+    reporter.json(rows) if as_json else reporter.table(rows)
+
+
+@click.command()
+@click.argument("sql")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--limit", type=int, default=None)
+@click.pass_context
+@handle_errors
+def fetchdf(ctx: click.Context, sql: str, as_json: bool, limit: int | None) -> None:
+    """Run SQL on the gateway's Spark and print the rows."""
+    rows = context_of(ctx).fetchdf(sql, limit=limit)
+    reporter = TerminalReporter(json_mode=as_json)
+    reporter.json(rows) if as_json else reporter.table(rows)
+
+
+COMMANDS = (init, info, render, plan, environments, fetchdf,)

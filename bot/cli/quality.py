@@ -1,0 +1,80 @@
+"""Quality commands: unit tests, audits and table_diff."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from bot.cli.common import context_of, handle_errors, report_tests
+from bot.report.console import TerminalReporter
+
+
+@click.command("test")
+@click.argument("files", nargs=-1)
+@click.option("-k", "patterns", multiple=True, help="Only tests whose name matches (substring or glob).")
+@click.pass_context
+@handle_errors
+def test_command(ctx: click.Context, files: tuple[str, ...], patterns: tuple[str, ...]) -> None:
+    """Run the project's unit tests (tests/*.yaml) on local Spark."""
+    result = context_of(ctx).test(patterns=patterns, files=files)
+    report_tests(result, TerminalReporter())
+    if not result.passed:
+        sys.exit(1)
+
+
+
+
+@click.command()
+@click.option("--model", "models", multiple=True, help="Model to audit (default: every audited model).")
+@click.option("--environment", default="prod", show_default=True)
+@click.option("--start", default=None)
+@click.option("--end", default=None)
+@click.pass_context
+@handle_errors
+def audit(ctx: click.Context, models: tuple[str, ...], environment: str, start: str | None,
+          end: str | None) -> None:
+    """Run model audits on an environment's data."""
+    report = context_of(ctx).audit(models=models, environment=environment, start=start, end=end)
+    reporter = TerminalReporter()
+    for result in report.results:
+        reporter.text(f"PASS audit `{result.audit}` on model `{result.model}`" if result.passed
+                      else result.describe())
+    reporter.text(f"{len(report.results) - len(report.blocking_failures) - len(report.warnings)} passed, "
+                  f"{len(report.blocking_failures)} failed, {len(report.warnings)} warning(s)")
+    if not report.passed:
+        sys.exit(1)
+
+
+@click.command("table_diff")
+@click.argument("environments", metavar="SOURCE:TARGET")
+@click.argument("model", required=False)
+@click.option("-o", "--on", multiple=True, help="Key column (default: the model's grain).")
+@click.option("-s", "--skip-columns", multiple=True, help="Column to leave out.")
+@click.option("--where", default=None, help="Spark SQL filter applied to both sides.")
+@click.option("--decimals", type=int, default=3, show_default=True)
+@click.option("--show-sample", is_flag=True)
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--source-table", default=None)
+@click.option("--target-table", default=None)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def table_diff(ctx: click.Context, environments: str, model: str | None, on: tuple[str, ...],
+               skip_columns: tuple[str, ...], where: str | None, decimals: int, show_sample: bool,
+               limit: int, source_table: str | None, target_table: str | None, as_json: bool) -> None:
+    """Compare MODEL between SOURCE and TARGET environments (or two tables) on Spark."""
+    from bot.diff.api import to_json
+    from bot.report.diff_text import table_diff_text
+
+    if ":" not in environments:
+        raise click.BadParameter("expected SOURCE:TARGET, e.g. prod:dev", param_hint="SOURCE:TARGET")
+    source, target = environments.split(":", 1)
+    result = context_of(ctx).table_diff(source, target, model, on=on, skip=skip_columns, where=where,
+                                      decimals=decimals, show_sample=show_sample, limit=limit,
+                                      source_table=source_table, target_table=target_table)
+    reporter = TerminalReporter(json_mode=as_json)
+    reporter.json(to_json(result)) if as_json else reporter.text(table_diff_text(result))
+
+
+COMMANDS = (test_command, audit, table_diff,)
