@@ -11,6 +11,7 @@ are retried. One prod apply per module; PR environments skip backfill.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -77,9 +78,9 @@ class Bot:
         self.context = Context(root)
         self.repo, self.out, self.sleeps = repo, out, []
 
-    def __call__(self, name: str, raw: dict) -> int:
+    def __call__(self, name: str, raw: dict, **cicd_bot: object) -> int:
         event = parse_event(name, raw)
-        settings = load_settings(self.context.config.cicd_bot, self.context.config.users)
+        settings = load_settings({**self.context.config.cicd_bot, **cicd_bot}, self.context.config.users)
         client = GithubClient(token="ghs_lifecycle_token", repo=event.repo, bot_login=settings.bot_login,
                               seconds_between_writes=0, sleep=self.sleeps.append, clock=lambda: 0.0)
         run = BotRun(event=event, settings=settings, github=client, context=self.context,
@@ -116,25 +117,31 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     opened = _pr_event("pull_request/opened.payload.json", HEAD_A)
     repo.set_pull(opened["pull_request"])
 
-    # open: a 5xx on listing comments and a secondary rate limit on a check run are retried
+    # open, with a bounded PR backfill so the changed model's data is compared with prod; a 5xx on
+    # listing comments and a secondary rate limit on a check run are retried
     github.fail_once("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments", status=502)
     github.fail_once("POST", "/repos/{owner}/{repo}/check-runs", status=403, headers={"retry-after": "3"},
                      message="You have exceeded a secondary rate limit")
-    assert bot("pull_request", opened) == 0
+    assert bot("pull_request", opened, default_pr_start="2024-01-01") == 0
     assert sorted(bot.sleeps) == [1.0, 3.0]
     assert len(github.sent("POST", r"/issues/2/comments$")) == 1
     assert "<!-- meshbot:pr-comment" in bot.comment and "shop.customer_revenue" in bot.comment
-    assert f"`{ENV}`" in bot.comment and "SUM(`o`.`amount`) * 2" in bot.comment
+    assert f"`{ENV}`" in bot.comment and re.search(r"^\+ +SUM\(.*amount`?\) \* 2 AS", bot.comment, re.M)
     assert (bot.conclusion(UNIT), bot.conclusion(PR_ENV), bot.conclusion(PROD_PLAN)) == ("success",) * 3
     assert bot.conclusion(APPROVAL) == "failure" and repo.check(APPROVAL)["head_sha"] == HEAD_A
     assert ENV in {e.name for e in bot.context.environments()}
+    assert "### Data differences against prod" in bot.comment, bot.comment
+    assert re.search(r"shop.customer\\_revenue: 0 rows match, \d+ differ, 0 only in PR, 0 only in prod",
+                     bot.comment)
+    assert "| revenue | 0.0% |" in bot.comment and "| name | 100.0% |" in bot.comment
 
     # a required approver approves the head commit
     repo.review("ann-gh", "APPROVED", HEAD_A, "2024-01-02T00:00:00Z")
     assert bot("pull_request_review", payload("pull_request_review/submitted.payload.json")) == 0
     assert bot.conclusion(APPROVAL) == "success" and "1 of 1 required approval(s) from @ann-gh" in bot.comment
 
-    # a new push: the same comment is edited in place, and the approval on the old head is stale
+    # a new push (PR environments skip backfill by default): the same comment is edited in place,
+    # and the approval on the old head is stale
     pushed = _pr_event("pull_request/synchronize.payload.json", HEAD_B)
     repo.set_pull(pushed["pull_request"])
     assert bot("pull_request", pushed) == 0

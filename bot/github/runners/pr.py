@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from bot.errors import BotError
 from bot.github.approvals import ApprovalStatus, evaluate
@@ -45,8 +46,8 @@ def tests_step(run: BotRun, pr: PullRequest) -> TestsView:
     return view
 
 
-def environment_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, tuple[DiffView, ...], str | None]:
-    """Plan and apply the PR environment; table_diff directly modified models with a grain."""
+def environment_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, Any, str | None]:
+    """Plan and apply the PR environment: (view, the applied plan or None, error text or None)."""
     env = run.pr_environment(pr.number)
     run.outputs.set("pr_environment_name", env)
     check = start_check(run, CheckName.PR_ENVIRONMENT, pr.head_sha)
@@ -60,16 +61,23 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, tup
         finish_check(run, check, name=CheckName.PR_ENVIRONMENT, sha=pr.head_sha, conclusion="failure",
                      view=CheckSummaryView(summary=f"Environment `{env}` could not be synced",
                                            details=(error_text(error),)))
-        return None, (), error_text(error)
+        return None, None, error_text(error)
     view = plan_view(plan)
     finish_check(run, check, name=CheckName.PR_ENVIRONMENT, sha=pr.head_sha, conclusion="success",
                  view=CheckSummaryView(summary=f"Environment `{env}` is synced", plan=view,
                                        plan_title=f"Changes in `{env}`"))
-    diffs = _diffs(run, plan, env) if s.run_table_diff and not options.skip_backfill else ()
-    return view, diffs, None
+    return view, plan, None
 
 
-def _diffs(run: BotRun, plan, env: str) -> tuple[DiffView, ...]:
+def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Any, prod_plan: Any) -> tuple[DiffView, ...]:
+    """table_diff against prod for the models the PR directly modifies (per the prod plan when there is
+    one: a re-run finds the PR environment already up to date) that have a grain and data on both sides."""
+    if pr_plan is None or not run.settings.run_table_diff or pr_plan.options.skip_backfill:
+        return ()
+    return _diffs(run, prod_plan if prod_plan is not None else pr_plan, run.pr_environment(pr.number))
+
+
+def _diffs(run: BotRun, plan: Any, env: str) -> tuple[DiffView, ...]:
     views = []
     for change in plan.changes:
         definition = getattr(change.snapshot, "definition", None) or {}
@@ -88,7 +96,7 @@ def _diffs(run: BotRun, plan, env: str) -> tuple[DiffView, ...]:
     return tuple(views)
 
 
-def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str | None, str]:
+def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str | None, str, Any]:
     check = start_check(run, CheckName.PROD_PLAN, pr.head_sha)
     try:
         plan = run.context.plan("prod", options=PlanOptions(skip_tests=True))
@@ -96,7 +104,7 @@ def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str |
         finish_check(run, check, name=CheckName.PROD_PLAN, sha=pr.head_sha, conclusion="failure",
                      view=CheckSummaryView(summary="The prod plan could not be built",
                                            details=(error_text(error),)))
-        return None, None, ""
+        return None, None, "", None
     digest, models = plan_digest(plan)
     run.outputs.set("plan_id", plan.plan_id)
     view = plan_view(plan)
@@ -104,7 +112,7 @@ def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str |
                else "No changes to deploy to prod")
     finish_check(run, check, name=CheckName.PROD_PLAN, sha=pr.head_sha, conclusion="success",
                  view=CheckSummaryView(summary=summary, plan=view, plan_title="Prod plan preview"))
-    return view, digest, models
+    return view, digest, models, plan
 
 
 def approval_step(run: BotRun, pr: PullRequest) -> ApprovalStatus:
@@ -167,19 +175,20 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
         post_comment(run, pr.number, replace(view, status="This pull request changes no project file; "
                                                           "meshbot skipped the engine work."))
         return 0
-    ok, error = True, None
+    ok, error, applied, preview = True, None, None, None
     if tests:
         view = replace(view, tests=tests_step(run, pr))
         ok = ok and view.tests.status == "passed"
     if environment:
-        pr_plan, diffs, error = environment_step(run, pr)
-        view = replace(view, pr_plan=pr_plan, diffs=diffs)
+        pr_plan, applied, error = environment_step(run, pr)
+        view = replace(view, pr_plan=pr_plan)
         ok = ok and error is None
     if prod_plan:
-        prod, digest, models = prod_plan_step(run, pr)
+        prod, digest, models, preview = prod_plan_step(run, pr)
         view = replace(view, prod_plan=prod, plan_digest=digest, plan_models=models,
                        deploy_hint=deploy_hint(run))
         ok = ok and digest is not None
+    view = replace(view, diffs=diffs_step(run, pr, pr_plan=applied, prod_plan=preview))
     if approval:
         status = approval_step(run, pr)
         view = replace(view, approval=status.summary, approval_status=_approval_word(status))
