@@ -330,3 +330,12 @@ def test_dag_cycle_and_physical_schema_mapping(state, tmp_path):
     cyclic = {"db.a": make("db.a", "SELECT x FROM db.b"), "db.b": make("db.b", "SELECT x FROM db.a")}
     with pytest.raises(PlanError, match="cycle: db.a, db.b"):
         plan_for(state, mapped, cyclic)
+
+
+def test_dev_skipped_backfill_is_filled_by_a_later_plan(state, config):
+    apply(state, plan_for(state, config, project()))
+    changed = project(o=make("db.orders", "SELECT id, amount, ds, 1 AS one FROM raw.orders", kind=INCR))
+    skipped = plan_for(state, config, changed, env="dev", skip_backfill=True)
+    apply(state, skipped)
+    again = plan_for(state, config, changed, env="dev")
+    assert [b.snapshot_id.name for b in again.backfills] == ["db.orders"]

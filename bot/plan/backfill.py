@@ -114,7 +114,8 @@ def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[S
 
 
 def _targets(inputs: BackfillInputs) -> list[Snapshot]:
-    """Prod: every materialized snapshot; dev: only versions this plan creates, plus restated ones."""
+    """Prod: every materialized snapshot; dev: versions prod does not share (new in this plan or
+    left unfilled by an earlier `--skip-backfill`), forward-only previews, and restated ones."""
     materialized = [s for name, s in inputs.snapshots.items()
                     if name in inputs.models and inputs.models[name].kind.name.is_materialized]
     if not inputs.is_dev:
@@ -122,7 +123,9 @@ def _targets(inputs: BackfillInputs) -> list[Snapshot]:
     wanted = {c.name for c in inputs.changes if c.snapshot is not None and (
         c.change is ChangeType.ADDED or c.category is None or c.category.needs_new_version
         or c.category is ChangeCategory.FORWARD_ONLY)}
-    return [s for s in materialized if s.name in wanted or s.name in inputs.restated]
+    prod = {(s.name, s.version) for s in inputs.prod.snapshots} if inputs.prod else set()
+    return [s for s in materialized if s.name in wanted or s.name in inputs.restated
+            or (s.name, s.version) not in prod]
 
 
 def _restatable(inputs: BackfillInputs) -> frozenset[str]:
