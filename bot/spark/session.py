@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from bot.errors import EngineError
 from bot.project.config import SparkConnection
+from bot.spark.connect import check_reachable, is_connect
+from bot.spark.engine import spark_message
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -18,28 +20,37 @@ LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 _LOCK = threading.Lock()
 _SESSION: "SparkSession | None" = None
 
-# Settings that keep a local session quick to start and quiet; users override any of them in `config`.
-LOCAL_DEFAULTS: dict[str, str] = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.shuffle.partitions": "4",
-    "spark.default.parallelism": "4",
+# SQL semantics meshbot relies on (INSERT OVERWRITE replaces only the written partitions, UTC,
+# non-ANSI casts, Parquet tables). Runtime settings, so they apply to Spark Connect sessions too;
+# users override any of them in `config`.
+SESSION_DEFAULTS: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
     "spark.sql.session.timeZone": "UTC",
-    "spark.driver.memory": "2g",
     "spark.sql.legacy.createHiveTableByDefault": "false",
     "spark.sql.sources.default": "parquet",
     "spark.sql.ansi.enabled": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
 
+# Settings that keep a session this process starts (local or on a master URL) quick to start and quiet.
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.driver.memory": "2g",
+    **SESSION_DEFAULTS,
+}
+
 
 def get_session(connection: SparkConnection, *, state_dir: Path) -> "SparkSession":
     """Return the process's SparkSession, creating it on first use.
 
-    Local sessions keep an embedded Derby metastore and the warehouse under `state_dir`
-    (the project's `.meshbot/`), so tables survive between runs.
+    Sessions this process starts (`master`: local or a cluster URL) keep an embedded Derby
+    metastore and, unless `config` sets `spark.sql.warehouse.dir`, the warehouse under `state_dir`
+    (the project's `.meshbot/`), so tables survive between runs. With `remote` (Spark Connect)
+    the server owns the catalog and warehouse; only SESSION_DEFAULTS and `config` are sent.
     """
     global _SESSION
     with _LOCK:
@@ -63,6 +74,8 @@ def stop_session() -> None:
 
 def _is_stopped(session: "SparkSession") -> bool:
     try:
+        if is_connect(session):
+            return bool(session.is_stopped)
         context = getattr(session, "_sc", None)
         return context is not None and context._jsc is None
     except Exception:  # noqa: BLE001 - a broken session is as good as stopped
@@ -72,19 +85,18 @@ def _is_stopped(session: "SparkSession") -> bool:
 def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", _python())
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    logging.getLogger("py4j").setLevel(logging.ERROR)
     builder = SparkSession.builder.appName("meshbot")
     if connection.remote:
-        builder = builder.remote(connection.remote)
-        for key, value in connection.config:
-            builder = builder.config(key, value)
-        return _create(builder, connection.remote)
+        return _build_remote(builder, connection)
 
+    master = connection.master or "local[*]"
+    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    if master.startswith("local"):
+        # On a cluster the workers must reach the driver, so it cannot bind to loopback there.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    logging.getLogger("py4j").setLevel(logging.ERROR)
     state_dir = state_dir.resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
-    master = connection.master or "local[*]"
     settings = dict(LOCAL_DEFAULTS)
     settings.update({
         "spark.sql.warehouse.dir": str(state_dir / "warehouse"),
@@ -102,6 +114,22 @@ def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
         builder = builder.config(key, value)
     session = _create(builder.enableHiveSupport(), master)
     session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _build_remote(builder, connection: SparkConnection) -> "SparkSession":
+    """A Spark Connect session; the server owns the catalog and warehouse, so no Hive/Derby settings."""
+    check_reachable(connection.remote)
+    for key, value in SESSION_DEFAULTS.items():
+        builder = builder.config(key, value)
+    session = _create(builder.remote(connection.remote), connection.remote)
+    for key, value in connection.config:
+        # Set one by one: the builder drops settings the server rejects (static ones) without a word.
+        try:
+            session.conf.set(key, value)
+        except Exception as exc:  # noqa: BLE001 - name the setting the server refused
+            raise EngineError(f"Spark Connect at {connection.remote} rejected `{key}` (connection.config): "
+                              f"{spark_message(exc)}; set it when starting the server instead") from None
     return session
 
 

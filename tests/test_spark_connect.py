@@ -1,0 +1,279 @@
+"""Scale out: the example project runs unchanged through a Spark Connect server and on a standalone master URL."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bot.errors import EngineError
+from bot.project.example import EXAMPLE_DIR, write_example
+from bot.spark.connect import check_reachable, parse_remote
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = Path(sys.executable)
+SPARK_HOME = Path(__import__("pyspark").__file__).parent
+LOG4J = ROOT / "bot" / "spark" / "log4j2.properties"
+START_TIMEOUT = 240.0
+
+# A Python model that works on Spark DataFrames, then hands back pandas: both directions of
+# client-side conversion go through the session (Arrow batches over gRPC on Spark Connect).
+COUNTRY_MODEL = '''
+from pyspark.sql import functions as F
+
+from bot import model
+
+
+@model("shop.country_revenue", kind="FULL", start="2024-01-01", end="2024-01-07", grain=["country"],
+       columns={"country": "string", "revenue": "double", "orders": "bigint"},
+       depends_on=["shop.customers", "shop.orders"])
+def execute(context, start, end, execution_time, **kwargs):
+    customers = context.spark.table(context.table("shop.customers"))
+    orders = context.spark.table(context.table("shop.orders"))
+    joined = orders.join(customers, "customer_id").groupBy("country")
+    return joined.agg(F.sum("amount").alias("revenue"), F.count("*").alias("orders")).toPandas()
+'''
+
+
+@dataclass(frozen=True)
+class Server:
+    """A Spark process group this module started: where it listens and where it writes."""
+
+    process: subprocess.Popen
+    directory: Path
+    url: str
+
+    def log(self) -> str:
+        text = "".join(path.read_text(errors="replace") for path in sorted(self.directory.glob("*.log")))
+        return text[-4000:]
+
+
+# --------------------------------------------------------------------------------------------
+# Servers (started together, so their JVM start-ups overlap; always stopped)
+# --------------------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _spark_env(directory: Path) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("SPARK_", "PYSPARK_"))}
+    conf_dir = directory / "conf"
+    conf_dir.mkdir(exist_ok=True)
+    env.update(SPARK_HOME=str(SPARK_HOME), SPARK_CONF_DIR=str(conf_dir), SPARK_LOCAL_IP="127.0.0.1",
+               PYSPARK_PYTHON=str(PYTHON), SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")
+    return env
+
+
+def _spawn(script: str, directory: Path) -> subprocess.Popen:
+    """Run `script` in bash in its own process group (killed as a whole at the end)."""
+    return subprocess.Popen(["bash", "-c", script], cwd=directory, env=_spark_env(directory),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _start_connect(directory: Path) -> Server:
+    """Spark Connect server on a free port, with its own warehouse and Derby metastore in `directory`."""
+    port = _free_port()
+    confs = {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.warehouse.dir": str(directory / "warehouse"),
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL":
+            f"jdbc:derby:;databaseName={directory / 'metastore_db'};create=true",
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+        "spark.hadoop.hive.metastore.schema.verification": "false",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={directory} -Dlog4j2.configurationFile=file:{LOG4J}",
+    }
+    args = " ".join(f"--conf '{key}={value}'" for key, value in confs.items())
+    script = (f"exec '{SPARK_HOME}/bin/spark-submit' --master 'local[2]' --name meshbot-connect-test "
+              f"--class org.apache.spark.sql.connect.service.SparkConnectServer {args} > connect.log 2>&1")
+    return Server(process=_spawn(script, directory), directory=directory, url=f"sc://127.0.0.1:{port}")
+
+
+def _start_standalone(directory: Path) -> Server:
+    """A standalone master and one worker (1 core, 1 GiB) from the installed pyspark's jars."""
+    port = _free_port()
+    master = f"spark://127.0.0.1:{port}"
+    spark_class = f"'{SPARK_HOME}/bin/spark-class'"
+    script = (
+        f"{spark_class} org.apache.spark.deploy.master.Master --host 127.0.0.1 --port {port} "
+        f"--webui-port {_free_port()} > master.log 2>&1 &\n"
+        f"{spark_class} org.apache.spark.deploy.worker.Worker {master} --host 127.0.0.1 --cores 1 "
+        f"--memory 1g --work-dir '{directory / 'work'}' --webui-port {_free_port()} > worker.log 2>&1 &\n"
+        "wait\n")
+    return Server(process=_spawn(script, directory), directory=directory, url=master)
+
+
+def _wait_until(server: Server, ready, what: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if server.process.poll() is not None:
+            break
+        time.sleep(0.5)
+    pytest.fail(f"{what} did not start (exit code {server.process.poll()}):\n{server.log()}")
+
+
+def _stop(server: Server) -> None:
+    try:
+        os.killpg(server.process.pid, signal.SIGTERM)
+        server.process.wait(timeout=20)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(server.process.pid, signal.SIGKILL)
+        server.process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def _servers(tmp_path_factory):
+    connect = _start_connect(tmp_path_factory.mktemp("connect_server"))
+    standalone = _start_standalone(tmp_path_factory.mktemp("standalone"))
+    try:
+        yield {"connect": connect, "standalone": standalone}
+    finally:
+        _stop(connect)
+        _stop(standalone)
+
+
+@pytest.fixture(scope="module")
+def connect_server(_servers) -> Server:
+    server = _servers["connect"]
+
+    def listening() -> bool:
+        try:
+            check_reachable(server.url, timeout=1)
+        except EngineError:
+            return False
+        return True
+
+    _wait_until(server, listening, "Spark Connect server")
+    return server
+
+
+@pytest.fixture(scope="module")
+def standalone_master(_servers) -> Server:
+    server = _servers["standalone"]
+    _wait_until(server, lambda: "Successfully registered with master" in server.log(),
+                "standalone master and worker")
+    return server
+
+
+# --------------------------------------------------------------------------------------------
+# The project and the meshbot CLI in a subprocess
+# --------------------------------------------------------------------------------------------
+
+def _project(directory: Path, connection: str) -> Path:
+    """The bundled example plus a Python model, with the gateway's connection replaced."""
+    write_example(directory)
+    (directory / "models" / "country_revenue.py").write_text(COUNTRY_MODEL)
+    config = directory / "config.yaml"
+    text = config.read_text()
+    assert "      master: local[*]\n" in text
+    config.write_text(text.replace("      master: local[*]\n", connection))
+    return directory
+
+
+def _meshbot(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("SPARK_", "PYSPARK_"))}
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"   # the standalone worker reaches the driver on loopback
+    result = subprocess.run([str(PYTHON), "-m", "bot", "-p", str(project), *args], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=400)
+    assert result.returncode == 0, f"meshbot {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def _fetch(project: Path, sql: str) -> list[dict]:
+    return json.loads(_meshbot(project, "fetchdf", "--json", sql).stdout)
+
+
+def _expected_revenue() -> dict[str, tuple[int, float]]:
+    """(orders, revenue) per customer name, computed from the seed files."""
+    names = {row["customer_id"]: row["name"] for row in csv.DictReader(open(EXAMPLE_DIR / "seeds/raw_customers.csv"))}
+    totals: dict[str, list] = defaultdict(lambda: [0, 0.0])
+    for row in csv.DictReader(open(EXAMPLE_DIR / "seeds/raw_orders.csv")):
+        if "2024-01-01" <= row["ds"] <= "2024-01-07" and row["customer_id"] in names:
+            totals[names[row["customer_id"]]][0] += 1
+            totals[names[row["customer_id"]]][1] += float(row["amount"])
+    return {name: (count, round(revenue, 2)) for name, (count, revenue) in totals.items()}
+
+
+def _plan_and_check(project: Path) -> None:
+    """Plan prod (unit tests, audits, backfill of every kind), then read the values back through meshbot."""
+    out = _meshbot(project, "plan", "--auto-apply", "--execution-time", "2024-01-10").stdout
+    assert "Environment `prod` updated: 7 batch(es) evaluated" in out
+    rows = _fetch(project, "SELECT name, order_count, ROUND(revenue, 2) AS revenue FROM shop.customer_revenue "
+                           "UNION ALL SELECT CONCAT('country ', country), orders, ROUND(revenue, 2) "
+                           "FROM shop.country_revenue")
+    got = {row["name"]: (row["order_count"], row["revenue"]) for row in rows}
+    expected = _expected_revenue()
+    assert {name: value for name, value in got.items() if not name.startswith("country ")} == expected
+    by_country: dict[str, list] = defaultdict(lambda: [0, 0.0])
+    countries = {row["name"]: row["country"] for row in
+                 csv.DictReader(open(EXAMPLE_DIR / "seeds/raw_customers.csv"))}
+    for name, (count, revenue) in expected.items():
+        by_country[countries[name]][0] += count
+        by_country[countries[name]][1] += revenue
+    assert {name[8:]: value for name, value in got.items() if name.startswith("country ")} == {
+        country: (count, round(revenue, 2)) for country, (count, revenue) in by_country.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Tests
+# --------------------------------------------------------------------------------------------
+
+def test_plan_runs_through_spark_connect_on_the_servers_catalog(connect_server, tmp_path):
+    project = _project(tmp_path / "shop", f"      remote: {connect_server.url}\n")
+    _plan_and_check(project)
+    # The server owns catalog and warehouse: the project holds only meshbot's state.
+    assert (connect_server.directory / "warehouse" / "sqlmesh__shop.db").is_dir()
+    assert not (project / ".meshbot" / "metastore_db").exists()
+    assert not (project / ".meshbot" / "warehouse").exists()
+
+
+def test_plan_runs_on_a_standalone_master_with_executors_on_the_worker(standalone_master, tmp_path):
+    connection = (f"      master: {standalone_master.url}\n"
+                  "      config:\n        spark.executor.memory: 512m\n        spark.cores.max: 1\n")
+    project = _project(tmp_path / "shop", connection)
+    _plan_and_check(project)
+    # Tasks ran in an executor the worker launched for meshbot's application, not in the driver.
+    executor_logs = list((standalone_master.directory / "work").glob("app-*/*/stderr"))
+    assert executor_logs, standalone_master.log()
+    assert any("Finished task" in path.read_text(errors="replace") for path in executor_logs)
+    assert (project / ".meshbot" / "metastore_db").is_dir()
+
+
+def test_unreachable_connect_server_fails_at_once_naming_the_url(tmp_path):
+    url = f"sc://127.0.0.1:{_free_port()}"
+    project = _project(tmp_path / "shop", f"      remote: {url}\n")
+    started = time.monotonic()
+    result = subprocess.run([str(PYTHON), "-m", "bot", "-p", str(project), "fetchdf", "SELECT 1"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert f"could not reach Spark Connect at {url} (connection.remote): Connection refused" in result.stderr
+    assert time.monotonic() - started < 60
+
+
+def test_connect_helpers():
+    assert parse_remote("sc://spark.example.com:443/;use_ssl=true;token=x").port == 443
+    assert parse_remote("sc://h").port == 15002
+    with pytest.raises(EngineError, match=r"invalid Spark Connect URL `http://h:1` \(connection.remote\)"):
+        parse_remote("http://h:1")
