@@ -248,6 +248,16 @@ def test_plan_runs_through_spark_connect_on_the_servers_catalog(connect_server, 
     assert (connect_server.directory / "warehouse" / "sqlmesh__shop.db").is_dir()
     assert not (project / ".meshbot" / "metastore_db").exists()
     assert not (project / ".meshbot" / "warehouse").exists()
+    # A static setting cannot change on a running server: the command names it instead of ignoring it.
+    config = project / "config.yaml"
+    config.write_text(config.read_text().replace(
+        f"      remote: {connect_server.url}\n",
+        f"      remote: {connect_server.url}\n      config:\n        spark.executor.memory: 4g\n"))
+    result = subprocess.run([str(PYTHON), "-m", "bot", "-p", str(project), "fetchdf", "SELECT 1"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert (f"Spark Connect at {connect_server.url} rejected `spark.executor.memory` (connection.config)"
+            in result.stderr), result.stderr
 
 
 def test_plan_runs_on_a_standalone_master_with_executors_on_the_worker(standalone_master, tmp_path):
