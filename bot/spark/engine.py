@@ -128,6 +128,10 @@ class SparkEngine:
         self._objects: dict[str, set[str]] = {}
         self._schemas: set[str] | None = None
         self._columns: dict[str, list[tuple[str, str]]] = {}
+        self._partitions: dict[str, list[str]] = {}
+        # Output column names of the query last written into a table (same model version, so the
+        # same names batch after batch); lets a batch's write skip a separate analysis.
+        self.query_outputs: dict[str, list[str]] = {}
         # End (epoch ms) of the latest interval written per incremental table, known only after a
         # first run in this process; any DDL through this engine forgets it.
         self.watermarks: dict[str, int] = {}
@@ -157,8 +161,7 @@ class SparkEngine:
         with spark_errors(f"dropping schema {name}"):
             self.session.sql(f"DROP SCHEMA IF EXISTS {quote_table(name)}{' CASCADE' if cascade else ''}")
         self._objects.pop(name.lower(), None)
-        self._columns.clear()
-        self.watermarks.clear()
+        self._forget_all()
         if self._schemas is not None:
             self._schemas.discard(name.lower())
 
@@ -194,14 +197,22 @@ class SparkEngine:
     def invalidate(self, table: str | None = None) -> None:
         """Forget cached listings (of `table`'s schema, or all) after changes made outside this engine."""
         if table is None:
-            self._columns.clear()
-            self.watermarks.clear()
+            self._forget_all()
             self._objects.clear()
             self._schemas = None
         else:
-            self._columns.pop(table.lower(), None)
-            self.watermarks.pop(table.lower(), None)
+            self._forget(table)
             self._objects.pop(self._schema_and_name(table)[0].lower(), None)
+
+    def _forget(self, table: str) -> None:
+        # query_outputs describe the model's query, not the table, so DDL on the table keeps them
+        key = table.lower()
+        for cache in (self._columns, self._partitions, self.watermarks):
+            cache.pop(key, None)
+
+    def _forget_all(self) -> None:
+        for cache in (self._columns, self._partitions, self.query_outputs, self.watermarks):
+            cache.clear()
 
     def note_created(self, table: str) -> None:
         """Record a table created outside the engine's own DDL helpers (e.g. DataFrameWriter.saveAsTable)."""
@@ -214,8 +225,7 @@ class SparkEngine:
         return ".".join(parts[:-1]), parts[-1]
 
     def _note(self, table: str, *, exists: bool) -> None:
-        self._columns.pop(table.lower(), None)
-        self.watermarks.pop(table.lower(), None)
+        self._forget(table)
         schema, name = self._schema_and_name(table)
         cached = self._objects.get(schema.lower())
         if cached is not None:
@@ -232,8 +242,7 @@ class SparkEngine:
 
     def execute(self, sql: str, *, subject: str = "executing SQL") -> None:
         """Run a statement; cached columns and watermarks are forgotten since it may be DDL."""
-        self._columns.clear()
-        self.watermarks.clear()
+        self._forget_all()
         with spark_errors(subject):
             self.session.sql(sql)
 
@@ -283,7 +292,33 @@ class SparkEngine:
         self._note(target, exists=True)
 
     def partition_columns(self, table: str) -> list[str]:
-        """Partition columns of a table, from the catalog (no Spark job)."""
-        with spark_errors(f"describing {table}"):
-            cols = self.session.catalog.listColumns(quote_table(table))
-        return [col.name for col in cols if col.isPartition]
+        """Partition columns of a table, from `DESCRIBE TABLE` (a catalog read, no Spark job; cached until DDL).
+
+        `Catalog.listColumns` would run three Spark jobs per call.
+        """
+        key = table.lower()
+        if key not in self._partitions:
+            with spark_errors(f"describing {table}"):
+                rows = self.session.sql(f"DESCRIBE TABLE {quote_table(table)}").collect()
+            self._partitions[key] = _partition_names([row[0] for row in rows])
+        return list(self._partitions[key])
+
+
+def _partition_names(described: list[str]) -> list[str]:
+    """Column names listed under `# Partition Information` in DESCRIBE TABLE output.
+
+    >>> _partition_names(["a", "ds", "# Partition Information", "# col_name", "ds"])
+    ['ds']
+    >>> _partition_names(["a", "ds"])
+    []
+    """
+    if "# Partition Information" not in described:
+        return []
+    names = []
+    for name in described[described.index("# Partition Information") + 1:]:
+        if not name or name.startswith("#"):
+            if names:
+                break
+            continue
+        names.append(name)
+    return names

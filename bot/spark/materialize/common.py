@@ -34,7 +34,9 @@ def source_frame(engine: SparkEngine, query: Any, *, table: str) -> "DataFrame":
 def query_columns(engine: SparkEngine, query_sql: str, *, table: str) -> list[tuple[str, str]]:
     """(name, Spark type) of a query's output, from analysis only (no Spark job)."""
     frame = engine.dataframe(query_sql, subject=f"analyzing the query of {table}")
-    return schema_columns(frame.schema)
+    columns = schema_columns(frame.schema)
+    engine.query_outputs[table.lower()] = [name for name, _ in columns]
+    return columns
 
 
 def declared_or_query_columns(engine: SparkEngine, *, table: str, query_sql: str | None,
@@ -74,10 +76,81 @@ def conformed(engine: SparkEngine, frame: "DataFrame", *, table: str) -> "DataFr
         return conform(frame, engine.columns(table))
 
 
+def prepare_table(engine: SparkEngine, query: Any, *, table: str) -> list[tuple[str, str]]:
+    """The target's columns; creates it from the query's schema first when create_physical was skipped."""
+    if not engine.table_exists(table):
+        ensure_table(engine, table=table, frame=source_frame(engine, query, table=table))
+    return engine.columns(table)
+
+
+def batch_sql(engine: SparkEngine, query_sql: str, *, table: str, columns: Columns,
+              condition: str | None = None, fresh: bool = False) -> str:
+    """One SELECT of the query's rows conformed to `columns` (renamed, cast), filtered by `condition`.
+
+    The query's output names come from the last analysis of a query for this table (the same
+    model version writes it batch after batch) unless `fresh`; so a batch's write is a single
+    statement analyzed once, like a hand-written INSERT ... SELECT.
+    """
+    key = table.lower()
+    if fresh or key not in engine.query_outputs:
+        frame = engine.dataframe(query_sql, subject=f"evaluating {table}")
+        engine.query_outputs[key] = list(frame.columns)
+    sources = conform_sources(engine.query_outputs[key], columns)
+    select = ", ".join(f"CAST({quote_identifier(src)} AS {kind}) AS {quote_identifier(name)}"
+                       for src, (name, kind) in zip(sources, columns))
+    sql = f"SELECT {select} FROM (\n{query_sql}\n) AS `__meshbot_query`"
+    return f"SELECT * FROM ({sql}) AS `__meshbot_rows` WHERE {condition}" if condition else sql
+
+
+def conform_sources(available: Sequence[str], columns: Columns) -> list[str]:
+    """The query column feeding each table column: by name (case-insensitive), else by position.
+
+    >>> conform_sources(["ID", "x"], [("x", "INT"), ("id", "INT")])
+    ['x', 'ID']
+    >>> conform_sources(["a", "b"], [("x", "INT"), ("y", "INT")])
+    ['a', 'b']
+    """
+    by_lower = {name.lower(): name for name in available}
+    if all(name.lower() in by_lower for name, _ in columns):
+        return [by_lower[name.lower()] for name, _ in columns]
+    if len(available) == len(columns):
+        return list(available)
+    raise EngineError(f"query returns columns ({', '.join(available)}) but the table has "
+                      f"({', '.join(name for name, _ in columns)})")
+
+
+def write_query(engine: SparkEngine, *, table: str, query_sql: str, columns: Columns,
+                condition: str | None = None, replace: bool) -> None:
+    """INSERT (OVERWRITE when `replace`) the conformed query into `table` as one SQL statement.
+
+    A stale remembered output (the statement fails analysis) is retried once with a fresh one;
+    an overwrite of a table the query reads itself goes through a staging table.
+    """
+    remembered = table.lower() in engine.query_outputs
+    for fresh in ((False, True) if remembered else (True,)):
+        sql = batch_sql(engine, query_sql, table=table, columns=columns, condition=condition, fresh=fresh)
+        verb = "INSERT OVERWRITE TABLE" if replace else "INSERT INTO"
+        try:
+            with spark_errors(f"writing {table}"), static_overwrite(engine, table, active=replace):
+                engine.session.sql(f"{verb} {quote_table(table)} {sql}")
+            return
+        except EngineError as exc:
+            cause = exc.__context__
+            if replace and (error_class(cause) or "").startswith("UNSUPPORTED_OVERWRITE"):
+                overwrite(engine, table=table, frame=engine.dataframe(sql, subject=f"evaluating {table}"))
+                return
+            if fresh or not _is_analysis_error(cause):
+                raise
+
+
+def _is_analysis_error(exc: BaseException | None) -> bool:
+    return exc is not None and any(cls.__name__ == "AnalysisException" for cls in type(exc).__mro__)
+
+
 @contextlib.contextmanager
-def static_overwrite(engine: SparkEngine, table: str) -> Iterator[None]:
+def static_overwrite(engine: SparkEngine, table: str, *, active: bool = True) -> Iterator[None]:
     """Make INSERT OVERWRITE replace the whole table even when it is partitioned (session default: dynamic)."""
-    if not engine.partition_columns(table):
+    if not active or not engine.partition_columns(table):
         yield
         return
     key = "spark.sql.sources.partitionOverwriteMode"

@@ -20,6 +20,10 @@ def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None
 def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,
              execution_time: int, first_run: bool) -> None:
     common.recover_swap(engine, table)
+    if isinstance(query, str):
+        columns = common.prepare_table(engine, query, table=table)
+        common.write_query(engine, table=table, query_sql=query, columns=columns, replace=True)
+        return
     frame = common.source_frame(engine, query, table=table)
     common.ensure_table(engine, table=table, frame=frame)
     common.overwrite(engine, table=table, frame=common.conformed(engine, frame, table=table))

@@ -38,26 +38,47 @@ def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None
 def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,
              execution_time: int, first_run: bool) -> None:
     common.recover_swap(engine, table)
-    frame = common.source_frame(engine, query, table=table)
-    common.ensure_table(engine, table=table, frame=frame)
-    columns = engine.columns(table)
+    columns = common.prepare_table(engine, query, table=table)
     column, data_type = time_column(kind, columns, table=table)
     condition = interval_condition(column, data_type, fmt=kind.time_column_format, start=start, end=end)
-    with spark_errors(f"evaluating {table}"):
-        new_rows = common.conform(frame, columns).where(condition)
     if first_run:
-        common.overwrite(engine, table=table, frame=new_rows)
+        _write(engine, table=table, query=query, columns=columns, condition=condition, replace=True)
         engine.watermarks[table.lower()] = end
         return
     watermark = _watermark(engine, table, column=column, data_type=data_type, fmt=kind.time_column_format)
-    if watermark is not None and start >= watermark:
-        common.append(engine, table=table, frame=new_rows)
-    elif watermark is None and not _has_rows(engine, table, condition):
-        common.append(engine, table=table, frame=new_rows)
+    if (watermark is not None and start >= watermark) or (
+            watermark is None and not _has_rows(engine, table, condition)):
+        _write(engine, table=table, query=query, columns=columns, condition=condition, replace=False)
     else:
-        _replace_interval(engine, table=table, new_rows=new_rows, condition=condition)
+        _replace_interval(engine, table=table, new_rows=_rows(engine, table=table, query=query,
+                                                              columns=columns, condition=condition),
+                          condition=condition)
     if watermark is not None:
         engine.watermarks[table.lower()] = max(end, watermark)
+
+
+def _write(engine: SparkEngine, *, table: str, query: Any, columns, condition: str, replace: bool) -> None:
+    """Write the interval's rows: one INSERT statement for SQL, the DataFrame writer otherwise."""
+    if isinstance(query, str):
+        common.write_query(engine, table=table, query_sql=query, columns=columns,
+                           condition=condition, replace=replace)
+        return
+    frame = _rows(engine, table=table, query=query, columns=columns, condition=condition)
+    if replace:
+        common.overwrite(engine, table=table, frame=frame)
+    else:
+        common.append(engine, table=table, frame=frame)
+
+
+def _rows(engine: SparkEngine, *, table: str, query: Any, columns, condition: str):
+    """The interval's conformed rows as a lazy DataFrame."""
+    if isinstance(query, str):
+        sql = common.batch_sql(engine, query, table=table, columns=columns, condition=condition,
+                               fresh=True)
+        return engine.dataframe(sql, subject=f"evaluating {table}")
+    frame = common.source_frame(engine, query, table=table)
+    with spark_errors(f"evaluating {table}"):
+        return common.conform(frame, columns).where(condition)
 
 
 def _watermark(engine: SparkEngine, table: str, *, column: str, data_type: str, fmt: str) -> int | None:
