@@ -161,9 +161,9 @@ def connect_server(_servers) -> Server:
     def listening() -> bool:
         try:
             check_reachable(server.url, timeout=1)
+            return True
         except EngineError:
             return False
-        return True
 
     _wait_until(server, listening, "Spark Connect server")
     return server
@@ -205,11 +205,15 @@ def _fetch(project: Path, sql: str, *gateway: str) -> list[dict]:
     return json.loads(_meshbot(project, *gateway, "fetchdf", "--json", sql).stdout)
 
 
+def _seed(name: str) -> list[dict[str, str]]:
+    return list(csv.DictReader((EXAMPLE_DIR / "seeds" / name).read_text().splitlines()))
+
+
 def _expected_revenue() -> dict[str, tuple[int, float]]:
     """(orders, revenue) per customer name, computed from the seed files."""
-    names = {row["customer_id"]: row["name"] for row in csv.DictReader(open(EXAMPLE_DIR / "seeds/raw_customers.csv"))}
+    names = {row["customer_id"]: row["name"] for row in _seed("raw_customers.csv")}
     totals: dict[str, list] = defaultdict(lambda: [0, 0.0])
-    for row in csv.DictReader(open(EXAMPLE_DIR / "seeds/raw_orders.csv")):
+    for row in _seed("raw_orders.csv"):
         if "2024-01-01" <= row["ds"] <= "2024-01-07" and row["customer_id"] in names:
             totals[names[row["customer_id"]]][0] += 1
             totals[names[row["customer_id"]]][1] += float(row["amount"])
@@ -228,8 +232,7 @@ def _plan_and_check(project: Path, *gateway: str) -> None:
     expected = _expected_revenue()
     assert {name: value for name, value in got.items() if not name.startswith("country ")} == expected
     by_country: dict[str, list] = defaultdict(lambda: [0, 0.0])
-    countries = {row["name"]: row["country"] for row in
-                 csv.DictReader(open(EXAMPLE_DIR / "seeds/raw_customers.csv"))}
+    countries = {row["name"]: row["country"] for row in _seed("raw_customers.csv")}
     for name, (count, revenue) in expected.items():
         by_country[countries[name]][0] += count
         by_country[countries[name]][1] += revenue
