@@ -181,7 +181,7 @@ class PlanEvaluator:
     def _swap_views(self, plan: Plan, environment: Environment) -> int:
         views = {view_name(s.name, plan.environment): s.table_name for s in environment.snapshots
                  if s.kind != KindName.EXTERNAL.value}
-        self.runner.replace_views(views)
+        self.runner.replace_views(self._views_to_write(plan, environment, views))
         previous = plan.previous_environment
         if previous:
             current = {s.name for s in environment.snapshots}
@@ -189,6 +189,25 @@ class PlanEvaluator:
                      if s.name not in current and s.kind != KindName.EXTERNAL.value]
             self.runner.drop_views(stale)
         return len(views)
+
+    def _views_to_write(self, plan: Plan, environment: Environment,
+                        views: Mapping[str, str]) -> dict[str, str]:
+        """The views to (re)create: all but those of snapshots the finalized previous environment
+        already had, with the same identifier and table, whose view exists.
+
+        A view stores its columns when created, so a changed identifier (e.g. a forward-only schema
+        change on the same table) rewrites it; an unfinalized previous environment (a crash while
+        swapping views) rewrites everything.
+        """
+        previous = plan.previous_environment
+        existing = getattr(self.runner, "existing_views", None)
+        if previous is None or previous.finalized_ts is None or existing is None:
+            return dict(views)
+        before = {s.name: (s.identifier, s.table_name) for s in previous.snapshots}
+        same = {view_name(s.name, plan.environment) for s in environment.snapshots
+                if before.get(s.name) == (s.identifier, s.table_name)}
+        present = existing([view for view in views if view in same]) if same else set()
+        return {view: table for view, table in views.items() if view not in present}
 
     def _ordered(self, plan: Plan, snapshots: Iterable[Snapshot]) -> list[Snapshot]:
         return order_snapshots(snapshots)

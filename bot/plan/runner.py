@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bot.project.config import ProjectConfig
 from bot.project.loader import AuditDefinition
@@ -18,6 +19,8 @@ from bot.spark import materialize
 from bot.spark.engine import SparkEngine, quote_table
 from bot.spark.python_eval import to_spark_df
 from bot.state.api import Interval
+
+VIEW_THREADS = 4
 
 
 @dataclass
@@ -102,13 +105,24 @@ class SparkRunner:
                           execution_time=execution_time, variables=self.config.variables)
 
     def replace_views(self, views: Mapping[str, str]) -> None:
+        """CREATE OR REPLACE each view over its table, a few at a time (the metastore accepts
+        concurrent DDL; each statement is mostly analysis and metastore round trips)."""
+        if not views:
+            return
         self.engine.create_schemas(sorted({name.rsplit(".", 1)[0] for name in views}))
-        for view, table in views.items():
-            self.engine.create_view(view, f"SELECT * FROM {quote_table(table)}", replace=True)
+        _concurrently([(self.engine.create_view, (view, f"SELECT * FROM {quote_table(table)}"))
+                       for view, table in views.items()])
 
     def drop_views(self, views: Iterable[str]) -> None:
-        for view in views:
-            self.engine.drop_view(view)
+        _concurrently([(self.engine.drop_view, (view,)) for view in views])
+
+    def existing_views(self, views: Iterable[str]) -> set[str]:
+        """Those of `views` that exist, from one fresh listing per schema."""
+        wanted = list(views)
+        schemas = {view.rsplit(".", 1)[0] for view in wanted}
+        listed = {schema: self.engine.existing_objects(schema, fresh=True) for schema in schemas}
+        return {view for view in wanted
+                if view.rsplit(".", 1)[1].lower() in listed[view.rsplit(".", 1)[0]]}
 
     def _kind(self, model: Model):
         if model.kind.name is KindName.SEED and model.seed_abs_path is not None:
@@ -127,6 +141,18 @@ class SparkRunner:
         return render_sql(model, **self._render_kwargs(model, table=table, mapping=mapping,
                                                        interval=interval,
                                                        execution_time=execution_time))
+
+
+def _concurrently(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]]) -> None:
+    """Run the calls on a small thread pool; the first failure (in call order) is raised after all end."""
+    if len(calls) <= 1:
+        for function, args in calls:
+            function(*args)
+        return
+    with ThreadPoolExecutor(max_workers=min(VIEW_THREADS, len(calls))) as pool:
+        futures = [pool.submit(function, *args) for function, args in calls]
+    for future in futures:
+        future.result()
 
 
 def _self_referencing(model: Model) -> bool:

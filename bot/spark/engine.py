@@ -173,10 +173,10 @@ class SparkEngine:
         return self._schemas
 
     # ----------------------------------------------------------------- listing
-    def existing_objects(self, schema: str) -> set[str]:
+    def existing_objects(self, schema: str, *, fresh: bool = False) -> set[str]:
         """Lowercase names of the tables and views in `schema` (empty when the schema is absent)."""
         key = schema.lower()
-        if key not in self._objects:
+        if fresh or key not in self._objects:
             self._objects[key] = self._list(schema)
         return set(self._objects[key])
 
@@ -278,12 +278,14 @@ class SparkEngine:
 
     def create_table(self, table: str, *, columns_sql: str, partitioned_by: Iterable[str] = ()) -> None:
         """CREATE TABLE IF NOT EXISTS as Parquet from a column DDL list; no Spark job runs."""
+        partitioned_by = list(partitioned_by)
         partitions = ", ".join(quote_identifier(col) for col in partitioned_by)
         sql = (f"CREATE TABLE IF NOT EXISTS {quote_table(table)} ({columns_sql}) USING parquet"
                + (f" PARTITIONED BY ({partitions})" if partitions else ""))
         with spark_errors(f"creating table {table}"):
             self.session.sql(sql)
         self._note(table, exists=True)
+        self._partitions[table.lower()] = partitioned_by
 
     def rename_table(self, source: str, target: str) -> None:
         with spark_errors(f"renaming {source} to {target}"):
