@@ -48,29 +48,53 @@ def run_audits(*, engine_or_session: "SparkEngine | SparkSession", model: Model,
 
     `audit_defs` are the project's custom audits (Project.audits). start/end are epoch ms of the
     interval just computed: for an INCREMENTAL_BY_TIME_RANGE model `@this_model` is only the rows of
-    [start, end). One COUNT query per audit; the sample (≤5 rows) is fetched only when count > 0.
+    [start, end). One query counts every audit's violations; the sample (≤5 rows) is fetched
+    only when count > 0.
     Raises nothing for failed audits (see bot.quality.api.raise_for_audits); a Spark error is an
     EngineError naming the audit and model.
     """
     engine = engine_or_session if isinstance(engine_or_session, SparkEngine) else SparkEngine(engine_or_session)
     relation = audited_relation(engine, model=model, table=table, start=start, end=end)
-    results = []
+    pairs = []
     for ref in model.audits:
         audit = resolve_audit(ref, model=model, audit_defs=audit_defs or {})
-        query = audit_query(audit, model=model, relation=relation, start=start, end=end,
-                            execution_time=execution_time, variables=variables,
-                            table_mapping=table_mapping)
-        results.append(_evaluate(engine, audit, model, query))
-    return results
+        pairs.append((audit, audit_query(audit, model=model, relation=relation, start=start, end=end,
+                                         execution_time=execution_time, variables=variables,
+                                         table_mapping=table_mapping)))
+    counts = _count_together(engine, [query for _, query in pairs]) or [None] * len(pairs)
+    return [_evaluate(engine, audit, model, query, count=count)
+            for (audit, query), count in zip(pairs, counts)]
 
 
-def _evaluate(engine: SparkEngine, audit: ResolvedAudit, model: Model, query: exp.Query) -> AuditResult:
+def _count_together(engine: SparkEngine, queries: list[exp.Query]) -> list[int] | None:
+    """Every audit's violation count from one UNION ALL query (one Spark action instead of one per
+    audit); None when there is a single audit or the combined query fails, so that each audit then
+    runs on its own and an error names the audit."""
+    if len(queries) < 2 or not isinstance(engine, SparkEngine):
+        return None
+    parts = [exp.select(exp.alias_(exp.Literal.number(index), "audit", quoted=True),
+                        exp.alias_(exp.Count(this=exp.Star()), "violations", quoted=True))
+             .from_(query.subquery(f"__audit{index}")) for index, query in enumerate(queries)]
+    combined = parts[0]
+    for part in parts[1:]:
+        combined = exp.union(combined, part, distinct=False)
+    try:
+        rows = engine.fetch(combined.sql(dialect="spark", identify=True), subject="running audits")
+        by_index = {int(row["audit"]): int(row["violations"]) for row in rows}
+        return [by_index[index] for index in range(len(queries))]
+    except Exception:  # noqa: BLE001 - rerun one by one for a precise error
+        return None
+
+
+def _evaluate(engine: SparkEngine, audit: ResolvedAudit, model: Model, query: exp.Query, *,
+              count: int | None = None) -> AuditResult:
     sql = query.sql(dialect="spark", identify=True)
     count_sql = (exp.select(exp.alias_(exp.Count(this=exp.Star()), "violations", quoted=True))
                  .from_(query.subquery("__audit")).sql(dialect="spark", identify=True))
     subject = f"running audit {audit.name} on model {model.name}"
     try:
-        count = int(next(iter(engine.fetch(count_sql, subject=subject)[0].values())))
+        if count is None:
+            count = int(next(iter(engine.fetch(count_sql, subject=subject)[0].values())))
         sample = engine.fetch(sql, limit=SAMPLE_SIZE, subject=subject) if count else []
     except EngineError:
         raise
