@@ -24,8 +24,8 @@ def test_replay_applies_removals_in_order():
 
 def test_merge_and_subtract_edges():
     assert merge([(3, 3), (1, 2), (2, 3)]) == [(1, 3)]
-    assert subtract([(0, 10)], (0, 10)) == []
-    assert subtract([(0, 10)], (10, 20)) == [(0, 10)]
+    assert subtract([(0, 10)], [(0, 10)]) == []
+    assert subtract([(0, 10)], [(10, 20)]) == [(0, 10)]
 
 
 @pytest.mark.parametrize("text, expected", [
