@@ -104,6 +104,21 @@ def test_forward_only_prod_keeps_history_and_dev_previews_in_dev_table(tmp_path,
     assert context.fetchdf("SELECT total FROM pm.total") == [{"total": 1 + 1400}]
 
 
+def test_forward_only_added_column_is_added_to_the_kept_table(tmp_path, clean_catalog):
+    root = write_project(tmp_path)
+    context, first = plan_and_apply(root, execution_time="2024-01-04")
+    table = context.table_in("prod", "pm.events")
+
+    write_project(root, amount="amount * 2 AS doubled, amount")
+    context, second = plan_and_apply(root, forward_only=True, execution_time="2024-01-06")
+    assert second.snapshots["pm.events"].version == first.snapshots["pm.events"].version
+    assert context.table_in("prod", "pm.events") == table
+    rows = context.fetchdf(f"SELECT ds, amount, doubled FROM {table} ORDER BY ds")
+    assert [(r["ds"][-2:], r["amount"], r["doubled"]) for r in rows] == [
+        ("01", 1, None), ("02", 2, None), ("03", 3, None), ("04", 4, 8), ("05", 5, 10)]
+    assert [r["doubled"] for r in context.fetchdf("SELECT doubled FROM pm.events ORDER BY ds")][-1] == 10
+
+
 def _promote_without_spark(context: Context, plan) -> None:
     """Record a plan in state as apply would (tests of plan-time checks need no tables)."""
     from bot.plan.evaluator import PlanEvaluator

@@ -132,6 +132,9 @@ class SparkEngine:
         # Output column names of the query last written into a table (same model version, so the
         # same names batch after batch); lets a batch's write skip a separate analysis.
         self.query_outputs: dict[str, list[str]] = {}
+        # The query shape (literals masked) those outputs came from: a changed model query under
+        # the same table (forward-only) is analyzed afresh instead of trusting stale outputs.
+        self.query_shapes: dict[str, str] = {}
         # End (epoch ms) of the latest interval written per incremental table, known only after a
         # first run in this process; any DDL through this engine forgets it.
         self.watermarks: dict[str, int] = {}
@@ -211,7 +214,8 @@ class SparkEngine:
             cache.pop(key, None)
 
     def _forget_all(self) -> None:
-        for cache in (self._columns, self._partitions, self.query_outputs, self.watermarks):
+        for cache in (self._columns, self._partitions, self.query_outputs, self.query_shapes,
+                      self.watermarks):
             cache.clear()
 
     def note_created(self, table: str) -> None:
@@ -286,6 +290,14 @@ class SparkEngine:
             self.session.sql(sql)
         self._note(table, exists=True)
         self._partitions[table.lower()] = partitioned_by
+
+    def add_columns(self, table: str, *, columns_sql: str) -> None:
+        """ALTER TABLE ... ADD COLUMNS (existing rows read NULL); rows are unchanged, so the watermark stays."""
+        with spark_errors(f"adding columns to {table}"):
+            self.session.sql(f"ALTER TABLE {quote_table(table)} ADD COLUMNS ({columns_sql})")
+        key = table.lower()
+        self._columns.pop(key, None)
+        self._partitions.pop(key, None)
 
     def rename_table(self, source: str, target: str) -> None:
         with spark_errors(f"renaming {source} to {target}"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,8 @@ from bot.spark.types import columns_ddl, quote_identifier, schema_columns
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+# string literals and free-standing numbers: what differs between the batches of one model version
+_LITERALS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|(?<![\w`])\d+(?:\.\d+)?(?![\w`])")
 STAGE_SUFFIX = "__meshbot_stage"
 SWAP_SUFFIX = "__meshbot_swap"
 Columns = Sequence[tuple[str, str]]
@@ -35,8 +38,68 @@ def query_columns(engine: SparkEngine, query_sql: str, *, table: str) -> list[tu
     """(name, Spark type) of a query's output, from analysis only (no Spark job)."""
     frame = engine.dataframe(query_sql, subject=f"analyzing the query of {table}")
     columns = schema_columns(frame.schema)
-    engine.query_outputs[table.lower()] = [name for name, _ in columns]
+    _remember(engine, table, query_sql, [name for name, _ in columns])
     return columns
+
+
+def query_shape(query_sql: str) -> str:
+    """The query with its literals masked: equal for every batch of one query, different once it changes.
+
+    >>> query_shape("SELECT a, 1 AS b FROM `db`.`t__12` WHERE ds BETWEEN '2024-01-01' AND '2024-01-02'")
+    'SELECT a, ? AS b FROM `db`.`t__12` WHERE ds BETWEEN ? AND ?'
+    """
+    return _LITERALS.sub("?", query_sql)
+
+
+def _remember(engine: SparkEngine, table: str, query_sql: str, outputs: list[str]) -> None:
+    engine.query_outputs[table.lower()] = outputs
+    engine.query_shapes[table.lower()] = query_shape(query_sql)
+
+
+def _remembered(engine: SparkEngine, table: str, query_sql: str) -> list[str] | None:
+    """The remembered output names for `table`, unless they came from a differently shaped query."""
+    key = table.lower()
+    if key in engine.query_outputs and engine.query_shapes.get(key) == query_shape(query_sql):
+        return engine.query_outputs[key]
+    return None
+
+
+def added_names(outputs: Sequence[str], columns: Columns) -> list[str]:
+    """Query outputs the table lacks, when the query has every table column (a purely additive change).
+
+    >>> added_names(["id", "new", "X"], [("id", "INT"), ("x", "INT")])
+    ['new']
+    >>> added_names(["id", "y"], [("id", "INT"), ("x", "INT")])
+    []
+    """
+    have = {name.lower() for name, _ in columns}
+    if not have <= {name.lower() for name in outputs}:
+        return []
+    return [name for name in outputs if name.lower() not in have]
+
+
+def add_new_columns(engine: SparkEngine, query: Any, *, table: str, columns: Columns) -> list[tuple[str, str]]:
+    """Add the query's output columns the table lacks (ALTER TABLE ADD COLUMNS); the table's columns after.
+
+    This is how an additive forward-only change reaches the kept physical table: old rows read
+    NULL in the new columns, new batches write them. Remembered outputs of the same query shape
+    spare the analysis on every batch but the first.
+    """
+    if isinstance(query, str):
+        remembered = _remembered(engine, table, query)
+        if remembered is not None and not added_names(remembered, columns):
+            return list(columns)
+        typed = query_columns(engine, query, table=table)
+    else:
+        frame = source_frame(engine, query, table=table)
+        with spark_errors(f"evaluating {table}"):
+            typed = schema_columns(frame.schema)
+    added = {name.lower() for name in added_names([name for name, _ in typed], columns)}
+    if not added:
+        return list(columns)
+    new = [(name, kind) for name, kind in typed if name.lower() in added]
+    engine.add_columns(table, columns_sql=columns_ddl(new, dialect=None))
+    return engine.columns(table)
 
 
 def declared_or_query_columns(engine: SparkEngine, *, table: str, query_sql: str | None,
@@ -87,15 +150,15 @@ def batch_sql(engine: SparkEngine, query_sql: str, *, table: str, columns: Colum
               condition: str | None = None, fresh: bool = False) -> str:
     """One SELECT of the query's rows conformed to `columns` (renamed, cast), filtered by `condition`.
 
-    The query's output names come from the last analysis of a query for this table (the same
-    model version writes it batch after batch) unless `fresh`; so a batch's write is a single
+    The query's output names come from the last analysis of a query of the same shape for this
+    table (the same model version writes it batch after batch) unless `fresh`; so a batch's write is a single
     statement analyzed once, like a hand-written INSERT ... SELECT.
     """
-    key = table.lower()
-    if fresh or key not in engine.query_outputs:
-        frame = engine.dataframe(query_sql, subject=f"evaluating {table}")
-        engine.query_outputs[key] = list(frame.columns)
-    sources = conform_sources(engine.query_outputs[key], columns)
+    outputs = None if fresh else _remembered(engine, table, query_sql)
+    if outputs is None:
+        outputs = list(engine.dataframe(query_sql, subject=f"evaluating {table}").columns)
+        _remember(engine, table, query_sql, outputs)
+    sources = conform_sources(outputs, columns)
     select = ", ".join(f"CAST({quote_identifier(src)} AS {kind}) AS {quote_identifier(name)}"
                        for src, (name, kind) in zip(sources, columns))
     sql = f"SELECT {select} FROM (\n{query_sql}\n) AS `__meshbot_query`"
@@ -126,7 +189,7 @@ def write_query(engine: SparkEngine, *, table: str, query_sql: str, columns: Col
     A stale remembered output (the statement fails analysis) is retried once with a fresh one;
     an overwrite of a table the query reads itself goes through a staging table.
     """
-    remembered = table.lower() in engine.query_outputs
+    remembered = _remembered(engine, table, query_sql) is not None
     for fresh in ((False, True) if remembered else (True,)):
         sql = batch_sql(engine, query_sql, table=table, columns=columns, condition=condition, fresh=fresh)
         verb = "INSERT OVERWRITE TABLE" if replace else "INSERT INTO"

@@ -28,7 +28,7 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
     common.recover_swap(engine, table)
     frame = common.source_frame(engine, query, table=table)
     common.ensure_table(engine, table=table, frame=frame)
-    columns = engine.columns(table)
+    columns = common.add_new_columns(engine, frame, table=table, columns=engine.columns(table))
     keys = common.resolve_keys(kind.unique_key, columns, table=table)
     with spark_errors(f"evaluating {table}"):
         new_rows = common.dedup(common.conform(frame, columns), keys=keys)

@@ -38,7 +38,8 @@ def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None
 def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,
              execution_time: int, first_run: bool) -> None:
     common.recover_swap(engine, table)
-    columns = common.prepare_table(engine, query, table=table)
+    columns = common.add_new_columns(engine, query, table=table,
+                                     columns=common.prepare_table(engine, query, table=table))
     column, data_type = time_column(kind, columns, table=table)
     condition = interval_condition(column, data_type, fmt=kind.time_column_format, start=start, end=end)
     if first_run:
