@@ -247,6 +247,8 @@ class Context:
             name, grains = found.name, found.grains
             source_table = source_table or self.table_in(source, name)
             target_table = target_table or self.table_in(target, name)
+        elif "." in source and "." in target:   # `db.a:db.b` names two tables, not environments
+            source_table, target_table = source_table or source, target_table or target
         if not source_table or not target_table:
             raise PlanError("table_diff needs a MODEL, or both --source-table and --target-table")
         keys = resolve_keys(model=name or f"{source_table}:{target_table}", on=on, grains=grains)

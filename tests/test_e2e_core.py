@@ -79,6 +79,19 @@ def test_prod_then_dev_then_virtual_promotion(tmp_path, clean_catalog, state_con
     assert doubled[0][0] is True
     assert "amount_doubled" not in spark.table("shop.orders").columns
 
+    # table_diff between the environments, and between two tables named directly, as JSON.
+    runner = CliRunner()
+    by_env = runner.invoke(cli, ["-p", str(root), "table_diff", "prod:dev", "shop.orders", "--json"])
+    assert by_env.exit_code == 0, by_env.output
+    report = json.loads(by_env.output)
+    assert report["schema"]["added"] == [["amount_doubled", "double"]]
+    assert report["rows"]["full_match_count"] == report["rows"]["source_count"] == 37
+    assert report["keys"] == ["order_id"]
+    by_table = runner.invoke(cli, ["-p", str(root), "table_diff", "shop.orders:shop__dev.orders",
+                                   "-o", "order_id", "--json"])
+    assert by_table.exit_code == 0, by_table.output
+    assert json.loads(by_table.output)["rows"] == report["rows"]
+
     # Promoting the same change to prod reuses dev's tables: views only, nothing evaluated.
     promote = Context(root).plan("prod", options=EXECUTION)
     promoted = Context(root).apply(promote)
