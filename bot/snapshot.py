@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -112,8 +112,6 @@ class Snapshot:
         """Forward-only previews in dev write to a separate `__dev` table, never to prod's table."""
         return self.table_name + "__dev"
 
-    def with_category(self, category: ChangeCategory, version: str) -> "Snapshot":
-        return replace(self, change_category=category, version=version)
 
 
 _NON_WORD = re.compile(r"[^a-zA-Z0-9_]")

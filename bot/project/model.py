@@ -158,7 +158,3 @@ class Model:
     def catalog_name(self) -> str | None:
         parts = self.name.split(".")
         return parts[0] if len(parts) == 3 else None
-
-    @property
-    def interval_unit_cron(self) -> str:
-        return self.cron

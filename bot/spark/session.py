@@ -60,10 +60,6 @@ def get_session(connection: SparkConnection, *, state_dir: Path) -> "SparkSessio
         return _SESSION
 
 
-def active_session() -> "SparkSession | None":
-    return _SESSION
-
-
 def stop_session() -> None:
     global _SESSION
     with _LOCK:

@@ -45,16 +45,6 @@ class Environment:
         return {s.name: s for s in self.snapshots}
 
 
-@dataclass(frozen=True)
-class IntervalRecord:
-    name: str
-    version: str
-    start: int
-    end: int
-    is_dev: bool = False
-    is_removed: bool = False
-
-
 @dataclass
 class SnapshotIntervals:
     """Intervals recorded for one (name, version); dev intervals belong to `__dev` preview tables."""
