@@ -9,15 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
 POSTGRES = dict(host="127.0.0.1", port=5432, user="postgres", database="test")
-
-
-@pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip("../shared is absent")
-    return SHARED
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """Test helpers for the GitHub bot: a `responses` mock of api.github.com that validates every request
-and every mocked response against ../shared/github/github-openapi-subset.json (unknown operations fail)."""
+and every mocked response against GitHub's OpenAPI description in tests/fixtures/github (unknown operations fail)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import responses
 from openapi_core import OpenAPI
 from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAPIResponse
 
-SHARED_GITHUB = Path(__file__).resolve().parents[2] / "shared" / "github"
-SPEC_PATH = SHARED_GITHUB / "github-openapi-subset.json"
-WEBHOOKS = SHARED_GITHUB / "webhooks"
+GITHUB_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github"   # see SOURCE.md there
+SPEC_PATH = GITHUB_FIXTURES / "github-openapi-subset.json"
+WEBHOOKS = GITHUB_FIXTURES / "webhooks"
 API = "https://api.github.com"
 
 
@@ -48,7 +48,7 @@ def _drop_unmapped_discriminators(node: Any) -> Any:
 
 
 def payload(relative: str) -> dict[str, Any]:
-    """A real webhook payload from ../shared/github/webhooks."""
+    """A real webhook payload from tests/fixtures/github/webhooks."""
     return json.loads((WEBHOOKS / relative).read_text())
 
 

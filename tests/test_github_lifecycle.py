@@ -1,6 +1,6 @@
 """A whole PR lifecycle on local Spark with the real Context and real webhook payloads, GitHub mocked with
 `responses` through the real GithubClient (PyGithub); every request and mocked response is validated
-against ../shared/github/github-openapi-subset.json.
+against the OpenAPI description in tests/fixtures/github.
 
 open → comment created; push → the same comment edited; review by a required approver → approval passes;
 stale after a push; `/deploy` ignored from a reader, acknowledged (and still gated) for a writer;

@@ -9,14 +9,14 @@ import jsonschema
 import pytest
 import yaml
 
-from github_support import SHARED_GITHUB
+from github_support import GITHUB_FIXTURES
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 
 
 def _schema(name: str) -> dict:
-    return json.loads((SHARED_GITHUB / "schemas" / name).read_text())
+    return json.loads((GITHUB_FIXTURES / "schemas" / name).read_text())
 
 
 def _load(path: Path) -> dict:
