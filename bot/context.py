@@ -123,6 +123,10 @@ class Context:
                            skipped_backfill=plan.options.skip_backfill,
                            audit_warnings=tuple(log.audit_warnings))
 
+    def machine_local_storage(self) -> tuple[str, ...]:
+        """What the gateway keeps only on this machine (state file, embedded catalog, local warehouse)."""
+        return self.gateway.machine_local_storage()
+
     # -- environments -------------------------------------------------------------------
     def environments(self) -> list[Environment]:
         return self.state.get_environments()

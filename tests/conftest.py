@@ -31,6 +31,19 @@ def spark(spark_state_dir):
     stop_session()
 
 
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server (its own warehouse and Derby metastore), started once for the modules that
+    need a catalog shared by several meshbot processes; models there use their own schema names."""
+    from spark_servers import start_connect, stop, wait_for_connect
+
+    server = start_connect(tmp_path_factory.mktemp("connect_server"))
+    try:
+        yield wait_for_connect(server)
+    finally:
+        stop(server)
+
+
 @pytest.fixture
 def clean_catalog(spark):
     """Drop every database a test created, so tests sharing the session do not see each other."""

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 from bot.errors import BotError, GithubError
 from bot.github.api import TokenPermissionError
 from bot.github.event import Event, load_event
-from bot.github.local import LocalOutput, StepOutputs
+from bot.github.local import Answers, LocalOutput, StepOutputs, load_answers
 from bot.github.runners import RUNNERS, BotRun
 from bot.github.settings import load_settings
 
@@ -29,6 +29,7 @@ class Invocation:
     project_path: str = "."
     gateway: str | None = None
     token: str | None = None
+    answers: str | None = None       # local mode: JSON file of what GitHub would answer
 
     def __repr__(self) -> str:
         return f"Invocation(command={self.command!r}, event_name={self.event_name!r}, local={self.output_dir!r})"
@@ -82,14 +83,17 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
     local = invocation.output_dir is not None or env.get("GITHUB_ACTIONS") != "true"
     if local:
         folder = invocation.output_dir or DEFAULT_OUTPUT_DIR
-        github: Any = LocalOutput(folder, pull_requests=_known_pulls(event))
+        answers = load_answers(invocation.answers) if invocation.answers else Answers()
+        github: Any = LocalOutput(folder, pull_requests=_known_pulls(event), answers=answers)
         outputs = StepOutputs.in_folder(folder)
     else:
+        if invocation.answers:
+            raise GithubError("--answers is for local mode only (with --output-dir, or outside GitHub Actions)")
         github = _github_client(invocation, env=env, event=event, bot_login=settings.bot_login, out=out)
         outputs = StepOutputs(output_file=env.get("GITHUB_OUTPUT"), summary_file=env.get("GITHUB_STEP_SUMMARY"))
     return BotRun(event=event, settings=settings, github=github, context=context, outputs=outputs,
                   project_subdir=_subdir(invocation.project_path, env.get("GITHUB_WORKSPACE")),
-                  sha=env.get("GITHUB_SHA"))
+                  sha=env.get("GITHUB_SHA"), on_actions_runner=env.get("GITHUB_ACTIONS") == "true")
 
 
 def _github_client(invocation: Invocation, *, env: Mapping[str, str], event: Event, bot_login: str,

@@ -16,14 +16,17 @@ from bot.github.runners import RUNNERS
 @click.option("--event-name", default=None, help="Event name, e.g. pull_request (default: $GITHUB_EVENT_NAME).")
 @click.option("--output-dir", type=click.Path(file_okay=False), default=None,
               help="Write comment.md, check_runs.json, summary.md, outputs.env here; no network calls.")
+@click.option("--answers", type=click.Path(dir_okay=False), default=None,
+              help="Local mode: JSON of what GitHub would answer (pulls, reviews, permissions, teams, files), "
+                   "to rehearse approvals, /deploy, merges and releases offline.")
 @click.option("--project-path", "-p", default=".", show_default=True, help="The meshbot project folder.")
 @click.option("--gateway", default=None, help="Gateway to use; also suffixes check names.")
 @click.pass_context
 def github_group(ctx: click.Context, token: str | None, event_path: str | None, event_name: str | None,
-                 output_dir: str | None, project_path: str, gateway: str | None) -> None:
+                 output_dir: str | None, answers: str | None, project_path: str, gateway: str | None) -> None:
     """Run the CI/CD bot for a GitHub event (inside GitHub Actions, or locally with --output-dir)."""
     ctx.obj = Invocation(event_name=event_name, event_path=event_path, output_dir=output_dir,
-                         project_path=project_path, gateway=gateway, token=token)
+                         project_path=project_path, gateway=gateway, token=token, answers=answers)
 
 
 def _make(name: str) -> click.Command:

@@ -107,9 +107,9 @@ def parse_event(name: str, payload: dict[str, Any]) -> Event:
     sender = (payload.get("sender") or {}).get("login")
     base = dict(name=name, action=payload.get("action"), repo=repo, sender=sender)
     if "pull_request" in payload and payload["pull_request"]:
-        base["pull_request"] = _pull_request(payload["pull_request"])
+        base["pull_request"] = parse_pull_request(payload["pull_request"])
     if payload.get("review"):
-        base["review"] = _review(payload["review"])
+        base["review"] = parse_review(payload["review"])
     if payload.get("comment") and payload.get("issue"):
         base["comment"] = _comment(payload["comment"], payload["issue"])
     if name == "push":
@@ -131,7 +131,7 @@ def _repo(raw: dict[str, Any]) -> Repo:
                 default_branch=str(raw.get("default_branch") or raw.get("master_branch") or "main"))
 
 
-def _pull_request(raw: dict[str, Any]) -> PullRequest:
+def parse_pull_request(raw: dict[str, Any]) -> PullRequest:
     head, base = raw.get("head") or {}, raw.get("base") or {}
     head_repo = head.get("repo")
     return PullRequest(
@@ -144,7 +144,7 @@ def _pull_request(raw: dict[str, Any]) -> PullRequest:
         state=str(raw.get("state") or "open"))
 
 
-def _review(raw: dict[str, Any]) -> Review:
+def parse_review(raw: dict[str, Any]) -> Review:
     return Review(user=str((raw.get("user") or {}).get("login") or ""),
                   state=str(raw.get("state") or "").upper(), commit_id=raw.get("commit_id"),
                   submitted_at=raw.get("submitted_at"))

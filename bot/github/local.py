@@ -1,14 +1,29 @@
-"""LocalOutput: the bot outside GitHub Actions; no network, writes what it would post into a folder."""
+"""LocalOutput: the bot outside GitHub Actions; no network, writes what it would post into a folder.
+
+What it would read from GitHub comes from the event payload and, optionally, an answers file (JSON,
+`meshbot github --answers FILE`), in the shapes GitHub's REST API returns, so `gh api` output can be
+pasted in; every key is optional:
+
+    {"pulls": [<GET /repos/{owner}/{repo}/pulls/{n}>, ...],
+     "reviews": {"<n>": [<GET /repos/{owner}/{repo}/pulls/{n}/reviews item>, ...]},
+     "permissions": {"<login>": "admin|maintain|write|triage|read"},
+     "teams": {"<org>/<team-slug>": ["<login>", ...]},
+     "files": {"<n>": ["models/orders.sql", ...]}}
+
+A pull request belongs to a commit when the commit is its head or its `merge_commit_sha`.
+"""
 
 from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
+from bot.errors import GithubError
 from bot.github.api import CheckRun
-from bot.github.event import PullRequest, Review
+from bot.github.event import PullRequest, Review, parse_pull_request, parse_review
 
 COMMENT_FILE = "comment.md"
 CHECKS_FILE = "check_runs.json"
@@ -16,16 +31,61 @@ SUMMARY_FILE = "summary.md"
 OUTPUTS_FILE = "outputs.env"
 
 
+@dataclass(frozen=True)
+class Answers:
+    """What GitHub would answer in local mode (see the module docstring for the file's shape)."""
+
+    pulls: tuple[PullRequest, ...] = ()
+    commits: dict[str, tuple[int, ...]] = field(default_factory=dict)   # sha -> pull numbers
+    reviews: dict[int, tuple[Review, ...]] = field(default_factory=dict)
+    permissions: dict[str, str] = field(default_factory=dict)
+    teams: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    files: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+
+def load_answers(path: str | Path) -> Answers:
+    """Read an answers file; a missing file or a wrong shape is a GithubError naming the file."""
+    where = f"answers file {path} (--answers)"
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GithubError(f"{where} not found") from None
+    except json.JSONDecodeError as error:
+        raise GithubError(f"{where}, line {error.lineno}: not valid JSON: {error.msg}") from None
+    if not isinstance(raw, dict):
+        raise GithubError(f"{where} must hold a JSON object with pulls, reviews, permissions, teams, files")
+    unknown = sorted(set(raw) - {"pulls", "reviews", "permissions", "teams", "files"})
+    if unknown:
+        raise GithubError(f"{where}: unknown key(s) {', '.join(unknown)}; known: pulls, reviews, "
+                          "permissions, teams, files")
+    try:
+        pulls, commits = [], {}
+        for item in raw.get("pulls") or []:
+            pull = parse_pull_request(item)
+            pulls.append(pull)
+            for sha in {pull.head_sha, str(item.get("merge_commit_sha") or "")} - {""}:
+                commits[sha] = commits.get(sha, ()) + (pull.number,)
+        return Answers(
+            pulls=tuple(pulls), commits=commits,
+            reviews={int(n): tuple(parse_review(r) for r in items)
+                     for n, items in (raw.get("reviews") or {}).items()},
+            permissions={str(k): str(v) for k, v in (raw.get("permissions") or {}).items()},
+            teams={str(k): tuple(str(u).lower() for u in v) for k, v in (raw.get("teams") or {}).items()},
+            files={int(n): tuple(map(str, names)) for n, names in (raw.get("files") or {}).items()})
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise GithubError(f"{where} has an entry of the wrong shape ({type(error).__name__}: {error}); "
+                          "pulls and reviews take the objects GitHub's REST API returns") from None
+
+
 class LocalOutput:
-    """A GithubPort that writes comment.md and check_runs.json; reads answers from the event payload."""
+    """A GithubPort that writes comment.md and check_runs.json; reads from the payload and Answers."""
 
     def __init__(self, output_dir: str | Path, *, pull_requests: tuple[PullRequest, ...] = (),
-                 reviews: tuple[Review, ...] = (), permissions: dict[str, str] | None = None) -> None:
+                 answers: Answers = Answers()) -> None:
         self.dir = Path(output_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._pulls = {p.number: p for p in pull_requests}
-        self._reviews = list(reviews)
-        self._permissions = dict(permissions or {})
+        self.answers = answers
+        self._pulls = {p.number: p for p in pull_requests} | {p.number: p for p in answers.pulls}
         self._checks: dict[int, CheckRun] = {}
         self.reactions: list[tuple[int, str]] = []
 
@@ -70,24 +130,27 @@ class LocalOutput:
 
     # reads -----------------------------------------------------------------------------------
     def list_reviews(self, number: int) -> list[Review]:
-        return list(self._reviews)
+        return list(self.answers.reviews.get(number, ()))
 
     def permission(self, username: str) -> str:
-        return self._permissions.get(username, "read")
+        return self.answers.permissions.get(username, "read")
 
     def is_team_member(self, org: str, team_slug: str, username: str) -> bool:
-        return False
+        return username.lower() in self.answers.teams.get(f"{org}/{team_slug}", ())
 
     def pull_request(self, number: int) -> PullRequest:
         if number not in self._pulls:
-            raise KeyError(f"pull request #{number} is unknown in local mode")
+            raise GithubError(f"pull request #{number} is unknown in local mode: it is not the event's pull "
+                              "request; add it to the `pulls` of an answers file (--answers)")
         return self._pulls[number]
 
     def pulls_for_commit(self, sha: str) -> list[PullRequest]:
-        return [p for p in self._pulls.values() if p.head_sha == sha]
+        numbers = self.answers.commits.get(sha, ())
+        return [p for p in self._pulls.values() if p.number in numbers or p.head_sha == sha]
 
     def changed_files(self, number: int) -> list[str]:
-        return []   # unknown locally: the runner treats an empty list as "assume the project changed"
+        # unknown locally unless answered: the runner treats an empty list as "assume the project changed"
+        return list(self.answers.files.get(number, ()))
 
 
 class StepOutputs:

@@ -44,6 +44,7 @@ class BotSettings:
     bot_login: str = "github-actions[bot]"
     run_table_diff: bool = True
     table_diff_samples: bool = False
+    allow_ephemeral_state: bool = False          # accept state/catalog that vanish with the CI runner
 
     @property
     def has_required_approvers(self) -> bool:
@@ -100,6 +101,7 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[Any] = (), *,
         bot_login=str(raw.get("bot_login") or "github-actions[bot]"),
         run_table_diff=_bool(raw.get("run_table_diff", True), "run_table_diff", where),
         table_diff_samples=_bool(raw.get("table_diff_samples", False), "table_diff_samples", where),
+        allow_ephemeral_state=_bool(raw.get("allow_ephemeral_state", False), "allow_ephemeral_state", where),
     )
 
 

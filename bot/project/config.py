@@ -42,6 +42,31 @@ class Gateway:
     state_connection: StateConnection = StateConnection()
     test_connection: SparkConnection | None = None
 
+    def machine_local_storage(self) -> tuple[str, ...]:
+        """What this gateway keeps only on the machine running meshbot (gone with a CI runner).
+
+        >>> Gateway("local", state_connection=StateConnection(database="/p/.meshbot/state.db")).machine_local_storage()
+        ('state: the SQLite file /p/.meshbot/state.db', 'catalog: an embedded Derby metastore under .meshbot/', 'warehouse: .meshbot/warehouse')
+        >>> Gateway("ci", SparkConnection(remote="sc://spark:15002"), StateConnection(type="postgres")).machine_local_storage()
+        ()
+        """
+        parts = []
+        if self.state_connection.type == "sqlite":
+            parts.append(f"state: the SQLite file {self.state_connection.database or DEFAULT_STATE_DB}")
+        if self.connection.remote:
+            return tuple(parts)          # a Spark Connect server owns the catalog and the warehouse
+        conf = dict(self.connection.config)
+        metastore_url = conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "")
+        if conf.get("spark.sql.catalogImplementation") == "in-memory":
+            parts.append("catalog: Spark's in-memory catalog")
+        elif not conf.get("spark.hadoop.hive.metastore.uris") and (
+                not metastore_url or metastore_url.startswith("jdbc:derby:;") or
+                (metastore_url.startswith("jdbc:derby:") and not metastore_url.startswith("jdbc:derby://"))):
+            parts.append("catalog: an embedded Derby metastore under .meshbot/")
+        if not conf.get("spark.sql.warehouse.dir"):
+            parts.append("warehouse: .meshbot/warehouse")
+        return tuple(parts)
+
 
 @dataclass(frozen=True)
 class ModelDefaults:

@@ -31,6 +31,7 @@ class BotRun:
     outputs: StepOutputs
     project_subdir: str = ""          # the project's folder relative to the repository root
     sha: str | None = None            # GITHUB_SHA
+    on_actions_runner: bool = False   # GITHUB_ACTIONS=true: this machine is gone after the job
     summaries: list[str] = field(default_factory=list)
 
     @property
@@ -81,6 +82,23 @@ def post_comment(run: BotRun, number: int, view: CommentView) -> None:
     else:
         run.github.edit_comment(existing[0], body)
     run.outputs.summary(full)
+
+
+def ephemeral_storage_refusal(run: BotRun) -> str | None:
+    """On a GitHub Actions runner, the error for a gateway whose state or catalog would vanish with it."""
+    if not run.on_actions_runner or run.settings.allow_ephemeral_state:
+        return None
+    parts = run.context.machine_local_storage()
+    if not parts:
+        return None
+    gateway = run.settings.gateway or run.context.config.default_gateway
+    return (f"meshbot refuses to run on this GitHub Actions runner with the gateway `{gateway}`: it keeps "
+            f"{'; '.join(parts)}, all on the runner, which is deleted after this job, so no PR environment "
+            f"would survive the next push and prod deploys would plan against an empty state. Configure a "
+            f"gateway with `state_connection: type: postgres` (credentials through env_var and repository "
+            f"secrets) and a shared catalog (`connection: remote: sc://...` for a Spark Connect server, or a "
+            f"Hive metastore with a shared `spark.sql.warehouse.dir`), and pick it with the action's `gateway` "
+            f"input (README, \"The GitHub Action\"). For a throwaway demo set `cicd_bot.allow_ephemeral_state: true`.")
 
 
 def error_text(error: BaseException) -> str:

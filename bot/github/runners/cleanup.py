@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.errors import BotError
-from bot.github.runners.base import BotRun, error_text, post_comment
+from bot.github.runners.base import BotRun, ephemeral_storage_refusal, error_text, post_comment
 from bot.github.views import CommentView
 
 
@@ -14,6 +14,11 @@ def cleanup_pr_environment(run: BotRun) -> int:
         return 0
     env = run.pr_environment(pr.number)
     run.outputs.set("pr_environment_name", env)
+    refusal = ephemeral_storage_refusal(run)
+    if refusal:
+        post_comment(run, pr.number, CommentView(marker=run.marker, status=f":x: {refusal}",
+                                                 gateway=run.settings.gateway))
+        return 1
     known = {getattr(e, "name", e) for e in run.context.environments()}
     code = 0
     if env not in known:

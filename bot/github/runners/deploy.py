@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from bot.errors import BotError
 from bot.github.event import PullRequest
-from bot.github.runners.base import BotRun, error_text, finish_check, plan_digest, post_comment, start_check
+from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
+                                     post_comment, start_check)
 from bot.github.runners.pr import approval_status
 from bot.github.sections import plan_digest as recorded_digest
 from bot.github.settings import CheckName
@@ -30,6 +31,9 @@ def deploy_production(run: BotRun, *, environment: str | None = None) -> int:
             run.outputs.summary("\n\n".join((summary,) + details))
         return 0 if conclusion in ("success", "skipped") else 1
 
+    refusal = ephemeral_storage_refusal(run)
+    if refusal:
+        return finish("failure", f":x: Deploy to `{env}` refused.", (refusal,))
     if run.settings.has_required_approvers:
         if pr is None:
             return finish("failure", f":x: Deploy to `{env}` refused: no pull request found for commit "
