@@ -157,3 +157,26 @@ def test_unknown_gateway_and_bad_types(tmp_path):
 def test_missing_config_file(tmp_path):
     with pytest.raises(ConfigError, match="no config.yaml"):
         load_config(tmp_path, environ={})
+
+
+@pytest.mark.parametrize(("connection", "state", "expected"), [
+    ("master: local[*]", "type: sqlite", ("state", "catalog", "warehouse")),
+    ("master: local[*]", "type: postgres", ("catalog", "warehouse")),
+    ("remote: sc://spark:15002", "type: postgres", ()),
+    ("remote: sc://spark:15002", "type: sqlite", ("state",)),
+    ("master: yarn\n      config:\n        spark.hadoop.hive.metastore.uris: thrift://hms:9083\n"
+     "        spark.sql.warehouse.dir: s3a://lake/warehouse", "type: postgres", ()),
+    ("master: yarn\n      config:\n        spark.hadoop.javax.jdo.option.ConnectionURL: "
+     "jdbc:postgresql://db/hms\n        spark.sql.warehouse.dir: s3a://lake/wh", "type: postgres", ()),
+    ("master: yarn\n      config:\n        spark.hadoop.javax.jdo.option.ConnectionURL: "
+     "'jdbc:derby:;databaseName=ms;create=true'", "type: postgres", ("catalog", "warehouse")),
+    ("master: yarn\n      config:\n        spark.sql.catalogImplementation: in-memory\n"
+     "        spark.sql.warehouse.dir: hdfs:///wh", "type: postgres", ("catalog",)),
+])
+def test_what_a_gateway_keeps_only_on_this_machine(tmp_path, connection, state, expected):
+    """What the bot refuses on a GitHub Actions runner: state, catalog or warehouse that vanish with it."""
+    (tmp_path / "config.yaml").write_text(
+        f"gateways:\n  g:\n    connection:\n      type: spark\n      {connection}\n"
+        f"    state_connection:\n      {state}\nmodel_defaults:\n  dialect: spark\n")
+    parts = load_config(tmp_path).gateway().machine_local_storage()
+    assert tuple(part.split(":")[0] for part in parts) == expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -32,7 +33,7 @@ def test_action_yml_is_valid_and_declares_the_issue_interface():
     assert action["runs"]["using"] == "composite"
     assert {"project_path", "gateway", "command", "github_token", "python_version", "extra_pip",
             "config"} <= set(action["inputs"])
-    assert {"pr_environment_name", "plan_id", "unit_tests", "required_approval",
+    assert {"pr_environment_name", "created_pr_environment", "plan_id", "unit_tests", "required_approval",
             "prod_environment_synced"} <= set(action["outputs"])
     assert action["inputs"]["command"]["default"] == "run-all"
 
@@ -55,4 +56,29 @@ def test_user_workflows_cover_the_events_and_never_cancel_deploys():
         assert _load(ROOT / ".github/workflows" / name)["concurrency"]["cancel-in-progress"] is False
     release = _load(ROOT / ".github/workflows/meshbot-release.yml")
     assert release["jobs"]["promote"]["environment"]["name"] == "production"
+    assert _load(ROOT / ".github/workflows/meshbot-deploy.yml")["jobs"]["deploy"]["environment"]["name"] == "production"
+    assert set(release["on"]) == {"release"}, "a release published from a new tag must deploy once, not twice"
     assert "bash .ci/run" in (ROOT / ".github/workflows/ci.yml").read_text()
+
+
+def _secrets_of(workflow: dict) -> set[str]:
+    text = json.dumps(workflow)
+    return {name for name in re.findall(r"secrets\.([A-Z_]+)", text) if name != "GITHUB_TOKEN"}
+
+
+def test_shipped_workflows_use_the_team_gateway_with_every_secret_it_reads():
+    """The workflows run the example's `ci` gateway as shipped: every env_var it reads is set from a
+    secret or variable, and README and workflows name the same action reference and secrets."""
+    config = (ROOT / "bot/project/example/config.yaml").read_text()
+    ci_block = config[config.index("  ci:"):config.index("default_gateway")]
+    needed = set(re.findall(r"env_var\('([A-Z_]+)'", ci_block))
+    assert {"MESHBOT_SPARK_REMOTE", "MESHBOT_STATE_PASSWORD"} <= needed
+    readme = (ROOT / "README.md").read_text()
+    references = set(re.findall(r"uses: (\S+/meshbot@\S+)", readme))
+    for name in ("meshbot-pr.yml", "meshbot-deploy.yml", "meshbot-release.yml"):
+        workflow = _load(ROOT / ".github/workflows" / name)
+        job = next(iter(workflow["jobs"].values()))
+        assert needed <= set(job["env"]), (name, needed - set(job["env"]))
+        step = next(s for s in job["steps"] if "meshbot@" in s.get("uses", ""))
+        assert step["with"]["gateway"] == "ci" and references == {step["uses"]}, (name, references)
+        assert _secrets_of(workflow) <= set(re.findall(r"`(MESHBOT_[A-Z_]+)`", readme)), name
