@@ -39,21 +39,23 @@ def _write(tmp_path, raw: dict):
     return str(path)
 
 
-def test_deploy_comment_from_user_without_write_access_is_ignored(tmp_path):
+def test_deploy_comment_from_user_without_write_access_gets_a_reply_and_no_deploy(tmp_path):
     raw = payload(COMMENT_EVENT)
     raw["comment"]["body"] = "/deploy"
     env = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_token_value", "GITHUB_API_URL": "https://api.github.com"}
     lines: list[str] = []
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         gh = install(rsps)
-        gh.add("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission",
-               {**example("/repos/{owner}/{repo}/collaborators/{username}/permission", "get"), "permission": "read",
-                "role_name": "read"})
+        repo = FakeRepository(gh, permissions={"chhsia0": "read"})
         code = main(Invocation(event_name="issue_comment", event_path=_write(tmp_path, raw)), env=env,
                     context_factory=lambda path, gw: NoEngine({"enable_deploy_command": True}), out=lines.append)
         assert not gh.errors
     assert code == 0
-    assert [c[:2] for c in gh.calls] == [("GET", "/repos/chhsia0/knative-route-demo/collaborators/chhsia0/permission")]
+    assert [c[:2] for c in gh.calls] == [
+        ("GET", "/repos/chhsia0/knative-route-demo/collaborators/chhsia0/permission"),
+        ("POST", "/repos/chhsia0/knative-route-demo/issues/3/comments")]
+    assert repo.comments[0]["body"].startswith("@chhsia0 ignored `/deploy`: it needs write permission")
+    assert repo.reactions == [] and repo.checks == {}
     assert lines == ["::add-mask::ghs_token_value"]
 
 
@@ -144,7 +146,7 @@ def test_comment_that_would_pass_the_limit_is_posted_shortened_and_valid(tmp_pat
     diff = "\n".join(f"-select {i} as old_{i}\n+select {i} as new_{i}" for i in range(900))
     changes = tuple(ChangeView(f"db.model_{i}", "directly modified", "Breaking", "FULL", diff=diff)
                     for i in range(12))
-    view = CommentView(marker=comment_marker(None), status="status", pr_plan=PlanView("shop_2", changes=changes),
+    view = CommentView(marker=comment_marker(None), status="status", prod_plan=PlanView("prod", changes=changes),
                        approval="1 of 1 required approval(s).")
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         gh = install(rsps)

@@ -39,7 +39,7 @@ def _huge_view() -> CommentView:
     failures = tuple(FailureView(f"test_{i}", "expected\n" * 50) for i in range(100))
     return CommentView(marker=MARKER, status="status", environment="shop_7",
                        tests=TestsView("failed", total=100, failed=100, failures=failures),
-                       pr_plan=plan, prod_plan=plan, diffs=diffs, approval="approved", deploy_hint="merge")
+                       prod_plan=plan, diffs=diffs, approval="approved", deploy_hint="merge")
 
 
 def test_huge_comment_is_shortened_below_the_limit_and_stays_valid_markdown():
@@ -76,7 +76,7 @@ def test_plan_digest_is_recorded_and_read_back():
 
 
 def test_names_cannot_inject_markdown_and_missing_marker_is_an_error():
-    view = CommentView(marker=MARKER, status="s", pr_plan=PlanView(
+    view = CommentView(marker=MARKER, status="s", prod_plan=PlanView(
         "e", changes=(ChangeView("db.a|b<script>", "added", "", "FULL"),)))
     body, _ = render_comment(view)
     assert "<script>" not in body and r"a\|b" in body

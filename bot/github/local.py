@@ -7,6 +7,7 @@ import uuid
 from dataclasses import asdict
 from pathlib import Path
 
+from bot.errors import GithubError
 from bot.github.api import CheckRun
 from bot.github.event import PullRequest, Review
 
@@ -28,6 +29,7 @@ class LocalOutput:
         self._permissions = dict(permissions or {})
         self._checks: dict[int, CheckRun] = {}
         self.reactions: list[tuple[int, str]] = []
+        self.merges: list[tuple[int, str, str]] = []
 
     # comments --------------------------------------------------------------------------------
     def find_comment(self, number: int, *, marker: str) -> tuple[int, str] | None:
@@ -60,6 +62,9 @@ class LocalOutput:
         self._checks[check_id] = check
         self._write_checks()
 
+    def check_url(self, check_id: int) -> str | None:
+        return None
+
     def _write_checks(self) -> None:
         rows = [{"id": cid, **asdict(check)} for cid, check in sorted(self._checks.items())]
         (self.dir / CHECKS_FILE).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
@@ -80,8 +85,13 @@ class LocalOutput:
 
     def pull_request(self, number: int) -> PullRequest:
         if number not in self._pulls:
-            raise KeyError(f"pull request #{number} is unknown in local mode")
+            raise GithubError(f"pull request #{number} is unknown in local mode: the event payload does not "
+                              "describe it and meshbot makes no network call here")
         return self._pulls[number]
+
+    def merge_pull(self, number: int, *, method: str, sha: str) -> str:
+        self.merges.append((number, method, sha))
+        return ""
 
     def pulls_for_commit(self, sha: str) -> list[PullRequest]:
         return [p for p in self._pulls.values() if p.head_sha == sha]
