@@ -25,8 +25,8 @@ class GithubClient:
 
     def __init__(self, *, token: str, repo: Repo, api_url: str = "https://api.github.com",
                  bot_login: str = "github-actions[bot]", max_retries: int = 5,
-                 seconds_between_writes: float = 1.0, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time) -> None:
+                 seconds_between_writes: float = 1.0, sleep: Callable[[float], None] | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
         self._gh = github.Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), retry=None,
                                  lazy=True, seconds_between_requests=None,
                                  seconds_between_writes=seconds_between_writes or None)
@@ -34,7 +34,7 @@ class GithubClient:
         self._base = f"/repos/{repo.full_name}"
         self.bot_login = bot_login
         self._max_retries = max_retries
-        self._sleep, self._clock = sleep, clock
+        self._sleep, self._clock = sleep or time.sleep, clock or time.time
         self._api_url = api_url.rstrip("/")
         self._check_urls: dict[int, str] = {}
 
