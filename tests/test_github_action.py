@@ -162,3 +162,81 @@ def test_comment_that_would_pass_the_limit_is_posted_shortened_and_valid(tmp_pat
     assert len(body) <= COMMENT_LIMIT < len((tmp_path / "summary.md").read_text())
     assert body.count("```") % 2 == 0 and body.count("<details>") == body.count("</details>")
     assert comment_marker(None) in body and "1 of 1 required approval(s)." in body and "shortened" in body
+
+
+# -- no traceback from any command: one `::error` line and exit 1 ------------------------------------
+
+@pytest.fixture
+def no_waiting(monkeypatch):
+    """The real client sleeps between retries and PyGithub between writes: record the waits instead."""
+    import time
+
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+    return waits
+
+
+def test_unknown_pull_request_in_local_mode_is_a_clear_error(tmp_path):
+    lines: list[str] = []
+    code = main(Invocation(command="check-required-approvers", event_name="issue_comment",
+                           event_path=_write(tmp_path, payload(COMMENT_EVENT)), output_dir=str(tmp_path / "o")),
+                env={}, context_factory=lambda path, gw: NoEngine({"required_approvers": ["ann"]}),
+                out=lines.append)
+    assert code == 1
+    assert lines == ["::error title=meshbot::pull request #3 is unknown in local mode: the event payload does "
+                     "not describe it and meshbot makes no network call here"]
+
+
+def test_release_without_github_sha_is_a_clear_error(tmp_path):
+    lines: list[str] = []
+    code = main(Invocation(event_name="release", event_path=_write(tmp_path, payload("release/published.payload.json")),
+                           output_dir=str(tmp_path / "o")), env={},
+                context_factory=lambda path, gw: NoEngine({"deploy_on": "tag"}), out=lines.append)
+    assert code == 1 and len(lines) == 1
+    assert lines[0].startswith("::error title=meshbot::a release event does not name its commit")
+    assert "GITHUB_SHA" in lines[0]
+
+
+def test_unreachable_api_is_a_clear_error(tmp_path, no_waiting):
+    import re
+
+    import requests
+
+    lines: list[str] = []
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        rsps.add(responses.GET, re.compile(r"https://api\.github\.com/.*"),
+                 body=requests.exceptions.ConnectionError("Name or service not known"))
+        code = main(Invocation(event_name="pull_request",
+                               event_path=_write(tmp_path, payload("pull_request/synchronize.payload.json"))),
+                    env=_api_env(), context_factory=lambda path, gw: NoEngine({}), out=lines.append)
+    assert code == 1 and len(no_waiting) == 5
+    assert lines[-1] == ("::error title=meshbot::could not reach the GitHub API at https://api.github.com (files "
+                         "of #2): ConnectionError. Check GITHUB_API_URL and the runner's network access.")
+
+
+def test_github_error_answers_after_retries_are_a_clear_error(tmp_path, no_waiting):
+    lines: list[str] = []
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        gh.add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files",
+               {"code": "unavailable", "message": "Service unavailable", "documentation_url": "https://docs.github.com"},
+               status=503)
+        code = main(Invocation(event_name="pull_request",
+                               event_path=_write(tmp_path, payload("pull_request/synchronize.payload.json"))),
+                    env=_api_env(), context_factory=lambda path, gw: NoEngine({}), out=lines.append)
+        assert not gh.errors
+    assert code == 1 and len(gh.calls) == 6
+    assert lines[-1] == "::error title=meshbot::GitHub API files of #2 failed with HTTP 503: Service unavailable"
+
+
+def test_an_unexpected_error_is_one_line_without_the_token(tmp_path):
+    def broken(path, gateway):
+        raise RuntimeError("boom while using ghs_token_value\nsecond line")
+
+    lines: list[str] = []
+    code = main(Invocation(event_name="pull_request",
+                           event_path=_write(tmp_path, payload("pull_request/opened.payload.json"))),
+                env=_api_env(), context_factory=broken, out=lines.append)
+    assert code == 1
+    assert lines == ["::error title=meshbot::unexpected RuntimeError while running `run-all`: boom while using "
+                     "***%0Asecond line"]
