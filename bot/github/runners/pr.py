@@ -181,7 +181,9 @@ def deploy_hint(run: BotRun) -> str:
         ways.append(f"push a release tag or publish a release: deploys to `{s.tag_environment}`")
     if s.enable_deploy_command:
         from bot.github.commands import command_prefix
-        ways.append(f"comment `{command_prefix(s.command_namespace)}deploy` (write access needed)")
+        merge = f", then merges this PR ({s.merge_method})" if s.merge_method else ""
+        ways.append(f"comment `{command_prefix(s.command_namespace)}deploy` (write access needed; deploys this "
+                    f"PR's merge with its base to `{s.merge_environment}`{merge})")
     gate = " once the required approvals are in" if s.has_required_approvers else ""
     text = "; or ".join(ways)
     return text[:1].upper() + text[1:] + gate + "."
