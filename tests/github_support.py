@@ -407,3 +407,13 @@ class FakeEngine:
 
     def table_diff(self, *args: Any, **kwargs: Any) -> Any:
         raise AssertionError("table_diff is not expected here")
+
+
+def pr_comment_event(body: str, login: str, *, number: int = 2, comment_id: int = 77) -> dict[str, Any]:
+    """The real issue_comment payload, turned into a comment by `login` on pull request `number`."""
+    raw = copy.deepcopy(payload("issue_comment/created.payload.json"))
+    raw["issue"]["number"] = number
+    raw["issue"]["pull_request"] = {"url": f"{API}/repos/Codertocat/Hello-World/pulls/{number}"}
+    raw["comment"].update(body=body, id=comment_id)
+    raw["comment"]["user"]["login"] = login
+    return raw

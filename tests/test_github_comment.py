@@ -12,7 +12,7 @@ import pytest
 import responses
 
 from bot.github.action import Invocation, main
-from github_support import FakeEngine, FakeRepository, install, payload
+from github_support import FakeEngine, FakeRepository, install, payload, pr_comment_event
 
 ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_comment_token", "GITHUB_API_URL": "https://api.github.com",
        "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
@@ -69,13 +69,8 @@ def bot(tmp_path):
         assert not gh.errors, gh.errors
 
 
-def _comment_event(body: str, login: str = "writer") -> dict:
-    raw = copy.deepcopy(payload("issue_comment/created.payload.json"))
-    raw["issue"]["number"] = 2
-    raw["issue"]["pull_request"] = {"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/2"}
-    raw["comment"].update(body=body, id=77)
-    raw["comment"]["user"]["login"] = login
-    return raw
+def _comment_event(body: str = "/deploy", login: str = "writer") -> dict:
+    return pr_comment_event(body, login)
 
 
 def test_status_names_the_missing_approval_and_turns_green_when_it_arrives(bot):

@@ -11,7 +11,7 @@ import pytest
 import responses
 
 from bot.github.action import Invocation, main
-from github_support import FakeEngine, FakeRepository, install, payload
+from github_support import FakeEngine, FakeRepository, install, payload, pr_comment_event
 
 HEAD = payload("pull_request/opened.payload.json")["pull_request"]["head"]["sha"]
 DEPLOY = "meshbot - Prod Environment Synced"
@@ -21,12 +21,7 @@ ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_deploy_token", "GITHUB_API
 
 
 def _comment_event(body: str = "/deploy", login: str = "writer") -> dict:
-    raw = copy.deepcopy(payload("issue_comment/created.payload.json"))
-    raw["issue"]["number"] = 2
-    raw["issue"]["pull_request"] = {"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/2"}
-    raw["comment"].update(body=body, id=77)
-    raw["comment"]["user"]["login"] = login
-    return raw
+    return pr_comment_event(body, login)
 
 
 def _pull(**changes) -> dict:

@@ -25,7 +25,7 @@ from bot.github.runners import RUNNERS, BotRun
 from bot.github.settings import load_settings
 from bot.plan.definition import PlanOptions
 from bot.project.example import write_example
-from github_support import FakeRepository, install, payload
+from github_support import FakeRepository, install, payload, pr_comment_event
 
 CONFIG_EXTRA = """
 cicd_bot:
@@ -110,12 +110,7 @@ def _pr_event(action_file: str, head: str) -> dict:
 
 
 def _comment_event(login: str, body: str) -> dict:
-    raw = copy.deepcopy(payload("issue_comment/created.payload.json"))
-    raw["issue"]["number"] = 2
-    raw["issue"]["pull_request"] = {"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/2"}
-    raw["comment"].update(body=body, id=77)
-    raw["comment"]["user"]["login"] = login
-    return raw
+    return pr_comment_event(body, login)
 
 
 def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
