@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from bot.github.settings import CheckName
 from bot.report.markdown import render
 
 COMMENT_LIMIT = 65_536
@@ -145,8 +146,6 @@ class CommentView:
 
     @property
     def derived_status(self) -> StatusView:
-        from bot.github.settings import CheckName
-
         failed = tuple(c for c in self.checks if c.failed and c.name != CheckName.APPROVAL)
         waiting = tuple(c for c in self.checks if c.conclusion is None
                         or (c.name == CheckName.APPROVAL and c.failed))
