@@ -261,6 +261,12 @@ class Context:
                           decimals=decimals, show_sample=show_sample, limit=limit,
                           source_label=source, target_label=target, model=name)
 
+    def view_name(self, model_name: str, environment: str) -> str:
+        """The view that serves `model_name` in `environment` (`shop.orders` in `dev` → `shop__dev.orders`)."""
+        from bot.snapshot import view_name
+
+        return view_name(self.model(model_name).name, normalize_environment(environment))
+
     def table_in(self, environment: str, model_name: str) -> str:
         """The physical table holding `model_name` in `environment`."""
         env_name = normalize_environment(environment)

@@ -198,6 +198,7 @@ PATHS = {
     "reviews": "/repos/{owner}/{repo}/pulls/{pull_number}/reviews",
     "commit_pulls": "/repos/{owner}/{repo}/commits/{commit_sha}/pulls",
     "permission": "/repos/{owner}/{repo}/collaborators/{username}/permission",
+    "merge": "/repos/{owner}/{repo}/pulls/{pull_number}/merge",
 }
 
 
@@ -216,6 +217,7 @@ class FakeRepository:
     permissions: dict[str, str] = field(default_factory=dict)
     reactions: list[tuple[int, str]] = field(default_factory=list)
     pull: dict[str, Any] = field(default_factory=dict)
+    merges: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         m, p = self.mock, PATHS
@@ -231,17 +233,34 @@ class FakeRepository:
         m.add("GET", p["files"], lambda path, body: [self._file(n) for n in self.files])
         m.add("GET", p["reviews"], lambda path, body: self.reviews)
         m.add("GET", p["permission"], self._permission)
+        m.add("PUT", p["merge"], self._merge)
 
-    def set_pull(self, raw: dict[str, Any], *, merged: bool = False, merge_sha: str | None = None) -> None:
-        """The pull request GET /pulls/{n} answers: the spec example with the webhook's identity."""
-        pull = pull_request_example()
-        pull.update(number=raw["number"], title=raw["title"], state="closed" if merged else "open",
+    def refuse_merges(self, status: int = 405, message: str = "Pull Request is not mergeable") -> None:
+        """PUT .../merge answers `status` (405 not mergeable, 409 head moved) from now on."""
+        self.mock.routes[("PUT", PATHS["merge"])] = [(status, {}, {"message": message}, True)]
+
+    def _merge(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.merges.append(dict(body))
+        item = example(PATHS["merge"], "put")
+        item.update(merged=True, sha="c" * 40)
+        self.pull.update(state="closed", merged_at="2024-01-09T00:00:00Z", merge_commit_sha="c" * 40)
+        return item
+
+    def set_pull(self, raw: dict[str, Any], *, merged: bool = False, merge_sha: str | None = None,
+                 **fields: Any) -> None:
+        """The pull request GET /pulls/{n} answers: the spec example with the webhook's identity (and
+        `fields` such as mergeable=None, mergeable_state="blocked")."""
+        pull = pull_request_example(**fields)
+        pull.update(number=raw["number"], title=raw["title"], state=fields.get("state", "closed" if merged else "open"),
                     merged_at="2024-01-08T00:00:00Z" if merged else None,
                     merge_commit_sha=merge_sha or pull["merge_commit_sha"])
         pull["user"]["login"] = raw["user"]["login"]
         for side in ("head", "base"):
             pull[side].update(sha=raw[side]["sha"], ref=raw[side]["ref"])
-            pull[side]["repo"]["full_name"] = raw[side]["repo"]["full_name"]
+            if raw[side]["repo"] is None:
+                pull[side]["repo"] = None
+            else:
+                pull[side]["repo"]["full_name"] = raw[side]["repo"]["full_name"]
         self.pull = pull
 
     def _simple_pull(self) -> dict[str, Any]:
@@ -290,7 +309,8 @@ class FakeRepository:
         check_id = 5000 + len(self.checks)
         self.checks[check_id] = dict(body)
         item = example(PATHS["checks"], "post", "201")
-        item.update(id=check_id, name=body["name"], head_sha=body["head_sha"], status=body.get("status", "queued"))
+        item.update(id=check_id, name=body["name"], head_sha=body["head_sha"], status=body.get("status", "queued"),
+                    html_url=f"https://github.com/Codertocat/Hello-World/runs/{check_id}")
         return item
 
     def _update_check(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -312,3 +332,91 @@ class FakeRepository:
         item.update(permission=level, role_name=level)
         item["user"]["login"] = login
         return item
+
+
+@dataclass(frozen=True)
+class _SnapshotId:
+    name: str
+
+
+class FakeEngine:
+    """A small stand-in for bot.context.Context where no engine behaviour is asserted: a prod plan with
+    `changed` models until it is deployed, PR environments that exist once applied, unit tests that pass.
+    Records what it was asked (plans, applies, invalidations)."""
+
+    def __init__(self, cicd_bot: dict[str, Any] | None = None, *, users: tuple = (),
+                 changed: tuple[str, ...] = ("shop.orders",), environments: tuple[str, ...] = ()) -> None:
+        from types import SimpleNamespace
+
+        self.config = SimpleNamespace(cicd_bot=dict(cicd_bot or {}), users=users)
+        self.changed = changed
+        self.envs = set(environments)
+        self.deployed = False
+        self.plans: list[str] = []
+        self.applied: list[str] = []
+        self.invalidated: list[str] = []
+
+    def _changes(self, environment: str) -> tuple:
+        from types import SimpleNamespace
+
+        if (environment == "prod" and self.deployed) or (environment != "prod" and environment in self.envs):
+            return ()
+        return tuple(SimpleNamespace(
+            name=name, change=SimpleNamespace(value="directly_modified"), category=SimpleNamespace(label="Breaking"),
+            kind="FULL", diff=f"- SELECT 1 AS {name.split('.')[-1]}\n+ SELECT 2 AS {name.split('.')[-1]}",
+            indirect_children=(), snapshot=SimpleNamespace(definition={})) for name in self.changed)
+
+    def plan(self, environment: str = "prod", *, options: Any = None) -> Any:
+        from types import SimpleNamespace
+
+        self.plans.append(environment)
+        changes = self._changes(environment)
+        snapshots = {n: SimpleNamespace(name=n, snapshot_id=_SnapshotId(n), fingerprint=SimpleNamespace(
+            identifier="1" if environment == "prod" and self.deployed else "2")) for n in self.changed}
+        return SimpleNamespace(environment=environment, changes=changes, snapshots=snapshots, backfills=(),
+                               options=SimpleNamespace(skip_backfill=bool(getattr(options, "skip_backfill", False))),
+                               plan_id=f"plan_{len(self.plans)}", has_changes=bool(changes))
+
+    def apply(self, plan: Any, *, progress: Any = None) -> Any:
+        from types import SimpleNamespace
+
+        self.applied.append(plan.environment)
+        if plan.environment == "prod":
+            self.deployed = True
+        else:
+            self.envs.add(plan.environment)
+        return SimpleNamespace(evaluated=())
+
+    def test(self, *, patterns: Any = (), files: Any = ()) -> Any:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(total=2, failures=(), errors=(), passed=True)
+
+    def environments(self) -> list[Any]:
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(name=n) for n in sorted(self.envs)]
+
+    def invalidate(self, environment: str, *, sync: bool = False) -> None:
+        self.invalidated.append(environment)
+        self.envs.discard(environment)
+
+    def machine_local_storage(self) -> tuple[str, ...]:
+        return ()          # stands for a team gateway: state and catalog outlive the runner
+
+    def view_name(self, model: str, environment: str) -> str:
+        schema, table = model.split(".")
+        return f"{schema}__{environment}.{table}"
+
+    def table_diff(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("table_diff is not expected here")
+
+
+def pr_comment_event(body: str, login: str, *, number: int = 2, comment_id: int = 77) -> dict[str, Any]:
+    """The real issue_comment payload, turned into a comment by `login` on pull request `number`."""
+    raw = copy.deepcopy(payload("issue_comment/created.payload.json"))
+    raw["issue"]["number"] = number
+    raw["issue"]["pull_request"] = {"url": f"{API}/repos/Codertocat/Hello-World/pulls/{number}"}
+    raw["comment"].update(body=body, id=comment_id)
+    raw["comment"]["user"]["login"] = login
+    return raw

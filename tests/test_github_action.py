@@ -40,21 +40,23 @@ def _write(tmp_path, raw: dict):
     return str(path)
 
 
-def test_deploy_comment_from_user_without_write_access_is_ignored(tmp_path):
+def test_deploy_comment_from_user_without_write_access_gets_a_reply_and_no_deploy(tmp_path):
     raw = payload(COMMENT_EVENT)
     raw["comment"]["body"] = "/deploy"
     env = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_token_value", "GITHUB_API_URL": "https://api.github.com"}
     lines: list[str] = []
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         gh = install(rsps)
-        gh.add("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission",
-               {**example("/repos/{owner}/{repo}/collaborators/{username}/permission", "get"), "permission": "read",
-                "role_name": "read"})
+        repo = FakeRepository(gh, permissions={"chhsia0": "read"})
         code = main(Invocation(event_name="issue_comment", event_path=_write(tmp_path, raw)), env=env,
                     context_factory=lambda path, gw: NoEngine({"enable_deploy_command": True}), out=lines.append)
         assert not gh.errors
     assert code == 0
-    assert [c[:2] for c in gh.calls] == [("GET", "/repos/chhsia0/knative-route-demo/collaborators/chhsia0/permission")]
+    assert [c[:2] for c in gh.calls] == [
+        ("GET", "/repos/chhsia0/knative-route-demo/collaborators/chhsia0/permission"),
+        ("POST", "/repos/chhsia0/knative-route-demo/issues/3/comments")]
+    assert repo.comments[0]["body"].startswith("@chhsia0 ignored `/deploy`: it needs write permission")
+    assert repo.reactions == [] and repo.checks == {}
     assert lines == ["::add-mask::ghs_token_value"]
 
 
@@ -145,7 +147,7 @@ def test_comment_that_would_pass_the_limit_is_posted_shortened_and_valid(tmp_pat
     diff = "\n".join(f"-select {i} as old_{i}\n+select {i} as new_{i}" for i in range(900))
     changes = tuple(ChangeView(f"db.model_{i}", "directly modified", "Breaking", "FULL", diff=diff)
                     for i in range(12))
-    view = CommentView(marker=comment_marker(None), status="status", pr_plan=PlanView("shop_2", changes=changes),
+    view = CommentView(marker=comment_marker(None), status="status", prod_plan=PlanView("prod", changes=changes),
                        approval="1 of 1 required approval(s).")
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         gh = install(rsps)
@@ -198,3 +200,82 @@ def test_state_and_catalog_on_the_runner_are_refused_inside_github_actions(tmp_p
     assert ephemeral_storage_refusal(local) is None
     assert ephemeral_storage_refusal(replace(local, settings=load_settings({}))) is not None
     assert ephemeral_storage_refusal(replace(local, settings=load_settings({}), on_actions_runner=False)) is None
+
+
+# -- no traceback from any command: one `::error` line and exit 1 ------------------------------------
+
+@pytest.fixture
+def no_waiting(monkeypatch):
+    """The real client sleeps between retries and PyGithub between writes: record the waits instead."""
+    import time
+
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+    return waits
+
+
+def test_unknown_pull_request_in_local_mode_is_a_clear_error(tmp_path):
+    lines: list[str] = []
+    code = main(Invocation(command="check-required-approvers", event_name="issue_comment",
+                           event_path=_write(tmp_path, payload(COMMENT_EVENT)), output_dir=str(tmp_path / "o")),
+                env={}, context_factory=lambda path, gw: NoEngine({"required_approvers": ["ann"]}),
+                out=lines.append)
+    assert code == 1
+    assert lines == ["::error title=meshbot::pull request #3 is unknown in local mode: the event payload does "
+                     "not describe it and meshbot makes no network call here; add it to the `pulls` of an "
+                     "answers file (--answers)"]
+
+
+def test_release_without_github_sha_is_a_clear_error(tmp_path):
+    lines: list[str] = []
+    code = main(Invocation(event_name="release", event_path=_write(tmp_path, payload("release/published.payload.json")),
+                           output_dir=str(tmp_path / "o")), env={},
+                context_factory=lambda path, gw: NoEngine({"deploy_on": "tag"}), out=lines.append)
+    assert code == 1 and len(lines) == 1
+    assert lines[0].startswith("::error title=meshbot::a release event does not name its commit")
+    assert "GITHUB_SHA" in lines[0]
+
+
+def test_unreachable_api_is_a_clear_error(tmp_path, no_waiting):
+    import re
+
+    import requests
+
+    lines: list[str] = []
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        rsps.add(responses.GET, re.compile(r"https://api\.github\.com/.*"),
+                 body=requests.exceptions.ConnectionError("Name or service not known"))
+        code = main(Invocation(event_name="pull_request",
+                               event_path=_write(tmp_path, payload("pull_request/synchronize.payload.json"))),
+                    env=_api_env(), context_factory=lambda path, gw: NoEngine({}), out=lines.append)
+    assert code == 1 and len(no_waiting) == 5
+    assert lines[-1] == ("::error title=meshbot::could not reach the GitHub API at https://api.github.com (files "
+                         "of #2): ConnectionError. Check GITHUB_API_URL and the runner's network access.")
+
+
+def test_github_error_answers_after_retries_are_a_clear_error(tmp_path, no_waiting):
+    lines: list[str] = []
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        gh.add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files",
+               {"code": "unavailable", "message": "Service unavailable", "documentation_url": "https://docs.github.com"},
+               status=503)
+        code = main(Invocation(event_name="pull_request",
+                               event_path=_write(tmp_path, payload("pull_request/synchronize.payload.json"))),
+                    env=_api_env(), context_factory=lambda path, gw: NoEngine({}), out=lines.append)
+        assert not gh.errors
+    assert code == 1 and len(gh.calls) == 6
+    assert lines[-1] == "::error title=meshbot::GitHub API files of #2 failed with HTTP 503: Service unavailable"
+
+
+def test_an_unexpected_error_is_one_line_without_the_token(tmp_path):
+    def broken(path, gateway):
+        raise RuntimeError("boom while using ghs_token_value\nsecond line")
+
+    lines: list[str] = []
+    code = main(Invocation(event_name="pull_request",
+                           event_path=_write(tmp_path, payload("pull_request/opened.payload.json"))),
+                env=_api_env(), context_factory=broken, out=lines.append)
+    assert code == 1
+    assert lines == ["::error title=meshbot::unexpected RuntimeError while running `run-all`: boom while using "
+                     "***%0Asecond line"]

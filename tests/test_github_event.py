@@ -104,3 +104,28 @@ def test_settings_from_config_users_and_errors():
         load_settings({"deploy_on": "sometimes"})
     with pytest.raises(ConfigError, match="unknown cicd_bot setting"):
         load_settings({"enable_deploy_comand": True})
+
+
+def test_a_deleted_head_repository_is_named_as_such_and_is_never_trusted():
+    raw = json.loads(json.dumps(payload("pull_request/opened.payload.json")))
+    raw["pull_request"]["head"]["repo"] = None
+    event = parse_event("pull_request", raw)
+    pr = event.pull_request
+    assert pr.head_repo is None and pr.is_from_fork(event.repo)
+    assert pr.head_origin() == "a head repository that is no longer available (deleted fork)"
+
+
+def test_merge_method_setting():
+    assert load_settings({}).merge_method is None
+    assert load_settings({"merge_method": "Squash"}).merge_method == "squash"
+    with pytest.raises(ConfigError, match="merge_method must be one of merge, squash, rebase"):
+        load_settings({"merge_method": "fast-forward"})
+
+
+def test_doctests_of_the_event_and_comment_sections():
+    import doctest
+
+    import bot.github.event
+    import bot.github.sections
+
+    assert doctest.testmod(bot.github.event).failed == 0 and doctest.testmod(bot.github.sections).failed == 0

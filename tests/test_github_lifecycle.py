@@ -25,7 +25,7 @@ from bot.github.runners import RUNNERS, BotRun
 from bot.github.settings import load_settings
 from bot.plan.definition import PlanOptions
 from bot.project.example import write_example
-from github_support import FakeRepository, install, payload
+from github_support import FakeRepository, install, payload, pr_comment_event
 
 CONFIG_EXTRA = """
 cicd_bot:
@@ -40,6 +40,7 @@ ENV = "hello_world_2"          # repository Hello-World, PR #2
 HEAD_A = payload("pull_request/opened.payload.json")["pull_request"]["head"]["sha"]
 HEAD_B = "b" * 40
 MERGE_SHA = payload("push/with-new-branch.payload.json")["after"]
+RUN_URL = "https://github.com/Codertocat/Hello-World/actions/runs/42"
 UNIT, PR_ENV, PROD_PLAN, APPROVAL, DEPLOY = (f"meshbot - {n}" for n in (
     "Unit Tests", "PR Environment Synced", "Prod Plan Preview", "Required Approval", "Prod Environment Synced"))
 
@@ -83,14 +84,20 @@ class Bot:
         settings = load_settings({**self.context.config.cicd_bot, **cicd_bot}, self.context.config.users)
         client = GithubClient(token="ghs_lifecycle_token", repo=event.repo, bot_login=settings.bot_login,
                               seconds_between_writes=0, sleep=self.sleeps.append, clock=lambda: 0.0)
-        run = BotRun(event=event, settings=settings, github=client, context=self.context,
-                     outputs=StepOutputs.in_folder(self.out))
+        self.outputs = StepOutputs.in_folder(self.out)
+        run = BotRun(event=event, settings=settings, github=client, context=self.context, outputs=self.outputs,
+                     run_url=RUN_URL)
         return RUNNERS["run-all"](run)
 
     @property
     def comment(self) -> str:
-        assert len(self.repo.comments) == 1, "the bot must keep exactly one comment"
-        return self.repo.comments[0]["body"]
+        marked = [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" in c["body"]]
+        assert len(marked) == 1, "the bot must keep exactly one PR comment"
+        return marked[0]
+
+    @property
+    def replies(self) -> list[str]:
+        return [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" not in c["body"]]
 
     def conclusion(self, name: str) -> str:
         return self.repo.check(name)["conclusion"]
@@ -103,12 +110,7 @@ def _pr_event(action_file: str, head: str) -> dict:
 
 
 def _comment_event(login: str, body: str) -> dict:
-    raw = copy.deepcopy(payload("issue_comment/created.payload.json"))
-    raw["issue"]["number"] = 2
-    raw["issue"]["pull_request"] = {"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/2"}
-    raw["comment"].update(body=body, id=77)
-    raw["comment"]["user"]["login"] = login
-    return raw
+    return pr_comment_event(body, login)
 
 
 def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
@@ -134,11 +136,20 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     assert re.search(r"shop.customer\\_revenue: 0 rows match, \d+ differ, 0 only in PR, 0 only in prod",
                      bot.comment)
     assert "| revenue | 0.0% |" in bot.comment and "| name | 100.0% |" in bot.comment
+    # the status names what is missing, the comment links the run and its checks, says who can approve and
+    # where to query the PR's version of the changed model; the changes table is shown once (prod preview)
+    assert bot.outputs.values["created_pr_environment"] == "true"
+    assert "checks passed" not in bot.comment and "waiting" in bot.comment and "Required Approval" in bot.comment
+    assert f"[Workflow run]({RUN_URL})" in bot.comment and "](https://github.com/" in bot.comment
+    assert "Who can approve: @ann-gh" in bot.comment
+    assert f"`shop__{ENV}.customer_revenue`" in bot.comment
+    assert bot.comment.count("| Model | Change | Category | Kind |") == 1
 
     # a required approver approves the head commit
     repo.review("ann-gh", "APPROVED", HEAD_A, "2024-01-02T00:00:00Z")
     assert bot("pull_request_review", payload("pull_request_review/submitted.payload.json")) == 0
     assert bot.conclusion(APPROVAL) == "success" and "1 of 1 required approval(s) from @ann-gh" in bot.comment
+    assert ":white_check_mark: meshbot checks passed" in bot.comment
 
     # a new push (PR environments skip backfill by default): the same comment is edited in place,
     # and the approval on the old head is stale
@@ -148,12 +159,13 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     assert len(github.sent("POST", r"/issues/2/comments$")) == 1
     assert github.sent("PATCH", r"/issues/comments/1000$")[-1]["body"] == bot.comment
     assert bot.conclusion(APPROVAL) == "failure" and repo.check(APPROVAL)["head_sha"] == HEAD_B
-    assert "stale" in bot.comment
+    assert "stale" in bot.comment and bot.outputs.values["created_pr_environment"] == "false"
 
     # /deploy: ignored from a reader; a writer gets a reaction, but approval still gates the deploy
     repo.permissions.update({"reader": "read", "writer": "write"})
     assert bot("issue_comment", _comment_event("reader", "/deploy")) == 0
-    assert repo.reactions == []
+    assert repo.reactions == [] and bot.replies == ["@reader ignored `/deploy`: it needs write permission on "
+                                                    "this repository (yours is `read`).\n"]
     assert bot("issue_comment", _comment_event("writer", "/deploy")) == 1
     assert repo.reactions == [(77, "rocket")]
     assert bot.conclusion(DEPLOY) == "failure" and "required approval is missing" in bot.comment
@@ -163,10 +175,13 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     repo.set_pull(pushed["pull_request"], merged=True, merge_sha=MERGE_SHA)
     assert bot("push", payload("push/with-new-branch.payload.json")) == 0
     assert bot.conclusion(DEPLOY) == "success" and ":rocket: Deployed to `prod`" in bot.comment
+    assert f"Deployed to `prod` from {MERGE_SHA[:7]}: plan `" in bot.comment and "digest `" in bot.comment
+    assert "How to deploy" not in bot.comment and bot.outputs.values["deployed_sha"] == MERGE_SHA
     assert not Context(shop).plan("prod", options=PlanOptions(skip_tests=True)).has_changes
 
     # closed: the environment is invalidated and its views dropped at once
     assert bot("pull_request", _pr_event("pull_request/closed.payload.json", HEAD_B)) == 0
     assert ENV not in {e.name for e in Context(shop).environments()}
-    assert "invalidated" in bot.comment and len(repo.comments) == 1
+    assert "environment `hello_world_2` was removed" in bot.comment
+    assert f"shop__{ENV}" not in bot.comment and "How to deploy" not in bot.comment
     assert all("ghs_lifecycle_token" not in str(call) for call in github.calls)

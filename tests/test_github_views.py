@@ -39,7 +39,7 @@ def _huge_view() -> CommentView:
     failures = tuple(FailureView(f"test_{i}", "expected\n" * 50) for i in range(100))
     return CommentView(marker=MARKER, status="status", environment="shop_7",
                        tests=TestsView("failed", total=100, failed=100, failures=failures),
-                       pr_plan=plan, prod_plan=plan, diffs=diffs, approval="approved", deploy_hint="merge")
+                       prod_plan=plan, diffs=diffs, approval="approved", deploy_hint="merge")
 
 
 def test_huge_comment_is_shortened_below_the_limit_and_stays_valid_markdown():
@@ -76,9 +76,49 @@ def test_plan_digest_is_recorded_and_read_back():
 
 
 def test_names_cannot_inject_markdown_and_missing_marker_is_an_error():
-    view = CommentView(marker=MARKER, status="s", pr_plan=PlanView(
+    view = CommentView(marker=MARKER, status="s", prod_plan=PlanView(
         "e", changes=(ChangeView("db.a|b<script>", "added", "", "FULL"),)))
     body, _ = render_comment(view)
     assert "<script>" not in body and r"a\|b" in body
     with pytest.raises(TemplateError, match="marker"):
         render("comment.md.j2", CommentView(marker="", status="s"))
+
+
+def _status(body: str) -> str:
+    return sections(body)["status"]
+
+
+def test_status_never_says_passed_while_a_check_failed():
+    from bot.github.views import CheckState
+
+    checks = (CheckState("Unit Tests", "success"), CheckState("Required Approval", "failure", detail="0 of 1."))
+    body, _ = render_comment(CommentView(marker=MARKER, status="", head_sha="abcdef123", checks=checks))
+    assert "passed" not in _status(body).splitlines()[1]
+    assert "waiting for Required Approval (0 of 1)" in _status(body)
+    failing = checks + (CheckState("Prod Plan Preview", "failure", url="https://github.com/o/r/runs/9",
+                                   detail="The prod plan could not be built"),)
+    body, _ = render_comment(CommentView(marker=MARKER, status="", head_sha="abcdef123", checks=failing))
+    assert ":x: meshbot on abcdef1: Prod Plan Preview (The prod plan could not be built) failed." in body
+    assert "[Prod Plan Preview](https://github.com/o/r/runs/9)" in body
+    ok, _ = render_comment(CommentView(marker=MARKER, status="", head_sha="abcdef123",
+                                       checks=(CheckState("Unit Tests", "success"),)))
+    assert ":white_check_mark: meshbot checks passed on abcdef1." in ok
+
+
+def test_recorded_checks_survive_a_round_trip_whatever_their_text():
+    from bot.github.sections import recorded_checks
+    from bot.github.views import CheckState
+
+    tricky = CheckState("Unit Tests", "failure", None, "1 of 2 failed --> <!-- `x` -->")
+    body, _ = render_comment(CommentView(marker=MARKER, status="", head_sha="abc", checks=(tricky,)))
+    assert recorded_checks(body) == ("abc", [("Unit Tests", "failure", None, tricky.detail)])
+    assert set(sections(body)) == {"status"} and "--&gt; &lt;!-- `x` --&gt;" in body
+
+
+def test_stale_sections_are_dropped_when_asked():
+    first, _ = render_comment(CommentView(marker=MARKER, status="s", deploy_hint="merge it",
+                                          approval="1 of 1"))
+    second, _ = render_comment(CommentView(marker=MARKER, status=":rocket: deployed"))
+    assert "How to deploy" in merge_comment(first, second)
+    merged = merge_comment(first, second, drop=("hint",))
+    assert "How to deploy" not in merged and "1 of 1" in merged and ":rocket: deployed" in merged

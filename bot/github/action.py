@@ -49,15 +49,25 @@ def main(invocation: Invocation, *, env: Mapping[str, str] | None = None,
     except TokenPermissionError as error:
         return _read_only_notice(run, error, out)
     except BotError as error:
-        out(f"::error title=meshbot::{_one_line(str(error))}")
-        return 1
+        return _error(str(error), invocation, env, out)
+    except Exception as error:   # noqa: BLE001 - no traceback from a bot command: one clear line, exit 1
+        return _error(f"unexpected {type(error).__name__} while running `{invocation.command}`: {error}",
+                      invocation, env, out)
+
+
+def _error(text: str, invocation: Invocation, env: Mapping[str, str], out: Callable[[str], None]) -> int:
+    for secret in (invocation.token, env.get("GITHUB_TOKEN"), env.get("INPUT_GITHUB_TOKEN")):
+        if secret:
+            text = text.replace(secret, "***")
+    out(f"::error title=meshbot::{_one_line(text)}")
+    return 1
 
 
 def _read_only_notice(run: BotRun | None, error: TokenPermissionError, out: Callable[[str], None]) -> int:
     """A read-only token (fork PRs) is a situation to explain, not a crash: warn, summarize, exit 0."""
     pr = run.pull_request if run is not None else None
     fork = pr is not None and pr.is_from_fork(run.event.repo)
-    who = f"Pull request #{pr.number} comes from the fork `{pr.head_repo}`: " if fork and pr else ""
+    who = f"Pull request #{pr.number} comes from {pr.head_origin()}: " if fork and pr else ""
     text = (f"meshbot: {who}the GitHub token is read-only here, so meshbot could not post its comment or "
             f"check runs and stopped. A maintainer can push the branch to this repository (or re-run the "
             f"workflow with a token that has `pull-requests: write` and `checks: write`). Detail: {error}")
@@ -93,7 +103,17 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
         outputs = StepOutputs(output_file=env.get("GITHUB_OUTPUT"), summary_file=env.get("GITHUB_STEP_SUMMARY"))
     return BotRun(event=event, settings=settings, github=github, context=context, outputs=outputs,
                   project_subdir=_subdir(invocation.project_path, env.get("GITHUB_WORKSPACE")),
-                  sha=env.get("GITHUB_SHA"), on_actions_runner=env.get("GITHUB_ACTIONS") == "true")
+                  sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
+                  on_actions_runner=env.get("GITHUB_ACTIONS") == "true")
+
+
+def _run_url(env: Mapping[str, str]) -> str | None:
+    """The workflow run's page, when GitHub Actions says where it is."""
+    parts = [env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    if not all(parts):
+        return None
+    server, repository, run_id = parts
+    return f"{server.rstrip('/')}/{repository}/actions/runs/{run_id}"
 
 
 def _github_client(invocation: Invocation, *, env: Mapping[str, str], event: Event, bot_login: str,

@@ -6,6 +6,7 @@ import time
 from typing import Any, Callable, TypeVar
 
 import github
+import requests
 from github import Auth, GithubException
 
 from bot.errors import GithubError
@@ -24,8 +25,8 @@ class GithubClient:
 
     def __init__(self, *, token: str, repo: Repo, api_url: str = "https://api.github.com",
                  bot_login: str = "github-actions[bot]", max_retries: int = 5,
-                 seconds_between_writes: float = 1.0, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time) -> None:
+                 seconds_between_writes: float = 1.0, sleep: Callable[[float], None] | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
         self._gh = github.Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), retry=None,
                                  lazy=True, seconds_between_requests=None,
                                  seconds_between_writes=seconds_between_writes or None)
@@ -33,7 +34,9 @@ class GithubClient:
         self._base = f"/repos/{repo.full_name}"
         self.bot_login = bot_login
         self._max_retries = max_retries
-        self._sleep, self._clock = sleep, clock
+        self._sleep, self._clock = sleep or time.sleep, clock or time.time
+        self._api_url = api_url.rstrip("/")
+        self._check_urls: dict[int, str] = {}
 
     def __repr__(self) -> str:
         return f"GithubClient(repo={self._base[7:]!r})"
@@ -54,6 +57,12 @@ class GithubClient:
                     raise GithubError(f"GitHub API {what} failed with HTTP {error.status}: "
                                       f"{_message(error)}") from None
                 self._sleep(wait)
+            except requests.exceptions.RequestException as error:
+                if attempt == self._max_retries:
+                    raise GithubError(f"could not reach the GitHub API at {self._api_url} ({what}): "
+                                      f"{type(error).__name__}. Check GITHUB_API_URL and the runner's "
+                                      "network access.") from None
+                self._sleep(float(min(2 ** attempt, 30)))
         raise AssertionError("unreachable")
 
     def _retry_wait(self, error: GithubException, attempt: int) -> float | None:
@@ -109,7 +118,13 @@ class GithubClient:
 
     def create_check(self, check: CheckRun) -> int:
         data = self._request("POST", "/check-runs", {"head_sha": check.head_sha, **_check_body(check)})
+        if data.get("html_url"):
+            self._check_urls[int(data["id"])] = str(data["html_url"])
         return int(data["id"])
+
+    def check_url(self, check_id: int) -> str | None:
+        """The check run's page, as GitHub answered when it was created."""
+        return self._check_urls.get(check_id)
 
     def update_check(self, check_id: int, check: CheckRun) -> None:
         self._request("PATCH", f"/check-runs/{check_id}", _check_body(check))
@@ -118,6 +133,11 @@ class GithubClient:
 
     def pull_request(self, number: int) -> PullRequest:
         return _pull(self._request("GET", f"/pulls/{number}"))
+
+    def merge_pull(self, number: int, *, method: str, sha: str) -> str:
+        """Merge PR `number` with `method` only if its head is still `sha`; the merge commit's sha."""
+        data = self._request("PUT", f"/pulls/{number}/merge", {"merge_method": method, "sha": sha})
+        return str(data.get("sha") or "")
 
     def pulls_for_commit(self, sha: str) -> list[PullRequest]:
         return [_pull(p) for p in self._request("GET", f"/commits/{sha}/pulls")]
@@ -173,7 +193,8 @@ def _pull(raw: dict[str, Any]) -> PullRequest:
                        base_ref=str(base.get("ref") or ""),
                        head_repo=(head.get("repo") or {}).get("full_name"),
                        draft=bool(raw.get("draft")), merged=bool(raw.get("merged_at") or raw.get("merged")),
-                       state=str(raw.get("state") or "open"))
+                       state=str(raw.get("state") or "open"), mergeable=raw.get("mergeable"),
+                       mergeable_state=raw.get("mergeable_state"))
 
 
 def _message(error: GithubException) -> str:

@@ -35,9 +35,24 @@ class PullRequest:
     draft: bool = False
     merged: bool = False
     state: str = "open"
+    mergeable: bool | None = None        # GET /pulls/{n} only; None while GitHub is still computing it
+    mergeable_state: str | None = None   # clean, blocked, dirty, behind, unstable, draft, unknown...
 
     def is_from_fork(self, repo: Repo) -> bool:
+        """True unless the head branch lives in `repo` (a deleted head repository cannot be trusted either)."""
         return self.head_repo is None or self.head_repo.lower() != repo.full_name.lower()
+
+    def head_origin(self) -> str:
+        """Where the head branch comes from, for messages: never prints `None`.
+
+        >>> PullRequest(1, "t", "a", "s", "h", "main", None).head_origin()
+        'a head repository that is no longer available (deleted fork)'
+        >>> PullRequest(1, "t", "a", "s", "h", "main", "me/repo").head_origin()
+        'the fork `me/repo`'
+        """
+        if self.head_repo is None:
+            return "a head repository that is no longer available (deleted fork)"
+        return f"the fork `{self.head_repo}`"
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ class LocalOutput:
         self._pulls = {p.number: p for p in pull_requests} | {p.number: p for p in answers.pulls}
         self._checks: dict[int, CheckRun] = {}
         self.reactions: list[tuple[int, str]] = []
+        self.merges: list[tuple[int, str, str]] = []
 
     # comments --------------------------------------------------------------------------------
     def find_comment(self, number: int, *, marker: str) -> tuple[int, str] | None:
@@ -120,6 +121,9 @@ class LocalOutput:
         self._checks[check_id] = check
         self._write_checks()
 
+    def check_url(self, check_id: int) -> str | None:
+        return None
+
     def _write_checks(self) -> None:
         rows = [{"id": cid, **asdict(check)} for cid, check in sorted(self._checks.items())]
         (self.dir / CHECKS_FILE).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
@@ -140,9 +144,14 @@ class LocalOutput:
 
     def pull_request(self, number: int) -> PullRequest:
         if number not in self._pulls:
-            raise GithubError(f"pull request #{number} is unknown in local mode: it is not the event's pull "
-                              "request; add it to the `pulls` of an answers file (--answers)")
+            raise GithubError(f"pull request #{number} is unknown in local mode: the event payload does not "
+                              "describe it and meshbot makes no network call here; add it to the `pulls` of "
+                              "an answers file (--answers)")
         return self._pulls[number]
+
+    def merge_pull(self, number: int, *, method: str, sha: str) -> str:
+        self.merges.append((number, method, sha))
+        return ""
 
     def pulls_for_commit(self, sha: str) -> list[PullRequest]:
         numbers = self.answers.commits.get(sha, ())

@@ -12,6 +12,7 @@ from bot.errors import ConfigError
 MAX_ENV_NAME = 63
 REQUIRED_APPROVER = "required_approver"
 DEPLOY_TRIGGERS = ("merge", "tag", "both")
+MERGE_METHODS = ("merge", "squash", "rebase")
 
 
 class CheckName:
@@ -45,6 +46,7 @@ class BotSettings:
     run_table_diff: bool = True
     table_diff_samples: bool = False
     allow_ephemeral_state: bool = False          # accept state/catalog that vanish with the CI runner
+    merge_method: str | None = None               # merge the PR after a successful /deploy (merge|squash|rebase)
 
     @property
     def has_required_approvers(self) -> bool:
@@ -73,6 +75,10 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[Any] = (), *,
     deploy_on = str(raw.get("deploy_on", "merge")).lower()
     if deploy_on not in DEPLOY_TRIGGERS:
         raise ConfigError(f"cicd_bot.deploy_on must be one of merge, tag, both (got `{deploy_on}`)", path=where)
+    merge_method = _opt_str(raw.get("merge_method"))
+    if merge_method is not None and merge_method.lower() not in MERGE_METHODS:
+        raise ConfigError(f"cicd_bot.merge_method must be one of merge, squash, rebase (got `{merge_method}`)",
+                          path=where)
     try:
         min_approvals = int(raw.get("min_approvals", 1))
     except (TypeError, ValueError):
@@ -102,6 +108,7 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[Any] = (), *,
         run_table_diff=_bool(raw.get("run_table_diff", True), "run_table_diff", where),
         table_diff_samples=_bool(raw.get("table_diff_samples", False), "table_diff_samples", where),
         allow_ephemeral_state=_bool(raw.get("allow_ephemeral_state", False), "allow_ephemeral_state", where),
+        merge_method=merge_method.lower() if merge_method else None,
     )
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from bot.github.settings import CheckName
 from bot.report.markdown import render
 
 COMMENT_LIMIT = 65_536
@@ -21,7 +23,6 @@ class ChangeView:
     kind: str
     diff: str = ""
     indirect: tuple[str, ...] = ()
-    diff_above: bool = False    # the same SQL diff is already shown earlier in the comment
 
 
 @dataclass(frozen=True)
@@ -79,15 +80,52 @@ class DiffView:
 
 
 @dataclass(frozen=True)
+class CheckState:
+    """A check run as the comment's status line sees it (recorded in the comment for later runs)."""
+
+    name: str                   # CheckName, e.g. "Unit Tests"
+    conclusion: str | None      # success, failure, skipped...; None while in progress
+    url: str | None = None      # the check run's page (html_url), when GitHub said it
+    detail: str = ""            # the check's one-line summary
+
+    @property
+    def failed(self) -> bool:
+        return self.conclusion in ("failure", "error", "cancelled", "timed_out", "action_required")
+
+
+@dataclass(frozen=True)
+class PrEnvironmentView:
+    """What this run did to the PR environment, and how to query it (the changes table is the prod preview's)."""
+
+    name: str
+    created: bool = False               # this run created the environment
+    applied: int = 0                    # changes this run applied (0: it was already up to date)
+    models: tuple[str, ...] = ()        # models that differ from prod
+    views: tuple[str, ...] = ()         # their views in the PR environment
+    omitted_views: int = 0
+    skipped_backfill: bool = False
+    backfills: tuple[BackfillView, ...] = ()
+
+
+@dataclass(frozen=True)
+class StatusView:
+    """The status line's facts: explicit text, or derived from the checks (never "passed" with a failure)."""
+
+    failed: tuple[CheckState, ...] = ()
+    waiting: tuple[CheckState, ...] = ()     # required approval missing, or still in progress
+    passed: tuple[CheckState, ...] = ()
+
+
+@dataclass(frozen=True)
 class CommentView:
     """Everything the PR comment shows; each section may be None when it did not run."""
 
     marker: str
-    status: str                                 # one-line status
+    status: str                                 # one-line status; "" derives it from `checks`
     environment: str | None = None
     notices: tuple[str, ...] = ()
     tests: TestsView | None = None
-    pr_plan: PlanView | None = None
+    pr_environment: PrEnvironmentView | None = None
     prod_plan: PlanView | None = None
     diffs: tuple[DiffView, ...] = ()
     omitted_diffs: int = 0
@@ -99,6 +137,26 @@ class CommentView:
     plan_models: str = ""                       # "name@identifier,..." of the prod plan, for later diffs
     gateway: str | None = None
     shortened: bool = False
+    head_sha: str | None = None                 # the commit the checks ran on
+    checks: tuple[CheckState, ...] = ()         # this run's checks merged with earlier ones on head_sha
+    run_url: str | None = None                  # the workflow run
+    approvers: tuple[str, ...] = ()             # who can approve: required approvers' logins
+    approver_teams: tuple[str, ...] = ()        # and required teams
+    drop: tuple[str, ...] = ()                  # sections of earlier runs that are stale now
+
+    @property
+    def derived_status(self) -> StatusView:
+        failed = tuple(c for c in self.checks if c.failed and c.name != CheckName.APPROVAL)
+        waiting = tuple(c for c in self.checks if c.conclusion is None
+                        or (c.name == CheckName.APPROVAL and c.failed))
+        passed = tuple(c for c in self.checks if c not in failed and c not in waiting)
+        return StatusView(failed=failed, waiting=waiting, passed=passed)
+
+    @property
+    def checks_record(self) -> str:
+        """The checks as JSON for the hidden comment that later runs read (see sections.recorded_checks)."""
+        data = {"sha": self.head_sha, "checks": [[c.name, c.conclusion, c.url, c.detail] for c in self.checks]}
+        return json.dumps(data, ensure_ascii=True).replace("-", "\\u002d").replace(">", "\\u003e")
 
 
 # -- building views from engine results ----------------------------------------------------------
@@ -117,15 +175,6 @@ def plan_view(plan: Any) -> PlanView:
         end=_ms(b.intervals[-1][1]) if b.intervals else "") for b in plan.backfills)
     return PlanView(environment=plan.environment, changes=changes, backfills=backfills,
                     skipped_backfill=bool(plan.options.skip_backfill))
-
-
-def without_repeated_diffs(shown: PlanView | None, plan: PlanView | None) -> PlanView | None:
-    """`plan` minus the SQL diffs `shown` already has (the prod preview usually repeats the PR's)."""
-    if shown is None or plan is None:
-        return plan
-    seen = {(c.name, c.diff) for c in shown.changes if c.diff}
-    return replace(plan, changes=tuple(replace(c, diff="", diff_above=True) if (c.name, c.diff) in seen else c
-                                       for c in plan.changes))
 
 
 def tests_view(result: Any) -> TestsView:
@@ -178,8 +227,7 @@ def render_comment(view: CommentView, *, limit: int = COMMENT_LIMIT) -> tuple[st
 
 def _cut_diffs(lines: int):
     def shorten(view: CommentView) -> CommentView:
-        return replace(view, pr_plan=_plan_cut_diffs(view.pr_plan, lines),
-                       prod_plan=_plan_cut_diffs(view.prod_plan, lines))
+        return replace(view, prod_plan=_plan_cut_diffs(view.prod_plan, lines))
     return shorten
 
 
@@ -204,8 +252,11 @@ def _cut_diff_tables(view: CommentView) -> CommentView:
 
 def _cut_lists(size: int):
     def shorten(view: CommentView) -> CommentView:
-        return replace(view, pr_plan=_plan_cut_lists(view.pr_plan, size),
-                       prod_plan=_plan_cut_lists(view.prod_plan, size),
+        env = view.pr_environment
+        if env is not None:
+            env = replace(env, views=env.views[:size], omitted_views=env.omitted_views + max(0, len(env.views) - size),
+                          backfills=env.backfills[:size])
+        return replace(view, pr_environment=env, prod_plan=_plan_cut_lists(view.prod_plan, size),
                        diffs=view.diffs[:size], omitted_diffs=view.omitted_diffs + max(0, len(view.diffs) - size))
     return shorten
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -12,10 +12,11 @@ from bot.errors import BotError
 from bot.github.api import CheckRun, EngineContext, GithubPort, comment_marker
 from bot.github.event import Event, PullRequest
 from bot.github.local import StepOutputs
-from bot.github.sections import merge_comment
-from bot.github.settings import BotSettings, pr_environment_name
-from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckSummaryView, CommentView, render_check_summary,
-                              render_comment, truncate_markdown)
+from bot.github.sections import merge_comment, recorded_checks
+from bot.github.settings import CheckName, BotSettings, pr_environment_name
+from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckState, CheckSummaryView, CommentView,
+                              render_check_summary, render_comment, truncate_markdown)
+from bot.report.markdown import render
 
 PROJECT_SUFFIXES = frozenset({".sql", ".py", ".yaml", ".yml", ".csv", ".json"})
 
@@ -32,7 +33,9 @@ class BotRun:
     project_subdir: str = ""          # the project's folder relative to the repository root
     sha: str | None = None            # GITHUB_SHA
     on_actions_runner: bool = False   # GITHUB_ACTIONS=true: this machine is gone after the job
+    run_url: str | None = None        # $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID
     summaries: list[str] = field(default_factory=list)
+    checks: list[CheckState] = field(default_factory=list)   # the check runs this run completed
 
     @property
     def pull_request(self) -> PullRequest | None:
@@ -68,13 +71,21 @@ def finish_check(run: BotRun, check_id: int, *, name: str, sha: str, conclusion:
         name=run.settings.check_name(name), head_sha=sha, status="completed", conclusion=conclusion,
         title=view.summary[:200], summary=text))
     run.outputs.set(output_key(name), conclusion)
+    run.checks[:] = [c for c in run.checks if c.name != name]
+    run.checks.append(CheckState(name=name, conclusion=conclusion, url=run.github.check_url(check_id),
+                                 detail=view.summary))
 
 
 def post_comment(run: BotRun, number: int, view: CommentView) -> None:
-    """Render, merge with sections other commands wrote before, post once; full text to the summary."""
-    body, full = render_comment(view)
+    """Render, merge with sections other commands wrote before, post once; full text to the summary.
+
+    The checks shown are this run's plus those an earlier run recorded for the same head commit, so the
+    status line always reflects every check (a review event re-runs only the approval check)."""
     existing = run.github.find_comment(number, marker=run.marker)
-    body = merge_comment(existing[1] if existing else None, body)
+    view = replace(view, checks=_merged_checks(existing[1] if existing else None, view.head_sha, run.checks),
+                   run_url=view.run_url or run.run_url)
+    body, full = render_comment(view)
+    body = merge_comment(existing[1] if existing else None, body, drop=view.drop)
     if len(body) > COMMENT_LIMIT:
         body = truncate_markdown(body, COMMENT_LIMIT - SAFETY)
     if existing is None:
@@ -99,6 +110,21 @@ def ephemeral_storage_refusal(run: BotRun) -> str | None:
             f"secrets) and a shared catalog (`connection: remote: sc://...` for a Spark Connect server, or a "
             f"Hive metastore with a shared `spark.sql.warehouse.dir`), and pick it with the action's `gateway` "
             f"input (README, \"The GitHub Action\"). For a throwaway demo set `cicd_bot.allow_ephemeral_state: true`.")
+
+
+def _merged_checks(old_body: str | None, sha: str | None, new: list[CheckState]) -> tuple[CheckState, ...]:
+    old_sha, old = recorded_checks(old_body)
+    by_name = {n: CheckState(n, c, u, d) for n, c, u, d in old} if old_sha == sha and sha else {}
+    by_name.update({c.name: c for c in new})
+    order = {name: i for i, name in enumerate(CheckName.ALL)}
+    return tuple(sorted(by_name.values(), key=lambda c: order.get(c.name, len(order))))
+
+
+def reply(run: BotRun, number: int, user: str | None, text: str) -> None:
+    """A short answer to a comment command, posted on the PR (and in the job summary)."""
+    body = render("reply.md.j2", {"user": user, "text": text})
+    run.github.create_comment(number, body)
+    run.outputs.summary(body)
 
 
 def error_text(error: BaseException) -> str:

@@ -6,6 +6,9 @@ from bot.errors import BotError
 from bot.github.runners.base import BotRun, ephemeral_storage_refusal, error_text, post_comment
 from bot.github.views import CommentView
 
+# After a close the environment's section (its views), its data diffs and "How to deploy" are stale.
+STALE_AFTER_CLOSE = ("hint", "pr_plan", "diffs")
+
 
 def cleanup_pr_environment(run: BotRun) -> int:
     pr = run.pull_request
@@ -20,15 +23,19 @@ def cleanup_pr_environment(run: BotRun) -> int:
                                                  gateway=run.settings.gateway))
         return 1
     known = {getattr(e, "name", e) for e in run.context.environments()}
-    code = 0
+    code, stale = 0, STALE_AFTER_CLOSE
+    how = "merged" if pr.merged else "closed"
+    if env not in known and pr.is_from_fork(run.event.repo):
+        run.outputs.summary(f"meshbot: #{pr.number} from {pr.head_origin()} was {how}; it has no environment.")
+        return 0
     if env not in known:
-        text = f"PR environment `{env}` does not exist (already cleaned up)."
+        text = f":broom: This PR was {how}; its environment `{env}` does not exist (already removed)."
     else:
         try:
             run.context.invalidate(env, sync=True)
-            how = "merged" if pr.merged else "closed"
-            text = f":broom: This PR was {how}: environment `{env}` was invalidated and its views dropped."
+            text = f":broom: This PR was {how}: environment `{env}` was removed (invalidated, views dropped)."
         except BotError as error:
-            text, code = f":x: Environment `{env}` could not be cleaned up: {error_text(error)}", 1
-    post_comment(run, pr.number, CommentView(marker=run.marker, status=text, gateway=run.settings.gateway))
+            text, code, stale = f":x: Environment `{env}` could not be cleaned up: {error_text(error)}", 1, ("hint",)
+    post_comment(run, pr.number, CommentView(marker=run.marker, status=text, gateway=run.settings.gateway,
+                                             head_sha=pr.head_sha, drop=stale))
     return code

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from bot.errors import BotError
+from bot.errors import BotError, GithubError
 from bot.github.event import PullRequest
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
-                                     post_comment, start_check)
+                                     post_comment, reply, start_check)
 from bot.github.runners.pr import approval_status
 from bot.github.sections import plan_digest as recorded_digest
+from bot.github.sections import recorded_checks
 from bot.github.settings import CheckName
 from bot.github.views import CheckSummaryView, CommentView, plan_view
 from bot.plan.definition import PlanOptions
@@ -16,24 +17,36 @@ from bot.plan.definition import PlanOptions
 def deploy_production(run: BotRun, *, environment: str | None = None) -> int:
     """Apply the plan to `environment` (default: the merge environment) for the PR of this commit."""
     env = environment or run.settings.merge_environment
+    if run.event.name == "release" and not (run.event.sha or run.sha):
+        raise GithubError("a release event does not name its commit and GITHUB_SHA is not set, so meshbot "
+                          "cannot tell which commit to deploy; run it inside GitHub Actions (which sets "
+                          "GITHUB_SHA to the tagged commit) or set GITHUB_SHA")
     pr = _find_pr(run)
+    command = run.event.comment is not None
+    if command:
+        refusal = _refusal(run, pr)
+        if refusal is not None:
+            reply(run, run.event.comment.issue_number, run.event.comment.user, refusal)
+            return 1
     sha = pr.head_sha if pr else (run.event.sha or run.sha or "")
+    deployed_sha = pr.head_sha if command and pr else (run.event.sha or run.sha or sha)
     check = start_check(run, CheckName.PROD_DEPLOY, sha) if sha else None
 
-    def finish(conclusion: str, summary: str, details: tuple[str, ...] = ()) -> int:
+    def finish(conclusion: str, summary: str, details: tuple[str, ...] = (), status: str = "") -> int:
         if check is not None:
             finish_check(run, check, name=CheckName.PROD_DEPLOY, sha=sha, conclusion=conclusion,
                          view=CheckSummaryView(summary=summary, details=details))
         if pr is not None:
-            post_comment(run, pr.number, CommentView(marker=run.marker, status="", gateway=run.settings.gateway,
-                                                     deploy="\n\n".join((summary,) + details)))
+            post_comment(run, pr.number, CommentView(
+                marker=run.marker, status=status, gateway=run.settings.gateway, head_sha=pr.head_sha,
+                deploy="\n\n".join((summary,) + details), drop=("hint",) if conclusion == "success" else ()))
         else:
             run.outputs.summary("\n\n".join((summary,) + details))
         return 0 if conclusion in ("success", "skipped") else 1
 
-    refusal = ephemeral_storage_refusal(run)
-    if refusal:
-        return finish("failure", f":x: Deploy to `{env}` refused.", (refusal,))
+    storage_refusal = ephemeral_storage_refusal(run)
+    if storage_refusal:
+        return finish("failure", f":x: Deploy to `{env}` refused.", (storage_refusal,))
     if run.settings.has_required_approvers:
         if pr is None:
             return finish("failure", f":x: Deploy to `{env}` refused: no pull request found for commit "
@@ -56,10 +69,64 @@ def deploy_production(run: BotRun, *, environment: str | None = None) -> int:
         result = run.context.apply(plan)
     except BotError as error:
         return finish("failure", f":x: Deploy to `{env}` failed.", (error_text(error),) + drift)
+    run.outputs.set("deployed_sha", deployed_sha)
     view = plan_view(plan)
     done = (f":rocket: Deployed to `{env}` (plan `{plan.plan_id}`): {len(view.changes)} change(s), "
             f"{len(getattr(result, 'evaluated', ()) or ())} batch(es) computed.")
-    return finish("success", done, drift)
+    status = (f":rocket: Deployed to `{env}` from {deployed_sha[:7] or 'this commit'}: plan `{plan.plan_id}`, "
+              f"digest `{digest}`.")
+    merged = ()
+    if command and pr is not None and run.settings.merge_method:
+        merged, ok = _merge(run, pr)
+        status += " " + merged[0]
+        if not ok:
+            finish("success", done, drift + merged, status=status)
+            return 1
+    return finish("success", done, drift + merged, status=status)
+
+
+def _refusal(run: BotRun, pr: PullRequest | None) -> str | None:
+    """Why a `/deploy` comment must not deploy this PR now, or None when it may."""
+    if pr is None:
+        return "`/deploy` works on pull requests only."
+    if pr.state != "open" or pr.merged:
+        return f"#{pr.number} is {'merged' if pr.merged else 'closed'}; `/deploy` deploys open pull requests only."
+    if pr.is_from_fork(run.event.repo):
+        return (f"deploy refused: #{pr.number} comes from {pr.head_origin()}. meshbot never runs a fork's code "
+                "with this repository's write token and prod credentials; a maintainer can push the branch "
+                "to this repository and deploy from there.")
+    if pr.mergeable_state == "draft" or pr.draft:
+        return f"deploy refused: #{pr.number} is a draft; mark it ready for review first."
+    if pr.mergeable is None:
+        return (f"deploy refused for now: GitHub is still computing whether #{pr.number} can be merged. "
+                "Try `/deploy` again in a minute.")
+    if pr.mergeable is False or pr.mergeable_state == "dirty":
+        return (f"deploy refused: #{pr.number} has merge conflicts with `{pr.base_ref}`; resolve them so that "
+                "what is deployed is what will be merged.")
+    if pr.mergeable_state == "blocked":
+        return (f"deploy refused: branch protection blocks merging #{pr.number} (required reviews or status "
+                "checks are missing).")
+    recorded, _ = recorded_checks(_comment_body(run, pr))
+    if recorded and recorded != pr.head_sha:
+        return (f"deploy refused: the prod plan preview was built for {recorded[:7]}, but the head of #{pr.number} "
+                f"is now {pr.head_sha[:7]}; wait for meshbot to finish on the new commit, then `/deploy` again.")
+    return None
+
+
+def _merge(run: BotRun, pr: PullRequest) -> tuple[tuple[str, ...], bool]:
+    """Merge the PR after a /deploy (cicd_bot.merge_method), only if its head is still the deployed sha."""
+    method = run.settings.merge_method or "merge"
+    try:
+        merge_sha = run.github.merge_pull(pr.number, method=method, sha=pr.head_sha)
+    except BotError as error:
+        return (f":x: The PR could not be merged ({method}): {error_text(error)}",), False
+    run.outputs.set("merge_sha", merge_sha)
+    return (f"The PR was merged ({method}){f' as {merge_sha[:7]}' if merge_sha else ''}.",), True
+
+
+def _comment_body(run: BotRun, pr: PullRequest) -> str | None:
+    found = run.github.find_comment(pr.number, marker=run.marker)
+    return found[1] if found else None
 
 
 def _find_pr(run: BotRun) -> PullRequest | None:
@@ -80,8 +147,7 @@ def _drift(run: BotRun, pr: PullRequest | None, digest: str, models: str) -> tup
     """What changed between the approved prod plan preview and what is about to deploy."""
     if pr is None:
         return ()
-    found = run.github.find_comment(pr.number, marker=run.marker)
-    recorded = recorded_digest(found[1] if found else None)
+    recorded = recorded_digest(_comment_body(run, pr))
     if recorded is None or recorded[0] == digest:
         return ()
     before = recorded[1]

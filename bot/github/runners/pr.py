@@ -11,8 +11,8 @@ from bot.github.event import PullRequest
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check,
                                      plan_digest, post_comment, start_check, touches_project)
 from bot.github.settings import CheckName
-from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanView, TestsView, diff_view,
-                              plan_view, tests_view, without_repeated_diffs)
+from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanView, PrEnvironmentView, TestsView,
+                              diff_view, plan_view, tests_view)
 from bot.report.markdown import pluralize
 from bot.plan.definition import PlanOptions
 
@@ -26,9 +26,7 @@ def _pr(run: BotRun) -> PullRequest | None:
     return pr
 
 
-def _status(pr: PullRequest, ok: bool) -> str:
-    return (f":white_check_mark: meshbot checks passed for {pr.head_sha[:7]}." if ok
-            else f":x: meshbot found problems in {pr.head_sha[:7]}; see below.")
+MAX_VIEWS = 30
 
 
 def tests_step(run: BotRun, pr: PullRequest) -> TestsView:
@@ -46,8 +44,8 @@ def tests_step(run: BotRun, pr: PullRequest) -> TestsView:
     return view
 
 
-def environment_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, Any, str | None]:
-    """Plan and apply the PR environment: (view, the applied plan or None, error text or None)."""
+def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | None, Any, str | None]:
+    """Plan and apply the PR environment: (what it did, the applied plan or None, error text or None)."""
     env = run.pr_environment(pr.number)
     run.outputs.set("pr_environment_name", env)
     check = start_check(run, CheckName.PR_ENVIRONMENT, pr.head_sha)
@@ -58,6 +56,7 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, Any
         refusal = ephemeral_storage_refusal(run)
         if refusal:
             raise BotError(refusal)
+        existed = env in {e.name for e in run.context.environments()}
         plan = run.context.plan(env, options=options)
         run.context.apply(plan)
     except BotError as error:
@@ -65,11 +64,32 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, Any
                      view=CheckSummaryView(summary=f"Environment `{env}` could not be synced",
                                            details=(error_text(error),)))
         return None, None, error_text(error)
+    run.outputs.set("created_pr_environment", "false" if existed else "true")
     view = plan_view(plan)
     finish_check(run, check, name=CheckName.PR_ENVIRONMENT, sha=pr.head_sha, conclusion="success",
                  view=CheckSummaryView(summary=f"Environment `{env}` is synced", plan=view,
                                        plan_title=f"Changes in `{env}`"))
-    return view, plan, None
+    return PrEnvironmentView(name=env, created=not existed, applied=len(view.changes),
+                             skipped_backfill=view.skipped_backfill and view.has_changes,
+                             backfills=view.backfills), plan, None
+
+
+def _with_models(run: BotRun, env: PrEnvironmentView, plan: Any) -> PrEnvironmentView:
+    """The models that differ from prod (per the prod preview when there is one) and their views."""
+    names: list[str] = []
+    for change in getattr(plan, "changes", ()) or ():
+        if str(getattr(change.change, "value", change.change)) != "removed":
+            names.append(change.name)
+        names.extend(getattr(change, "indirect_children", ()) or ())
+    names = list(dict.fromkeys(names))
+    views = []
+    for name in names:
+        try:
+            views.append(run.context.view_name(name, env.name))
+        except BotError:
+            continue      # a model the project no longer has
+    return replace(env, models=tuple(names), views=tuple(views[:MAX_VIEWS]),
+                   omitted_views=max(0, len(views) - MAX_VIEWS))
 
 
 def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Any, prod_plan: Any) -> tuple[DiffView, ...]:
@@ -121,6 +141,12 @@ def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str |
     return view, digest, models, plan
 
 
+def approval_fields(run: BotRun, status: ApprovalStatus) -> dict[str, Any]:
+    """The comment's approval section: the verdict, its check conclusion and who can approve."""
+    return dict(approval=status.summary, approval_status=_approval_word(status),
+                approvers=run.settings.required_approvers, approver_teams=run.settings.required_teams)
+
+
 def approval_step(run: BotRun, pr: PullRequest) -> ApprovalStatus:
     status = approval_status(run, pr)
     check = start_check(run, CheckName.APPROVAL, pr.head_sha)
@@ -161,7 +187,9 @@ def deploy_hint(run: BotRun) -> str:
         ways.append(f"push a release tag or publish a release: deploys to `{s.tag_environment}`")
     if s.enable_deploy_command:
         from bot.github.commands import command_prefix
-        ways.append(f"comment `{command_prefix(s.command_namespace)}deploy` (write access needed)")
+        merge = f", then merges this PR ({s.merge_method})" if s.merge_method else ""
+        ways.append(f"comment `{command_prefix(s.command_namespace)}deploy` (write access needed; deploys this "
+                    f"PR's merge with its base to `{s.merge_environment}`{merge})")
     gate = " once the required approvals are in" if s.has_required_approvers else ""
     text = "; or ".join(ways)
     return text[:1].upper() + text[1:] + gate + "."
@@ -175,7 +203,7 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
         run.outputs.summary("meshbot: this event has no pull request; nothing to do.")
         return 0
     view = CommentView(marker=run.marker, status="", gateway=run.settings.gateway,
-                       environment=run.pr_environment(pr.number))
+                       environment=run.pr_environment(pr.number), head_sha=pr.head_sha)
     if (tests or environment or prod_plan) and not touches_project(
             run.github.changed_files(pr.number), run.project_subdir):
         post_comment(run, pr.number, replace(view, status="This pull request changes no project file; "
@@ -186,21 +214,22 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
         view = replace(view, tests=tests_step(run, pr))
         ok = ok and view.tests.status == "passed"
     if environment:
-        pr_plan, applied, error = environment_step(run, pr)
-        view = replace(view, pr_plan=pr_plan)
+        env_view, applied, error = environment_step(run, pr)
+        view = replace(view, pr_environment=env_view)
         ok = ok and error is None
     if prod_plan:
         prod, digest, models, preview = prod_plan_step(run, pr)
         view = replace(view, prod_plan=prod, plan_digest=digest, plan_models=models,
                        deploy_hint=deploy_hint(run))
         ok = ok and digest is not None
+    if view.pr_environment is not None:
+        view = replace(view, pr_environment=_with_models(run, view.pr_environment,
+                                                         preview if preview is not None else applied))
     view = replace(view, diffs=diffs_step(run, pr, pr_plan=applied, prod_plan=preview))
     if approval:
-        status = approval_step(run, pr)
-        view = replace(view, approval=status.summary, approval_status=_approval_word(status))
+        view = replace(view, **approval_fields(run, approval_step(run, pr)))
     notices = (f"The PR environment could not be synced: {error}",) if error else ()
-    view = replace(view, prod_plan=without_repeated_diffs(view.pr_plan, view.prod_plan))
-    post_comment(run, pr.number, replace(view, status=_status(pr, ok), notices=notices))
+    post_comment(run, pr.number, replace(view, notices=notices))
     return 0 if ok else 1
 
 
@@ -223,7 +252,6 @@ def check_required_approvers(run: BotRun) -> int:
     if run.event.name == "pull_request_review" or pr.head_sha == "":
         pr = run.github.pull_request(pr.number)   # the review payload's head may be stale
     status = approval_step(run, pr)
-    post_comment(run, pr.number, CommentView(marker=run.marker, status="", approval=status.summary,
-                                             approval_status=_approval_word(status),
-                                             gateway=run.settings.gateway))
+    post_comment(run, pr.number, CommentView(marker=run.marker, status="", gateway=run.settings.gateway,
+                                             head_sha=pr.head_sha, **approval_fields(run, status)))
     return 0 if status.approved else 1

@@ -1,0 +1,155 @@
+"""The PR comment through main() with GitHub mocked (OpenAPI-validated) and a FakeEngine (no Spark): the status
+line names what failed or is pending, links the run and the check runs, says who can approve and how to query
+the PR environment; replies to commands are comments; close cleans up whatever the PR's origin."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+import responses
+
+from bot.github.action import Invocation, main
+from github_support import FakeEngine, FakeRepository, install, payload, pr_comment_event
+
+ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_comment_token", "GITHUB_API_URL": "https://api.github.com",
+       "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
+       "GITHUB_RUN_ID": "4242"}
+RUN_LINK = "[Workflow run](https://github.com/Codertocat/Hello-World/actions/runs/4242)"
+HEAD = payload("pull_request/opened.payload.json")["pull_request"]["head"]["sha"]
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch):
+    import time
+
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+
+
+class Bot:
+    def __init__(self, tmp_path, gh, engine: FakeEngine) -> None:
+        self.tmp_path, self.gh, self.engine = tmp_path, gh, engine
+        self.repo = FakeRepository(gh, permissions={"writer": "write"})
+        self.repo.set_pull(payload("pull_request/opened.payload.json")["pull_request"])
+        self.outputs = tmp_path / "outputs.env"
+
+    def __call__(self, name: str, raw: dict) -> int:
+        path = self.tmp_path / "event.json"
+        path.write_text(json.dumps(raw))
+        self.outputs.write_text("")
+        return main(Invocation(event_name=name, event_path=str(path)),
+                    env={**ENV, "GITHUB_OUTPUT": str(self.outputs), "GITHUB_STEP_SUMMARY": str(self.tmp_path / "s.md")},
+                    context_factory=lambda p, g: self.engine, out=lambda line: None)
+
+    @property
+    def comment(self) -> str:
+        marked = [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" in c["body"]]
+        assert len(marked) == 1
+        return marked[0]
+
+    @property
+    def status(self) -> str:
+        return self.comment.split("<!-- meshbot:section status -->")[1].split("<!-- /meshbot:section status -->")[0]
+
+    @property
+    def replies(self) -> list[str]:
+        return [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" not in c["body"]]
+
+    def outputs_dict(self) -> dict[str, str]:
+        return dict(line.split("=", 1) for line in self.outputs.read_text().splitlines() if "=" in line)
+
+
+@pytest.fixture
+def bot(tmp_path):
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        yield lambda cicd_bot=None, **kw: Bot(tmp_path, gh, FakeEngine(cicd_bot, **kw))
+        assert not gh.errors, gh.errors
+
+
+def _comment_event(body: str = "/deploy", login: str = "writer") -> dict:
+    return pr_comment_event(body, login)
+
+
+def test_status_names_the_missing_approval_and_turns_green_when_it_arrives(bot):
+    b = bot({"required_approvers": ["ann-gh"], "required_teams": ["Codertocat/data-eng"]})
+    assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
+    assert "checks passed" not in b.comment
+    assert b.status.strip().startswith(f":hourglass_flowing_sand: meshbot on {HEAD[:7]}: waiting for Required "
+                                       "Approval (0 of 1 required approval(s))")
+    # each check links its run (html_url from GitHub's answer); the workflow run is linked
+    links = re.findall(r"\[([^\]]+)\]\((https://github.com/Codertocat/Hello-World/runs/\d+)\)", b.status)
+    assert [name for name, _ in links] == ["Unit Tests", "PR Environment Synced", "Prod Plan Preview",
+                                           "Required Approval"]
+    assert RUN_LINK in b.comment
+    assert "Who can approve: @ann-gh; any member of `Codertocat/data-eng`." in b.comment
+    assert "- `shop__hello_world_2.orders`" in b.comment
+    assert b.outputs_dict()["created_pr_environment"] == "true"
+
+    # the approval arrives: only that check re-runs, and the status says everything passed
+    b.repo.review("ann-gh", "APPROVED", HEAD, "2024-01-02T00:00:00Z")
+    assert b("pull_request_review", payload("pull_request_review/submitted.payload.json")) == 0
+    assert b.status.strip().startswith(f":white_check_mark: meshbot checks passed on {HEAD[:7]}.")
+    assert "- `shop__hello_world_2.orders`" in b.comment
+
+
+def test_a_failing_check_is_named_even_when_others_pass(bot):
+    b = bot({"required_approvers": ["ann-gh"]})
+    b.engine.test = lambda **kw: type("R", (), {"total": 2, "failures": (), "errors": ("boom",), "passed": False})()
+    assert b("pull_request", payload("pull_request/opened.payload.json")) == 1
+    assert ":x: meshbot on ec26c3e: Unit Tests (1 of 2 unit tests failed) failed. Also waiting for Required " \
+           "Approval" in b.status
+    assert "checks passed" not in b.comment
+
+
+def test_the_changes_are_shown_once_and_a_rerun_says_the_environment_was_up_to_date(bot):
+    b = bot()
+    assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
+    assert b.comment.count("| Model | Change | Category | Kind |") == 1
+    assert b.comment.count("SQL diff of shop.orders") == 1
+    assert "Created by this run with 1 change against prod." in b.comment and "Backfill skipped" in b.comment
+    assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
+    assert b.outputs_dict()["created_pr_environment"] == "false"
+    assert "Already up to date with this commit" in b.comment and "- `shop__hello_world_2.orders`" in b.comment
+    assert b.comment.count("| Model | Change | Category | Kind |") == 1
+
+
+@pytest.mark.parametrize("cicd_bot, body, answer", [
+    ({}, "/help", "@writer meshbot commands: `/deploy` applies the prod plan"),
+    ({}, "/deploy", "@writer `/deploy` is disabled (cicd_bot.enable_deploy_command is false)."),
+    ({"command_namespace": "meshbot"}, "/meshbot/deplo", "@writer unknown command `/meshbot/deplo`."),
+])
+def test_replies_to_commands_are_comments_on_the_pr(bot, cicd_bot, body, answer):
+    b = bot(cicd_bot)
+    assert b("issue_comment", _comment_event(body)) == 0
+    assert len(b.replies) == 1 and b.replies[0].startswith(answer)
+    assert b.engine.plans == [] and b.repo.checks == {}
+
+
+def test_closing_a_fork_pr_cleans_up_its_environment_and_drops_stale_sections(bot):
+    b = bot()
+    assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
+    assert "How to deploy" in b.comment
+    closed = copy.deepcopy(payload("pull_request/closed.payload.json"))
+    closed["pull_request"]["head"]["repo"]["full_name"] = "someone/Hello-World"
+    assert b("pull_request", closed) == 0
+    assert b.engine.invalidated == ["hello_world_2"]
+    assert ":broom: This PR was closed: environment `hello_world_2` was removed" in b.status
+    assert "How to deploy" not in b.comment and "shop__hello_world_2" not in b.comment
+    assert "Prod plan preview" in b.comment          # kept as the record of what was proposed
+
+
+def test_a_deleted_head_repository_is_not_a_fork_named_none(tmp_path):
+    raw = copy.deepcopy(payload("pull_request/opened.payload.json"))
+    raw["pull_request"]["head"]["repo"] = None
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(raw))
+    out = tmp_path / "out"
+    engine = FakeEngine()
+    assert main(Invocation(event_name="pull_request", event_path=str(path), output_dir=str(out)), env={},
+                context_factory=lambda p, g: engine) == 0
+    summary = (out / "summary.md").read_text()
+    assert "a head repository that is no longer available" in summary and "None" not in summary
+    assert engine.plans == []

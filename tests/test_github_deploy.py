@@ -1,0 +1,144 @@
+"""`/deploy` gates and merge_method: the PR is fetched from GitHub (OpenAPI-validated mock) and must be open,
+from this repository, mergeable and not blocked; refusals are replies on the PR; a successful deploy records
+the deployed head and, with cicd_bot.merge_method, merges the PR at exactly that head. No Spark."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import responses
+
+from bot.github.action import Invocation, main
+from github_support import FakeEngine, FakeRepository, install, payload, pr_comment_event
+
+HEAD = payload("pull_request/opened.payload.json")["pull_request"]["head"]["sha"]
+DEPLOY = "meshbot - Prod Environment Synced"
+ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_deploy_token", "GITHUB_API_URL": "https://api.github.com",
+       "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
+       "GITHUB_RUN_ID": "7"}
+
+
+def _comment_event(body: str = "/deploy", login: str = "writer") -> dict:
+    return pr_comment_event(body, login)
+
+
+def _pull(**changes) -> dict:
+    raw = copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"])
+    for key, value in changes.items():
+        if key == "head_repo":
+            raw["head"]["repo"] = {**raw["head"]["repo"], "full_name": value}
+    return raw
+
+
+class Scenario:
+    def __init__(self, tmp_path, gh, engine: FakeEngine) -> None:
+        self.tmp_path, self.gh, self.engine = tmp_path, gh, engine
+        self.repo = FakeRepository(gh, permissions={"writer": "write"})
+        self.outputs = tmp_path / "outputs.env"
+        self.lines: list[str] = []
+
+    def __call__(self, raw: dict, name: str = "issue_comment") -> int:
+        path = self.tmp_path / "event.json"
+        path.write_text(json.dumps(raw))
+        return main(Invocation(event_name=name, event_path=str(path)),
+                    env={**ENV, "GITHUB_OUTPUT": str(self.outputs)},
+                    context_factory=lambda p, g: self.engine, out=self.lines.append)
+
+    @property
+    def replies(self) -> list[str]:
+        return [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" not in c["body"]]
+
+    @property
+    def comment(self) -> str:
+        return next(c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" in c["body"])
+
+    def output(self, key: str) -> str | None:
+        found = [line.split("=", 1)[1] for line in self.outputs.read_text().splitlines()
+                 if line.startswith(f"{key}=")] if self.outputs.exists() else []
+        return found[-1] if found else None
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch):
+    """main() builds the real client, whose PyGithub throttles writes with time.sleep: record, never wait."""
+    import time
+
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+    return waits
+
+
+@pytest.fixture
+def scenario(tmp_path):
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        yield lambda cicd_bot=None: Scenario(tmp_path, gh, FakeEngine({"enable_deploy_command": True,
+                                                                        **(cicd_bot or {})}))
+        assert not gh.errors, gh.errors
+
+
+@pytest.mark.parametrize("pull, fields, reason", [
+    (dict(head_repo="someone/Hello-World"), {}, "comes from the fork `someone/Hello-World`. meshbot never runs"),
+    ({}, dict(mergeable=None, mergeable_state="unknown"), "GitHub is still computing whether #2 can be merged"),
+    ({}, dict(mergeable=False, mergeable_state="dirty"), "#2 has merge conflicts with `master`"),
+    ({}, dict(mergeable=True, mergeable_state="dirty"), "#2 has merge conflicts with `master`"),
+    ({}, dict(mergeable=True, mergeable_state="blocked"), "branch protection blocks merging #2"),
+    ({}, dict(state="closed"), "#2 is closed"),
+])
+def test_deploy_is_refused_with_a_reply_unless_the_pr_can_be_merged(scenario, pull, fields, reason):
+    bot = scenario()
+    bot.repo.set_pull(_pull(**pull), **fields)
+    assert bot(_comment_event()) == 1
+    assert len(bot.replies) == 1 and bot.replies[0].startswith("@writer ") and reason in bot.replies[0]
+    assert "None" not in bot.replies[0]
+    assert bot.engine.plans == [] and bot.engine.applied == [] and bot.repo.checks == {}
+    assert bot.repo.merges == [] and bot.repo.reactions == [(77, "rocket")]
+
+
+def test_deploy_is_refused_when_the_preview_was_built_for_another_head(scenario, tmp_path):
+    bot = scenario()
+    bot.repo.set_pull(_pull())
+    assert bot(payload("pull_request/opened.payload.json"), "pull_request") == 0   # preview on HEAD
+    moved = _pull()
+    moved["head"]["sha"] = "d" * 40
+    bot.repo.set_pull(moved)
+    assert bot(_comment_event()) == 1
+    assert f"built for {HEAD[:7]}, but the head of #2 is now ddddddd" in bot.replies[-1]
+    assert bot.engine.applied == ["hello_world_2"]
+
+
+def test_deploy_applies_the_pr_head_records_it_and_merges_with_merge_method(scenario):
+    bot = scenario({"merge_method": "squash"})
+    bot.repo.set_pull(_pull())
+    assert bot(payload("pull_request/opened.payload.json"), "pull_request") == 0
+    assert "How to deploy" in bot.comment
+    assert bot(_comment_event()) == 0
+    assert bot.engine.applied == ["hello_world_2", "prod"]
+    assert bot.repo.merges == [{"merge_method": "squash", "sha": HEAD}]
+    assert bot.output("deployed_sha") == HEAD and bot.output("merge_sha") == "c" * 40
+    assert bot.repo.check(DEPLOY)["conclusion"] == "success" and bot.repo.check(DEPLOY)["head_sha"] == HEAD
+    status = bot.comment.split("<!-- /meshbot:section status -->")[0]
+    assert f":rocket: Deployed to `prod` from {HEAD[:7]}: plan `plan_" in status and "digest `" in status
+    assert "The PR was merged (squash) as ccccccc." in status
+    assert "How to deploy" not in bot.comment
+    assert "[Workflow run](https://github.com/Codertocat/Hello-World/actions/runs/7)" in bot.comment
+    assert all("ghs_deploy_token" not in str(call) for call in bot.gh.calls)
+
+
+def test_a_refused_merge_after_a_deploy_is_reported_and_fails_the_step(scenario):
+    bot = scenario({"merge_method": "rebase"})
+    bot.repo.set_pull(_pull())
+    bot.repo.refuse_merges(405, "Rebase merges are not allowed on this repository.")
+    assert bot(_comment_event()) == 1
+    assert bot.engine.applied == ["prod"]
+    assert "The PR could not be merged (rebase)" in bot.comment and "Rebase merges are not allowed" in bot.comment
+
+
+def test_without_merge_method_a_deploy_does_not_merge(scenario):
+    bot = scenario()
+    bot.repo.set_pull(_pull())
+    assert bot(_comment_event()) == 0
+    assert bot.repo.merges == [] and bot.engine.applied == ["prod"]
+    assert not bot.gh.sent("PUT", r"/merge$")
