@@ -6,7 +6,7 @@ import click
 
 from bot.cli import ops, plans, quality
 from bot.context import Context
-from bot.spark.session import set_verbose
+from bot.spark.verbosity import set_verbose
 
 
 class _Commands(click.Group):

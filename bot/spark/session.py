@@ -12,6 +12,7 @@ from bot.errors import EngineError
 from bot.project.config import SparkConnection
 from bot.spark.connect import check_reachable, is_connect
 from bot.spark.engine import spark_message
+from bot.spark.verbosity import is_verbose
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -21,7 +22,6 @@ LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 JVM_LOG = "spark.log"
 _LOCK = threading.Lock()
 _SESSION: "SparkSession | None" = None
-_VERBOSE = False
 
 # SQL semantics meshbot relies on (INSERT OVERWRITE replaces only the written partitions, UTC,
 # non-ANSI casts, Parquet tables). Runtime settings, so they apply to Spark Connect sessions too;
@@ -63,18 +63,6 @@ def get_session(connection: SparkConnection, *, state_dir: Path) -> "SparkSessio
         return _SESSION
 
 
-def set_verbose(verbose: bool) -> None:
-    """Choose what a JVM this process starts later prints (the CLI's `-v`).
-
-    Quiet (default): the JVM's stdout and stderr go to `<state_dir>/spark.log`, log4j logs errors
-    only, so nothing from Spark reaches the terminal; errors reach the user as meshbot's own
-    messages (exceptions through py4j). Verbose: the JVM shares this process's terminal and logs
-    with Spark's own default profile (WARN), as `pyspark` itself would.
-    """
-    global _VERBOSE
-    _VERBOSE = bool(verbose)
-
-
 def stop_session() -> None:
     global _SESSION
     with _LOCK:
@@ -96,8 +84,9 @@ def _is_stopped(session: "SparkSession") -> bool:
 def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
     from pyspark.sql import SparkSession
 
+    verbose = is_verbose()
     builder = SparkSession.builder.appName("meshbot")
-    if not _VERBOSE:
+    if not verbose:
         _quiet_python_loggers()
     if connection.remote:
         return _build_remote(builder, connection)
@@ -120,11 +109,11 @@ def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
     })
     settings.update(dict(connection.config))
     settings["spark.driver.extraJavaOptions"] = java_options(
-        state_dir, settings.get("spark.driver.extraJavaOptions", ""), verbose=_VERBOSE)
+        state_dir, settings.get("spark.driver.extraJavaOptions", ""), verbose=verbose)
     builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    if _VERBOSE:
+    if verbose:
         return _create(builder.enableHiveSupport(), master)
     log_path = state_dir / JVM_LOG
     _launch_quiet_gateway(master, settings, log_path)
