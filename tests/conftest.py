@@ -29,7 +29,7 @@ def _uses_postgres(item) -> bool:
     direct = set()   # arguments of @pytest.mark.parametrize, where "postgres" may be just a dialect name
     for mark in item.iter_markers("parametrize"):
         names = mark.args[0]
-        direct.update(n.strip() for n in names.split(",")) if isinstance(names, str) else direct.update(names)
+        direct.update(name.strip() for name in (names.split(",") if isinstance(names, str) else names))
     return any(value == "postgres" for name, value in callspec.params.items() if name not in direct)
 
 
