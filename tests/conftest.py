@@ -11,6 +11,38 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES = dict(host="127.0.0.1", port=5432, user="postgres", database="test")
 
+# Test lanes. A test that needs one of these fixtures (directly or through other fixtures) gets the
+# marker; `spark` implies `slow`, so `pytest -m "not slow"` is the fast lane without any JVM.
+# Modules that start Spark some other way (a meshbot subprocess, a Context without the fixture)
+# say so with `pytestmark = pytest.mark.spark` or `pytest.mark.slow`.
+SPARK_FIXTURES = frozenset({"spark", "spark_state_dir", "clean_catalog"})
+POSTGRES_FIXTURES = frozenset({"postgres_schema"})
+
+
+def _uses_postgres(item) -> bool:
+    """Needs a PostgreSQL fixture, or is the `postgres` case of a fixture parametrized over state backends."""
+    if set(getattr(item, "fixturenames", ())) & POSTGRES_FIXTURES:
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return False
+    direct = set()   # arguments of @pytest.mark.parametrize, where "postgres" may be just a dialect name
+    for mark in item.iter_markers("parametrize"):
+        names = mark.args[0]
+        direct.update(name.strip() for name in (names.split(",") if isinstance(names, str) else names))
+    return any(value == "postgres" for name, value in callspec.params.items() if name not in direct)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if _uses_postgres(item) and not item.get_closest_marker("postgres"):
+            item.add_marker(pytest.mark.postgres)
+        if fixtures & SPARK_FIXTURES and not item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.spark)
+        if item.get_closest_marker("spark") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session")
 def spark_state_dir(tmp_path_factory) -> Path:

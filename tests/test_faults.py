@@ -75,6 +75,7 @@ def _recorded(root: Path, name: str) -> list[tuple[int, int]]:
         return []
 
 
+@pytest.mark.spark   # meshbot subprocesses on Spark
 def test_sigkill_mid_backfill_then_rerun_has_no_missing_or_duplicated_rows(tmp_path):
     root = write_project(tmp_path / "proj", "fk")
     args = ("plan", "--auto-apply", "--execution-time", "2024-01-21")

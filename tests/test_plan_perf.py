@@ -40,6 +40,9 @@ print(json.dumps(counts))
 """
 
 
+pytestmark = pytest.mark.slow   # a generated 300-model project and four planning subprocesses
+
+
 def _bench_module():
     spec = importlib.util.spec_from_file_location("plan_scale", REPO / "benchmarks" / "plan_scale.py")
     module = importlib.util.module_from_spec(spec)

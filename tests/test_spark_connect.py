@@ -120,6 +120,7 @@ def _plan_and_check(project: Path, *gateway: str) -> None:
 # Tests
 # --------------------------------------------------------------------------------------------
 
+@pytest.mark.spark   # Spark servers and meshbot subprocesses
 def test_plan_runs_through_spark_connect_on_the_servers_catalog(connect_server, tmp_path):
     project = _project(tmp_path / "shop", f"      remote: {connect_server.url}\n")
     _plan_and_check(project)
@@ -139,6 +140,7 @@ def test_plan_runs_through_spark_connect_on_the_servers_catalog(connect_server, 
             in result.stderr), result.stderr
 
 
+@pytest.mark.spark   # Spark servers and meshbot subprocesses
 def test_plan_runs_on_a_standalone_master_with_executors_on_the_worker(standalone_master, tmp_path):
     connection = (f"      master: {standalone_master.url}\n"
                   "      config:\n        spark.executor.memory: 512m\n        spark.cores.max: 1\n"

@@ -6,6 +6,7 @@ import click
 
 from bot.cli import ops, plans, quality
 from bot.context import Context
+from bot.spark.verbosity import set_verbose
 
 
 class _Commands(click.Group):
@@ -25,10 +26,13 @@ class _Commands(click.Group):
 @click.option("-p", "--path", "path", default=".", type=click.Path(file_okay=False),
               help="Project directory (default: current directory).")
 @click.option("--gateway", default=None, help="Gateway from config.yaml (default: default_gateway).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Show Spark's own output (JVM and log4j warnings); by default it goes to .meshbot/spark.log.")
 @click.version_option(package_name="meshbot")
 @click.pass_context
-def cli(ctx: click.Context, path: str, gateway: str | None) -> None:
+def cli(ctx: click.Context, path: str, gateway: str | None, verbose: bool) -> None:
     """meshbot: SQLMesh-compatible transformations on Spark with virtual data environments."""
+    set_verbose(verbose)
     context = Context(path, gateway=gateway)
     ctx.obj = context
     ctx.call_on_close(context.close)

@@ -12,11 +12,14 @@ from bot.errors import EngineError
 from bot.project.config import SparkConnection
 from bot.spark.connect import check_reachable, is_connect
 from bot.spark.engine import spark_message
+from bot.spark.verbosity import is_verbose
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+# Where the JVM's stdout and stderr go for a session this process starts (quiet mode), under state_dir.
+JVM_LOG = "spark.log"
 _LOCK = threading.Lock()
 _SESSION: "SparkSession | None" = None
 
@@ -81,7 +84,10 @@ def _is_stopped(session: "SparkSession") -> bool:
 def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
     from pyspark.sql import SparkSession
 
+    verbose = is_verbose()
     builder = SparkSession.builder.appName("meshbot")
+    if not verbose:
+        _quiet_python_loggers()
     if connection.remote:
         return _build_remote(builder, connection)
 
@@ -90,7 +96,6 @@ def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
     if master.startswith("local"):
         # On a cluster the workers must reach the driver, so it cannot bind to loopback there.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    logging.getLogger("py4j").setLevel(logging.ERROR)
     state_dir = state_dir.resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     settings = dict(LOCAL_DEFAULTS)
@@ -101,16 +106,77 @@ def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
             f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true",
         "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
         "spark.hadoop.hive.metastore.schema.verification": "false",
-        "spark.driver.extraJavaOptions": (f"-Dderby.system.home={state_dir} "
-                                          f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"),
     })
     settings.update(dict(connection.config))
+    settings["spark.driver.extraJavaOptions"] = java_options(
+        state_dir, settings.get("spark.driver.extraJavaOptions", ""), verbose=verbose)
     builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = _create(builder.enableHiveSupport(), master)
+    if verbose:
+        return _create(builder.enableHiveSupport(), master)
+    log_path = state_dir / JVM_LOG
+    _launch_quiet_gateway(master, settings, log_path)
+    session = _create(builder.enableHiveSupport(), master, log_path)
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def java_options(state_dir: Path, user_options: str = "", *, verbose: bool = False) -> str:
+    """The driver JVM's options: Derby's home and (unless verbose) meshbot's log4j profile, then the user's.
+
+    >>> java_options(Path("/p/.meshbot"), "-Xss4m")  # doctest: +ELLIPSIS
+    '-Dderby.system.home=/p/.meshbot -Dlog4j2.configurationFile=file:...log4j2.properties -Xss4m'
+    >>> java_options(Path("/p/.meshbot"), verbose=True)
+    '-Dderby.system.home=/p/.meshbot'
+    """
+    options = [f"-Dderby.system.home={state_dir}"]
+    if not verbose:
+        options.append(f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}")
+    if user_options.strip():
+        options.append(user_options.strip())
+    return " ".join(options)
+
+
+def _launch_quiet_gateway(master: str, settings: dict[str, str], log_path: Path) -> None:
+    """Start the driver JVM with its stdout and stderr in `log_path`, unless this process has one already.
+
+    The JVM writes to its stderr before log4j is configured (`WARNING: Using incubator modules`,
+    `Picked up JAVA_TOOL_OPTIONS`, ...) and the Python workers it starts inherit its streams, so
+    the only way to keep the terminal clean is to give the process its own streams. pyspark's
+    `launch_gateway(popen_kwargs=...)` exists for this; the SparkContext built on that gateway is
+    the one `getOrCreate()` then returns.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if getattr(SparkContext, "_gateway", None) is not None:
+        return   # a JVM is running already (a stopped session being rebuilt): pyspark reuses it
+    conf = SparkConf(loadDefaults=False).setAppName("meshbot").setMaster(master).setAll(list(settings.items()))
+    with open(log_path, "wb") as log:   # the child keeps its own copy of the descriptor
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        except Exception as exc:  # noqa: BLE001 - the JVM did not start: say why, from its own output
+            raise EngineError(_start_failure(master, exc, log_path)) from exc
+    try:
+        SparkContext(conf=conf, gateway=gateway)
+    except Exception as exc:  # noqa: BLE001
+        raise EngineError(_start_failure(master, exc, log_path)) from exc
+
+
+def _quiet_python_loggers() -> None:
+    """Silence PySpark's own Python loggers that write to stderr.
+
+    Every analysis error is also logged as a JSON line by PySpark (through a handler of its own)
+    before it is raised; meshbot reports the raised error itself, so the log line only repeats it.
+    """
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pragma: no cover - older PySpark without structured logging
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _build_remote(builder, connection: SparkConnection) -> "SparkSession":
@@ -129,12 +195,45 @@ def _build_remote(builder, connection: SparkConnection) -> "SparkSession":
     return session
 
 
-def _create(builder, target: str) -> "SparkSession":
+def _create(builder, target: str, log_path: Path | None = None) -> "SparkSession":
     try:
         return builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - surface Spark start failures as one clear error
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise EngineError(f"could not start Spark ({target}): {first_line}") from exc
+        raise EngineError(_start_failure(target, exc, log_path)) from exc
+
+
+def _start_failure(target: str, exc: BaseException, log_path: Path | None) -> str:
+    """One paragraph: the exception's first line, then the end of the JVM's own output when it went to a file."""
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    message = f"could not start Spark ({target}): {first_line}"
+    tail = jvm_output_tail(log_path) if log_path is not None else ""
+    if tail:
+        message += f"\nJVM output ({log_path}):\n{tail}"
+    return message
+
+
+def jvm_output_tail(log_path: Path, lines: int = 15) -> str:
+    """The last `lines` lines of the JVM log that say something (launcher notices left out).
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "spark.log"
+    >>> _ = path.write_text("WARNING: Using incubator modules: jdk.incubator.vector\\nJAVA_HOME is not set\\n")
+    >>> jvm_output_tail(path)
+    'JAVA_HOME is not set'
+    >>> jvm_output_tail(path.with_name("missing.log"))
+    ''
+    """
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return ""
+    kept = [line for line in text.splitlines() if line.strip() and not line.startswith(_LAUNCHER_NOTICES)]
+    return "\n".join(kept[-lines:])
+
+
+# Lines the JVM launcher and Spark print on every start; never the reason a start failed.
+_LAUNCHER_NOTICES = ("WARNING: Using incubator modules", "Picked up JAVA_TOOL_OPTIONS", "Picked up _JAVA_OPTIONS",
+                     "Setting default log level", "To adjust logging level", "Using Spark's default log4j profile")
 
 
 def _python() -> str:
