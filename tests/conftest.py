@@ -15,8 +15,8 @@ POSTGRES = dict(host="127.0.0.1", port=5432, user="postgres", database="test")
 # marker; `spark` implies `slow`, so `pytest -m "not slow"` is the fast lane without any JVM.
 # Modules that start Spark some other way (a meshbot subprocess, a Context without the fixture)
 # say so with `pytestmark = pytest.mark.spark` or `pytest.mark.slow`.
-SPARK_FIXTURES = frozenset({"spark", "spark_state_dir", "clean_catalog"})
-POSTGRES_FIXTURES = frozenset({"postgres_schema"})
+SPARK_FIXTURES = frozenset({"spark", "spark_state_dir", "clean_catalog", "connect_server"})
+POSTGRES_FIXTURES = frozenset({"postgres_schema", "state_database"})
 
 
 def _uses_postgres(item) -> bool:
