@@ -180,3 +180,47 @@ def test_what_a_gateway_keeps_only_on_this_machine(tmp_path, connection, state, 
         f"    state_connection:\n      {state}\nmodel_defaults:\n  dialect: spark\n")
     parts = load_config(tmp_path).gateway().machine_local_storage()
     assert tuple(part.split(":")[0] for part in parts) == expected
+
+
+STATE_TEMPLATE = """
+gateways:
+  g:
+    state_connection:
+      type: postgres
+      host: db.internal
+      port: {{ env_var('PG_PORT', '5432') }}
+      user: bot
+      password: %s
+      schema: meshbot
+model_defaults:
+  dialect: spark
+"""
+
+
+@pytest.mark.parametrize("written", ["\"{{ env_var('PW') }}\"", "'{{ env_var('PW') }}'",
+                                     "{{ env_var('PW') }}"])
+@pytest.mark.parametrize("secret", ['ab"c\n      schema: evil\n      host: attacker',
+                                    "it's: {x}\n- [", "  spaced\ttab  ", "#not-a-comment"])
+def test_env_var_values_are_values_not_yaml(tmp_path, written, secret):
+    """A password holding quotes, colons or newlines is the password; no other key changes."""
+    config = load_config(write(tmp_path, STATE_TEMPLATE % written),
+                         environ={"PW": secret, "PG_PORT": "6543"})
+    state = config.gateway("g").state_connection
+    assert state.password == secret
+    assert (state.host, state.port, state.schema, state.user) == ("db.internal", 6543, "meshbot", "bot")
+
+
+def test_env_var_keeps_plain_scalar_types_and_control_blocks(tmp_path):
+    text = ("model_defaults:\n  dialect: spark\n"
+            "variables:\n  n: {{ env_var('N') }}\n  quoted: \"{{ env_var('N') }}\"\n"
+            "  mixed: id-{{ env_var('N') }}\n"
+            "{% if env_var('STRICT', 'no') == 'yes' %}plan:\n  include_unmodified: true\n{% endif %}")
+    config = load_config(write(tmp_path, text), environ={"N": "12", "STRICT": "yes"})
+    assert config.variables == {"n": 12, "quoted": "12", "mixed": "id-12"}
+    assert config.include_unmodified is True
+
+
+def test_non_utf8_config_names_file_and_line(tmp_path):
+    (tmp_path / "config.yaml").write_bytes(b"model_defaults:\n  dialect: spark\n# caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"config\.yaml:3: not UTF-8"):
+        load_config(tmp_path, environ={})
