@@ -10,7 +10,7 @@ from typing import Any, Callable
 import click
 
 from bot.context import Context
-from bot.errors import BotError
+from bot.errors import BotError, PlanError
 from bot.report.console import TerminalReporter
 
 
@@ -26,6 +26,24 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
             TerminalReporter().error("interrupted; rerun the same command to resume")
             sys.exit(130)
     return wrapper
+
+
+def check_range(start: str | None, end: str | None) -> None:
+    """Refuse `--start` after `--end` (any command, any environment) before anything is read or run.
+
+    >>> check_range("2024-01-05", "2024-01-01")
+    Traceback (most recent call last):
+    ...
+    bot.errors.PlanError: `--start 2024-01-05` is after `--end 2024-01-01`; give a start on or before the end
+    >>> check_range("2024-01-01", "2024-01-01")
+    """
+    if not start or not end:
+        return
+    from bot.project.timeutil import now_ms, to_ms
+
+    now = now_ms()   # one base for relative phrases such as `2 days ago`
+    if to_ms(start, relative_base=now) > to_ms(end, relative_base=now):
+        raise PlanError(f"`--start {start}` is after `--end {end}`; give a start on or before the end")
 
 
 def context_of(ctx: click.Context) -> Context:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bot.cli.common import context_of, handle_errors, iso
+from bot.cli.common import check_range, context_of, handle_errors, iso
 from bot.report.console import TerminalReporter
 
 
@@ -88,6 +88,7 @@ def migrate(ctx: click.Context) -> None:
 def evaluate(ctx: click.Context, model: str, start: str, end: str, execution_time: str | None,
              limit: int | None, as_json: bool) -> None:
     """Compute MODEL for [START, END] against prod's tables and print rows; writes nothing."""
+    check_range(start, end)
     rows = context_of(ctx).evaluate(model, start=start, end=end, limit=limit,
                                   execution_time=execution_time)
     reporter = TerminalReporter(json_mode=as_json)

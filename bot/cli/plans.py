@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from bot.cli.common import context_of, handle_errors, iso, report_tests
+from bot.cli.common import check_range, context_of, handle_errors, iso, report_tests
 from bot.context import Context
 from bot.plan.definition import PlanOptions
 from bot.report.console import TerminalReporter
@@ -48,6 +48,7 @@ def info(ctx: click.Context) -> None:
 @handle_errors
 def render(ctx: click.Context, model: str, start: str | None, end: str | None, environment: str) -> None:
     """Print MODEL's query rendered as Spark SQL."""
+    check_range(start, end)
     click.echo(context_of(ctx).render(model, start=start, end=end, environment=environment))
 
 
@@ -75,6 +76,7 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
     """Plan ENVIRONMENT (default prod) against the project, and apply it."""
     from bot.plan.explain import plan_summary_text, plan_to_json
 
+    check_range(flags["start"], flags["end"])
     context = context_of(ctx)
     options = PlanOptions(
         skip_backfill=flags["skip_backfill"], forward_only=flags["forward_only"],

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from bot.cli.common import context_of, handle_errors, report_tests
+from bot.cli.common import check_range, context_of, handle_errors, report_tests
 from bot.report.console import TerminalReporter
 
 
@@ -35,6 +35,7 @@ def test_command(ctx: click.Context, files: tuple[str, ...], patterns: tuple[str
 def audit(ctx: click.Context, models: tuple[str, ...], environment: str, start: str | None,
           end: str | None) -> None:
     """Run model audits on an environment's data."""
+    check_range(start, end)
     report = context_of(ctx).audit(models=models, environment=environment, start=start, end=end)
     reporter = TerminalReporter()
     for result in report.results:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import fnmatch
 import hashlib
+import os
 import importlib
 import importlib.util
 import re
@@ -14,7 +17,7 @@ from sqlglot import exp
 
 from bot.errors import ConfigError
 from bot.project.cache import ModelCache, cache_context, content_key, paused_gc
-from bot.project.config import ProjectConfig, load_config, read_yaml
+from bot.project.config import ProjectConfig, decode_text, load_config, read_text, read_yaml
 from bot.project.dag import DAG
 from bot.project.header import (parse_body, parse_value, spark_type, split_blocks, value_items, value_pairs,
                                 value_text)
@@ -77,11 +80,37 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
 
 
 def _files(folder: Path, *patterns: str) -> list[Path]:
+    """Files under `folder` whose name matches a pattern, hidden ones left out, sorted.
+
+    Symlinked folders are not descended into; a symlink loop under `folder` is a ConfigError.
+    """
     if not folder.is_dir():
         return []
-    found = {p for pattern in patterns for p in folder.rglob(pattern)}
-    return sorted(p for p in found if p.is_file() and not any(part.startswith(".") for part in
-                                                              p.relative_to(folder).parts))
+    found = []
+    for path in folder.rglob("*"):
+        if any(part.startswith(".") for part in path.relative_to(folder).parts):
+            continue
+        if path.is_symlink():
+            _check_symlink(path, folder)
+        if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in patterns) and path.is_file():
+            found.append(path)
+    return sorted(found)
+
+
+def _check_symlink(path: Path, folder: Path) -> None:
+    """Refuse a symlink that never reaches a file (a -> b -> a) or a folder containing it."""
+    where = path.relative_to(folder.parent)
+    try:
+        target = os.readlink(path)
+        path.stat()
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            return   # a dangling link is left out, like any name that is not a file
+        raise ConfigError(f"symlink loop: {where} -> {target} never reaches a file; "
+                          "remove or fix the link", path=path) from None
+    if path.is_dir() and path.parent.resolve().is_relative_to(path.resolve()):
+        raise ConfigError(f"symlink loop: {where} -> {target} points to a folder containing it; "
+                          "remove the link (meshbot does not follow symlinked folders)", path=path)
 
 
 def _load_sql_models(root: Path, config: ProjectConfig, *,
@@ -96,7 +125,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, *,
             digest = content_key(data, context)
             entry = cache.get(key, digest) if cache else None
             if entry is None or not _seed_unchanged(entry.model):
-                entry = parse_model_file(path, data.decode("utf-8"), defaults=config.model_defaults)
+                entry = parse_model_file(path, decode_text(data, path), defaults=config.model_defaults)
                 if cache:
                     cache.put(key, digest, entry)
             parsed.append(entry)
@@ -152,7 +181,7 @@ def _check_macros(root: Path, config: ProjectConfig, parsed: list[ParsedModel]) 
 def _user_macro_names(root: Path) -> set[str]:
     names: set[str] = set()
     for path in _files(root / "macros", "*.py"):
-        names.update(m.lower() for m in re.findall(r"^def\s+(\w+)", path.read_text("utf-8"), re.M))
+        names.update(m.lower() for m in re.findall(r"^def\s+(\w+)", read_text(path), re.M))
     return names
 
 
@@ -229,7 +258,7 @@ def load_audits(root: Path, config: ProjectConfig) -> dict[str, AuditDefinition]
     """Every AUDIT block in audits/*.sql; duplicate audit names are an error."""
     audits: dict[str, AuditDefinition] = {}
     for path in _files(root / "audits", "*.sql"):
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         for audit in _parse_audit_file(path, text, default_dialect=config.model_defaults.dialect):
             if audit.name in audits:
                 raise ConfigError(f"duplicate audit `{audit.name}`: also defined in {audits[audit.name].path}",

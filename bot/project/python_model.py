@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 from sqlglot import exp
 
 from bot.errors import ConfigError
-from bot.project.config import ModelDefaults
+from bot.project.config import ModelDefaults, read_text
 from bot.project.model import AuditRef, Kind, KindName, Model, OnDestructiveChange
 from bot.project.sqlmesh_shim import sqlmesh_shim
 from bot.project.sqltext import normalize_name
@@ -184,7 +184,7 @@ def load_python_models(path: Path, *, defaults: ModelDefaults | None = None) -> 
     `defaults` (config.yaml model_defaults) gives dialect, cron, start and owner when not declared.
     """
     defaults = defaults or ModelDefaults()
-    source = Path(path).read_text(encoding="utf-8")
+    source = read_text(Path(path))
     namespace = _exec_source(source, Path(path))
     found = [(key, getattr(value, _MODEL_ATTR)) for key, value in namespace.items()
              if callable(value) and isinstance(getattr(value, _MODEL_ATTR, None), PythonModelSpec)

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 import yaml
 
 from bot.errors import ConfigError
+from bot.project.config import read_text
 from bot.project.sqltext import normalize_name
 
 
@@ -61,7 +62,7 @@ def load_test_files(paths: Iterable[Path]) -> list[UnitTest]:
 
 def load_test_file(path: Path) -> list[UnitTest]:
     """Parse one YAML file; an empty file holds no tests."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
