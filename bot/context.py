@@ -279,7 +279,13 @@ class Context:
         return entry.table_name
 
     # -- data ---------------------------------------------------------------------------
-    def fetchdf(self, sql: str, *, limit: int | None = None) -> list[dict[str, Any]]:
+    def fetchdf(self, sql: str, *, limit: int | None = None,
+                allow_writes: bool = False) -> list[dict[str, Any]]:
+        """Rows of one query; anything else (DDL, DML, SET...) is refused unless `allow_writes`."""
+        if not allow_writes:
+            from bot.spark.readonly import check_read_only
+
+            check_read_only(sql)   # before Spark starts
         return self.engine.fetch(sql, limit=limit)
 
     def render(self, model_name: str, *, start: str | None = None, end: str | None = None,

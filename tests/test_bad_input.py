@@ -89,3 +89,52 @@ def test_start_equal_to_end_is_one_day(shop):
     result = invoke(shop, "render", "shop.orders", "--start", "2024-01-03", "--end", "2024-01-03")
     assert result.exit_code == 0, result.output
     assert "'2024-01-03'" in result.output
+
+
+@pytest.mark.parametrize("sql, kind", [
+    ("DROP TABLE shop.orders", "DROP"), ("INSERT INTO shop.orders SELECT * FROM shop.orders", "INSERT"),
+    ("WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x", "INSERT"), ("TRUNCATE TABLE shop.orders", "TRUNCATE"),
+    ("SET spark.sql.ansi.enabled=true", "SET"), ("CREATE TABLE t AS SELECT 1 AS x", "CREATE"),
+    ("ADD JAR /tmp/x.jar", "ADD JAR"), ("SELECT TRANSFORM(x) USING 'rm -rf /' FROM t", "TRANSFORM"),
+])
+def test_fetchdf_refuses_statements_that_are_not_queries(shop, sql, kind):
+    out = assert_refused(invoke(shop, "fetchdf", sql), "fetchdf runs queries only", kind, "--allow-writes")
+    assert not (shop / ".meshbot").exists(), out   # refused before Spark or state started
+
+
+def test_fetchdf_refuses_several_statements_and_garbage(shop):
+    assert_refused(invoke(shop, "fetchdf", "SELECT 1; DROP TABLE shop.orders"), "holds 2 statements")
+    assert_refused(invoke(shop, "fetchdf", "SELECT FROM WHERE ((("), "could not read the SQL as a query")
+    assert_refused(invoke(shop, "fetchdf", "  ;  "), "needs a query")
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["prod:dev", "shop.orders", "-o", "order_id; DROP TABLE x"], ["`order_id; DROP TABLE x` (-o/--on)"]),
+    (["prod:dev", "shop.orders", "-s", "amount)"], ["`amount)` (-s/--skip-columns)"]),
+    (["prod:dev", "shop.orders", "--where", "1=1; DROP TABLE shop.orders"], ["--where", "holds a `;`"]),
+    (["prod:dev", "shop.orders", "--where", "amount > (SELECT MAX(x) FROM secrets.t)"], ["subqueries"]),
+    (["prod:dev", "shop.orders", "--where", "amount >"], ["does not parse"]),
+    (["prod:dev", "shop.orders", "--where", "reflect('java.lang.System', 'exit', 0) IS NULL"],
+     ["calls `reflect`"]),
+    (["shop.a;DROP TABLE x:shop.b", "-o", "id"], ["`shop.a;DROP TABLE x` (SOURCE) is not a table name"]),
+    (["x:y", "--source-table", "shop.a b", "--target-table", "shop.b", "-o", "id"], ["(--source-table)"]),
+    (["prod:", "shop.orders"], ["needs both sides"]),
+    (["prod:dev", "shop.orders", "--limit", "-3"], ["--limit"]),
+])
+def test_table_diff_refuses_garbage_before_spark(shop, args, needles):
+    assert_refused(invoke(shop, "table_diff", *args), *needles)
+    assert not (shop / ".meshbot").exists()
+
+
+def test_fetchdf_writes_only_with_the_flag(shop, clean_catalog):
+    """The refused DDL leaves the catalog as it was; with --allow-writes it runs."""
+    spark = clean_catalog
+    spark.sql("CREATE DATABASE IF NOT EXISTS bad_input_fetch")
+    spark.sql("CREATE TABLE bad_input_fetch.t USING parquet AS SELECT 1 AS x")
+    assert_refused(invoke(shop, "fetchdf", "DROP TABLE bad_input_fetch.t"), "DROP")
+    assert spark.catalog.tableExists("bad_input_fetch.t")
+    rows = invoke(shop, "fetchdf", "--json", "SELECT x FROM bad_input_fetch.t")
+    assert rows.exit_code == 0 and '"x": 1' in rows.output, rows.output
+    dropped = invoke(shop, "fetchdf", "--allow-writes", "DROP TABLE bad_input_fetch.t")
+    assert dropped.exit_code == 0, dropped.output
+    assert not spark.catalog.tableExists("bad_input_fetch.t")

@@ -153,11 +153,13 @@ def environments(ctx: click.Context, as_json: bool) -> None:
 @click.argument("sql")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--limit", type=int, default=None)
+@click.option("--allow-writes", is_flag=True,
+              help="Also run statements that are not queries (DDL, DML, SET...); off by default.")
 @click.pass_context
 @handle_errors
-def fetchdf(ctx: click.Context, sql: str, as_json: bool, limit: int | None) -> None:
-    """Run SQL on the gateway's Spark and print the rows."""
-    rows = context_of(ctx).fetchdf(sql, limit=limit)
+def fetchdf(ctx: click.Context, sql: str, as_json: bool, limit: int | None, allow_writes: bool) -> None:
+    """Run one query (SELECT, WITH, VALUES, SHOW, DESCRIBE, EXPLAIN) on the gateway's Spark; print the rows."""
+    rows = context_of(ctx).fetchdf(sql, limit=limit, allow_writes=allow_writes)
     reporter = TerminalReporter(json_mode=as_json)
     reporter.json(rows) if as_json else reporter.table(rows)
 

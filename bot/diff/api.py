@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from bot.diff.arguments import check_arguments
 from bot.diff.rows import RowDiff, RowDiffQuery, row_diff
 from bot.diff.schema import SchemaDiff, schema_diff
 from bot.errors import PlanError
@@ -54,6 +55,8 @@ def table_diff(*, session: "SparkSession", source_table: str, target_table: str,
     aggregate; with `show_sample`, fetches up to `limit` rows of each difference kind ordered by key.
     `where` (Spark SQL) filters both sides. `model` only names the model in error messages.
     """
+    check_arguments(source_table=source_table, target_table=target_table, keys=keys,
+                    skip_columns=skip_columns, where=where)
     what = f"model `{model}`" if model else f"`{source_table}` vs `{target_table}`"
     if not keys:
         raise PlanError(f"table_diff of {what} needs key columns: pass one or more with `-o COLUMN`")
