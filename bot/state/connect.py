@@ -15,6 +15,9 @@ from bot.state.tables import build_tables
 DEFAULT_SQLITE_PATH = Path(".meshbot") / "state.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 POSTGRES_CONNECT_TIMEOUT_S = 10
+# How long a PostgreSQL statement waits for a lock, as SQLite waits SQLITE_BUSY_TIMEOUT_MS; applied
+# only where the server, role or PGOPTIONS set none (lock_timeout 0 means wait forever).
+POSTGRES_LOCK_TIMEOUT = "30s"
 
 
 def connect_state(connection: StateConnection, *, project_root: Path,
@@ -43,7 +46,47 @@ def connect_state(connection: StateConnection, *, project_root: Path,
     except BaseException:
         engine.dispose()
         raise
+    translate_errors(engine, location=location, password=connection.password)
     return SqlStateSync(engine, tables, stored_version=stored, location=location)
+
+
+# SQLSTATEs (PostgreSQL) and SQLite messages of a lock that was not granted in time.
+_LOCK_STATES = frozenset({"55P03", "40P01"})       # lock_not_available, deadlock_detected
+_LOCK_TEXT = ("lock timeout", "database is locked", "database table is locked")
+
+
+def translate_errors(engine: sa.Engine, *, location: str, password: str | None) -> None:
+    """Every database error after connecting comes out as one StateError with a retry hint.
+
+    The one boundary for the whole store: SQLAlchemy calls this for any error of the engine's
+    connections (a dropped connection, a lock held too long, a reconnect refused). IntegrityError
+    stays as it is: the environment repository reads a duplicate key as a concurrent promotion.
+    The failed transaction is rolled back as usual, so nothing is half-written.
+    """
+    def handle_error(context: sa.engine.ExceptionContext) -> BaseException | None:
+        error = context.sqlalchemy_exception
+        if not isinstance(error, sa.exc.DBAPIError) or isinstance(error, sa.exc.IntegrityError):
+            return None
+        return StateError(state_error_text(error, location=location, password=password,
+                                           disconnect=context.is_disconnect))
+
+    sa.event.listen(engine, "handle_error", handle_error)
+
+
+def state_error_text(error: sa.exc.DBAPIError, *, location: str, password: str | None,
+                     disconnect: bool) -> str:
+    """One paragraph: what failed, the database's own first line (password masked), what to do."""
+    reason = _reason(error, password, first_line=True)
+    code = getattr(error.orig, "pgcode", None)
+    if code in _LOCK_STATES or any(text in reason.lower() for text in _LOCK_TEXT):
+        hint = ("another process held a lock on the state too long; retry when it has finished "
+                "(nothing of this step was written)")
+    elif disconnect or (code or "").startswith(("08", "57P")):
+        hint = ("the connection to the state database was lost; check that it is up, then retry "
+                "the command (finished steps are recorded and are not redone)")
+    else:
+        hint = "retry the command; if it fails again, check the state database"
+    return f"state database {location} failed: {reason}; {hint}"
 
 
 def _prepare(engine: sa.Engine, tables, *, create: bool, location: str) -> int:
@@ -98,10 +141,20 @@ def _postgres_engine(connection: StateConnection) -> tuple[sa.Engine, str]:
     engine = sa.create_engine(url, pool_pre_ping=True,
                               connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S,
                                             "application_name": "meshbot"})
+    sa.event.listen(engine, "connect", _postgres_on_connect)
     user = f"{connection.user}@" if connection.user else ""
     return engine, f"postgresql://{user}{connection.host}:{connection.port}/{database}"
 
 
-def _reason(error: sa.exc.DBAPIError, password: str | None) -> str:
-    text = " ".join(str(error.orig).split())
+def _postgres_on_connect(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("SELECT set_config('lock_timeout', %s, false) WHERE current_setting('lock_timeout') = '0'",
+                   (POSTGRES_LOCK_TIMEOUT,))
+    cursor.close()
+    dbapi_connection.commit()   # the SELECT opened a transaction (psycopg2 is not in autocommit)
+
+
+def _reason(error: sa.exc.DBAPIError, password: str | None, *, first_line: bool = False) -> str:
+    text = str(error.orig).strip()
+    text = " ".join((text.splitlines()[0] if first_line and text else text).split()) or type(error.orig).__name__
     return text.replace(password, "***") if password else text
