@@ -107,6 +107,7 @@ def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
         "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
         "spark.hadoop.hive.metastore.schema.verification": "false",
     })
+    embedded = _embedded_catalog(settings, dict(connection.config))
     settings.update(dict(connection.config))
     settings["spark.driver.extraJavaOptions"] = java_options(
         state_dir, settings.get("spark.driver.extraJavaOptions", ""), verbose=verbose)
@@ -114,12 +115,61 @@ def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
     for key, value in settings.items():
         builder = builder.config(key, value)
     if verbose:
-        return _create(builder.enableHiveSupport(), master)
-    log_path = state_dir / JVM_LOG
-    _launch_quiet_gateway(master, settings, log_path)
-    session = _create(builder.enableHiveSupport(), master, log_path)
-    session.sparkContext.setLogLevel("ERROR")
+        session = _create(builder.enableHiveSupport(), master)
+    else:
+        log_path = state_dir / JVM_LOG
+        _launch_quiet_gateway(master, settings, log_path)
+        session = _create(builder.enableHiveSupport(), master, log_path)
+        session.sparkContext.setLogLevel("ERROR")
+    if embedded:
+        _refuse_foreign_catalog(session, state_dir)
     return session
+
+
+def _embedded_catalog(defaults: dict[str, str], user: dict[str, str]) -> bool:
+    """True when the catalog and the warehouse are meshbot's own under `.meshbot/` (no user override).
+
+    >>> _embedded_catalog({}, {"spark.sql.warehouse.dir": "s3a://lake/wh"})
+    False
+    >>> _embedded_catalog({}, {"spark.sql.shuffle.partitions": "8"})
+    True
+    """
+    overrides = ("spark.sql.warehouse.dir", "spark.sql.catalogImplementation",
+                 "spark.hadoop.javax.jdo.option.ConnectionURL", "spark.hadoop.hive.metastore.uris")
+    return not any(key in user and user[key] != defaults.get(key) for key in overrides)
+
+
+def _refuse_foreign_catalog(session: "SparkSession", state_dir: Path) -> None:
+    """Stop before any write when the embedded catalog places databases in another project's warehouse.
+
+    The Derby metastore stores absolute locations: a project copied (or moved) with its `.meshbot/`
+    still has `default` and every meshbot database in the original's warehouse, so its tables
+    would be written, overwritten and dropped there.
+    """
+    from urllib.parse import unquote, urlparse
+
+    warehouse = (state_dir / "warehouse").resolve()
+    foreign = []
+    for database in session.catalog.listDatabases():
+        uri = urlparse(database.locationUri or "")
+        if uri.scheme not in ("", "file"):
+            continue
+        location = Path(unquote(uri.path)).resolve()
+        if location.is_relative_to(warehouse):
+            continue
+        if database.name == "default" or "/.meshbot/warehouse" in location.as_posix():
+            foreign.append((database.name, location))
+    if not foreign:
+        return
+    session.stop()
+    name, location = foreign[0]
+    others = f" (and {len(foreign) - 1} more database(s))" if len(foreign) > 1 else ""
+    raise EngineError(
+        f"the catalog in {state_dir / 'metastore_db'} belongs to another copy of this project: "
+        f"database `{name}` lives in {location}{others}, outside this project's warehouse {warehouse}, "
+        f"so meshbot would write into that project's tables. Nothing was written. Copy a project "
+        f"without its .meshbot/ directory, or remove {state_dir} here (catalog, warehouse and "
+        "SQLite state of this copy) and plan again")
 
 
 def java_options(state_dir: Path, user_options: str = "", *, verbose: bool = False) -> str:
