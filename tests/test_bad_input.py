@@ -138,3 +138,15 @@ def test_fetchdf_writes_only_with_the_flag(shop, clean_catalog):
     dropped = invoke(shop, "fetchdf", "--allow-writes", "DROP TABLE bad_input_fetch.t")
     assert dropped.exit_code == 0, dropped.output
     assert not spark.catalog.tableExists("bad_input_fetch.t")
+
+
+def test_table_diff_api_checks_tables_and_filter_before_using_spark():
+    """Callers other than the CLI (the PR bot) get the same refusal; the session is never touched."""
+    from bot.diff.api import table_diff
+    from bot.errors import PlanError
+
+    with pytest.raises(PlanError, match="holds a `;`"):
+        table_diff(session=None, source_table="shop.a", target_table="shop.b", keys=["id"],
+                   where="id > 0; DROP TABLE shop.a")
+    with pytest.raises(PlanError, match="not a table name"):
+        table_diff(session=None, source_table="shop.a", target_table="shop.b WHERE 1=1", keys=["id"])

@@ -146,3 +146,28 @@ def test_integrity_errors_still_mean_a_concurrent_promotion(postgres_schema):
         one.promote(Environment(name="dev", snapshots=(), plan_id="a"), expected_plan_id=None)
         with pytest.raises(ConflictError):
             two.promote(Environment(name="dev", snapshots=(), plan_id="b"), expected_plan_id=None)
+
+
+def test_sqlite_lock_held_too_long_is_a_state_error(tmp_path, monkeypatch):
+    """Another process holds SQLite's write lock past the busy timeout: StateError naming the lock."""
+    import sqlite3
+
+    from bot.state import connect as state_connect
+
+    monkeypatch.setattr(state_connect, "SQLITE_BUSY_TIMEOUT_MS", 100)
+    database = tmp_path / "state.db"
+    state = connect_state(StateConnection(type="sqlite", database=str(database)), project_root=tmp_path)
+    holder = sqlite3.connect(database, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StateError) as info:
+            state.promote(Environment(name="dev", snapshots=(), plan_id="p1"), expected_plan_id=None)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    text = str(info.value)
+    assert text.startswith(f"state database sqlite:///{database} failed: database is locked; ")
+    assert "held a lock" in text and "retry" in text
+    state.promote(Environment(name="dev", snapshots=(), plan_id="p1"), expected_plan_id=None)
+    assert state.get_environment("dev").plan_id == "p1"
+    state.close()

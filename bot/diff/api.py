@@ -55,8 +55,7 @@ def table_diff(*, session: "SparkSession", source_table: str, target_table: str,
     aggregate; with `show_sample`, fetches up to `limit` rows of each difference kind ordered by key.
     `where` (Spark SQL) filters both sides. `model` only names the model in error messages.
     """
-    check_arguments(source_table=source_table, target_table=target_table, keys=keys,
-                    skip_columns=skip_columns, where=where)
+    check_arguments(source_table=source_table, target_table=target_table, where=where)
     what = f"model `{model}`" if model else f"`{source_table}` vs `{target_table}`"
     if not keys:
         raise PlanError(f"table_diff of {what} needs key columns: pass one or more with `-o COLUMN`")
