@@ -75,15 +75,10 @@ def test_snapshot_roundtrip_is_exact_and_push_ignores_existing_ids(state):
 
 def test_thousands_of_snapshots_push_and_read_back_by_id(state, connection):
     snapshots = [make_snapshot(f"db.model_{i}", i) for i in range(5000)]
-    started = time.perf_counter()
     state.push_snapshots(snapshots)
-    pushed = time.perf_counter()
     found = state.get_snapshots(s.snapshot_id for s in snapshots)
-    read = time.perf_counter()
     assert len(found) == 5000 and found[snapshots[4321].snapshot_id] == snapshots[4321]
-    print(f"{connection.type}: push 5000 {pushed - started:.3f}s, read 5000 {read - pushed:.3f}s")
-    if connection.type == "sqlite":
-        assert read - started < 1.0
+    assert found == {s.snapshot_id: s for s in snapshots}
 
 
 def test_intervals_are_added_removed_and_merged_per_version(state):
