@@ -12,6 +12,7 @@ from bot.errors import ConfigError
 MAX_ENV_NAME = 63
 REQUIRED_APPROVER = "required_approver"
 DEPLOY_TRIGGERS = ("merge", "tag", "both")
+FULL_SCOPES = ("whole", "skip")
 
 
 class CheckName:
@@ -44,6 +45,8 @@ class BotSettings:
     bot_login: str = "github-actions[bot]"
     run_table_diff: bool = True
     table_diff_samples: bool = False
+    table_diff_window_days: int = 7          # INCREMENTAL_BY_TIME_RANGE: last N days of intervals compared
+    table_diff_full_scope: str = "whole"     # FULL/VIEW/other kinds: "whole" query, or "skip"
 
     @property
     def has_required_approvers(self) -> bool:
@@ -78,6 +81,15 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[Any] = (), *,
         raise ConfigError("cicd_bot.min_approvals must be an integer", path=where) from None
     if min_approvals < 1:
         raise ConfigError("cicd_bot.min_approvals must be at least 1", path=where)
+    window_days = raw.get("table_diff_window_days", 7)
+    if isinstance(window_days, bool) or not isinstance(window_days, (int, str)) or not str(window_days).isdigit() \
+            or int(window_days) < 1:
+        raise ConfigError(f"cicd_bot.table_diff_window_days must be a whole number of days, at least 1 "
+                          f"(got `{window_days}`)", path=where)
+    full_scope = str(raw.get("table_diff_full_scope", "whole")).lower()
+    if full_scope not in FULL_SCOPES:
+        raise ConfigError(f"cicd_bot.table_diff_full_scope must be one of {', '.join(FULL_SCOPES)} "
+                          f"(got `{full_scope}`)", path=where)
     approvers = tuple(sorted({_user_login(u) for u in users if REQUIRED_APPROVER in _user_roles(u)}
                              - {None}))
     approvers += tuple(_str_list(raw.get("required_approvers"), "required_approvers", where))
@@ -100,6 +112,8 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[Any] = (), *,
         bot_login=str(raw.get("bot_login") or "github-actions[bot]"),
         run_table_diff=_bool(raw.get("run_table_diff", True), "run_table_diff", where),
         table_diff_samples=_bool(raw.get("table_diff_samples", False), "table_diff_samples", where),
+        table_diff_window_days=int(window_days),
+        table_diff_full_scope=full_scope,
     )
 
 
