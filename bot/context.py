@@ -41,8 +41,8 @@ class Context:
     """Composition root: loads the project lazily; state and Spark start only when first needed.
 
     Planning (`plan`) reads project files and state only; Spark starts on `apply`, `run`, `test`,
-    `audit`, `table_diff`, `fetchdf` and `evaluate`. Heavy layers are imported inside the methods
-    that need them, so that `plan --explain` never imports PySpark or SQLAlchemy's dialects.
+    `audit`, `table_diff`, `preview_diff`, `fetchdf` and `evaluate`. Heavy layers are imported inside
+    the methods that need them, so that `plan --explain` never imports PySpark or SQLAlchemy's dialects.
     """
 
     def __init__(self, path: str | Path = ".", *, gateway: str | None = None) -> None:

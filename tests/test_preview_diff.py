@@ -15,6 +15,7 @@ import pytest
 
 from bot.context import Context
 from bot.errors import ConfigError
+from bot.github.api import comment_marker
 from bot.github.settings import load_settings
 from bot.github.views import CommentView, diff_view, render_comment
 from bot.plan.definition import PlanOptions
@@ -123,9 +124,9 @@ def test_preview_diff_counts_match_the_seeds_and_nothing_is_written(spark, shop)
 
     # the comment: no raw value unless samples are on
     names = [r["name"] for r in _seed(shop, "raw_customers")]
-    hidden, _ = render_comment(CommentView(marker="<!-- m -->", status="", diffs=tuple(
+    hidden, _ = render_comment(CommentView(marker=comment_marker(None), status="", diffs=tuple(
         diff_view(d) for d in results.values())))
-    shown, _ = render_comment(CommentView(marker="<!-- m -->", status="", diffs=tuple(
+    shown, _ = render_comment(CommentView(marker=comment_marker(None), status="", diffs=tuple(
         diff_view(d, samples=True) for d in results.values())))
     assert "added channel (string)" in hidden and "| only in prod | " in hidden
     assert "Sample" not in hidden and not [n for n in names if n in hidden]
