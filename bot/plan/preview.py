@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
 from sqlglot import exp
 
@@ -125,14 +125,6 @@ class _Preview:
                 model=model, context_models=self.context_models, table_mapping=mapping, interval=interval,
                 execution_time=self.execution_time, variables=self.variables, gateway=self.gateway))
 
-    def _filtered(self, source: str, condition: str, role: str) -> str:
-        """A temporary view of `source` restricted to `condition` (a predicate built by interval_condition)."""
-        view = self._view(role)
-        select = (exp.select(exp.Star()).from_(exp.to_table(quote_table(source), dialect="spark"))
-                  .where(exp.condition(condition, dialect="spark")))
-        self.engine.create_temp_view(view, select.sql(dialect="spark", identify=True))
-        return view
-
     # -- scope -----------------------------------------------------------------------------
     def _range_end(self, model: Model) -> int:
         end = self.plan.end or self.execution_time
@@ -157,15 +149,19 @@ class _Preview:
         return start, end
 
     # -- one model -------------------------------------------------------------------------
-    def build(self, snapshot: Snapshot, change: ModelChange | None, reason: str | None) -> PreviewTarget | None:
+    def build(self, snapshot: Snapshot, change: ModelChange | None, reason: str | None, *,
+              has_children: bool) -> PreviewTarget | None:
+        """Preview one model (a temporary view of its whole range, when a previewed child reads it or its
+        whole query is compared) and say what to compare; None for a model previewed only for its children."""
         name = snapshot.name
         model = self.models_for(snapshot)
         kind = model.kind.name
         own = {**self.mapping, name: self.prod_tables.get(name, self.mapping.get(name, name))}
         full = (self._start(model), max(self._range_end(model), self._start(model) + 1))
         previewable = kind not in (KindName.EXTERNAL, KindName.EMBEDDED) and kind not in _SCD2
+        compares_whole = reason is not None and kind is not KindName.INCREMENTAL_BY_TIME_RANGE
         input_view = None
-        if previewable and self.environment_tables is None:
+        if previewable and self.environment_tables is None and (has_children or compares_whole):
             input_view = self._view("input")
             self._relation(model, input_view, own, full)
             self.mapping[name] = input_view
@@ -188,25 +184,44 @@ class _Preview:
             change_rel = self.environment_tables.get(name)
             if change_rel is None:
                 return replace(target, note="not compared: the model is not in the PR environment")
-        if kind is not KindName.INCREMENTAL_BY_TIME_RANGE:
+        if compares_whole:
             if self.scope.full_scope == "skip":
                 return replace(target, note=f"not compared: `table_diff_full_scope` is `skip` for "
                                             f"{kind.value} models")
             return replace(target, base=prod_table, change=change_rel)
         window = self._window(name, model)
-        if self.environment_tables is None:
-            change_rel = self._view("rows")
-            self._relation(model, change_rel, own, window)
         prod_model = self.models_for(change.previous) if change and change.previous else model
-        base = self._windowed(prod_model, prod_table, window, "base")
-        return replace(target, window=window, base=base, change=self._windowed(model, change_rel, window,
-                                                                                 "change"))
+        base = self._windowed(prod_model, prod_table, self.engine.columns(prod_table), window, "base")
+        if change_rel is not None:       # the PR environment's table
+            return replace(target, window=window, base=base, change=self._windowed(
+                model, change_rel, self.engine.columns(change_rel), window, "change"))
+        return replace(target, window=window, base=base, change=self._window_rows(model, own, window))
 
-    def _windowed(self, model: Model, relation: str, window: Interval, role: str) -> str:
-        column, data_type = time_column(model.kind, self.engine.columns(relation), table=model.name)
+    def _window_rows(self, model: Model, mapping: Mapping[str, str], window: Interval) -> str:
+        """A temporary view of the new version's rows for `window`, filtered on the time column the way a
+        backfill writes them (one view for a SQL model: its query analyzed once, then wrapped)."""
+        if model.is_python or model.kind.name is KindName.SEED:
+            rows = self._view("rows")
+            self._relation(model, rows, mapping, window)
+            return self._windowed(model, rows, self.engine.columns(rows), window, "change")
+        sql = query_sql(model=model, context_models=self.context_models, table_mapping=mapping, interval=window,
+                        execution_time=self.execution_time, variables=self.variables, gateway=self.gateway)
+        columns = self.engine.dataframe(sql, subject=f"previewing {model.name}").dtypes
+        query = exp.maybe_parse(sql, dialect="spark").subquery("__meshbot_rows")
+        return self._windowed(model, query, columns, window, "change")
+
+    def _windowed(self, model: Model, relation: str | exp.Expression, columns: Sequence[tuple[str, str]],
+                  window: Interval, role: str) -> str:
+        """A temporary view of `relation` (a table, view or subquery) restricted to `window`."""
+        column, data_type = time_column(model.kind, columns, table=model.name)
         condition = interval_condition(column, data_type, fmt=model.kind.time_column_format,
                                        start=window[0], end=window[1])
-        return self._filtered(relation, condition, role)
+        source = (relation if isinstance(relation, exp.Expression)
+                  else exp.to_table(quote_table(relation), dialect="spark"))
+        view = self._view(role)
+        select = exp.select(exp.Star()).from_(source).where(exp.condition(condition, dialect="spark"))
+        self.engine.create_temp_view(view, select.sql(dialect="spark", identify=True))
+        return view
 
 
 @contextlib.contextmanager
@@ -223,6 +238,7 @@ def preview_relations(*, engine: SparkEngine, state: StateReader, plan: Plan,
     needed = {name for name in reasons}
     needed |= {c.name for c in plan.changes if c.change is ChangeType.ADDED and c.snapshot is not None}
     snapshots = [plan.snapshots[name] for name in needed if name in plan.snapshots]
+    parents = {parent.name for snapshot in snapshots for parent in snapshot.parents}
     preview = _Preview(engine=engine, state=state, plan=plan, models_for=models_for,
                        context_models=context_models, variables=variables, gateway=gateway,
                        default_start=default_start, scope=scope, environment_tables=environment_tables,
@@ -236,7 +252,7 @@ def preview_relations(*, engine: SparkEngine, state: StateReader, plan: Plan,
             try:
                 if broken:
                     raise _ParentFailed(f"its changed parent `{broken[0]}` could not be previewed")
-                target = preview.build(snapshot, changes.get(name), reason)
+                target = preview.build(snapshot, changes.get(name), reason, has_children=name in parents)
             except (BotError, _ParentFailed) as error:
                 failed[name] = str(error)
                 if reason:
