@@ -289,7 +289,8 @@ class Context:
                                scope=scope, environment_tables=env_tables) as targets:
             for target in targets:
                 base = ModelDataDiff(model=target.name, kind=target.kind, reason=target.reason,
-                                     window=_window_text(target.window), previewed=target.previewed,
+                                     window=_window_text(target.window) if target.base else "",
+                                     previewed=target.previewed,
                                      keys=target.keys, key_source=target.key_source, note=target.note)
                 if target.base is None or target.change is None:
                     out.append(base)

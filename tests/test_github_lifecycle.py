@@ -147,7 +147,7 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     revenue = _revenue(shop)
     changed_line = f"shop.customer\\_revenue: {len(revenue)} changed, 0 only in prod, 0 only in PR, 0 matched"
     assert "### Data differences against prod" in bot.comment, bot.comment
-    assert changed_line in bot.comment and "the PR environment's table" in bot.comment
+    assert changed_line in bot.comment and "read from the PR environment's table" in bot.comment
     assert "| revenue | 0.0% |" in bot.comment and "| name | 100.0% |" in bot.comment
 
     # a required approver approves the head commit
