@@ -11,7 +11,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 from sqlglot import exp
 
-from bot.errors import BotError, ConfigError
+from bot.errors import BotError, ConfigError, PlanError
 from bot.intervals import Interval
 from bot.plan.backfill import end_ms
 from bot.plan.definition import ChangeType, ModelChange, Plan
@@ -117,9 +117,14 @@ class _Preview:
             self.engine.register_temp_view(view, read_seed(self.engine, kind=kind, table=model.name,
                                                            columns=model.columns or None))
         elif model.is_python:
-            self.engine.register_temp_view(view, python_frame(
-                engine=self.engine, model=model, table_mapping=mapping, interval=interval,
-                execution_time=self.execution_time))
+            try:
+                frame = python_frame(engine=self.engine, model=model, table_mapping=mapping, interval=interval,
+                                     execution_time=self.execution_time)
+            except BotError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the model's own code failed: say so, keep diffing others
+                raise PlanError(f"the Python model `{model.name}` failed: {type(exc).__name__}: {exc}") from None
+            self.engine.register_temp_view(view, frame)
         else:
             self.engine.create_temp_view(view, query_sql(
                 model=model, context_models=self.context_models, table_mapping=mapping, interval=interval,
