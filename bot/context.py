@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -15,7 +15,7 @@ from bot.snapshot import normalize_environment
 from bot.state.api import Environment
 
 if TYPE_CHECKING:
-    from bot.diff.api import TableDiffResult
+    from bot.diff.api import ModelDataDiff, TableDiffResult
     from bot.quality.api import AuditReport, AuditResult, TestSuiteResult
     from bot.plan.janitor import JanitorResult
     from bot.plan.run import RunResult
@@ -41,8 +41,8 @@ class Context:
     """Composition root: loads the project lazily; state and Spark start only when first needed.
 
     Planning (`plan`) reads project files and state only; Spark starts on `apply`, `run`, `test`,
-    `audit`, `table_diff`, `fetchdf` and `evaluate`. Heavy layers are imported inside the methods
-    that need them, so that `plan --explain` never imports PySpark or SQLAlchemy's dialects.
+    `audit`, `table_diff`, `preview_diff`, `fetchdf` and `evaluate`. Heavy layers are imported inside
+    the methods that need them, so that `plan --explain` never imports PySpark or SQLAlchemy's dialects.
     """
 
     def __init__(self, path: str | Path = ".", *, gateway: str | None = None) -> None:
@@ -267,6 +267,65 @@ class Context:
 
         return view_name(self.model(model_name).name, normalize_environment(environment))
 
+    def preview_diff(self, plan: Plan, *, environment: str | None = None, window_days: int = 7,
+                     full_scope: str = "whole", decimals: int = 3, show_sample: bool = False,
+                     limit: int = 20) -> tuple["ModelDataDiff", ...]:
+        """Compare each directly modified model of `plan` (a plan against prod) and each breaking child
+        with prod, prod as the base and the PR as the change.
+
+        Without `environment`, the PR's rows are computed, not read: each new version's query over the
+        last `window_days` days of intervals (INCREMENTAL_BY_TIME_RANGE) or whole (other kinds; `skip`
+        compares none of them), reading prod's tables for unchanged parents and the previews of changed
+        ones, as temporary views dropped afterwards: nothing is written to the warehouse or to state.
+        With `environment` (a backfilled PR environment), its tables are compared over the same windows.
+        Rows join on the model's grain, else its unique_key; without either only counts and schema.
+        """
+        from bot.diff.api import ModelDataDiff, count_rows, table_diff
+        from bot.plan.preview import PreviewScope, preview_relations
+
+        scope = PreviewScope(window_days=window_days, full_scope=full_scope)
+        env_tables = None
+        if environment is not None:
+            env = self.state.get_environment(normalize_environment(environment))
+            if env is None:
+                raise PlanError(f"environment `{environment}` does not exist")
+            env_tables = {s.name: s.table_name for s in env.snapshots}
+        runner = self._spark_runner()
+        session = self.engine.session
+        out: list[ModelDataDiff] = []
+        with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,
+                               context_models=self.models, variables=self.config.variables,
+                               gateway=self.gateway.name, default_start=self.config.model_defaults.start,
+                               scope=scope, environment_tables=env_tables) as targets:
+            for target in targets:
+                base = ModelDataDiff(model=target.name, kind=target.kind, reason=target.reason,
+                                     window=_window_text(target.window) if target.base else "",
+                                     previewed=target.previewed,
+                                     keys=target.keys, key_source=target.key_source, note=target.note)
+                if target.base is None or target.change is None:
+                    out.append(base)
+                    continue
+                if not target.keys:
+                    schema, source_count, target_count = count_rows(
+                        session, source_table=target.base, target_table=target.change)
+                    out.append(replace(base, schema=schema, source_count=source_count,
+                                       target_count=target_count,
+                                       note="rows not compared one by one: the model has neither a grain "
+                                            "nor a unique_key to match them on; only counts and schema"))
+                    continue
+                try:
+                    result = table_diff(session=session, source_table=target.base,
+                                        target_table=target.change, keys=target.keys, decimals=decimals,
+                                        show_sample=show_sample, limit=limit, source_label="prod",
+                                        target_label="PR", model=target.name)
+                except PlanError as error:   # e.g. the key column is not on both sides
+                    out.append(replace(base, note=f"not compared: {error}"))
+                    continue
+                out.append(replace(base, schema=result.schema, rows=result.rows,
+                                   source_count=result.rows.source_count,
+                                   target_count=result.rows.target_count))
+        return tuple(out)
+
     def table_in(self, environment: str, model_name: str) -> str:
         """The physical table holding `model_name` in `environment`."""
         env_name = normalize_environment(environment)
@@ -315,3 +374,19 @@ class Context:
     def close(self) -> None:
         if "state" in self.__dict__:
             self.state.close()
+
+
+def _window_text(window: tuple[int, int] | None) -> str:
+    """`2024-01-01 – 2024-01-07 (7 days)` for a window of whole days, else with times; None: whole query."""
+    from datetime import datetime, timezone
+
+    if window is None:
+        return "whole query"
+    start, end = (datetime.fromtimestamp(ms / 1000, tz=timezone.utc) for ms in window)
+    days = (window[1] - window[0]) / 86_400_000
+    if window[0] % 86_400_000 == 0 and window[1] % 86_400_000 == 0:
+        last = datetime.fromtimestamp((window[1] - 1) / 1000, tz=timezone.utc)
+        text = f"{start:%Y-%m-%d} – {last:%Y-%m-%d}"
+    else:
+        text = f"{start:%Y-%m-%d %H:%M} – {end:%Y-%m-%d %H:%M}"
+    return f"{text} ({days:g} day{'s' if days != 1 else ''})"

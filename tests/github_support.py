@@ -411,6 +411,9 @@ class FakeEngine:
     def table_diff(self, *args: Any, **kwargs: Any) -> Any:
         raise AssertionError("table_diff is not expected here")
 
+    def preview_diff(self, plan: Any, **kwargs: Any) -> tuple:
+        return ()          # the data diff is asserted on the real engine (test_preview_diff, lifecycle)
+
 
 def pr_comment_event(body: str, login: str, *, number: int = 2, comment_id: int = 77) -> dict[str, Any]:
     """The real issue_comment payload, turned into a comment by `login` on pull request `number`."""

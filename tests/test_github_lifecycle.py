@@ -11,6 +11,7 @@ are retried. One prod apply per module; PR environments skip backfill.
 from __future__ import annotations
 
 import copy
+import csv
 import re
 from pathlib import Path
 
@@ -103,6 +104,18 @@ class Bot:
         return self.repo.check(name)["conclusion"]
 
 
+def _revenue(root: Path) -> dict[int, float]:
+    """Prod's revenue per customer, from the seed CSVs (customers joined with their orders)."""
+    with (root / "seeds" / "raw_customers.csv").open() as handle:
+        customers = {int(row["customer_id"]) for row in csv.DictReader(handle)}
+    revenue: dict[int, float] = {}
+    with (root / "seeds" / "raw_orders.csv").open() as handle:
+        for row in csv.DictReader(handle):
+            if int(row["customer_id"]) in customers:
+                revenue[int(row["customer_id"])] = revenue.get(int(row["customer_id"]), 0.0) + float(row["amount"])
+    return revenue
+
+
 def _pr_event(action_file: str, head: str) -> dict:
     raw = copy.deepcopy(payload(action_file))
     raw["pull_request"]["head"]["sha"] = head
@@ -132,9 +145,11 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     assert (bot.conclusion(UNIT), bot.conclusion(PR_ENV), bot.conclusion(PROD_PLAN)) == ("success",) * 3
     assert bot.conclusion(APPROVAL) == "failure" and repo.check(APPROVAL)["head_sha"] == HEAD_A
     assert ENV in {e.name for e in bot.context.environments()}
+    # the backfilled PR environment's tables are compared with prod (prod is the base)
+    revenue = _revenue(shop)
+    changed_line = f"shop.customer\\_revenue: {len(revenue)} changed, 0 only in prod, 0 only in PR, 0 matched"
     assert "### Data differences against prod" in bot.comment, bot.comment
-    assert re.search(r"shop.customer\\_revenue: 0 rows match, \d+ differ, 0 only in PR, 0 only in prod",
-                     bot.comment)
+    assert changed_line in bot.comment and "read from the PR environment's table" in bot.comment
     assert "| revenue | 0.0% |" in bot.comment and "| name | 100.0% |" in bot.comment
     # the status names what is missing, the comment links the run and its checks, says who can approve and
     # where to query the PR's version of the changed model; the changes table is shown once (prod preview)
@@ -160,6 +175,14 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     assert github.sent("PATCH", r"/issues/comments/1000$")[-1]["body"] == bot.comment
     assert bot.conclusion(APPROVAL) == "failure" and repo.check(APPROVAL)["head_sha"] == HEAD_B
     assert "stale" in bot.comment and bot.outputs.values["created_pr_environment"] == "false"
+    # skip-backfill still compares data: the new versions are previewed (nothing written) with the
+    # same figures; the breaking child without a grain gets counts and schema only
+    assert changed_line in bot.comment and "computed from a preview" in bot.comment
+    assert "| revenue | 0.0% |" in bot.comment and "no data was compared" not in bot.comment
+    top_prod = sum(1 for value in revenue.values() if value >= 100)
+    top_pr = sum(1 for value in revenue.values() if value * 2 >= 100)
+    assert f"shop.top\\_customers: {top_prod} rows in prod, {top_pr} in PR (not matched by key)" in bot.comment
+    assert "neither a grain nor a unique_key" in bot.comment
 
     # /deploy: ignored from a reader; a writer gets a reaction, but approval still gates the deploy
     repo.permissions.update({"reader": "read", "writer": "write"})

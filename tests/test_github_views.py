@@ -34,7 +34,8 @@ def _huge_view() -> CommentView:
     backfills = tuple(BackfillView(f"db.model_{i}", "intervals", 30, "2024-01-01 00:00", "2024-01-31 00:00")
                       for i in range(300))
     plan = PlanView("shop_7", changes=changes, backfills=backfills)
-    diffs = tuple(DiffView(f"db.model_{i}", 10, 10, 9, 1, 0, 0, columns=tuple((f"c{j}", 90.0) for j in range(50)))
+    diffs = tuple(DiffView(f"db.model_{i}", prod_count=10, pr_count=10, matched=9, changed=1, prod_only=0, pr_only=0,
+                           columns=tuple((f"c{j}", 90.0) for j in range(50)))
                   for i in range(60))
     failures = tuple(FailureView(f"test_{i}", "expected\n" * 50) for i in range(100))
     return CommentView(marker=MARKER, status="status", environment="shop_7",

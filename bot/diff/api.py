@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
+from sqlglot import exp
+
 from bot.diff.arguments import check_arguments
 from bot.diff.rows import RowDiff, RowDiffQuery, row_diff
 from bot.diff.schema import SchemaDiff, schema_diff
@@ -29,6 +31,46 @@ class TableDiffResult:
     skip_columns: tuple[str, ...] = ()
     where: str | None = None
     model: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelDataDiff:
+    """One changed model of a PR compared with prod over a window: prod is the source (base), the PR
+    the target (change), so a column the PR adds is "added".
+
+    `rows` is the keyed comparison; it is None when the model has no key (then only the counts and the
+    schema are known) or when nothing was compared (`note` says why, and `schema` is None too).
+    """
+
+    model: str
+    kind: str
+    reason: str                           # directly modified / breaking change upstream
+    window: str                           # "2024-01-02 00:00 – 2024-01-08 00:00 (7 days)" or "whole query"
+    previewed: bool                       # True: the PR's rows were computed from a preview
+    keys: tuple[str, ...] = ()
+    key_source: str = ""                  # grain / unique_key
+    schema: SchemaDiff | None = None
+    rows: RowDiff | None = None
+    source_count: int | None = None       # prod's rows in the window
+    target_count: int | None = None       # the PR's rows in the window
+    note: str = ""
+
+    @property
+    def compared(self) -> bool:
+        return self.schema is not None
+
+
+def count_rows(session: "SparkSession", *, source_table: str, target_table: str,
+               skip_columns: Sequence[str] = ()) -> tuple[SchemaDiff, int, int]:
+    """Schema diff and both row counts (one query) of two tables that have no key to join on."""
+    skip = {c.lower() for c in skip_columns}
+    source = [(n, t) for n, t in session.table(source_table).dtypes if n.lower() not in skip]
+    target = [(n, t) for n, t in session.table(target_table).dtypes if n.lower() not in skip]
+    counts = [exp.alias_(exp.select(exp.Count(this=exp.Star())).from_(exp.to_table(table)).subquery(),
+                         alias, quoted=True)
+              for table, alias in ((source_table, "source_count"), (target_table, "target_count"))]
+    row = session.sql(exp.select(*counts).sql(dialect="spark", identify=True)).collect()[0]
+    return schema_diff(source, target), int(row["source_count"]), int(row["target_count"])
 
 
 def resolve_keys(*, model: str, on: Sequence[str] = (), grains: Sequence[str] = ()) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ MAX_ENV_NAME = 63
 REQUIRED_APPROVER = "required_approver"
 DEPLOY_TRIGGERS = ("merge", "tag", "both")
 MERGE_METHODS = ("merge", "squash", "rebase")
+FULL_SCOPES = ("whole", "skip")
 
 
 class CheckName:
@@ -47,6 +48,8 @@ class BotSettings:
     table_diff_samples: bool = False
     allow_ephemeral_state: bool = False          # accept state/catalog that vanish with the CI runner
     merge_method: str | None = None               # merge the PR after a successful /deploy (merge|squash|rebase)
+    table_diff_window_days: int = 7          # INCREMENTAL_BY_TIME_RANGE: last N days of intervals compared
+    table_diff_full_scope: str = "whole"     # FULL/VIEW/other kinds: "whole" query, or "skip"
 
     @property
     def has_required_approvers(self) -> bool:
@@ -85,6 +88,15 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[Any] = (), *,
         raise ConfigError("cicd_bot.min_approvals must be an integer", path=where) from None
     if min_approvals < 1:
         raise ConfigError("cicd_bot.min_approvals must be at least 1", path=where)
+    window_days = raw.get("table_diff_window_days", 7)
+    if isinstance(window_days, bool) or not isinstance(window_days, (int, str)) or not str(window_days).isdigit() \
+            or int(window_days) < 1:
+        raise ConfigError(f"cicd_bot.table_diff_window_days must be a whole number of days, at least 1 "
+                          f"(got `{window_days}`)", path=where)
+    full_scope = str(raw.get("table_diff_full_scope", "whole")).lower()
+    if full_scope not in FULL_SCOPES:
+        raise ConfigError(f"cicd_bot.table_diff_full_scope must be one of {', '.join(FULL_SCOPES)} "
+                          f"(got `{full_scope}`)", path=where)
     approvers = tuple(sorted({_user_login(u) for u in users if REQUIRED_APPROVER in _user_roles(u)}
                              - {None}))
     approvers += tuple(_str_list(raw.get("required_approvers"), "required_approvers", where))
@@ -109,6 +121,8 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[Any] = (), *,
         table_diff_samples=_bool(raw.get("table_diff_samples", False), "table_diff_samples", where),
         allow_ephemeral_state=_bool(raw.get("allow_ephemeral_state", False), "allow_ephemeral_state", where),
         merge_method=merge_method.lower() if merge_method else None,
+        table_diff_window_days=int(window_days),
+        table_diff_full_scope=full_scope,
     )
 
 

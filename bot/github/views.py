@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from bot.github.settings import CheckName
-from bot.report.markdown import render
+from bot.report.markdown import md_escape, render
 
 COMMENT_LIMIT = 65_536
 SAFETY = 512            # room for the "shortened" note and multi-byte surprises
@@ -66,17 +66,41 @@ class TestsView:
 
 
 @dataclass(frozen=True)
+class SampleView:
+    """Up to a few rows of one kind of difference (only when `table_diff_samples` is on)."""
+
+    kind: str                               # only in prod, only in PR, changed
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
 class DiffView:
+    """One model compared with prod; prod is the base, the PR the change.
+
+    Counts are disjoint: only in prod, only in PR, matched (same key, same values), changed (same key,
+    some value differs). None when not known (no key, or not compared).
+    """
+
     model: str
-    source_count: int
-    target_count: int
-    full_match: int
-    partial_match: int
-    source_only: int
-    target_only: int
+    reason: str = ""                        # directly modified / breaking change upstream
+    window: str = ""                        # "2024-01-02 – 2024-01-08 (7 days)" or "whole query"
+    previewed: bool = False                 # the PR's rows were computed from a preview (nothing written)
+    keys: tuple[str, ...] = ()
+    prod_count: int | None = None
+    pr_count: int | None = None
+    prod_only: int | None = None
+    pr_only: int | None = None
+    matched: int | None = None
+    changed: int | None = None
     columns: tuple[tuple[str, float], ...] = ()
     schema_changes: tuple[str, ...] = ()
+    samples: tuple[SampleView, ...] = ()
     note: str = ""
+
+    @property
+    def compared_by_key(self) -> bool:
+        return self.matched is not None
 
 
 @dataclass(frozen=True)
@@ -129,6 +153,7 @@ class CommentView:
     prod_plan: PlanView | None = None
     diffs: tuple[DiffView, ...] = ()
     omitted_diffs: int = 0
+    previewed_omitted: bool = False             # a diff cut away to fit was computed from a preview
     approval: str | None = None
     approval_status: str | None = None          # success, failure, skipped (the check's conclusion)
     deploy: str | None = None
@@ -157,6 +182,11 @@ class CommentView:
         """The checks as JSON for the hidden comment that later runs read (see sections.recorded_checks)."""
         data = {"sha": self.head_sha, "checks": [[c.name, c.conclusion, c.url, c.detail] for c in self.checks]}
         return json.dumps(data, ensure_ascii=True).replace("-", "\\u002d").replace(">", "\\u003e")
+
+    @property
+    def diffs_previewed(self) -> bool:
+        """Some data diff was computed from previews (the PR environment skipped backfill)."""
+        return self.previewed_omitted or any(d.previewed for d in self.diffs)
 
 
 # -- building views from engine results ----------------------------------------------------------
@@ -190,16 +220,46 @@ def tests_view(result: Any) -> TestsView:
     return TestsView(status="passed" if ok else "failed", total=int(total), failed=len(views), failures=views)
 
 
-def diff_view(result: Any) -> DiffView:
-    """View of a bot.diff TableDiffResult: counts and per-column match % only."""
-    rows, schema = result.rows, result.schema
-    changes = tuple([f"added `{c}` {t}" for c, t in schema.added] + [f"removed `{c}` {t}" for c, t in schema.removed]
-                    + [f"`{c}` {a} → {b}" for c, a, b in schema.modified])
-    return DiffView(model=result.model or result.target_table, source_count=rows.source_count,
-                    target_count=rows.target_count, full_match=rows.full_match_count,
-                    partial_match=rows.partial_match_count, source_only=rows.source_only_count,
-                    target_only=rows.target_only_count, schema_changes=changes,
-                    columns=tuple(sorted((str(k), float(v)) for k, v in rows.column_match_pct.items())))
+def diff_view(result: Any, *, samples: bool = False, sample_rows: int = 10) -> DiffView:
+    """View of a bot.diff ModelDataDiff (read by attribute): counts, per-column match %, schema changes
+    from prod to the PR, and raw values only with `samples`."""
+    schema, rows = result.schema, result.rows
+    changes: tuple[str, ...] = ()
+    if schema is not None:
+        changes = tuple([f"added {md_escape(c)} ({t})" for c, t in schema.added]
+                        + [f"removed {md_escape(c)} ({t})" for c, t in schema.removed]
+                        + [f"{md_escape(c)} type changed {a} → {b}" for c, a, b in schema.modified])
+    view = DiffView(model=result.model, reason=result.reason, window=result.window,
+                    previewed=bool(result.previewed), keys=tuple(result.keys),
+                    prod_count=result.source_count, pr_count=result.target_count,
+                    schema_changes=changes, note=result.note)
+    if rows is None:
+        return view
+    view = replace(view, prod_only=rows.source_only_count, pr_only=rows.target_only_count,
+                   matched=rows.full_match_count, changed=rows.partial_match_count,
+                   columns=tuple((str(k), float(v)) for k, v in rows.column_match_pct.items()))
+    if samples and rows.samples is not None:
+        kinds = (("only in prod", rows.samples.source_only), ("only in PR", rows.samples.target_only),
+                 ("changed", rows.samples.changed))
+        view = replace(view, samples=tuple(_sample(kind, found[:sample_rows]) for kind, found in kinds if found))
+    return view
+
+
+def _sample(kind: str, rows: tuple[dict[str, Any], ...]) -> SampleView:
+    columns = tuple(rows[0]) if rows else ()
+    labels = tuple(_sample_label(c) for c in columns)
+    return SampleView(kind=kind, columns=labels,
+                      rows=tuple(tuple("NULL" if r.get(c) is None else str(r.get(c)) for c in columns)
+                                 for r in rows))
+
+
+def _sample_label(column: str) -> str:
+    """Changed-row samples carry `s__col` (prod) and `t__col` (PR)."""
+    if column.startswith("s__"):
+        return f"{column[3:]} (prod)"
+    if column.startswith("t__"):
+        return f"{column[3:]} (PR)"
+    return column
 
 
 def _enum_text(value: Any) -> str:
@@ -246,7 +306,8 @@ def _head(text: str, lines: int) -> str:
 
 def _cut_diff_tables(view: CommentView) -> CommentView:
     keep = view.diffs[:5]
-    return replace(view, diffs=tuple(replace(d, columns=d.columns[:10]) for d in keep),
+    return replace(view, diffs=tuple(replace(d, columns=d.columns[:10], samples=()) for d in keep),
+                   previewed_omitted=view.diffs_previewed,
                    omitted_diffs=view.omitted_diffs + len(view.diffs) - len(keep))
 
 
@@ -257,7 +318,8 @@ def _cut_lists(size: int):
             env = replace(env, views=env.views[:size], omitted_views=env.omitted_views + max(0, len(env.views) - size),
                           backfills=env.backfills[:size])
         return replace(view, pr_environment=env, prod_plan=_plan_cut_lists(view.prod_plan, size),
-                       diffs=view.diffs[:size], omitted_diffs=view.omitted_diffs + max(0, len(view.diffs) - size))
+                       diffs=view.diffs[:size], previewed_omitted=view.diffs_previewed,
+                       omitted_diffs=view.omitted_diffs + max(0, len(view.diffs) - size))
     return shorten
 
 

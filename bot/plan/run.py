@@ -145,20 +145,36 @@ def evaluate_rows(*, engine: SparkEngine, model: Model, context_models: Mapping[
                   variables: Mapping[str, Any], gateway: str, limit: int | None = None
                   ) -> list[dict[str, Any]]:
     """Rows of `model` for `interval`, read from the mapped tables; writes nothing, runs no statements."""
-    start, end = interval
     if model.is_python:
-        function = resolve_python_model(model)
+        frame = python_frame(engine=engine, model=model, table_mapping=table_mapping, interval=interval,
+                             execution_time=execution_time)
         with spark_errors(f"evaluating {model.name}"):
-            result = function(PythonModelContext(engine.session, table_mapping), start=start, end=end,
-                              execution_time=execution_time)
-            frame = to_spark_df(engine.session, result, model.columns or None)
             if limit is not None:
                 frame = frame.limit(limit)
             return [row.asDict(recursive=True) for row in frame.collect()]
+    sql = query_sql(model=model, context_models=context_models, table_mapping=table_mapping,
+                    interval=interval, execution_time=execution_time, variables=variables, gateway=gateway)
+    return engine.fetch(sql, limit=limit, subject=f"evaluating {model.name}")
+
+
+def python_frame(*, engine: SparkEngine, model: Model, table_mapping: Mapping[str, str],
+                 interval: Interval, execution_time: int) -> Any:
+    """A Python model's rows for `interval` as a Spark DataFrame (cast to its declared columns)."""
+    start, end = interval
+    function = resolve_python_model(model)
+    with spark_errors(f"evaluating {model.name}"):
+        result = function(PythonModelContext(engine.session, table_mapping), start=start, end=end,
+                          execution_time=execution_time)
+        return to_spark_df(engine.session, result, model.columns or None)
+
+
+def query_sql(*, model: Model, context_models: Mapping[str, Model], table_mapping: Mapping[str, str],
+              interval: Interval, execution_time: int, variables: Mapping[str, Any], gateway: str) -> str:
+    """A SQL model's query for `interval` as Spark SQL, reading the mapped tables."""
     if model.query is None:
         raise PlanError(f"`{model.name}` ({model.kind.name.value}) has no query to evaluate; "
                         "evaluate works on SQL and Python models")
-    sql = render_sql(model, start=start, end=end, execution_time=execution_time,
-                     variables=variables, table_mapping=table_mapping, models=context_models,
-                     gateway=gateway, this_model=table_mapping.get(model.name))
-    return engine.fetch(sql, limit=limit, subject=f"evaluating {model.name}")
+    start, end = interval
+    return render_sql(model, start=start, end=end, execution_time=execution_time,
+                      variables=variables, table_mapping=table_mapping, models=context_models,
+                      gateway=gateway, this_model=table_mapping.get(model.name))

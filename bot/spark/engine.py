@@ -275,6 +275,24 @@ class SparkEngine:
             self.session.sql(f"DROP VIEW IF EXISTS {quote_table(view)}")
         self._note(view, exists=False)
 
+    # ----------------------------------------------------------- temporary views
+    def create_temp_view(self, name: str, select_sql: str) -> None:
+        """CREATE OR REPLACE TEMPORARY VIEW: lives in this session only, nothing reaches the warehouse."""
+        with spark_errors(f"creating temporary view {name}"):
+            self.session.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_identifier(name)} AS {select_sql}")
+        self._columns.pop(name.lower(), None)
+
+    def register_temp_view(self, name: str, frame: "DataFrame") -> None:
+        """Register a DataFrame (a Python model's or a seed's rows) as a session-only temporary view."""
+        with spark_errors(f"creating temporary view {name}"):
+            frame.createOrReplaceTempView(name)
+        self._columns.pop(name.lower(), None)
+
+    def drop_temp_view(self, name: str) -> None:
+        with spark_errors(f"dropping temporary view {name}"):
+            self.session.catalog.dropTempView(name)
+        self._columns.pop(name.lower(), None)
+
     def drop_table(self, table: str) -> None:
         with spark_errors(f"dropping table {table}"):
             self.session.sql(f"DROP TABLE IF EXISTS {quote_table(table)}")

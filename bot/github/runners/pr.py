@@ -93,30 +93,30 @@ def _with_models(run: BotRun, env: PrEnvironmentView, plan: Any) -> PrEnvironmen
 
 
 def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Any, prod_plan: Any) -> tuple[DiffView, ...]:
-    """table_diff against prod for the models the PR directly modifies (per the prod plan when there is
-    one: a re-run finds the PR environment already up to date) that have a grain and data on both sides."""
-    if pr_plan is None or not run.settings.run_table_diff or pr_plan.options.skip_backfill:
+    """Data diff against prod of the models the PR directly modifies and of their breaking children, per
+    the prod plan (built here when this run made none). When the PR environment skipped backfill (the
+    default) the PR's rows are computed from previews over a bounded window, writing nothing; when it was
+    backfilled, its tables are read over the same windows. The comment looks the same either way."""
+    if pr_plan is None or not run.settings.run_table_diff:
         return ()
-    return _diffs(run, prod_plan if prod_plan is not None else pr_plan, run.pr_environment(pr.number))
-
-
-def _diffs(run: BotRun, plan: Any, env: str) -> tuple[DiffView, ...]:
-    views = []
-    for change in plan.changes:
-        definition = getattr(change.snapshot, "definition", None) or {}
-        grains = definition.get("grains") or definition.get("grain")
-        if str(getattr(change.change, "value", change.change)) != DIRECT or not grains:
-            continue
+    if prod_plan is None:
         try:
-            result = run.context.table_diff(env, "prod", change.name,
-                                            show_sample=run.settings.table_diff_samples)
+            prod_plan = run.context.plan("prod", options=PlanOptions(skip_tests=True))
         except BotError as error:
-            views.append(DiffView(change.name, 0, 0, 0, 0, 0, 0, note=f"not compared: {error_text(error)}"))
-            continue
-        view = diff_view(result)
-        if view.source_count and view.target_count:
-            views.append(replace(view, model=change.name))
-    return tuple(views)
+            return (DiffView("prod plan", note=f"not compared: {error_text(error)}"),)
+    backfilled = not pr_plan.options.skip_backfill
+    return _diffs(run, prod_plan, run.pr_environment(pr.number) if backfilled else None)
+
+
+def _diffs(run: BotRun, plan: Any, env: str | None) -> tuple[DiffView, ...]:
+    s = run.settings
+    try:
+        results = run.context.preview_diff(plan, environment=env, window_days=s.table_diff_window_days,
+                                           full_scope=s.table_diff_full_scope,
+                                           show_sample=s.table_diff_samples)
+    except BotError as error:
+        return (DiffView("changed models", note=f"not compared: {error_text(error)}"),)
+    return tuple(diff_view(result, samples=s.table_diff_samples) for result in results)
 
 
 def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str | None, str, Any]:

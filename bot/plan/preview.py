@@ -1,0 +1,277 @@
+"""Preview a plan's changed models without writing anything: each new version's rows over a bounded
+window as session-only temporary views, reading prod's tables for unchanged parents and the earlier
+previews (same call, DAG order) for changed ones. No table, no warehouse view, no state write."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from dataclasses import dataclass, replace
+from typing import Callable, Iterator, Mapping, Sequence
+
+from sqlglot import exp
+
+from bot.errors import BotError, ConfigError, PlanError
+from bot.intervals import Interval
+from bot.plan.backfill import end_ms
+from bot.plan.definition import ChangeType, ModelChange, Plan
+from bot.plan.evaluator import order_snapshots
+from bot.plan.run import model_start, python_frame, query_sql
+from bot.project.model import KindName, Model
+from bot.project.timeutil import MS_PER_DAY
+from bot.snapshot import ChangeCategory, Snapshot, view_name
+from bot.spark.engine import SparkEngine, quote_table
+from bot.spark.materialize.incremental_time import interval_condition, time_column
+from bot.spark.materialize.seed import read_seed
+from bot.state.api import StateReader
+
+FULL_SCOPES = ("whole", "skip")
+DIRECT = "directly modified"
+BREAKING_CHILD = "breaking change upstream"
+_BREAKING = (ChangeCategory.BREAKING, ChangeCategory.INDIRECT_BREAKING)
+_SCD2 = (KindName.SCD_TYPE_2_BY_TIME, KindName.SCD_TYPE_2_BY_COLUMN)
+
+
+@dataclass(frozen=True)
+class PreviewScope:
+    """How much of each model is compared: the last `window_days` days of intervals of
+    INCREMENTAL_BY_TIME_RANGE models; for every other kind the whole query (`whole`) or nothing (`skip`)."""
+
+    window_days: int = 7
+    full_scope: str = "whole"
+
+    def __post_init__(self) -> None:
+        if self.window_days < 1:
+            raise ConfigError(f"the preview window must be at least 1 day (got {self.window_days})")
+        if self.full_scope not in FULL_SCOPES:
+            raise ConfigError(f"the scope of FULL/VIEW models must be one of {', '.join(FULL_SCOPES)} "
+                              f"(got `{self.full_scope}`)")
+
+
+@dataclass(frozen=True)
+class PreviewTarget:
+    """One changed model to compare with prod: where prod's rows (base) and the PR's rows (change) are.
+
+    `base`/`change` are table or temporary view names, None with a `note` saying why nothing is compared.
+    `window` is None when the whole query/table is compared.
+    """
+
+    name: str
+    kind: str
+    reason: str                          # directly modified / breaking change upstream
+    keys: tuple[str, ...] = ()
+    key_source: str = ""                 # grain, unique_key or "" (no key)
+    window: Interval | None = None
+    base: str | None = None
+    change: str | None = None
+    previewed: bool = True               # False: the change side is the PR environment's own table
+    note: str = ""
+
+
+def diff_targets(plan: Plan) -> dict[str, str]:
+    """Models of `plan` worth comparing with prod, with why: directly modified, and breaking children."""
+    out: dict[str, str] = {}
+    for change in plan.changes:
+        if change.snapshot is None:
+            continue
+        if change.change is ChangeType.DIRECTLY_MODIFIED:
+            out[change.name] = DIRECT
+        elif change.change is ChangeType.INDIRECTLY_MODIFIED and change.category in _BREAKING:
+            out[change.name] = BREAKING_CHILD
+    return out
+
+
+@dataclass
+class _Preview:
+    engine: SparkEngine
+    state: StateReader
+    plan: Plan
+    models_for: Callable[[Snapshot], Model]
+    context_models: Mapping[str, Model]
+    variables: Mapping[str, object]
+    gateway: str
+    default_start: str | None
+    scope: PreviewScope
+    environment_tables: Mapping[str, str] | None
+    views: list[str]
+
+    def __post_init__(self) -> None:
+        prod = self.state.get_environment("prod")
+        self.prod_tables = {s.name: s.table_name for s in prod.snapshots} if prod else {}
+        self.prod_versions = {s.name: s.version for s in prod.snapshots} if prod else {}
+        self.mapping = {name: self.prod_tables.get(name, view_name(name, "prod"))
+                        for name in self.context_models}
+        self.execution_time = self.plan.execution_time
+        self.tag = uuid.uuid4().hex[:10]
+
+    # -- names and objects -----------------------------------------------------------------
+    def _view(self, role: str) -> str:
+        name = f"__meshbot_preview_{self.tag}_{len(self.views)}_{role}"
+        self.views.append(name)
+        return name
+
+    def _relation(self, model: Model, view: str, mapping: Mapping[str, str], interval: Interval) -> None:
+        """A temporary view of `model`'s rows for `interval` (SQL, Python or seed), reading `mapping`."""
+        if model.kind.name is KindName.SEED:
+            kind = replace(model.kind, seed_path=str(model.seed_abs_path)) if model.seed_abs_path else model.kind
+            self.engine.register_temp_view(view, read_seed(self.engine, kind=kind, table=model.name,
+                                                           columns=model.columns or None))
+        elif model.is_python:
+            try:
+                frame = python_frame(engine=self.engine, model=model, table_mapping=mapping, interval=interval,
+                                     execution_time=self.execution_time)
+            except BotError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the model's own code failed: say so, keep diffing others
+                raise PlanError(f"the Python model `{model.name}` failed: {type(exc).__name__}: {exc}") from None
+            self.engine.register_temp_view(view, frame)
+        else:
+            self.engine.create_temp_view(view, query_sql(
+                model=model, context_models=self.context_models, table_mapping=mapping, interval=interval,
+                execution_time=self.execution_time, variables=self.variables, gateway=self.gateway))
+
+    # -- scope -----------------------------------------------------------------------------
+    def _range_end(self, model: Model) -> int:
+        end = self.plan.end or self.execution_time
+        if model.end:
+            end = min(end, end_ms(model.end, relative_base=self.execution_time))
+        return end
+
+    def _start(self, model: Model) -> int:
+        return model_start(model, default_start=self.default_start, execution_time=self.execution_time)
+
+    def _window(self, name: str, model: Model) -> Interval:
+        """The last `window_days` days ending where prod's recorded intervals end (else at the plan's end)."""
+        version = self.prod_versions.get(name)
+        recorded = self.state.get_intervals({(name, version)}).get((name, version)) if version else None
+        ends = [end for _, end in recorded.intervals] if recorded and recorded.intervals else []
+        if ends:
+            end = max(ends)
+        else:
+            end = self._range_end(model)
+            end -= end % MS_PER_DAY
+        start = max(end - self.scope.window_days * MS_PER_DAY, min(self._start(model), end - MS_PER_DAY))
+        return start, end
+
+    # -- one model -------------------------------------------------------------------------
+    def build(self, snapshot: Snapshot, change: ModelChange | None, reason: str | None, *,
+              has_children: bool) -> PreviewTarget | None:
+        """Preview one model (a temporary view of its whole range, when a previewed child reads it or its
+        whole query is compared) and say what to compare; None for a model previewed only for its children."""
+        name = snapshot.name
+        model = self.models_for(snapshot)
+        kind = model.kind.name
+        own = {**self.mapping, name: self.prod_tables.get(name, self.mapping.get(name, name))}
+        full = (self._start(model), max(self._range_end(model), self._start(model) + 1))
+        previewable = kind not in (KindName.EXTERNAL, KindName.EMBEDDED) and kind not in _SCD2
+        compares_whole = reason is not None and kind is not KindName.INCREMENTAL_BY_TIME_RANGE
+        input_view = None
+        if previewable and self.environment_tables is None and (has_children or compares_whole):
+            input_view = self._view("input")
+            self._relation(model, input_view, own, full)
+            self.mapping[name] = input_view
+        if reason is None:
+            return None
+        keys, source = ((model.grains, "grain") if model.grains
+                        else (model.kind.unique_key, "unique_key") if model.kind.unique_key else ((), ""))
+        target = PreviewTarget(name=name, kind=kind.value, reason=reason, keys=tuple(keys), key_source=source,
+                               previewed=self.environment_tables is None)
+        if kind in (KindName.EXTERNAL, KindName.EMBEDDED):
+            return replace(target, note=f"not compared: {kind.value} models have no table of their own")
+        if kind in _SCD2:
+            return replace(target, note="not compared: an SCD type 2 table is the history of every past run, "
+                                        "which a preview cannot rebuild")
+        prod_table = self.prod_tables.get(name)
+        if prod_table is None:
+            return replace(target, note="not compared: the model is not in prod")
+        change_rel = input_view
+        if self.environment_tables is not None:
+            change_rel = self.environment_tables.get(name)
+            if change_rel is None:
+                return replace(target, note="not compared: the model is not in the PR environment")
+        if compares_whole:
+            if self.scope.full_scope == "skip":
+                return replace(target, note=f"not compared: `table_diff_full_scope` is `skip` for "
+                                            f"{kind.value} models")
+            return replace(target, base=prod_table, change=change_rel)
+        window = self._window(name, model)
+        prod_model = self.models_for(change.previous) if change and change.previous else model
+        base = self._windowed(prod_model, prod_table, self.engine.columns(prod_table), window, "base")
+        if change_rel is not None:       # the PR environment's table
+            return replace(target, window=window, base=base, change=self._windowed(
+                model, change_rel, self.engine.columns(change_rel), window, "change"))
+        return replace(target, window=window, base=base, change=self._window_rows(model, own, window))
+
+    def _window_rows(self, model: Model, mapping: Mapping[str, str], window: Interval) -> str:
+        """A temporary view of the new version's rows for `window`, filtered on the time column the way a
+        backfill writes them (one view for a SQL model: its query analyzed once, then wrapped)."""
+        if model.is_python or model.kind.name is KindName.SEED:
+            rows = self._view("rows")
+            self._relation(model, rows, mapping, window)
+            return self._windowed(model, rows, self.engine.columns(rows), window, "change")
+        sql = query_sql(model=model, context_models=self.context_models, table_mapping=mapping, interval=window,
+                        execution_time=self.execution_time, variables=self.variables, gateway=self.gateway)
+        columns = self.engine.dataframe(sql, subject=f"previewing {model.name}").dtypes
+        query = exp.maybe_parse(sql, dialect="spark").subquery("__meshbot_rows")
+        return self._windowed(model, query, columns, window, "change")
+
+    def _windowed(self, model: Model, relation: str | exp.Expression, columns: Sequence[tuple[str, str]],
+                  window: Interval, role: str) -> str:
+        """A temporary view of `relation` (a table, view or subquery) restricted to `window`."""
+        column, data_type = time_column(model.kind, columns, table=model.name)
+        condition = interval_condition(column, data_type, fmt=model.kind.time_column_format,
+                                       start=window[0], end=window[1])
+        source = (relation if isinstance(relation, exp.Expression)
+                  else exp.to_table(quote_table(relation), dialect="spark"))
+        view = self._view(role)
+        select = exp.select(exp.Star()).from_(source).where(exp.condition(condition, dialect="spark"))
+        self.engine.create_temp_view(view, select.sql(dialect="spark", identify=True))
+        return view
+
+
+@contextlib.contextmanager
+def preview_relations(*, engine: SparkEngine, state: StateReader, plan: Plan,
+                      models_for: Callable[[Snapshot], Model], context_models: Mapping[str, Model],
+                      variables: Mapping[str, object], gateway: str, default_start: str | None = None,
+                      scope: PreviewScope = PreviewScope(),
+                      environment_tables: Mapping[str, str] | None = None) -> Iterator[list[PreviewTarget]]:
+    """Yield a PreviewTarget per model of `diff_targets(plan)`, parents first; drop every temporary
+    view on exit. With `environment_tables` (a backfilled PR environment's tables) the change side reads
+    those tables over the same window instead of previews."""
+    reasons = diff_targets(plan)
+    changes = {c.name: c for c in plan.changes}
+    needed = {name for name in reasons}
+    needed |= {c.name for c in plan.changes if c.change is ChangeType.ADDED and c.snapshot is not None}
+    snapshots = [plan.snapshots[name] for name in needed if name in plan.snapshots]
+    parents = {parent.name for snapshot in snapshots for parent in snapshot.parents}
+    preview = _Preview(engine=engine, state=state, plan=plan, models_for=models_for,
+                       context_models=context_models, variables=variables, gateway=gateway,
+                       default_start=default_start, scope=scope, environment_tables=environment_tables,
+                       views=[])
+    targets: list[PreviewTarget] = []
+    failed: dict[str, str] = {}
+    try:
+        for snapshot in order_snapshots(snapshots):
+            name, reason = snapshot.name, reasons.get(snapshot.name)
+            broken = sorted(p.name for p in snapshot.parents if p.name in failed)
+            try:
+                if broken:
+                    raise _ParentFailed(f"its changed parent `{broken[0]}` could not be previewed")
+                target = preview.build(snapshot, changes.get(name), reason, has_children=name in parents)
+            except (BotError, _ParentFailed) as error:
+                failed[name] = str(error)
+                if reason:
+                    targets.append(PreviewTarget(name=name, kind=snapshot.kind, reason=reason,
+                                                 note=f"not compared: {error}"))
+                continue
+            if target is not None:
+                targets.append(target)
+        yield targets
+    finally:
+        for view in reversed(preview.views):
+            with contextlib.suppress(BotError):
+                engine.drop_temp_view(view)
+
+
+class _ParentFailed(Exception):
+    pass
