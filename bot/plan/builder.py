@@ -14,7 +14,7 @@ from bot.errors import PlanError
 from bot.fingerprint import fingerprint_models
 from bot.plan.backfill import BackfillInputs, plan_backfills, restated_models
 from bot.plan.categorize import (categorize, categorize_seed, expand_star, indirect_category,
-                                 projection_names)
+                                 projection_names, selects_star)
 from bot.plan.destructive import check_destructive
 from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
 from bot.project.config import ProjectConfig
@@ -160,6 +160,8 @@ def _diff_models(ctx: _Diff, order: Sequence[str]) -> tuple[dict[str, Snapshot],
             new_snapshots.append(snapshot)
         snapshots[name] = snapshot
         categories[name] = change.category
+        if change.type is ChangeType.INDIRECTLY_MODIFIED and change.category is ChangeCategory.METADATA:
+            continue   # only upstream metadata changed: a new snapshot on the same table, not a change
         changes.append(ModelChange(name=name, change=change.type, category=change.category,
                                    kind=snapshot.kind, snapshot=snapshot, previous=prev,
                                    diff=change.diff))
@@ -236,8 +238,7 @@ def _star_change(ctx: _Diff, name: str, *, prev: Snapshot,
                  categories: Mapping[str, ChangeCategory]) -> _Change | None:
     """A child selecting `*` from a parent whose columns changed is categorized on its expanded query."""
     model = ctx.models[name]
-    if model.query is None or not any(s.is_star for s in model.query.find_all(sqlglot.exp.Star,
-                                                                               sqlglot.exp.Column)):
+    if model.query is None or not selects_star(model.query):
         return None
     old_cols: dict[str, list[str]] = {}
     new_cols: dict[str, list[str]] = {}
