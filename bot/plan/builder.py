@@ -93,7 +93,29 @@ def build_plan(
                 previous_environment=target, snapshots=snapshots,
                 new_snapshots=tuple(new_snapshots), changes=changes, backfills=backfills,
                 restatements=restatements, options=options, start=start, end=end,
-                execution_time=execution, warnings=warnings)
+                execution_time=execution, warnings=warnings,
+                audit_only=audit_only_snapshots(project_models, snapshots, previous, backfills))
+
+
+def audit_only_snapshots(models: Mapping[str, Model], snapshots: Mapping[str, Snapshot],
+                         previous: Mapping[str, Snapshot], backfills: Sequence[Any]) -> tuple[SnapshotId, ...]:
+    """Snapshots whose audits changed (a metadata change) and that keep a table this plan does not
+    backfill: their audits must still run on that table's data before promotion.
+
+    SQLMesh does this only for pure metadata changes; here an audit added together with an indirect
+    non-breaking change is audited too, since no backfill would run it either.
+    """
+    filled = {b.snapshot_id for b in backfills}
+    picked = []
+    for name, snapshot in sorted(snapshots.items()):
+        prev, model = previous.get(name), models.get(name)
+        if prev is None or model is None or not model.audits or snapshot.snapshot_id in filled:
+            continue
+        if prev.version != snapshot.version or not model.kind.name.is_materialized:
+            continue
+        if prev.definition.get("audits") != model_definition(model).get("audits"):
+            picked.append(snapshot.snapshot_id)
+    return tuple(picked)
 
 
 def topological_order(models: Mapping[str, Model], dag: Any = None) -> list[str]:
