@@ -15,6 +15,7 @@ from bot.fingerprint import fingerprint_models
 from bot.plan.backfill import BackfillInputs, plan_backfills, restated_models
 from bot.plan.categorize import (categorize, categorize_seed, expand_star, indirect_category,
                                  projection_names, selects_star)
+from bot.plan.columns import check_columns
 from bot.plan.destructive import check_destructive
 from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
 from bot.project.config import ProjectConfig
@@ -64,6 +65,7 @@ def build_plan(
     prod = target if env_name == "prod" else state.get_environment("prod")
     base = target if target is not None else (prod if env_name != "prod" else None)
     order = topological_order(project_models, dag)
+    check_columns(project_models, rendered)
     fingerprints = fingerprint_models(project_models, order, rendered)
     base_ids = {s.name: s.snapshot_id for s in base.snapshots} if base else {}
     local_ids = {name: SnapshotId(name, fp.identifier) for name, fp in fingerprints.items()}
