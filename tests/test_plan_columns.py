@@ -35,6 +35,8 @@ BAD = [
     ("audit not_null", "MODEL (\n  name db.m,\n  kind FULL,\n  audits (\n    unique_values(columns := (id)),\n"
                        "    not_null(columns := (id, nope))\n  )\n);\nSELECT id FROM db.parent", 6),
     ("star over a known parent", "MODEL (\n  name db.m,\n  kind FULL,\n  grain nope\n);\nSELECT * FROM db.parent", 4),
+    ("explicit columns over a CTE star", "MODEL (name db.m, kind FULL, grain nope);\n"
+                                         "WITH e AS (SELECT * FROM raw.events) SELECT id FROM e", 1),
 ]
 
 
@@ -56,6 +58,8 @@ GOOD = [
     ("star over a table of unknown columns", "MODEL (name db.m, kind FULL, grain anything);\nSELECT * FROM raw.events"),
     ("star over a join with an unknown table", "MODEL (name db.m, kind FULL, grain anything);\n"
                                                "SELECT * FROM db.parent JOIN raw.events USING (id)"),
+    ("explicit columns over a CTE star of an unknown table",
+     "MODEL (name db.m, kind FULL, grain id);\nWITH e AS (SELECT * FROM raw.events) SELECT id FROM e"),
     ("a custom audit's arguments", "MODEL (name db.m, kind FULL, audits (my_check(column := anything)));\n"
                                    "SELECT id FROM db.parent"),
 ]

@@ -108,8 +108,8 @@ class _OutputColumns:
         sql = self.rendered.get(model.name)
         if model.query is None or not sql:
             return None            # Python models without `columns`, external models without columns
-        if not selects_star(model.query):
-            names = projection_names(sql)
+        names = projection_names(sql)        # the outer SELECT's names, whatever its CTEs select
+        if names is not None or not selects_star(model.query):
             return [n.lower() for n in names] if names is not None else None
         parents: dict[str, Sequence[str]] = {}
         for parent in model.depends_on:
