@@ -188,27 +188,32 @@ def model_starts(models: Mapping[str, Model], *, execution: int, default_start: 
     silently computing less than asked; meshbot honours `--start` (README).
     """
     starts: dict[str, int] = {}
-
-    def start_of(name: str, trail: frozenset[str]) -> int:
-        if name in starts:
-            return starts[name]
-        model = models[name]
-        text = model.start or default_start
-        if text:
-            value = to_ms(text, relative_base=execution)
-        else:
-            parents = sorted(p for p in model.depends_on if p in models and p not in trail and p != name)
-            if parents:
-                value = min(start_of(p, trail | {name}) for p in parents)
+    expanded: set[str] = set()    # models whose parents were pushed once (a cycle cannot loop)
+    for root in models:
+        stack = [root]            # iterative depth-first walk: deep chains need no recursion
+        while stack:
+            name = stack[-1]
+            if name in starts:
+                stack.pop()
+                continue
+            model = models[name]
+            text = model.start or default_start
+            parents = [] if text else [p for p in model.depends_on if p in models and p != name]
+            pending = [p for p in parents if p not in starts]
+            if pending and name not in expanded:
+                expanded.add(name)
+                stack.extend(pending)
+                continue
+            stack.pop()
+            known = [starts[p] for p in parents if p in starts]
+            if text:
+                starts[name] = to_ms(text, relative_base=execution)
+            elif known:
+                starts[name] = min(known)
             elif plan_start is not None:
-                value = plan_start
+                starts[name] = plan_start
             else:
-                value = cron_prev(model.cron, cron_floor(model.cron, execution))
-        starts[name] = value
-        return value
-
-    for name in models:
-        start_of(name, frozenset())
+                starts[name] = cron_prev(model.cron, cron_floor(model.cron, execution))
     return starts
 
 
