@@ -20,6 +20,7 @@ BASE = {
     "counts": "SELECT ds, COUNT(*) AS n FROM db.orders GROUP BY ds",
     "star": "SELECT * FROM db.orders",
     "top": "SELECT ds, n FROM db.counts",
+    "qual": "SELECT o.*, 1 AS k FROM db.orders AS o",
 }
 NB, B = "non_breaking", "breaking"
 INB, IB = "indirect_non_breaking", "indirect_breaking"
@@ -27,11 +28,13 @@ INB, IB = "indirect_non_breaking", "indirect_breaking"
 # (edit, model → (new query, extra header text), directly modified, indirectly modified, backfilled)
 MATRIX = [
     ("parent adds a column", {"orders": ("SELECT id, amount, ds, 1 AS one FROM db.src WHERE amount > 0", "")},
-     {"orders": NB, "star": NB}, {"counts": INB, "top": INB}, {"orders", "star"}),
+     {"orders": NB, "star": NB, "qual": NB}, {"counts": INB, "top": INB}, {"orders", "star", "qual"}),
     ("parent changes WHERE", {"orders": ("SELECT id, amount, ds FROM db.src WHERE amount > 5", "")},
-     {"orders": B}, {"counts": IB, "star": IB, "top": IB}, {"orders", "counts", "star", "top"}),
+     {"orders": B}, {"counts": IB, "star": IB, "qual": IB, "top": IB},
+     {"orders", "counts", "star", "qual", "top"}),
     ("parent removes a column", {"orders": ("SELECT id, ds FROM db.src WHERE amount > 0", "")},
-     {"orders": B, "star": B}, {"counts": IB, "top": IB}, {"orders", "counts", "star", "top"}),
+     {"orders": B, "star": B, "qual": B}, {"counts": IB, "top": IB},
+     {"orders", "counts", "star", "qual", "top"}),
     ("parent adds an audit", {"orders": (BASE["orders"], ", audits (not_null(columns := (id)))")},
      {}, {}, set()),
     ("parent changes owner", {"orders": (BASE["orders"], ", owner bob")}, {}, {}, set()),
@@ -42,7 +45,7 @@ MATRIX = [
      {"counts": ("SELECT ds, COUNT(id) AS n FROM db.orders GROUP BY ds", "")},
      {"counts": B}, {"top": IB}, {"counts", "top"}),
     ("root adds a column", {"src": ("SELECT 1 AS id, 10 AS amount, DATE '2024-01-01' AS ds, 'x' AS tag", "")},
-     {"src": NB}, {"orders": INB, "counts": INB, "star": INB, "top": INB}, {"src"}),
+     {"src": NB}, {"orders": INB, "counts": INB, "star": INB, "qual": INB, "top": INB}, {"src"}),
 ]
 METADATA_ONLY = {"parent adds an audit": "orders", "parent changes owner": "orders"}
 
