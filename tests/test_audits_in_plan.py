@@ -9,6 +9,7 @@ import pytest
 from bot.context import Context
 from bot.errors import QualityError
 from bot.plan.definition import PlanOptions
+from bot.plan.explain import plan_summary_text
 
 OPTIONS = PlanOptions(execution_time="2024-01-03")
 
@@ -75,6 +76,7 @@ def test_an_added_audit_runs_on_existing_data_before_promotion(tmp_path, clean_c
         [("aud.events", "metadata_updated", "metadata")]
     assert not plan.backfills
     assert [s.name for s in plan.audit_only] == ["aud.events"]
+    assert "Models to audit on their existing data:\n└── aud.events" in plan_summary_text(plan)
     with pytest.raises(QualityError) as failure:
         context.apply(plan)
     assert "not_null" in str(failure.value) and "1 violating row" in str(failure.value)
