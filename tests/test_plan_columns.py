@@ -27,6 +27,7 @@ def _plan(root: Path, body: str):
 
 BAD = [
     ("grain", "MODEL (\n  name db.m,\n  kind FULL,\n  grain (id,\n    nope)\n);\nSELECT id FROM db.parent", 5),
+    ("grains", "MODEL (\n  name db.m,\n  kind FULL,\n  grains (\n    nope\n  )\n);\nSELECT id FROM db.parent", 5),
     ("time_column", "MODEL (\n  name db.m,\n  kind INCREMENTAL_BY_TIME_RANGE (\n    time_column nope\n  )\n);\n"
                     "SELECT id, ds FROM db.parent", 4),
     ("unique_key", "MODEL (\n  name db.m,\n  kind INCREMENTAL_BY_UNIQUE_KEY (unique_key (id, nope))\n);\n"

@@ -162,7 +162,7 @@ def property_line(model: Model, keyword: str, column: str) -> int:
     except (OSError, UnicodeDecodeError):
         return model.line
     text = "\n".join(lines[model.line - 1:])
-    key = re.search(rf"\b{re.escape(keyword)}\b", text, re.I)
+    key = re.search(rf"\b{re.escape(keyword)}s?\b", text, re.I)   # `grain` or `grains`
     if key is None:
         return model.line
     found = re.search(rf"\b{re.escape(column)}\b", text[key.end():], re.I)
