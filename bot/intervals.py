@@ -122,6 +122,15 @@ def cron_floor(cron: str, ms: int) -> int:
     return _ms(croniter(cron, _dt(ms)).get_prev(datetime))
 
 
+def cron_prev(cron: str, ms: int) -> int:
+    """The last cron time strictly before `ms`.
+
+    >>> _dt(cron_prev("@daily", 1704067200000)).isoformat()
+    '2023-12-31T00:00:00+00:00'
+    """
+    return _ms(croniter(cron, _dt(ms)).get_prev(datetime))
+
+
 def cron_next(cron: str, ms: int) -> int:
     """The first cron time strictly after `ms`.
 

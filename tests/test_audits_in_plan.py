@@ -9,6 +9,7 @@ import pytest
 from bot.context import Context
 from bot.errors import QualityError
 from bot.plan.definition import PlanOptions
+from bot.plan.explain import plan_summary_text
 
 OPTIONS = PlanOptions(execution_time="2024-01-03")
 
@@ -58,3 +59,38 @@ def test_non_blocking_audit_warns_and_promotes(tmp_path, clean_catalog):
         [("not_null", False, 1)]
     assert context.state.get_environment("prod") is not None
     assert clean_catalog.sql("SELECT COUNT(*) FROM aud.events").collect()[0][0] == 3
+
+
+def test_an_added_audit_runs_on_existing_data_before_promotion(tmp_path, clean_catalog):
+    """SQLMesh 0.236.4 on the same change: "Metadata Updated", no backfill, then "Auditing models …
+    'not_null' audit error: 1 row failed … Plan application failed"."""
+    root = _project(tmp_path / "p", "")
+    context = Context(root)
+    context.apply(context.plan("prod", options=OPTIONS))
+    before = context.state.get_environment("prod")
+
+    _project_audits(root, "not_null(columns := (label))")
+    context = Context(root)
+    plan = context.plan("prod", options=OPTIONS)
+    assert [(c.name, c.change.value, c.category.value) for c in plan.changes] == \
+        [("aud.events", "metadata_updated", "metadata")]
+    assert not plan.backfills
+    assert [s.name for s in plan.audit_only] == ["aud.events"]
+    assert "Models to audit on their existing data:\n└── aud.events" in plan_summary_text(plan)
+    with pytest.raises(QualityError) as failure:
+        context.apply(plan)
+    assert "not_null" in str(failure.value) and "1 violating row" in str(failure.value)
+    assert context.state.get_environment("prod").plan_id == before.plan_id
+
+    _project_audits(root, "not_null_non_blocking(columns := (label))")
+    context = Context(root)
+    result = context.apply(context.plan("prod", options=OPTIONS))
+    assert [(w.audit, w.violation_count) for w in result.audit_warnings] == [("not_null", 1)]
+    assert context.state.get_environment("prod").plan_id != before.plan_id
+
+
+def _project_audits(root: Path, audit: str) -> None:
+    path = root / "models" / "events.sql"
+    text = path.read_text()
+    start = text.index("audits (") + len("audits (")
+    path.write_text(text[:start] + audit + text[text.index(")\n);", start):])

@@ -75,7 +75,7 @@ def test_unchanged_prod_says_no_changes(state, config):
 def test_breaking_labels_removed_models_and_hourly_intervals(state, config):
     apply(state, plan_for(state, config, project()))
     models = project(o=make("db.orders", "SELECT id, amount, ds FROM raw.orders WHERE id > 0", kind=INCR),
-                     h=make("db.hourly", "SELECT id FROM raw.events", kind=INCR, cron="@hourly",
+                     h=make("db.hourly", "SELECT id, ds FROM raw.events", kind=INCR, cron="@hourly",
                             start="2024-02-01"))
     del models["db.top"]
     text = plan_summary_text(plan_for(state, config, models, now=NOW))

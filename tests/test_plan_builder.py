@@ -162,7 +162,9 @@ def test_metadata_only_change_keeps_version_and_needs_no_backfill(state, config)
     apply(state, first)
     plan = plan_for(state, config, project(r=make("db.revenue", REVENUE, owner="alice")))
     assert change(plan, "db.revenue") == (ChangeType.METADATA_UPDATED, ChangeCategory.METADATA)
-    assert change(plan, "db.top") == (ChangeType.INDIRECTLY_MODIFIED, ChangeCategory.METADATA)
+    # SQLMesh lists only the model whose metadata changed; its children get new snapshots silently
+    assert plan.change_for("db.top") is None
+    assert plan.snapshots["db.top"].version == first.snapshots["db.top"].version
     assert plan.snapshots["db.revenue"].version == first.snapshots["db.revenue"].version
     assert plan.snapshots["db.revenue"].identifier != first.snapshots["db.revenue"].identifier
     assert not plan.backfills
@@ -339,3 +341,35 @@ def test_dev_skipped_backfill_is_filled_by_a_later_plan(state, config):
     apply(state, skipped)
     again = plan_for(state, config, changed, env="dev")
     assert [b.snapshot_id.name for b in again.backfills] == ["db.orders"]
+
+
+def test_start_less_models_follow_sqlmesh(state, tmp_path):
+    """Expected spans are what SQLMesh 0.236.4 planned for the same four models (execution 2026-11-22
+    18:30 UTC): a start-less child takes its parent's start, a start-less root the previous cron tick."""
+    no_default = ProjectConfig(root=tmp_path, gateways={}, default_gateway="local",
+                               model_defaults=ModelDefaults())
+    hourly = Kind(KindName.INCREMENTAL_BY_TIME_RANGE, time_column="ds")
+    models = {m.name: m for m in (
+        make("db.a", "SELECT 1 AS id, ds FROM raw.a", kind=INCR, start="2026-11-10"),
+        make("db.b", "SELECT id, ds FROM db.a", kind=INCR),
+        make("db.c", "SELECT 2 AS id, ds FROM raw.c", kind=INCR),
+        make("db.h", "SELECT 3 AS id, ds FROM raw.h", kind=hourly, cron="@hourly"))}
+    now = to_ms("2026-11-22 18:30:00")
+
+    def spans(plan):
+        return {b.snapshot_id.name: (b.intervals[0][0], b.intervals[-1][1]) for b in plan.backfills}
+
+    prod = plan_for(state, no_default, models, now=now)
+    assert spans(prod) == {"db.a": (to_ms("2026-11-10"), to_ms("2026-11-22")),
+                           "db.b": (to_ms("2026-11-10"), to_ms("2026-11-22")),
+                           "db.c": (to_ms("2026-11-21"), to_ms("2026-11-22")),
+                           "db.h": (to_ms("2026-11-22 17:00:00"), to_ms("2026-11-22 18:00:00"))}
+    assert prod.start == to_ms("2026-11-10")
+
+    # --start later than the parent's start: the start-less child follows it (as SQLMesh);
+    # the start-less root is backfilled from --start too, where SQLMesh keeps only yesterday (README)
+    dev = plan_for(state, no_default, models, env="dev", now=now, start="2026-11-15")
+    assert spans(dev) == {"db.a": (to_ms("2026-11-15"), to_ms("2026-11-22")),
+                          "db.b": (to_ms("2026-11-15"), to_ms("2026-11-22")),
+                          "db.c": (to_ms("2026-11-15"), to_ms("2026-11-22")),
+                          "db.h": (to_ms("2026-11-15"), to_ms("2026-11-22 18:00:00"))}

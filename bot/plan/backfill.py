@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 from bot.errors import PlanError
-from bot.intervals import (Interval, batches, format_interval, interval_unit, merge,
-                           missing_intervals, subtract)
+from bot.intervals import (Interval, batches, cron_floor, cron_prev, format_interval, interval_unit,
+                           merge, missing_intervals, subtract)
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, PlanOptions
 from bot.project.config import ProjectConfig
 from bot.project.dag import select_models
@@ -40,6 +40,7 @@ class _Window:
     start: int | None
     end: int | None
     execution: int
+    model_starts: Mapping[str, int] = field(default_factory=dict)   # each model's effective start
 
 
 def end_ms(text: str, *, relative_base: int) -> int:
@@ -85,17 +86,21 @@ def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[S
     window = _Window(start=to_ms(opts.start, relative_base=execution) if opts.start else None,
                      end=end_ms(opts.end, relative_base=execution) if opts.end else None,
                      execution=execution)
+    starts = model_starts(inputs.models, execution=execution, default_start=inputs.config.model_defaults.start,
+                          plan_start=window.start)
+    plan_start = window.start if window.start is not None else min(starts.values(), default=None)
+    window = replace(window, model_starts=starts)
     inputs = replace(inputs, restated=_restatable(inputs))
     effective = _effective_names(inputs)
     targets = _targets(inputs)
     if opts.skip_backfill or not targets:
-        return (), {}, window.start or 0, window.end or execution, execution
+        return (), {}, plan_start or 0, window.end or execution, execution
     keys = {(s.name, s.version) for s in targets}
     keys |= {(p.name, p.version) for p in inputs.previous.values()}
     prod_keys = {(s.name, s.version) for s in inputs.prod.snapshots} if inputs.prod else set()
     recorded = inputs.state.get_intervals(keys | (prod_keys if inputs.is_dev else set()))
     if inputs.is_dev and window.end is None:
-        window = _Window(window.start, _prod_end(recorded, prod_keys), execution)
+        window = replace(window, end=_prod_end(recorded, prod_keys))
     backfills: list[Backfill] = []
     restatements: dict[SnapshotId, Interval] = {}
     for snapshot in targets:
@@ -108,7 +113,7 @@ def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[S
                 _check_gaps(inputs, snapshot, backfill=backfill, recorded=recorded)
             backfills.append(backfill)
     spans = [i for b in backfills for i in b.intervals]
-    start = min((s for s, _ in spans), default=window.start or 0)
+    start = min((s for s, _ in spans), default=plan_start or 0)
     end = max((e for _, e in spans), default=window.end or execution)
     return tuple(backfills), restatements, start, end, execution
 
@@ -172,11 +177,52 @@ def _prod_end(recorded: Mapping[tuple[str, str], SnapshotIntervals],
     return max(ends) if ends else None
 
 
+def model_starts(models: Mapping[str, Model], *, execution: int, default_start: str | None = None,
+                 plan_start: int | None = None) -> dict[str, int]:
+    """Each model's start (epoch ms), as SQLMesh infers it for models without `start`.
+
+    A model's own `start` (else `model_defaults.start`) wins; a start-less model takes the earliest
+    start of its parents (models of the project); a start-less model without parents starts at the
+    cron tick before the execution time's tick (yesterday for `@daily`) — or at `plan_start`
+    (`--start`) when one is given. SQLMesh keeps the previous tick even under an earlier `--start`,
+    silently computing less than asked; meshbot honours `--start` (README).
+    """
+    starts: dict[str, int] = {}
+    expanded: set[str] = set()    # models whose parents were pushed once (a cycle cannot loop)
+    for root in models:
+        stack = [root]            # iterative depth-first walk: deep chains need no recursion
+        while stack:
+            name = stack[-1]
+            if name in starts:
+                stack.pop()
+                continue
+            model = models[name]
+            text = model.start or default_start
+            parents = [] if text else [p for p in model.depends_on if p in models and p != name]
+            pending = [p for p in parents if p not in starts]
+            if pending and name not in expanded:
+                expanded.add(name)
+                stack.extend(pending)
+                continue
+            stack.pop()
+            known = [starts[p] for p in parents if p in starts]
+            if text:
+                starts[name] = to_ms(text, relative_base=execution)
+            elif known:
+                starts[name] = min(known)
+            elif plan_start is not None:
+                starts[name] = plan_start
+            else:
+                starts[name] = cron_prev(model.cron, cron_floor(model.cron, execution))
+    return starts
+
+
 def _model_window(inputs: BackfillInputs, model: Model, window: _Window) -> tuple[int, int | None]:
     base = window.execution
-    start_text = model.start or inputs.config.model_defaults.start
-    start = (to_ms(start_text, relative_base=base) if start_text
-             else base - base % MS_PER_DAY - MS_PER_DAY)
+    start = window.model_starts.get(model.name)
+    if start is None:
+        start = model_starts({model.name: model}, execution=base, plan_start=window.start,
+                             default_start=inputs.config.model_defaults.start)[model.name]
     if window.start is not None:
         start = max(start, window.start)
     ends = [e for e in (end_ms(model.end, relative_base=base) if model.end else None, window.end)

@@ -14,7 +14,8 @@ from bot.errors import PlanError
 from bot.fingerprint import fingerprint_models
 from bot.plan.backfill import BackfillInputs, plan_backfills, restated_models
 from bot.plan.categorize import (categorize, categorize_seed, expand_star, indirect_category,
-                                 projection_names)
+                                 projection_names, selects_star)
+from bot.plan.columns import check_columns
 from bot.plan.destructive import check_destructive
 from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
 from bot.project.config import ProjectConfig
@@ -64,6 +65,7 @@ def build_plan(
     prod = target if env_name == "prod" else state.get_environment("prod")
     base = target if target is not None else (prod if env_name != "prod" else None)
     order = topological_order(project_models, dag)
+    check_columns(project_models, rendered)
     fingerprints = fingerprint_models(project_models, order, rendered)
     base_ids = {s.name: s.snapshot_id for s in base.snapshots} if base else {}
     local_ids = {name: SnapshotId(name, fp.identifier) for name, fp in fingerprints.items()}
@@ -93,7 +95,29 @@ def build_plan(
                 previous_environment=target, snapshots=snapshots,
                 new_snapshots=tuple(new_snapshots), changes=changes, backfills=backfills,
                 restatements=restatements, options=options, start=start, end=end,
-                execution_time=execution, warnings=warnings)
+                execution_time=execution, warnings=warnings,
+                audit_only=audit_only_snapshots(project_models, snapshots, previous, backfills))
+
+
+def audit_only_snapshots(models: Mapping[str, Model], snapshots: Mapping[str, Snapshot],
+                         previous: Mapping[str, Snapshot], backfills: Sequence[Any]) -> tuple[SnapshotId, ...]:
+    """Snapshots whose audits changed (a metadata change) and that keep a table this plan does not
+    backfill: their audits must still run on that table's data before promotion.
+
+    SQLMesh does this only for pure metadata changes; here an audit added together with an indirect
+    non-breaking change is audited too, since no backfill would run it either.
+    """
+    filled = {b.snapshot_id for b in backfills}
+    picked = []
+    for name, snapshot in sorted(snapshots.items()):
+        prev, model = previous.get(name), models.get(name)
+        if prev is None or model is None or not model.audits or snapshot.snapshot_id in filled:
+            continue
+        if prev.version != snapshot.version or not model.kind.name.is_materialized:
+            continue
+        if prev.definition.get("audits") != model_definition(model).get("audits"):
+            picked.append(snapshot.snapshot_id)
+    return tuple(picked)
 
 
 def topological_order(models: Mapping[str, Model], dag: Any = None) -> list[str]:
@@ -160,6 +184,8 @@ def _diff_models(ctx: _Diff, order: Sequence[str]) -> tuple[dict[str, Snapshot],
             new_snapshots.append(snapshot)
         snapshots[name] = snapshot
         categories[name] = change.category
+        if change.type is ChangeType.INDIRECTLY_MODIFIED and change.category is ChangeCategory.METADATA:
+            continue   # only upstream metadata changed: a new snapshot on the same table, not a change
         changes.append(ModelChange(name=name, change=change.type, category=change.category,
                                    kind=snapshot.kind, snapshot=snapshot, previous=prev,
                                    diff=change.diff))
@@ -236,8 +262,7 @@ def _star_change(ctx: _Diff, name: str, *, prev: Snapshot,
                  categories: Mapping[str, ChangeCategory]) -> _Change | None:
     """A child selecting `*` from a parent whose columns changed is categorized on its expanded query."""
     model = ctx.models[name]
-    if model.query is None or not any(s.is_star for s in model.query.find_all(sqlglot.exp.Star,
-                                                                               sqlglot.exp.Column)):
+    if model.query is None or not selects_star(model.query):
         return None
     old_cols: dict[str, list[str]] = {}
     new_cols: dict[str, list[str]] = {}

@@ -87,6 +87,9 @@ class Plan:
     end: int = 0                       # epoch ms, exclusive
     execution_time: int = 0            # epoch ms
     warnings: tuple[str, ...] = ()     # e.g. destructive forward-only changes under `warn`
+    # snapshots whose audits changed but that this plan does not backfill: their audits run
+    # against the data they already have, before promotion (SQLMesh's "Auditing models" stage)
+    audit_only: tuple[SnapshotId, ...] = ()
 
     @property
     def has_changes(self) -> bool:

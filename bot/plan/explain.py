@@ -97,6 +97,9 @@ def plan_summary_text(plan: Plan) -> str:
                   *tree(sorted(_display(plan, sid.name) for sid in plan.restatements))]
     if not plan.options.skip_backfill:
         lines += _backfill_lines(plan)
+    if plan.audit_only:
+        lines += ["Models to audit on their existing data:",
+                  *tree(sorted(_display(plan, sid.name) for sid in plan.audit_only))]
     return "\n".join(lines)
 
 

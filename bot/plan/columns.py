@@ -1,0 +1,170 @@
+"""Plan-time column checks: `grain`, `unique_key`, `time_column`, `partitioned_by` and built-in audit
+column arguments must name columns the model produces (sqlglot only, never Spark).
+
+A model's output columns come from its rendered query (a `*` is expanded from its parents' known
+columns), its declared `columns`, a seed's CSV header or an external model's YAML columns. When they
+cannot be known (a star over a table without known columns, an unnamed expression, a Python model
+without `columns`), nothing is checked: no false errors.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from typing import Iterable, Mapping, Sequence
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from bot.errors import ConfigError
+from bot.plan.categorize import expand_star, projection_names, selects_star
+from bot.project.model import KindName, Model
+from bot.project.sqltext import macro_call_name
+
+# built-in audit arguments that hold column names or expressions over columns
+_COLUMN_ARGS = ("column", "columns", "criteria")
+_BUILT_IN_AUDITS = frozenset({
+    "not_null", "unique_values", "accepted_values", "not_accepted_values", "number_of_rows", "forall",
+    "accepted_range", "at_least_one", "not_constant", "unique_combination_of_columns",
+    "not_empty_string"})
+
+
+def check_columns(models: Mapping[str, Model], rendered: Mapping[str, str]) -> None:
+    """Raise a ConfigError (file and line) for the first property naming a column the model lacks."""
+    known = _OutputColumns(models, rendered)
+    for name in sorted(models):
+        model = models[name]
+        references = list(_references(model))
+        if not references:
+            continue
+        columns = known.of(name)
+        if columns is None:
+            continue
+        have = set(columns)
+        for key, column, needle in references:
+            if column.lower() not in have:
+                raise ConfigError(
+                    f"`{key}` of model `{name}` names column `{column}`, which the model does not "
+                    f"produce (its columns: {', '.join(columns)})",
+                    path=model.path, line=property_line(model, needle, column))
+
+
+def _references(model: Model) -> Iterable[tuple[str, str, str]]:
+    """(what is checked, column name, header keyword to find the line) for every column reference."""
+    for column in model.grains:
+        for name in _column_names(column):
+            yield "grain", name, "grain"
+    for column in model.kind.unique_key:
+        for name in _column_names(column):
+            yield "unique_key", name, "unique_key"
+    if model.kind.name is KindName.INCREMENTAL_BY_TIME_RANGE and model.kind.time_column:
+        yield "time_column", model.kind.time_column, "time_column"
+    for text in model.partitioned_by:
+        for name in _column_names(text):
+            yield "partitioned_by", name, "partitioned_by"
+    for ref in model.audits:
+        if ref.name not in _BUILT_IN_AUDITS:
+            continue   # a custom audit's arguments may be anything
+        for key, text in ref.args:
+            if key in _COLUMN_ARGS:
+                for name in _column_names(text):
+                    yield f"audit {ref.name}({key} := ...)", name, "audits"
+
+
+def _column_names(text: str) -> list[str]:
+    try:
+        node = sqlglot.parse_one(text, read="spark")
+    except SqlglotError:
+        return []
+    if isinstance(node, exp.Column) and not node.table:
+        return [node.name]
+    return [c.name for c in node.find_all(exp.Column) if not c.table and c.name]
+
+
+class _OutputColumns:
+    """Lower-case output columns per model, computed on demand (parents first), None when unknown."""
+
+    def __init__(self, models: Mapping[str, Model], rendered: Mapping[str, str]) -> None:
+        self.models, self.rendered = models, rendered
+        self.cache: dict[str, list[str] | None] = {}
+
+    def of(self, name: str, trail: frozenset[str] = frozenset()) -> list[str] | None:
+        if name not in self.cache:
+            self.cache[name] = None if name in trail else self._compute(name, trail | {name})
+        return self.cache[name]
+
+    def _compute(self, name: str, trail: frozenset[str]) -> list[str] | None:
+        model = self.models[name]
+        columns = [c.lower() for c, _ in model.columns] or self._from_source(model, trail)
+        if columns is None:
+            return None
+        if model.kind.name in (KindName.SCD_TYPE_2_BY_TIME, KindName.SCD_TYPE_2_BY_COLUMN):
+            columns = columns + [model.kind.valid_from_name.lower(), model.kind.valid_to_name.lower()]
+        return columns
+
+    def _from_source(self, model: Model, trail: frozenset[str]) -> list[str] | None:
+        if model.kind.name is KindName.SEED:
+            return _seed_header(model)
+        sql = self.rendered.get(model.name)
+        if model.query is None or not sql:
+            return None            # Python models without `columns`, external models without columns
+        names = _written_names(model.query)
+        if names is None:
+            names = projection_names(sql)    # the outer SELECT's names, whatever its CTEs select
+        if names is not None or not selects_star(model.query):
+            return [n.lower() for n in names] if names is not None else None
+        parents: dict[str, Sequence[str]] = {}
+        for parent in model.depends_on:
+            if parent not in self.models:
+                return None        # a plain table of the warehouse: its columns are unknown
+            cols = self.of(parent, trail)
+            if cols is None:
+                return None
+            parents[parent] = cols
+        expanded = expand_star(sql, parents)
+        names = projection_names(expanded) if expanded else None
+        return [n.lower() for n in names] if names is not None else None
+
+
+def _written_names(query: exp.Expression) -> list[str] | None:
+    """The outer SELECT's names read from the query as written (no parse of the rendered SQL), or
+    None when a macro, a star or an unnamed expression leaves them to the rendered query."""
+    if not isinstance(query, exp.Select):
+        return None
+    names = []
+    for projection in query.expressions:
+        if projection.is_star or not projection.output_name or any(
+                isinstance(node, exp.Parameter) or macro_call_name(node) is not None
+                for node in projection.walk()):
+            return None
+        names.append(projection.output_name)
+    return names
+
+
+def _seed_header(model: Model) -> list[str] | None:
+    settings = dict(model.kind.csv_settings)
+    delimiter = str(settings.get("delimiter", ","))
+    if model.seed_abs_path is None or len(delimiter) != 1:
+        return None
+    try:
+        with model.seed_abs_path.open(encoding="utf-8", newline="") as handle:
+            header = next(csv.reader(handle, delimiter=delimiter), None)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return [h.strip().lower() for h in header] if header else None
+
+
+def property_line(model: Model, keyword: str, column: str) -> int:
+    """The line of `column` after `keyword` in the model's MODEL header; the header's line otherwise."""
+    try:
+        lines = model.path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return model.line
+    text = "\n".join(lines[model.line - 1:])
+    key = re.search(rf"\b{re.escape(keyword)}s?\b", text, re.I)   # `grain` or `grains`
+    if key is None:
+        return model.line
+    found = re.search(rf"\b{re.escape(column)}\b", text[key.end():], re.I)
+    offset = key.end() + found.start() if found else key.start()
+    return model.line + text.count("\n", 0, offset)
