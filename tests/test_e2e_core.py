@@ -23,7 +23,7 @@ def _project(tmp_path: Path, state: dict | None = None) -> Path:
     write_example(root)
     if state is not None:
         config = yaml.safe_load((root / "config.yaml").read_text())
-        config["gateways"]["local"]["state_connection"] = state
+        config["gateways"] = {"local": {**config["gateways"]["local"], "state_connection": state}}
         (root / "config.yaml").write_text(yaml.safe_dump(config))
     return root
 
