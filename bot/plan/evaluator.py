@@ -71,7 +71,7 @@ class PlanEvaluator:
         it was; a failure writing views puts the previous views and the exact previous row back.
         """
         log = ApplyLog()
-        finish_promotion(self.state, self.runner, plan.environment)
+        stored = finish_promotion(self.state, self.runner, plan.environment)
         mapping = self.table_mapping(plan)
         self._check_view_names(plan)
         if not plan.options.skip_backfill:
@@ -88,7 +88,7 @@ class PlanEvaluator:
         try:
             log.views_created = self._swap_views(plan, environment)
         except Exception as exc:  # noqa: BLE001 - any failure must put the previous views back
-            self._revert_promotion(plan, environment, exc)
+            self._revert_promotion(plan, environment, stored, exc)
         self.state.finalize(plan.environment, plan.plan_id)
         checkpoint("after-finalize")
         return log
@@ -126,14 +126,14 @@ class PlanEvaluator:
                 for s in order_snapshots(snapshots.values()) if s.name in planned]
         require_parents(check, work)
 
-    def _revert_promotion(self, plan: Plan, environment: Environment, exc: Exception) -> None:
+    def _revert_promotion(self, plan: Plan, environment: Environment, previous: Environment | None,
+                          exc: Exception) -> None:
         """Views failed after promotion: restore the previous views and the exact previous row, then raise.
 
         Re-running the same plan then converges (its tables and intervals are already there). If
         the restore fails too, the environment stays promoted but unfinalized (the next plan or run
-        finishes it), and the error says so.
+        finishes it), and the error says so. `previous` is the row as read just before this apply.
         """
-        previous = plan.previous_environment
         reason = _first_line(exc)
         try:
             if previous is not None:
@@ -263,20 +263,19 @@ class PlanEvaluator:
         return order_snapshots(snapshots)
 
 
-def finish_promotion(state: StateSync, runner: BatchRunner, name: str) -> int:
+def finish_promotion(state: StateSync, runner: BatchRunner, name: str) -> Environment | None:
     """Complete a promotion a killed plan left unfinished: write every view of the stored row, then
-    finalize it. Returns the number of views written (0 when the environment is finalized or absent).
+    finalize it. Returns the environment's row as stored afterwards (None when there is none).
 
     Plans and runs call this before anything else, so an environment row never stays unserved.
     """
     env = state.get_environment(name)
     if env is None or env.finalized_ts is not None:
-        return 0
-    views = {view_name(s.name, name): s.table_name for s in env.snapshots
-             if s.kind != KindName.EXTERNAL.value}
-    runner.replace_views(views)
+        return env
+    runner.replace_views({view_name(s.name, name): s.table_name for s in env.snapshots
+                          if s.kind != KindName.EXTERNAL.value})
     state.finalize(name, env.plan_id)
-    return len(views)
+    return state.get_environment(name)
 
 
 def order_snapshots(snapshots: Iterable[Snapshot]) -> list[Snapshot]:
