@@ -95,7 +95,10 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
     previous = the_plan.previous_environment
     if explain or not the_plan.has_changes and not the_plan.requires_backfill and \
             previous is not None and previous.finalized_ts is not None:
-        return   # an unfinalized environment (a killed plan) is applied: its promotion is finished
+        return
+    if previous is not None and previous.finalized_ts is None:
+        reporter.text(f"Environment `{previous.name}` was not finalized (an earlier plan stopped "
+                      "before its views were in place); applying finishes it first.")
     if not flags["skip_tests"] and context.project.test_files:
         tests = context.test()
         if not tests.passed:
