@@ -116,7 +116,8 @@ class Context:
                              gateway=self.gateway.name, audits=self.project.audits)
         ttl = to_ms(self.config.environment_ttl, relative_base=0)
         evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
-                                  environment_ttl_ms=ttl, progress=progress)
+                                  environment_ttl_ms=ttl, progress=progress,
+                                  default_start=self.config.model_defaults.start)
         log = evaluator.apply(plan)
         return ApplyResult(plan_id=plan.plan_id, environment=plan.environment,
                            evaluated=tuple(log.evaluated), views_created=log.views_created,

@@ -94,9 +94,13 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
     reporter.text(plan_summary_text(the_plan))
     for warning in the_plan.warnings:
         reporter.warning(warning)
+    previous = the_plan.previous_environment
     if explain or not the_plan.has_changes and not the_plan.requires_backfill and \
-            the_plan.previous_environment is not None:
+            previous is not None and previous.finalized_ts is not None:
         return
+    if previous is not None and previous.finalized_ts is None:
+        reporter.text(f"Environment `{previous.name}` was not finalized (an earlier plan stopped "
+                      "before its views were in place); applying finishes it first.")
     if not flags["skip_tests"] and context.project.test_files:
         tests = context.test()
         if not tests.passed:

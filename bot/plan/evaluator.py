@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
-from bot.errors import BotError, EngineError, QualityError
+from bot.errors import BotError, EngineError, PlanError, QualityError
+from bot.faults import checkpoint
+from bot.intervals import subtract
 from bot.quality.api import AuditResult, audit_error
 from bot.plan.definition import Backfill, BackfillKind, Plan
+from bot.plan.parents import ParentCheck, require_parents
 from bot.project.timeutil import now_ms
 from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, SnapshotId, view_name
 from bot.state.api import Environment, EnvironmentSnapshot, Interval, StateSync
 
 ProgressCallback = Callable[[str, int, int], None]
+_VALID_NAME = re.compile(r"^\w+$", re.ASCII)   # Spark's SessionCatalog.validateName
 
 
 class BatchRunner(Protocol):
@@ -54,48 +59,93 @@ class PlanEvaluator:
     models_for: Callable[[Snapshot], Model]
     environment_ttl_ms: int = 7 * 86_400_000
     progress: ProgressCallback | None = None
+    default_start: str | None = None     # model_defaults.start, for the parent-interval rule
 
     def apply(self, plan: Plan) -> ApplyLog:
+        """SPEC §5 order, with every step that can fail on the project's input before the state write.
+
+        A promotion an earlier (killed) plan left unfinished is completed first. Then nothing is
+        written until the parent-interval rule holds; snapshots, tables and each finished batch go
+        to state and Spark; only then is the environment row replaced (one transaction), its views
+        written and the row finalized. A failure before the row write leaves every row and view as
+        it was; a failure writing views puts the previous views and the exact previous row back.
+        """
         log = ApplyLog()
-        self.state.push_snapshots(plan.new_snapshots)
+        stored = finish_promotion(self.state, self.runner, plan.environment)
         mapping = self.table_mapping(plan)
+        self._check_view_names(plan)
+        if not plan.options.skip_backfill:
+            self._check_parents(plan, mapping)
+        self.state.push_snapshots(plan.new_snapshots)
         self._create_tables(plan, mapping)
         if not plan.options.skip_backfill:
             self._restate(plan)
             self._backfill(plan, mapping, log)
+        checkpoint("after-last-batch")
         self._audit_existing(plan, mapping, log)
         environment = self.environment_for(plan)
         self.state.promote(environment, expected_plan_id=plan.expected_plan_id)
+        checkpoint("after-state-write")
         try:
             log.views_created = self._swap_views(plan, environment)
         except Exception as exc:  # noqa: BLE001 - any failure must put the previous views back
-            self._revert_promotion(plan, environment, exc)
+            self._revert_promotion(plan, environment, stored, exc)
         self.state.finalize(plan.environment, plan.plan_id)
+        checkpoint("after-finalize")
         return log
 
-    def _revert_promotion(self, plan: Plan, environment: Environment, exc: Exception) -> None:
-        """Views failed after promotion: restore the previous views and state row, then raise.
+    def _check_view_names(self, plan: Plan) -> None:
+        """Spark's catalog accepts only letters, digits and `_` in schema and table names: a model
+        whose view it would reject fails here, before anything is written."""
+        for snapshot in plan.snapshots.values():
+            if snapshot.kind in (KindName.EXTERNAL.value, KindName.EMBEDDED.value):
+                continue
+            view = view_name(snapshot.name, plan.environment)
+            if not all(_VALID_NAME.match(part) for part in view.split(".")):
+                model = self.models_for(snapshot)
+                where = f"{model.path}:{model.line}: " if getattr(model, "path", None) else ""
+                raise PlanError(f"{where}model `{snapshot.name}`: Spark accepts only letters, digits "
+                                f"and _ in schema and table names, so the view `{view}` cannot be "
+                                "created; rename the model")
+
+    def _check_parents(self, plan: Plan, mapping: Mapping[str, str]) -> None:
+        """Every backfill batch's parents hold its interval, from state or earlier in this plan."""
+        by_id = {s.snapshot_id: s for s in plan.snapshots.values()}
+        planned = {by_id[b.snapshot_id].name: b for b in plan.backfills if b.snapshot_id in by_id}
+        snapshots = dict(plan.snapshots)
+        recorded = self.state.get_intervals({(s.name, s.version) for s in snapshots.values()})
+        for snapshot_id, interval in plan.restatements.items():   # restated spans count as empty
+            snapshot = snapshots.get(snapshot_id.name)
+            if snapshot is not None and (snapshot.name, snapshot.version) in recorded:
+                found = recorded[(snapshot.name, snapshot.version)]
+                found.intervals = subtract(found.intervals, [interval])
+        check = ParentCheck.from_state(snapshots=snapshots, tables=mapping, recorded=recorded,
+                                       models_for=self.models_for,
+                                       execution_time=plan.execution_time,
+                                       default_start=self.default_start)
+        work = [(s, planned[s.name].batches, planned[s.name].intervals)
+                for s in order_snapshots(snapshots.values()) if s.name in planned]
+        require_parents(check, work)
+
+    def _revert_promotion(self, plan: Plan, environment: Environment, previous: Environment | None,
+                          exc: Exception) -> None:
+        """Views failed after promotion: restore the previous views and the exact previous row, then raise.
 
         Re-running the same plan then converges (its tables and intervals are already there). If
-        the restore fails too, the environment stays promoted but unfinalized, and the error says so.
+        the restore fails too, the environment stays promoted but unfinalized (the next plan or run
+        finishes it), and the error says so. `previous` is the row as read just before this apply.
         """
-        previous = plan.previous_environment
         reason = _first_line(exc)
         try:
             if previous is not None:
                 self.runner.replace_views({view_name(s.name, plan.environment): s.table_name
                                            for s in previous.snapshots
                                            if s.kind != KindName.EXTERNAL.value})
-                gone = {s.name for s in previous.snapshots}
-                self.runner.drop_views([view_name(s.name, plan.environment)
-                                        for s in environment.snapshots if s.name not in gone])
-                self.state.promote(previous, expected_plan_id=plan.plan_id)
-                self.state.finalize(plan.environment, previous.plan_id)
-            else:
-                self.runner.drop_views([view_name(s.name, plan.environment)
-                                        for s in environment.snapshots
-                                        if s.kind != KindName.EXTERNAL.value])
-                self.state.delete_environment(plan.environment)
+            gone = {s.name for s in previous.snapshots} if previous is not None else set()
+            self.runner.drop_views([view_name(s.name, plan.environment)
+                                    for s in environment.snapshots
+                                    if s.name not in gone and s.kind != KindName.EXTERNAL.value])
+            self.state.restore_environment(plan.environment, previous, expected_plan_id=plan.plan_id)
         except Exception as second:  # noqa: BLE001
             raise EngineError(f"creating the views of `{plan.environment}` failed ({reason}) and "
                               f"restoring the previous views failed too ({_first_line(second)}); "
@@ -237,6 +287,21 @@ class PlanEvaluator:
         return order_snapshots(snapshots)
 
 
+def finish_promotion(state: StateSync, runner: BatchRunner, name: str) -> Environment | None:
+    """Complete a promotion a killed plan left unfinished: write every view of the stored row, then
+    finalize it. Returns the environment's row as stored afterwards (None when there is none).
+
+    Plans and runs call this before anything else, so an environment row never stays unserved.
+    """
+    env = state.get_environment(name)
+    if env is None or env.finalized_ts is not None:
+        return env
+    runner.replace_views({view_name(s.name, name): s.table_name for s in env.snapshots
+                          if s.kind != KindName.EXTERNAL.value})
+    state.finalize(name, env.plan_id)
+    return state.get_environment(name)
+
+
 def order_snapshots(snapshots: Iterable[Snapshot]) -> list[Snapshot]:
     """Parents before children, following the snapshots' recorded parents."""
     pending = {s.name: s for s in snapshots}
@@ -278,6 +343,7 @@ def run_batch(*, state: StateSync, runner: BatchRunner, snapshot: Snapshot, mode
         raise error
     if record:
         state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev)
+        checkpoint("mid-backfill")
     return [r for r in results if not r.passed]
 
 

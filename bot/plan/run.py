@@ -8,12 +8,12 @@ from typing import Any, Callable, Mapping, Sequence
 from bot.errors import PlanError
 from bot.intervals import Interval, batches, format_interval, interval_unit, missing_intervals
 from bot.plan.backfill import end_ms
-from bot.plan.evaluator import BatchRunner, order_snapshots, run_batch
+from bot.plan.evaluator import BatchRunner, finish_promotion, order_snapshots, run_batch
+from bot.plan.parents import ParentCheck, model_start, require_parents
 from bot.plan.runner import PythonModelContext
 from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_python_model
 from bot.project.render import render_sql
-from bot.project.timeutil import MS_PER_DAY, to_ms
 from bot.quality.api import AuditResult
 from bot.snapshot import Snapshot
 from bot.spark.engine import SparkEngine, spark_errors
@@ -50,14 +50,6 @@ class RunWork:
     batches: tuple[Interval, ...]
 
 
-def model_start(model: Model, *, default_start: str | None, execution_time: int) -> int:
-    """The model's `start` (else model_defaults.start, else yesterday), as plans compute it."""
-    text = model.start or default_start
-    if text:
-        return to_ms(text, relative_base=execution_time)
-    return execution_time - execution_time % MS_PER_DAY - MS_PER_DAY
-
-
 def due_batches(model: Model, *, recorded: Sequence[Interval], execution_time: int,
                 default_start: str | None = None) -> list[Interval]:
     """Batches of `model` its cron has made due by `execution_time` and that are not recorded.
@@ -85,7 +77,10 @@ def due_batches(model: Model, *, recorded: Sequence[Interval], execution_time: i
 
 def plan_run(*, state: StateSync, environment: Environment, models_for: Callable[[Snapshot], Model],
              execution_time: int, default_start: str | None = None) -> list[RunWork]:
-    """The due work of every snapshot of `environment`, parents first (reads state only)."""
+    """The due work of every snapshot of `environment`, parents first (reads state only).
+
+    Raises PlanError, before anything runs, when a due batch's parents lack that interval.
+    """
     stored = state.get_snapshots([s.snapshot_id for s in environment.snapshots])
     missing = [s.name for s in environment.snapshots if s.snapshot_id not in stored]
     if missing:
@@ -105,6 +100,10 @@ def plan_run(*, state: StateSync, environment: Environment, models_for: Callable
         if due:
             work.append(RunWork(snapshot=snapshot, model=model, table=table, is_dev=is_dev,
                                 batches=tuple(due)))
+    check = ParentCheck.from_state(snapshots={s.name: s for s in stored.values()}, tables=tables,
+                                   recorded=recorded, models_for=models_for,
+                                   execution_time=execution_time, default_start=default_start)
+    require_parents(check, [(item.snapshot, item.batches, item.batches) for item in work])
     return work
 
 
@@ -119,6 +118,7 @@ def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callab
                     environment: str, execution_time: int, default_start: str | None = None,
                     progress: ProgressCallback | None = None) -> RunResult:
     """Evaluate every due batch of `environment`, recording each one as soon as it finishes."""
+    finish_promotion(state, runner, environment)   # a killed plan's views come before anything else
     env = require_environment(state, environment)
     work = plan_run(state=state, environment=env, models_for=models_for,
                     execution_time=execution_time, default_start=default_start)

@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from bot.faults import checkpoint
 from bot.project.config import ProjectConfig
 from bot.project.loader import AuditDefinition
 from bot.project.model import KindName, Model
@@ -110,8 +111,11 @@ class SparkRunner:
         if not views:
             return
         self.engine.create_schemas(sorted({name.rsplit(".", 1)[0] for name in views}))
-        _concurrently([(self.engine.create_view, (view, f"SELECT * FROM {quote_table(table)}"))
-                       for view, table in views.items()])
+        _concurrently([(self._create_view, (view, table)) for view, table in views.items()])
+
+    def _create_view(self, view: str, table: str) -> None:
+        self.engine.create_view(view, f"SELECT * FROM {quote_table(table)}")
+        checkpoint("between-views")
 
     def drop_views(self, views: Iterable[str]) -> None:
         _concurrently([(self.engine.drop_view, (view,)) for view in views])

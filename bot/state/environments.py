@@ -54,6 +54,20 @@ class EnvironmentState:
         except sa.exc.IntegrityError as error:
             raise conflict(environment.name) from error
 
+    def restore(self, name: str, previous: Environment | None, *, expected_plan_id: str) -> None:
+        """Undo a promotion in one transaction: put `previous` back exactly as it was read (plan ids,
+        finalized time, expiry), or delete the row when there was none; refused (ConflictError) when
+        the stored plan_id is no longer `expected_plan_id`."""
+        t = self.table
+        with write_transaction(self.engine) as conn:
+            current = conn.execute(sa.select(t.c.plan_id).where(t.c.name == name).with_for_update()).first()
+            if current is None or current.plan_id != expected_plan_id:
+                raise conflict(name)
+            if previous is None:
+                conn.execute(sa.delete(t).where(t.c.name == name))
+            else:
+                conn.execute(sa.update(t).where(t.c.name == name).values(**environment_to_row(previous)))
+
     def finalize(self, name: str, plan_id: str, *, now_ms: int) -> None:
         t = self.table
         with write_transaction(self.engine) as conn:

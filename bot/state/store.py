@@ -116,6 +116,11 @@ class SqlStateSync:
         self._current()
         self._environments.promote(environment, expected_plan_id=expected_plan_id)
 
+    def restore_environment(self, name: str, previous: Environment | None, *,
+                            expected_plan_id: str) -> None:
+        self._current()
+        self._environments.restore(name, previous, expected_plan_id=expected_plan_id)
+
     def finalize(self, environment_name: str, plan_id: str) -> None:
         self._current()
         self._environments.finalize(environment_name, plan_id, now_ms=_util.now_ms())

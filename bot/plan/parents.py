@@ -1,0 +1,125 @@
+"""The parent-interval rule: a child's batch is evaluated only when its parents hold that interval.
+
+Shared by plan apply and `run`, checked before anything is written. A parent "holds" an interval when
+state records it or the same plan/run fills it first. Only what the parent could hold by now counts:
+its own [start, end) up to its last complete cron interval. Incremental parents must cover the
+child's batch; other materialized parents (FULL, SEED) must have been filled once; views and
+embedded models pass the question on to their own parents; external parents are not checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+from bot.errors import PlanError
+from bot.intervals import (Interval, format_interval, interval_unit, merge, missing_intervals,
+                           subtract)
+from bot.plan.backfill import end_ms
+from bot.project.model import KindName, Model
+from bot.project.timeutil import MS_PER_DAY, to_ms
+from bot.snapshot import Snapshot
+from bot.state.api import SnapshotIntervals
+
+
+def model_start(model: Model, *, default_start: str | None, execution_time: int) -> int:
+    """The model's `start` (else model_defaults.start, else yesterday), as plans compute it."""
+    text = model.start or default_start
+    if text:
+        return to_ms(text, relative_base=execution_time)
+    return execution_time - execution_time % MS_PER_DAY - MS_PER_DAY
+
+
+@dataclass
+class ParentCheck:
+    """What each snapshot of an environment holds (recorded + filled earlier in this plan or run)."""
+
+    snapshots: Mapping[str, Snapshot]          # model name → snapshot of the environment
+    models_for: Callable[[Snapshot], Model]
+    execution_time: int
+    default_start: str | None
+    filled: dict[str, list[Interval]] = field(default_factory=dict)
+    _reachable: dict[str, list[Interval]] = field(default_factory=dict)
+
+    @classmethod
+    def from_state(cls, *, snapshots: Mapping[str, Snapshot], tables: Mapping[str, str],
+                   recorded: Mapping[tuple[str, str], SnapshotIntervals],
+                   models_for: Callable[[Snapshot], Model], execution_time: int,
+                   default_start: str | None) -> "ParentCheck":
+        """`tables` says which table each model is read from: a `__dev` preview uses dev intervals."""
+        filled: dict[str, list[Interval]] = {}
+        for name, snapshot in snapshots.items():
+            found = recorded.get((snapshot.name, snapshot.version))
+            dev = tables.get(name) == snapshot.dev_table_name
+            filled[name] = list((found.dev_intervals if dev else found.intervals) if found else [])
+        return cls(snapshots=snapshots, models_for=models_for, execution_time=execution_time,
+                   default_start=default_start, filled=filled)
+
+    def add(self, name: str, intervals: Iterable[Interval]) -> None:
+        """`name` will have filled `intervals` before any of its children runs."""
+        self.filled[name] = merge([*self.filled.get(name, []), *intervals])
+
+    def missing(self, snapshot: Snapshot, batch: Interval) -> list[str]:
+        """Why `snapshot` cannot run `batch` now: one phrase per parent lacking data, else []."""
+        reasons: list[str] = []
+        for parent in self._materialized_parents(snapshot, set()):
+            model = self.models_for(parent)
+            if not model.kind.name.is_incremental:
+                if not self.filled.get(parent.name):
+                    reasons.append(f"parent `{parent.name}` has never been filled")
+                continue
+            need = subtract([batch], subtract([batch], self._reachable_for(parent, model)))
+            gaps = subtract(need, self.filled.get(parent.name, []))
+            if gaps:
+                unit = interval_unit(model.cron)
+                reasons.append(f"parent `{parent.name}` has no data for "
+                               + ", ".join(f"[{format_interval(g, unit)}]" for g in gaps[:3]))
+        return reasons
+
+    def _materialized_parents(self, snapshot: Snapshot, seen: set[str]) -> list[Snapshot]:
+        found: list[Snapshot] = []
+        for ref in snapshot.parents:
+            parent = self.snapshots.get(ref.name)
+            if parent is None or parent.name in seen or parent.name == snapshot.name:
+                continue
+            seen.add(parent.name)
+            kind = self.models_for(parent).kind.name
+            if kind is KindName.EXTERNAL:
+                continue
+            if kind in (KindName.VIEW, KindName.EMBEDDED):
+                found += self._materialized_parents(parent, seen)
+            else:
+                found.append(parent)
+        return found
+
+    def _reachable_for(self, parent: Snapshot, model: Model) -> list[Interval]:
+        """The intervals `parent` can hold at this execution time (its window, complete units only)."""
+        if parent.name not in self._reachable:
+            start = model_start(model, default_start=self.default_start,
+                                execution_time=self.execution_time)
+            end = end_ms(model.end, relative_base=self.execution_time) if model.end else None
+            self._reachable[parent.name] = merge(missing_intervals(
+                start=start, end=end, cron=model.cron, recorded=[],
+                execution_time=self.execution_time))
+        return self._reachable[parent.name]
+
+
+def require_parents(check: ParentCheck, work: Sequence[tuple[Snapshot, Sequence[Interval],
+                                                             Sequence[Interval]]]) -> None:
+    """Walk `work` (snapshot, batches, intervals it fills) parents first; raise PlanError naming every
+    batch whose parents lack data, before anything is evaluated."""
+    problems: list[str] = []
+    for snapshot, batches, fills in work:
+        for batch in batches:
+            reasons = check.missing(snapshot, batch)
+            if reasons:
+                unit = interval_unit(check.models_for(snapshot).cron)
+                problems.append(f"`{snapshot.name}` [{format_interval(batch, unit)}]: "
+                                + "; ".join(reasons))
+        check.add(snapshot.name, fills)
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise PlanError("cannot evaluate a model before its parents hold the same interval: "
+                        + "; ".join(problems[:5]) + more
+                        + ". Fill the parents first (e.g. `meshbot plan` or `meshbot run` on the "
+                        "environment that owns them) or narrow --start/--end")
