@@ -4,6 +4,7 @@ master with one worker. Each runs in its own process group and is always stopped
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -19,6 +20,12 @@ PYTHON = Path(sys.executable)
 SPARK_HOME = Path(__import__("pyspark").__file__).parent
 LOG4J = ROOT / "bot" / "spark" / "log4j2.properties"
 START_TIMEOUT = 240.0
+
+# What the JVM, log4j and PySpark print when nobody stops them.
+JVM_LINES = re.compile(
+    r"Using incubator modules|Picked up (_)?JAVA(_TOOL)?_OPTIONS|Setting default log level|To adjust logging level"
+    r"|Using Spark's default log4j profile|NativeCodeLoader|SQLQueryContextLogger|\"logger\":"
+    r"|^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (INFO|WARN|ERROR) |^\d\d:\d\d:\d\d (INFO|WARN|ERROR) ", re.MULTILINE)
 
 
 @dataclass(frozen=True)

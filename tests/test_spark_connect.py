@@ -14,7 +14,7 @@ import pytest
 from bot.errors import EngineError
 from bot.project.example import EXAMPLE_DIR, write_example
 from bot.spark.connect import parse_remote
-from spark_servers import PYTHON, ROOT, Server, free_port, start_standalone, stop, wait_until
+from spark_servers import JVM_LINES, PYTHON, ROOT, Server, free_port, start_standalone, stop, wait_until
 
 # A Python model that works on Spark DataFrames, then hands back pandas: both directions of
 # client-side conversion go through the session (Arrow batches over gRPC on Spark Connect).
@@ -97,9 +97,10 @@ def _expected_revenue() -> dict[str, tuple[int, float]]:
 
 def _plan_and_check(project: Path, *gateway: str) -> None:
     """Plan prod (unit tests, audits, backfill of every kind), then read the values back through meshbot
-    (on `gateway`, e.g. ("--gateway", "reader"), when given)."""
-    out = _meshbot(project, "plan", "--auto-apply", "--execution-time", "2024-01-10").stdout
-    assert "Environment `prod` updated: 7 batch(es) evaluated" in out
+    (on `gateway`, e.g. ("--gateway", "reader"), when given). Only meshbot's own lines are printed."""
+    result = _meshbot(project, "plan", "--auto-apply", "--execution-time", "2024-01-10")
+    assert "Environment `prod` updated: 7 batch(es) evaluated" in result.stdout
+    assert not JVM_LINES.search(result.stdout + result.stderr), result.stdout + result.stderr
     rows = _fetch(project, "SELECT name, order_count, ROUND(revenue, 2) AS revenue FROM shop.customer_revenue "
                            "UNION ALL SELECT CONCAT('country ', country), orders, ROUND(revenue, 2) "
                            "FROM shop.country_revenue", *gateway)
