@@ -142,3 +142,51 @@ def test_without_merge_method_a_deploy_does_not_merge(scenario):
     assert bot(_comment_event()) == 0
     assert bot.repo.merges == [] and bot.engine.applied == ["prod"]
     assert not bot.gh.sent("PUT", r"/merge$")
+
+
+def test_deploy_command_rehearsed_offline_from_an_answers_file(tmp_path):
+    """Local mode takes what it would ask GitHub from --answers: the PR (mergeable), the commenter's
+    permission and the reviews; without them the same /deploy is refused, naming what is missing."""
+    engine = FakeEngine({"enable_deploy_command": True, "required_approvers": ["ann-gh"]})
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(_comment_event()))
+    pull = {**_pull(), "mergeable": True, "mergeable_state": "clean"}
+    answers = tmp_path / "answers.json"
+
+    def run(**given) -> tuple[int, list[str]]:
+        answers.write_text(json.dumps(given))
+        lines: list[str] = []
+        code = main(Invocation(event_name="issue_comment", event_path=str(event), output_dir=str(tmp_path / "out"),
+                               answers=str(answers)), env={}, context_factory=lambda p, g: engine,
+                    out=lines.append)
+        return code, lines
+
+    assert run(pulls=[pull])[0] == 0 and engine.applied == []          # a reader's /deploy is ignored
+    assert "write" in (tmp_path / "out" / "summary.md").read_text()
+    code, lines = run(permissions={"writer": "write"})
+    assert code == 1 and "pull request #2 is unknown in local mode" in lines[-1] and "--answers" in lines[-1]
+    code, _ = run(pulls=[pull], permissions={"writer": "write"})
+    assert code == 1 and engine.applied == []                           # no approval yet
+    approval = {"user": {"login": "ann-gh"}, "state": "APPROVED", "commit_id": HEAD,
+                "submitted_at": "2024-01-02T00:00:00Z"}
+    code, _ = run(pulls=[pull], permissions={"writer": "write"}, reviews={"2": [approval]})
+    assert code == 0 and engine.applied == ["prod"]
+    assert "Deployed to `prod`" in (tmp_path / "out" / "comment.md").read_text()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{", "answers (--answers) is not valid JSON"),
+    ('{"pulls": [], "reviewz": {}}', "unknown key(s) reviewz"),
+    ('{"pulls": [{"number": "two"}]}', "entry of the wrong shape"),
+])
+def test_a_bad_answers_file_is_one_clear_error(tmp_path, text, message):
+    answers = tmp_path / "answers.json"
+    answers.write_text(text)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(_comment_event()))
+    lines: list[str] = []
+    code = main(Invocation(event_name="issue_comment", event_path=str(event), output_dir=str(tmp_path / "out"),
+                           answers=str(answers)), env={}, context_factory=lambda p, g: FakeEngine({}),
+                out=lines.append)
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("::error title=meshbot::")
+    assert message in lines[0] and str(answers) in lines[0]

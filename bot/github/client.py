@@ -11,7 +11,7 @@ from github import Auth, GithubException
 
 from bot.errors import GithubError
 from bot.github.api import CheckRun, TokenPermissionError
-from bot.github.event import PullRequest, Repo, Review
+from bot.github.event import PullRequest, Repo, Review, parse_pull_request, parse_review
 
 T = TypeVar("T")
 MAX_WAIT_SECONDS = 900.0
@@ -132,7 +132,7 @@ class GithubClient:
     # -- pull requests, reviews, permissions ---------------------------------------------------
 
     def pull_request(self, number: int) -> PullRequest:
-        return _pull(self._request("GET", f"/pulls/{number}"))
+        return parse_pull_request(self._request("GET", f"/pulls/{number}"))
 
     def merge_pull(self, number: int, *, method: str, sha: str) -> str:
         """Merge PR `number` with `method` only if its head is still `sha`; the merge commit's sha."""
@@ -140,7 +140,7 @@ class GithubClient:
         return str(data.get("sha") or "")
 
     def pulls_for_commit(self, sha: str) -> list[PullRequest]:
-        return [_pull(p) for p in self._request("GET", f"/commits/{sha}/pulls")]
+        return [parse_pull_request(p) for p in self._request("GET", f"/commits/{sha}/pulls")]
 
     def changed_files(self, number: int) -> list[str]:
         return self._call(f"files of #{number}", lambda: [
@@ -149,8 +149,7 @@ class GithubClient:
     def list_reviews(self, number: int) -> list[Review]:
         raw = self._call(f"reviews of #{number}", lambda: [
             r.raw_data for r in self._repo.get_pull(number).get_reviews()])
-        return [Review(user=(r.get("user") or {}).get("login", ""), state=str(r.get("state", "")).upper(),
-                       commit_id=r.get("commit_id"), submitted_at=r.get("submitted_at")) for r in raw]
+        return [parse_review(r) for r in raw]
 
     def permission(self, username: str) -> str:
         """admin, maintain, write, triage, read or none (a 404 means no access)."""
@@ -183,18 +182,6 @@ def _check_body(check: CheckRun) -> dict[str, Any]:
             output["text"] = check.text
         body["output"] = output
     return body
-
-
-def _pull(raw: dict[str, Any]) -> PullRequest:
-    head, base = raw.get("head") or {}, raw.get("base") or {}
-    return PullRequest(number=int(raw["number"]), title=str(raw.get("title") or ""),
-                       author=str((raw.get("user") or {}).get("login") or ""),
-                       head_sha=str(head.get("sha") or ""), head_ref=str(head.get("ref") or ""),
-                       base_ref=str(base.get("ref") or ""),
-                       head_repo=(head.get("repo") or {}).get("full_name"),
-                       draft=bool(raw.get("draft")), merged=bool(raw.get("merged_at") or raw.get("merged")),
-                       state=str(raw.get("state") or "open"), mergeable=raw.get("mergeable"),
-                       mergeable_state=raw.get("mergeable_state"))
 
 
 def _message(error: GithubException) -> str:

@@ -103,15 +103,19 @@ class Event:
         return None
 
 
+def read_json(path: str | Path, *, what: str) -> Any:
+    """A JSON file the bot is given; missing or malformed is a GithubError naming `what`, file and line."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GithubError(f"{what} file not found: {path}") from None
+    except json.JSONDecodeError as error:
+        raise GithubError(f"{path}:{error.lineno}: {what} is not valid JSON: {error.msg}") from None
+
+
 def load_event(*, name: str, path: str | Path) -> Event:
     """Read the payload file GitHub wrote (GITHUB_EVENT_PATH) and parse it."""
-    try:
-        payload = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GithubError(f"event payload file not found: {path} (GITHUB_EVENT_PATH / --event-path)") from None
-    except json.JSONDecodeError as error:
-        raise GithubError(f"{path}:{error.lineno}: event payload is not valid JSON: {error.msg}") from None
-    return parse_event(name, payload)
+    return parse_event(name, read_json(path, what="event payload (GITHUB_EVENT_PATH / --event-path)"))
 
 
 def parse_event(name: str, payload: dict[str, Any]) -> Event:
@@ -147,6 +151,7 @@ def _repo(raw: dict[str, Any]) -> Repo:
 
 
 def parse_pull_request(raw: dict[str, Any]) -> PullRequest:
+    """A pull request from a webhook payload or a REST answer (GET /pulls/{n}, GET /commits/{sha}/pulls)."""
     head, base = raw.get("head") or {}, raw.get("base") or {}
     head_repo = head.get("repo")
     return PullRequest(
@@ -155,8 +160,9 @@ def parse_pull_request(raw: dict[str, Any]) -> PullRequest:
         head_sha=str(head.get("sha") or ""), head_ref=str(head.get("ref") or ""),
         base_ref=str(base.get("ref") or ""),
         head_repo=head_repo.get("full_name") if head_repo else None,
-        draft=bool(raw.get("draft")), merged=bool(raw.get("merged")),
-        state=str(raw.get("state") or "open"))
+        draft=bool(raw.get("draft")), merged=bool(raw.get("merged_at") or raw.get("merged")),
+        state=str(raw.get("state") or "open"), mergeable=raw.get("mergeable"),
+        mergeable_state=raw.get("mergeable_state"))
 
 
 def parse_review(raw: dict[str, Any]) -> Review:

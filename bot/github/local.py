@@ -23,7 +23,7 @@ from typing import Any
 
 from bot.errors import GithubError
 from bot.github.api import CheckRun
-from bot.github.event import PullRequest, Review, parse_pull_request, parse_review
+from bot.github.event import PullRequest, Review, parse_pull_request, parse_review, read_json
 
 COMMENT_FILE = "comment.md"
 CHECKS_FILE = "check_runs.json"
@@ -46,12 +46,7 @@ class Answers:
 def load_answers(path: str | Path) -> Answers:
     """Read an answers file; a missing file or a wrong shape is a GithubError naming the file."""
     where = f"answers file {path} (--answers)"
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GithubError(f"{where} not found") from None
-    except json.JSONDecodeError as error:
-        raise GithubError(f"{where}, line {error.lineno}: not valid JSON: {error.msg}") from None
+    raw = read_json(path, what="answers (--answers)")
     if not isinstance(raw, dict):
         raise GithubError(f"{where} must hold a JSON object with pulls, reviews, permissions, teams, files")
     unknown = sorted(set(raw) - {"pulls", "reviews", "permissions", "teams", "files"})
