@@ -72,6 +72,8 @@ bot() {   # bot EVENT_NAME EVENT_FILE ANSWERS_FILE: one GitHub Actions job, in l
 
 echo "==> PR opened: environment, tests, prod preview, data diff, one comment (approval pending)"
 bot pull_request opened answers-open
+echo "==> The PR comment after the first push ($github/comment.md):"
+cat "$github/comment.md"
 echo "==> Approved by @ann-gh, a required approver"
 bot pull_request_review review answers-approved
 echo "==> Merged: the push to the default branch deploys to prod"
@@ -81,6 +83,6 @@ echo "==> Closed: the PR environment is removed"
 bot pull_request closed answers-approved
 "$meshbot" -p "$demo" environments
 
-echo "==> The PR comment meshbot keeps up to date ($github/comment.md):"
+echo "==> The same comment after the merge and close:"
 cat "$github/comment.md"
 echo "==> Check runs: $github/check_runs.json"
