@@ -17,7 +17,7 @@ from bot.project.timeutil import MS_PER_DAY, to_ms
 from bot.quality.api import AuditResult
 from bot.snapshot import Snapshot
 from bot.spark.engine import SparkEngine, spark_errors
-from bot.spark.python_eval import to_spark_df
+from bot.spark.python_context import run_python_model
 from bot.state.api import Environment, StateSync
 
 ProgressCallback = Callable[[str, int, int], None]
@@ -149,9 +149,11 @@ def evaluate_rows(*, engine: SparkEngine, model: Model, context_models: Mapping[
     if model.is_python:
         function = resolve_python_model(model)
         with spark_errors(f"evaluating {model.name}"):
-            result = function(PythonModelContext(engine.session, table_mapping), start=start, end=end,
-                              execution_time=execution_time)
-            frame = to_spark_df(engine.session, result, model.columns or None)
+            frame = run_python_model(
+                function, PythonModelContext(engine.session, table_mapping, variables=variables,
+                                             gateway=gateway),
+                start=start, end=end, execution_time=execution_time, columns=model.columns or None,
+                name=model.name)
             if limit is not None:
                 frame = frame.limit(limit)
             return [row.asDict(recursive=True) for row in frame.collect()]

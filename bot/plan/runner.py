@@ -17,22 +17,13 @@ from bot.quality.audits import run_audits
 from bot.snapshot import Snapshot
 from bot.spark import materialize
 from bot.spark.engine import SparkEngine, quote_table
-from bot.spark.python_eval import to_spark_df
+from bot.spark.python_context import ExecutionContext, run_python_model
 from bot.state.api import Interval
 
 VIEW_THREADS = 4
 
 
-@dataclass
-class PythonModelContext:
-    """What a Python model's function receives as `context`: `spark` and `table(name)`."""
-
-    spark: Any
-    mapping: Mapping[str, str]
-
-    def table(self, name: str) -> str:
-        key = name.lower()
-        return self.mapping.get(key, self.mapping.get(f"default.{key}", name))
+PythonModelContext = ExecutionContext   # the name other modules import
 
 
 @dataclass
@@ -83,10 +74,12 @@ class SparkRunner:
         if model.kind.name is KindName.SEED:
             query: Any = None
         elif model.is_python:
-            function = resolve_python_model(model)
-            result = function(PythonModelContext(self.engine.session, table_mapping),
-                              start=start, end=end, execution_time=execution_time)
-            query = to_spark_df(self.engine.session, result, model.columns or None)
+            query = run_python_model(
+                resolve_python_model(model),
+                PythonModelContext(self.engine.session, table_mapping, variables=self.config.variables,
+                                   gateway=self.gateway),
+                start=start, end=end, execution_time=execution_time, columns=model.columns or None,
+                name=model.name)
         else:
             query = render_sql(model, **kwargs)
         materialize.evaluate(self.engine, kind=self._kind(model), table=table, query=query,

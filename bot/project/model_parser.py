@@ -12,6 +12,7 @@ from croniter import croniter
 from sqlglot import exp
 
 from bot.errors import ConfigError
+from bot.project.audit_parser import audits_from_blocks
 from bot.project.config import ModelDefaults
 from bot.project.header import (Block, Prop, Statement, column_types, parse_body, parse_value,
                                 split_blocks, value_bool, value_items, value_names, value_pairs,
@@ -56,14 +57,17 @@ class ParsedModel:
 
     model: Model
     macro_refs: tuple[MacroRef, ...] = ()
+    audits: tuple[Any, ...] = ()    # AuditDefinitions written inline (`AUDIT (...)` after the query)
 
 
 def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> ParsedModel:
     """Parse one SQL model file; every problem is a ConfigError naming `path` and the line."""
-    blocks = split_blocks(text, keyword="MODEL", path=path)
+    all_blocks = split_blocks(text, keyword="MODEL", path=path, also="AUDIT")
+    blocks = [b for b in all_blocks if b.keyword == "MODEL"]
     if len(blocks) > 1:
         raise ConfigError("a model file holds exactly one MODEL (...) block", path=path, line=blocks[1].line)
     block = blocks[0]
+    audit_blocks = [b for b in all_blocks if b.keyword == "AUDIT"]
     props = _props_by_key(block, path)
     dialect = value_text(parse_value(props["dialect"], dialect="", path=path), "").lower() \
         if "dialect" in props else defaults.dialect
@@ -71,6 +75,9 @@ def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> Parse
     query_index = next((i for i, s in enumerate(statements) if isinstance(s.expression, exp.Query)), None)
     fields = _header_fields(props, dialect=dialect, defaults=defaults, path=path, line=block.line)
     kind = fields["kind"]
+    if kind.name is KindName.INCREMENTAL_BY_PARTITION and not fields["partitioned_by"]:
+        raise ConfigError(f"model {fields['name']}: kind INCREMENTAL_BY_PARTITION requires `partitioned_by`",
+                          path=path, line=props["kind"].line)
     if query_index is None and kind.name is not KindName.SEED:
         raise ConfigError(f"model `{fields['name']}` has no query (a SELECT after the MODEL header)",
                           path=path, line=block.line)
@@ -88,7 +95,9 @@ def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> Parse
         query_text=query_stmt.text if query_stmt else "",
         pre_statements=pre, post_statements=post, depends_on=frozenset(depends),
     )
-    return ParsedModel(model, macro_references(everything, text=text, start=0))
+    inline = tuple(audits_from_blocks(audit_blocks, text=text, path=path, default_dialect=dialect)) \
+        if audit_blocks else ()
+    return ParsedModel(model, macro_references(everything, text=text, start=0), inline)
 
 
 def _props_by_key(block: Block, path: Path) -> dict[str, Prop]:
@@ -123,7 +132,7 @@ def _header_fields(props: dict[str, Prop], *, dialect: str, defaults: ModelDefau
         name=name,
         kind=parse_kind(props.get("kind"), default=defaults.kind, dialect=dialect, path=path,
                         extra={k: props[k] for k in KIND_LEVEL_KEYS if k in props},
-                        on_destructive_change=defaults.on_destructive_change),
+                        on_destructive_change=defaults.on_destructive_change, model_name=name),
         cron=cron,
         start=text("start", defaults.start),
         end=text("end"),
