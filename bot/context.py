@@ -118,10 +118,26 @@ class Context:
         evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
                                   environment_ttl_ms=ttl, progress=progress)
         log = evaluator.apply(plan)
+        if not plan.options.skip_backfill:
+            log.audit_warnings.extend(self._standalone_audits(evaluator.table_mapping(plan), plan))
         return ApplyResult(plan_id=plan.plan_id, environment=plan.environment,
                            evaluated=tuple(log.evaluated), views_created=log.views_created,
                            skipped_backfill=plan.options.skip_backfill,
                            audit_warnings=tuple(log.audit_warnings))
+
+    def _standalone_audits(self, mapping: dict[str, str], plan: Plan | None = None) -> list["AuditResult"]:
+        """Run the `standalone true` audits on the environment's tables; a blocking failure raises,
+        non-blocking ones come back as warnings."""
+        from bot.project.timeutil import to_ms
+        from bot.quality.api import raise_for_audits
+        from bot.quality.audits import run_standalone_audits
+
+        execution = plan.options.execution_time if plan is not None else None
+        results = run_standalone_audits(self.engine, audit_defs=self.project.audits, table_mapping=mapping,
+                                        variables=self.config.variables,
+                                        execution_time=to_ms(execution) if execution else None)
+        raise_for_audits(results)
+        return [r for r in results if not r.passed]
 
     def machine_local_storage(self) -> tuple[str, ...]:
         """What the gateway keeps only on this machine (state file, embedded catalog, local warehouse)."""
@@ -235,6 +251,12 @@ class Context:
                                   audit_defs=self.project.audits,
                                   table=self.table_in(environment, name), start=start_ms,
                                   end=end_ms, variables=self.config.variables)
+        if not models:
+            from bot.quality.audits import run_standalone_audits
+            env = self.state.get_environment(normalize_environment(environment))
+            mapping = {name: entry.table_name for name, entry in (env.by_name() if env else {}).items()}
+            results += run_standalone_audits(self.engine, audit_defs=self.project.audits, table_mapping=mapping,
+                                             variables=self.config.variables)
         return AuditReport(results=tuple(results))
 
     def table_diff(self, source: str, target: str, model: str | None = None, *,

@@ -160,4 +160,16 @@ def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_ca
     # the external models are read where they live, never from a versioned table
     env = context.state.get_environment("dev").by_name()
     assert env["ext.customers"].table_name == "ext.customers"
-    assert {a.name for a in result.audit_warnings} == set()
+    assert result.audit_warnings == ()
+    # `meshbot audit` runs the model audits (inline ones too) and the standalone audit; SQLMesh:
+    # "audits passed 2" for enriched, "passed 1" for no_big_amounts and for py_daily
+    report = context.audit(environment="dev")
+    assert sorted((r.audit, r.model, r.violation_count) for r in report.results) == [
+        ("accepted_values", "compat.py_daily", 0), ("assert_region", "compat.enriched", 0),
+        ("no_big_amounts", "standalone", 0), ("positive_amount", "compat.enriched", 0)]
+    # a failing blocking standalone audit fails the plan
+    (root / "audits" / "no_big_amounts.sql").write_text(
+        "AUDIT (name no_big_amounts, standalone true);\nSELECT * FROM compat.raw_events WHERE amount > 25\n")
+    with pytest.raises(Exception, match="no_big_amounts"):
+        Context(root).apply(Context(root).plan("dev2", options=PlanOptions(
+            start="2024-01-01", end="2024-01-04", execution_time="2024-01-05", skip_tests=True)))
