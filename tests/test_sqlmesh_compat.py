@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.context import Context
-from bot.errors import ConfigError
+from bot.errors import ConfigError, QualityError
 from bot.plan.definition import PlanOptions
 from bot.project.loader import load_project
 from bot.project.model import KindName
@@ -167,9 +167,44 @@ def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_ca
     assert sorted((r.audit, r.model, r.violation_count) for r in report.results) == [
         ("accepted_values", "compat.py_daily", 0), ("assert_region", "compat.enriched", 0),
         ("no_big_amounts", "standalone", 0), ("positive_amount", "compat.enriched", 0)]
-    # a failing blocking standalone audit fails the plan
+    # with `amount > 25`, SQLMesh's `audit`: "no_big_amounts ❌ FAIL [2]"; a blocking failure fails the plan
     (root / "audits" / "no_big_amounts.sql").write_text(
         "AUDIT (name no_big_amounts, standalone true);\nSELECT * FROM compat.raw_events WHERE amount > 25\n")
-    with pytest.raises(Exception, match="no_big_amounts"):
-        Context(root).apply(Context(root).plan("dev2", options=PlanOptions(
-            start="2024-01-01", end="2024-01-04", execution_time="2024-01-05", skip_tests=True)))
+    changed = Context(root)
+    failed = [r for r in changed.audit(environment="dev").results if not r.passed]
+    assert [(r.audit, r.violation_count) for r in failed] == [("no_big_amounts", 2)]
+    with pytest.raises(QualityError, match="no_big_amounts"):
+        changed._standalone_audits({name: e.table_name for name, e in env.items()})
+
+
+def test_unsupported_settings_are_warnings_naming_file_and_line(tmp_path, capsys):
+    root = _write_project(tmp_path / "w", {
+        "config.yaml": "model_defaults:\n  dialect: duckdb\n  optimize_query: false\nlinter:\n  enabled: true\n",
+        "models/a.sql": "MODEL (\n  name w.a,\n  kind INCREMENTAL_BY_UNIQUE_KEY (unique_key id, when_matched x),\n"
+                        "  signals (ready()),\n  colour 'blue'\n);\nSELECT 1 AS id",
+        "models/p.py": "from sqlmesh import model\n\n\n@model('w.p', columns={'id': 'int'}, "
+                       "session_properties={'x': 1})\ndef execute(context, **kw):\n    return None\n",
+    })
+    load_project(root, use_cache=False)
+    err = capsys.readouterr().err
+    config, model, python = root / "config.yaml", root / "models" / "a.sql", root / "models" / "p.py"
+    assert f"Warning: {config}:4: config key `linter` is not supported by meshbot and is ignored" in err
+    assert f"{config}:3: config key `model_defaults.optimize_query` is not supported" in err
+    assert f"{model}:3: model w.a: kind property `when_matched` is not supported by meshbot" in err
+    assert f"{model}:4: MODEL property `signals` is not supported by meshbot and is ignored" in err
+    assert f"{model}:5: MODEL property `colour` is not a MODEL property and is ignored" in err
+    assert f"{python}:4: model w.p: `@model` argument `session_properties` is not supported" in err
+
+
+def test_custom_kind_and_missing_sqlmesh_names_are_one_clear_error(tmp_path):
+    root = _write_project(tmp_path / "c", {
+        "config.yaml": "model_defaults:\n  dialect: duckdb\n",
+        "models/a.sql": "MODEL (\n  name c.a,\n  kind CUSTOM (materialization 'my_mat')\n);\nSELECT 1 AS id"})
+    with pytest.raises(ConfigError, match=r"a.sql:3: model c.a: kind CUSTOM \(materialization `my_mat`\) "
+                                          r"is not supported by meshbot"):
+        load_project(root, use_cache=False)
+    (root / "models" / "a.sql").unlink()
+    (root / "models" / "b.py").write_text("from sqlmesh.core.macros import MacroEvaluator, RuntimeStage\n")
+    with pytest.raises(ConfigError, match=r"b.py:1: cannot import Python model file: meshbot does not provide "
+                                          r"`sqlmesh.core.macros.RuntimeStage`"):
+        load_project(root, use_cache=False)

@@ -272,6 +272,7 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         raise ConfigError(f"default_gateway `{default_gateway}` is not one of the gateways: "
                           f"{', '.join(gateways)}", path=path)
     plan = _mapping(raw.get("plan"), "plan", path)
+    _warn_unused_keys(raw, text, path)
     return ProjectConfig(
         root=root,
         gateways=gateways,
@@ -288,6 +289,33 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         cicd_bot=dict(_mapping(raw.get("cicd_bot"), "cicd_bot", path)),
         users=_parse_users(raw.get("users"), path),
     )
+
+
+_CONFIG_KEYS = frozenset({"gateways", "default_gateway", "model_defaults", "variables", "snapshot_ttl",
+                          "environment_ttl", "physical_schema_mapping", "plan", "cicd_bot", "users"})
+_MODEL_DEFAULT_KEYS = frozenset({"dialect", "kind", "cron", "start", "owner", "on_destructive_change"})
+_PLAN_KEYS = frozenset({"auto_categorize_changes", "include_unmodified"})
+
+
+def _key_line(text: str, key: str, *, indent: str = "") -> int | None:
+    match = re.search(rf"^{indent}{re.escape(key)}\s*:", text, re.M)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+def _warn_unused_keys(raw: dict, text: str, path: Path) -> None:
+    """A config key meshbot does not use is a warning naming it and its line (never silently dropped)."""
+    from bot.project.warn import project_warning
+
+    for key in raw:
+        if key not in _CONFIG_KEYS:
+            project_warning(f"config key `{key}` is not supported by meshbot and is ignored", path=path,
+                            line=_key_line(text, str(key)))
+    for section, known in (("model_defaults", _MODEL_DEFAULT_KEYS), ("plan", _PLAN_KEYS)):
+        value = raw.get(section)
+        for key in value if isinstance(value, dict) else ():
+            if key not in known:
+                project_warning(f"config key `{section}.{key}` is not supported by meshbot and is ignored",
+                                path=path, line=_key_line(text, str(key), indent=r"[ \t]+"))
 
 
 def _mapping(value: Any, key: str, path: Path) -> dict[str, Any]:

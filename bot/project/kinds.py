@@ -48,6 +48,16 @@ def parse_kind(prop: Prop | None, *, default: str | None, dialect: str, path: Pa
     return Kind(**fields)
 
 
+def ignored_kind_properties(prop: Prop | None, path: Path) -> list[tuple[str, int]]:
+    """(key, line) of the kind's properties meshbot reads but does not use (warned about by the loader)."""
+    if prop is None:
+        return []
+    match = _KIND.match(prop.text)
+    if not match or match.group(2) is None:
+        return []
+    return [(p.key, p.line) for p in _inner_props(match.group(2), prop.line, path) if p.key in _IGNORED]
+
+
 def custom_kind_error(model_name: str, materialization: str, *, path: Path, line: int | None) -> ConfigError:
     return ConfigError(f"model {model_name or '?'}: kind CUSTOM (materialization `{materialization}`) is not "
                        "supported by meshbot: custom materializations run on SQLMesh's engine adapters; "

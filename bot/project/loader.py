@@ -26,6 +26,7 @@ from bot.project.model import AuditRef, Kind, KindName, Model
 from bot.project.model_parser import (BUILTIN_MACRO_FUNCTIONS, BUILTIN_MACRO_VARIABLES, ParsedModel,
                                       parse_model_file)
 from bot.project.sqltext import normalize_name, parse_sql, preprocess_macros, to_sql
+from bot.project.warn import project_warning
 
 __all__ = ["AuditDefinition", "Project", "load_project", "parse_sql", "preprocess_macros", "to_sql"]
 
@@ -53,6 +54,9 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
     config = config or load_config(root)
     parsed, digests = _load_sql_models(root, config, use_cache=use_cache)
     _check_macros(root, config, parsed)
+    for item in parsed:
+        for message, line in getattr(item, "warnings", ()):
+            project_warning(message, path=item.model.path, line=line)
     models = [p.model for p in parsed]
     models += _load_python_models(root, config)
     models += load_external_models(root, config)

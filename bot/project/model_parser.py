@@ -17,7 +17,7 @@ from bot.project.config import ModelDefaults
 from bot.project.header import (Block, Prop, Statement, column_types, parse_body, parse_value,
                                 split_blocks, value_bool, value_items, value_names, value_pairs,
                                 value_text)
-from bot.project.kinds import KIND_LEVEL_KEYS, parse_kind
+from bot.project.kinds import KIND_LEVEL_KEYS, ignored_kind_properties, parse_kind
 from bot.project.model import AuditRef, KindName, Model
 from bot.project.sqltext import (line_at, macro_call_name, normalize_name, table_references, to_sql)
 
@@ -58,6 +58,7 @@ class ParsedModel:
     model: Model
     macro_refs: tuple[MacroRef, ...] = ()
     audits: tuple[Any, ...] = ()    # AuditDefinitions written inline (`AUDIT (...)` after the query)
+    warnings: tuple[tuple[str, int], ...] = ()   # (message, line): properties meshbot does not use
 
 
 def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> ParsedModel:
@@ -68,7 +69,8 @@ def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> Parse
         raise ConfigError("a model file holds exactly one MODEL (...) block", path=path, line=blocks[1].line)
     block = blocks[0]
     audit_blocks = [b for b in all_blocks if b.keyword == "AUDIT"]
-    props = _props_by_key(block, path)
+    notes: list[tuple[str, int]] = []
+    props = _props_by_key(block, path, notes)
     dialect = value_text(parse_value(props["dialect"], dialect="", path=path), "").lower() \
         if "dialect" in props else defaults.dialect
     statements = parse_body(block, text=text, dialect=dialect, path=path)
@@ -97,16 +99,20 @@ def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> Parse
     )
     inline = tuple(audits_from_blocks(audit_blocks, text=text, path=path, default_dialect=dialect)) \
         if audit_blocks else ()
-    return ParsedModel(model, macro_references(everything, text=text, start=0), inline)
+    notes += [(f"model {model.name}: kind property `{key}` is not supported by meshbot and is ignored", line)
+              for key, line in ignored_kind_properties(props.get("kind"), path)]
+    return ParsedModel(model, macro_references(everything, text=text, start=0), inline, tuple(notes))
 
 
-def _props_by_key(block: Block, path: Path) -> dict[str, Prop]:
+def _props_by_key(block: Block, path: Path, notes: list[tuple[str, int]]) -> dict[str, Prop]:
     props: dict[str, Prop] = {}
     for prop in block.props:
         if prop.key in props:
             raise ConfigError(f"`{prop.key}` is set twice in the MODEL header", path=path, line=prop.line)
-        if prop.key not in _KNOWN_KEYS and prop.key not in _IGNORED_KEYS:
-            raise ConfigError(f"unknown MODEL property `{prop.key}`", path=path, line=prop.line)
+        if prop.key not in _KNOWN_KEYS:
+            what = "is not supported by meshbot" if prop.key in _IGNORED_KEYS else "is not a MODEL property"
+            notes.append((f"MODEL property `{prop.key}` {what} and is ignored", prop.line))
+            continue
         props[prop.key] = prop
     if "name" not in props:
         raise ConfigError("the MODEL header needs a `name`", path=path, line=block.line)

@@ -133,6 +133,7 @@ def parse_kind(value: Any, *, default: str | None, path: Path) -> Kind:
     for key, item in props.items():
         key = key.lower()
         if key in _IGNORED_KIND_KEYS:
+            project_warning(f"kind property `{key}` is not supported by meshbot and is ignored", path=path)
             continue
         if key not in _KIND_FIELDS:
             raise ConfigError(f"unknown property `{key}` for kind {name.value}", path=path)
