@@ -208,3 +208,18 @@ def test_custom_kind_and_missing_sqlmesh_names_are_one_clear_error(tmp_path):
     with pytest.raises(ConfigError, match=r"b.py:1: cannot import Python model file: meshbot does not provide "
                                           r"`sqlmesh.core.macros.RuntimeStage`"):
         load_project(root, use_cache=False)
+
+
+def test_project_root_is_importable_from_macros(tmp_path):
+    from bot.project.render import render_sql
+
+    root = _write_project(tmp_path / "m", {
+        "config.yaml": "model_defaults:\n  dialect: duckdb\n",
+        "macros/__init__.py": "",
+        "macros/utils.py": "def double_sql(text):\n    return f'{text} * 2'\n",
+        "macros/twice.py": "from sqlmesh import macro\nfrom macros.utils import double_sql\n\n\n"
+                           "@macro()\ndef twice(evaluator, column):\n    return double_sql(column.sql())\n",
+        "models/a.sql": "MODEL (name m.a, kind FULL);\nSELECT @twice(x) AS y FROM (SELECT 1 AS x) AS t",
+    })
+    project = load_project(root, use_cache=False)
+    assert "`x` * 2 AS `y`" in render_sql(project.models["m.a"])
