@@ -110,6 +110,22 @@ SELECT * FROM compat.raw_events WHERE amount > 1000
 }
 
 
+# Spark only (not in the SQLMesh run): a model's session_properties hold while it runs, and its
+# physical_properties become table properties of its physical table.
+SPARK_ONLY = {
+    "models/props.py": """\
+import pandas as pd
+from sqlmesh import model
+
+
+@model("compat.props", kind="FULL", columns={"partitions": "text"},
+       session_properties={"spark.sql.shuffle.partitions": "7"}, physical_properties={"team": "data"})
+def execute(context, start, end, execution_time, **kwargs):
+    return pd.DataFrame({"partitions": [context.spark.conf.get("spark.sql.shuffle.partitions")]})
+""",
+}
+
+
 def _write_project(root: Path, files: dict[str, str] = FILES) -> Path:
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -119,7 +135,7 @@ def _write_project(root: Path, files: dict[str, str] = FILES) -> Path:
 
 def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_catalog):
     spark = clean_catalog
-    root = _write_project(tmp_path / "compat")
+    root = _write_project(tmp_path / "compat", {**FILES, **SPARK_ONLY})
     spark.sql("CREATE DATABASE IF NOT EXISTS ext")
     spark.sql("CREATE TABLE ext.customers USING parquet AS "
               "SELECT * FROM VALUES (1, 'ann'), (2, 'bob'), (3, 'cy') AS t(customer_id, name)")
@@ -159,6 +175,10 @@ def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_ca
                                    (3, "a", "2024-01-02 00:00:00", None), (4, "c", "2024-01-03 00:00:00", None)]
     # the external models are read where they live, never from a versioned table
     env = context.state.get_environment("dev").by_name()
+    assert rows("SELECT partitions FROM compat__dev.props") == [("7",)]
+    assert spark.conf.get("spark.sql.shuffle.partitions") != "7"
+    properties = dict(rows(f"SHOW TBLPROPERTIES {env['compat.props'].table_name}"))
+    assert properties["team"] == "data"
     assert env["ext.customers"].table_name == "ext.customers"
     assert result.audit_warnings == ()
     # `meshbot audit` runs the model audits (inline ones too) and the standalone audit; SQLMesh:
@@ -183,7 +203,7 @@ def test_unsupported_settings_are_warnings_naming_file_and_line(tmp_path, capsys
         "models/a.sql": "MODEL (\n  name w.a,\n  kind INCREMENTAL_BY_UNIQUE_KEY (unique_key id, when_matched x),\n"
                         "  signals (ready()),\n  colour 'blue'\n);\nSELECT 1 AS id",
         "models/p.py": "from sqlmesh import model\n\n\n@model('w.p', columns={'id': 'int'}, "
-                       "session_properties={'x': 1})\ndef execute(context, **kw):\n    return None\n",
+                       "virtual_properties={'x': 1})\ndef execute(context, **kw):\n    return None\n",
     })
     load_project(root, use_cache=False)
     err = capsys.readouterr().err
@@ -193,7 +213,7 @@ def test_unsupported_settings_are_warnings_naming_file_and_line(tmp_path, capsys
     assert f"{model}:3: model w.a: kind property `when_matched` is not supported by meshbot" in err
     assert f"{model}:4: MODEL property `signals` is not supported by meshbot and is ignored" in err
     assert f"{model}:5: MODEL property `colour` is not a MODEL property and is ignored" in err
-    assert f"{python}:4: model w.p: `@model` argument `session_properties` is not supported" in err
+    assert f"{python}:4: model w.p: `@model` argument `virtual_properties` is not supported" in err
 
 
 def test_custom_kind_and_missing_sqlmesh_names_are_one_clear_error(tmp_path):

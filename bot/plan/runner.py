@@ -17,7 +17,8 @@ from bot.quality.audits import run_audits
 from bot.snapshot import Snapshot
 from bot.spark import materialize
 from bot.spark.engine import SparkEngine, quote_table
-from bot.spark.python_context import ExecutionContext, run_python_model
+from bot.spark.python_context import (ExecutionContext, physical_properties_sql, run_python_model,
+                                      session_properties)
 from bot.state.api import Interval
 
 VIEW_THREADS = 4
@@ -63,9 +64,17 @@ class SparkRunner:
         materialize.create_physical(self.engine, kind=self._kind(model), table=table,
                                     query_sql=query_sql, columns=model.columns or None,
                                     partitioned_by=model.partitioned_by)
+        if model.physical_properties and model.kind.name is not KindName.VIEW:
+            self.engine.execute(physical_properties_sql(table, model.physical_properties))
 
     def evaluate(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
                  table_mapping: Mapping[str, str], execution_time: int) -> None:
+        with session_properties(self.engine.session, model.session_properties):
+            self._evaluate(model, table=table, interval=interval, table_mapping=table_mapping,
+                           execution_time=execution_time)
+
+    def _evaluate(self, model: Model, *, table: str, interval: Interval, table_mapping: Mapping[str, str],
+                  execution_time: int) -> None:
         start, end = interval
         kwargs = self._render_kwargs(model, table=table, mapping=table_mapping,
                                      interval=interval, execution_time=execution_time)

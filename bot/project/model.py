@@ -145,6 +145,7 @@ class Model:
     columns: tuple[tuple[str, str], ...] = ()    # declared (name, Spark type), in order
     partitioned_by: tuple[str, ...] = ()
     physical_properties: tuple[tuple[str, str], ...] = ()
+    session_properties: tuple[tuple[str, str], ...] = ()   # Spark settings while the model is evaluated
     depends_on_explicit: tuple[str, ...] = ()
     depends_on: frozenset[str] = field(default_factory=frozenset)  # parents found in the SQL plus explicit
     enabled: bool = True

@@ -33,12 +33,13 @@ BUILTIN_MACRO_FUNCTIONS = frozenset({
     "resolve_template", "and", "or", "eval", "map", "resolve_table", "this_model"})
 _IGNORED_KEYS = frozenset({
     "stamp", "interval_unit", "allow_partials", "storage_format", "table_format", "clustered_by",
-    "session_properties", "virtual_properties", "gateway", "signals", "references", "formatting",
+    "virtual_properties", "gateway", "signals", "references", "formatting",
     "optimize_query", "ignored_rules", "validate_query", "project", "cron_tz", "blueprints",
     "audits_properties", "kind_properties", "virtual_environment_mode", "mview", "column_types"})
 _KNOWN_KEYS = frozenset({
     "name", "kind", "dialect", "cron", "start", "end", "grain", "grains", "audits", "owner", "tags",
     "description", "column_descriptions", "columns", "partitioned_by", "physical_properties",
+    "session_properties",
     "depends_on", "enabled", *KIND_LEVEL_KEYS})
 
 
@@ -156,6 +157,8 @@ def _header_fields(props: dict[str, Prop], *, dialect: str, defaults: ModelDefau
         if "partitioned_by" in values else (),
         physical_properties=value_pairs(props["physical_properties"], values["physical_properties"],
                                         dialect, path) if "physical_properties" in values else (),
+        session_properties=value_pairs(props["session_properties"], values["session_properties"],
+                                       dialect, path) if "session_properties" in values else (),
         depends_on_explicit=tuple(normalize_name(n, dialect) for n in value_names(values["depends_on"], dialect))
         if "depends_on" in values else (),
         enabled=value_bool(props["enabled"], values["enabled"], dialect, path) if "enabled" in values else True,

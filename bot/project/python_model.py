@@ -47,6 +47,8 @@ class PythonModelSpec:
     partitioned_by: tuple[str, ...] = ()
     enabled: bool = True
     is_sql: bool = False
+    physical_properties: tuple[tuple[str, str], ...] = ()
+    session_properties: tuple[tuple[str, str], ...] = ()
     depends_on_given: bool = False
     ignored: tuple[str, ...] = ()     # keyword arguments meshbot does not use (warned about)
 
@@ -62,7 +64,8 @@ def model(name: str, *, kind: Any = None, columns: Mapping[str, str] | None = No
           end: Any = None, grain: str | list[str] | None = None, grains: list[str] | None = None,
           owner: str | None = None, tags: list[str] | None = None, audits: list[Any] | None = None,
           description: str | None = None, partitioned_by: str | list[str] | None = None,
-          enabled: bool = True, is_sql: bool = False, **ignored: Any) -> Callable[[Callable], Callable]:
+          enabled: bool = True, is_sql: bool = False, physical_properties: Mapping[str, Any] | None = None,
+          session_properties: Mapping[str, Any] | None = None, **ignored: Any) -> Callable[[Callable], Callable]:
     """Declare a Python model; the decorated `execute(context, start, end, execution_time, **kwargs)`
     returns (or yields) pandas or Spark DataFrames. `kind` is 'FULL' or {'name': ..., 'time_column': ...};
     without one the kind is FULL (model_defaults.kind is not used: a VIEW cannot hold a DataFrame).
@@ -72,7 +75,9 @@ def model(name: str, *, kind: Any = None, columns: Mapping[str, str] | None = No
         depends_on=_names(depends_on), cron=cron, start=start, end=end,
         grains=_names(grain) + _names(grains), owner=owner, tags=_names(tags), audits=tuple(audits or ()),
         description=description, partitioned_by=_names(partitioned_by), enabled=enabled, is_sql=is_sql,
-        depends_on_given=depends_on is not None, ignored=tuple(sorted(ignored)))
+        depends_on_given=depends_on is not None, ignored=tuple(sorted(ignored)),
+        physical_properties=tuple((str(k), str(v)) for k, v in (physical_properties or {}).items()),
+        session_properties=tuple((str(k), str(v)) for k, v in (session_properties or {}).items()))
 
     def mark(func: Callable) -> Callable:
         setattr(func, _MODEL_ATTR, spec)
@@ -216,6 +221,7 @@ def _to_model(spec: PythonModelSpec, *, entrypoint: str, source: str, path: Path
         tags=spec.tags, description=spec.description,
         columns=tuple((c.lower(), _spark_type(t, column=c, path=path)) for c, t in spec.columns),
         partitioned_by=tuple(p.lower() for p in spec.partitioned_by), depends_on_explicit=depends,
+        physical_properties=spec.physical_properties, session_properties=spec.session_properties,
         depends_on=frozenset(depends), enabled=spec.enabled, python_source=source,
         python_entrypoint=entrypoint, line=line)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+import contextlib
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from bot.errors import EngineError
 from bot.spark.engine import quote_table
@@ -96,3 +97,36 @@ def run_python_model(function: Callable[..., Any], context: ExecutionContext, *,
         return to_spark_df(context.spark, result, columns)
     except EngineError as error:
         raise EngineError(f"Python model {name}: {error}") from None
+
+
+@contextlib.contextmanager
+def session_properties(session: "SparkSession", properties: Sequence[tuple[str, str]]) -> Iterator[None]:
+    """A model's `session_properties` set on the Spark session while it is evaluated, then restored."""
+    if not properties:
+        yield
+        return
+    previous = {key: session.conf.get(key, None) for key, _ in properties}
+    for key, value in properties:
+        session.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                session.conf.unset(key)
+            else:
+                session.conf.set(key, value)
+
+
+def physical_properties_sql(table: str, properties: Sequence[tuple[str, str]]) -> str:
+    """`physical_properties` as table properties of the model's physical table.
+
+    >>> physical_properties_sql("db.t__1", [("owner_team", "data")])
+    "ALTER TABLE `db`.`t__1` SET TBLPROPERTIES ('owner_team' = 'data')"
+    """
+    pairs = ", ".join(f"'{_escape(k)}' = '{_escape(v)}'" for k, v in properties)
+    return f"ALTER TABLE {quote_table(table)} SET TBLPROPERTIES ({pairs})"
+
+
+def _escape(text: str) -> str:
+    return str(text).replace("\\", "\\\\").replace("'", "\\'")
