@@ -24,6 +24,11 @@ model_defaults:
   start: '2024-01-01'
 variables:
   factor: 2
+before_all:
+  - CREATE TABLE IF NOT EXISTS ext.env_log (env TEXT, stage TEXT)
+  - INSERT INTO ext.env_log VALUES (@this_env, 'before')
+after_all:
+  - INSERT INTO ext.env_log VALUES (@this_env, 'after')
 """,
     "helper.py": """\
 def scaled(value, factor):
@@ -175,6 +180,7 @@ def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_ca
                                    (3, "a", "2024-01-02 00:00:00", None), (4, "c", "2024-01-03 00:00:00", None)]
     # the external models are read where they live, never from a versioned table
     env = context.state.get_environment("dev").by_name()
+    assert rows("SELECT env, stage FROM ext.env_log ORDER BY stage DESC") == [("dev", "before"), ("dev", "after")]   # SQLMesh's
     assert rows("SELECT partitions FROM compat__dev.props") == [("7",)]
     assert spark.conf.get("spark.sql.shuffle.partitions") != "7"
     properties = dict(rows(f"SHOW TBLPROPERTIES {env['compat.props'].table_name}"))

@@ -101,6 +101,8 @@ class ProjectConfig:
     include_unmodified: bool = False
     cicd_bot: dict[str, Any] = field(default_factory=dict)   # parsed by bot.github.settings
     users: tuple[UserConfig, ...] = ()
+    before_all: tuple[str, ...] = ()   # SQL statements run before every plan apply and run
+    after_all: tuple[str, ...] = ()    # ... and after
 
     def gateway(self, name: str | None = None) -> Gateway:
         key = name or self.default_gateway
@@ -288,11 +290,22 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         include_unmodified=bool(plan.get("include_unmodified", False)),
         cicd_bot=dict(_mapping(raw.get("cicd_bot"), "cicd_bot", path)),
         users=_parse_users(raw.get("users"), path),
+        before_all=_statements(raw.get("before_all"), "before_all", path),
+        after_all=_statements(raw.get("after_all"), "after_all", path),
     )
 
 
 _CONFIG_KEYS = frozenset({"gateways", "default_gateway", "model_defaults", "variables", "snapshot_ttl",
-                          "environment_ttl", "physical_schema_mapping", "plan", "cicd_bot", "users"})
+                          "environment_ttl", "physical_schema_mapping", "plan", "cicd_bot", "users",
+                          "before_all", "after_all"})
+
+
+def _statements(value: Any, key: str, path: Path) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"`{key}` must be a list of SQL statements", path=path)
+    return tuple(value)
 _MODEL_DEFAULT_KEYS = frozenset({"dialect", "kind", "cron", "start", "owner", "on_destructive_change"})
 _PLAN_KEYS = frozenset({"auto_categorize_changes", "include_unmodified"})
 
