@@ -249,3 +249,22 @@ def test_project_root_is_importable_from_macros(tmp_path):
     })
     project = load_project(root, use_cache=False)
     assert "`x` * 2 AS `y`" in render_sql(project.models["m.a"])
+
+
+def test_config_py_with_a_sqlmesh_config_object(tmp_path):
+    from bot.project.config import load_config
+
+    root = _write_project(tmp_path / "p", {
+        "config.py": "from sqlmesh.core.config import Config, ModelDefaultsConfig\n\n"
+                     "config = Config(\n    model_defaults=ModelDefaultsConfig(dialect='duckdb', start='2024-01-01'),\n"
+                     "    variables={'factor': 2},\n    after_all=['SELECT 1'],\n)\n",
+        "models/a.sql": "MODEL (name p.a, kind FULL);\nSELECT @factor AS f",
+    })
+    config = load_config(root)
+    assert (config.model_defaults.dialect, config.model_defaults.start) == ("duckdb", "2024-01-01")
+    assert config.variables == {"factor": 2} and config.after_all == ("SELECT 1",)
+    assert list(load_project(root, use_cache=False).models) == ["p.a"]
+    (root / "config.py").write_text("from sqlmesh.core.config import Config, NotAThing\n")
+    with pytest.raises(ConfigError, match=r"config.py:1: cannot load config.py: meshbot does not provide "
+                                          r"`sqlmesh.core.config.NotAThing`"):
+        load_config(root)

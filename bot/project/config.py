@@ -117,7 +117,7 @@ class ProjectConfig:
 # Parsing config.yaml
 # --------------------------------------------------------------------------------------------
 
-CONFIG_FILES = ("config.yaml", "config.yml")
+CONFIG_FILES = ("config.yaml", "config.yml", "config.py")   # config.py: a SQLMesh `Config` object
 DEFAULT_STATE_DB = ".meshbot/state.db"
 _MISSING = object()
 
@@ -256,16 +256,20 @@ def find_config_file(root: Path) -> Path:
     for name in CONFIG_FILES:
         if (root / name).is_file():
             return root / name
-    raise ConfigError(f"no config.yaml (or config.yml) in {root}", path=root / "config.yaml")
+    raise ConfigError(f"no config.yaml (or config.yml, config.py) in {root}", path=root / "config.yaml")
 
 
 def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> ProjectConfig:
     """Read `<root>/config.yaml` (or config.yml) into a ProjectConfig; env_var() resolved from `environ`."""
     root = Path(root).resolve()
     path = find_config_file(root)
-    text, values = render_env_vars(read_text(path), path=path,
-                                   environ=os.environ if environ is None else environ)
-    raw = read_yaml(path, text, values=values) or {}
+    if path.suffix == ".py":
+        from bot.project.sqlmesh_shim import python_config
+        text, raw = "", python_config(path)
+    else:
+        text, values = render_env_vars(read_text(path), path=path,
+                                       environ=os.environ if environ is None else environ)
+        raw = read_yaml(path, text, values=values) or {}
     if not isinstance(raw, dict):
         raise ConfigError("config must be a mapping of settings", path=path)
     gateways = _parse_gateways(raw.get("gateways"), root=root, path=path)

@@ -30,7 +30,85 @@ _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
     "sqlmesh.core.engine_adapter": {"EngineAdapter": (None, "EngineAdapter")},
     "sqlmesh.utils": {"str_to_bool": (None, "str_to_bool")},
     "sqlmesh.utils.date": _DATES,
+    "sqlmesh.core.config": {name: (None, name) for name in (
+        "Config", "ModelDefaultsConfig", "GatewayConfig", "SparkConnectionConfig", "DuckDBConnectionConfig",
+        "PostgresConnectionConfig", "PlanConfig", "NameInferenceConfig", "LinterConfig",
+        "CategorizerConfig", "AutoCategorizationMode")},
 }
+
+
+class _ConfigObject:
+    """A SQLMesh config class (`Config`, `ModelDefaultsConfig`, ...): keeps its keyword arguments,
+    which `to_raw` turns into what the same settings are in config.yaml."""
+
+    _type: str | None = None
+
+    def __init__(self, **kwargs: Any):
+        self.kwargs = kwargs
+
+    def to_raw(self) -> dict[str, Any]:
+        raw = {key: _raw(value) for key, value in self.kwargs.items()}
+        if self._type:
+            raw.setdefault("type", self._type)
+        return raw
+
+
+def _raw(value: Any) -> Any:
+    if isinstance(value, _ConfigObject):
+        return value.to_raw()
+    if isinstance(value, dict):
+        return {str(k): _raw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_raw(v) for v in value]
+    return getattr(value, "value", value)   # enums as their value
+
+
+def _config_class(name: str, type_: str | None = None) -> type:
+    return type(name, (_ConfigObject,), {"_type": type_})
+
+
+Config = _config_class("Config")
+ModelDefaultsConfig = _config_class("ModelDefaultsConfig")
+GatewayConfig = _config_class("GatewayConfig")
+PlanConfig = _config_class("PlanConfig")
+NameInferenceConfig = _config_class("NameInferenceConfig")
+LinterConfig = _config_class("LinterConfig")
+CategorizerConfig = _config_class("CategorizerConfig")
+SparkConnectionConfig = _config_class("SparkConnectionConfig", "spark")
+DuckDBConnectionConfig = _config_class("DuckDBConnectionConfig", "duckdb")
+PostgresConnectionConfig = _config_class("PostgresConnectionConfig", "postgres")
+
+
+class AutoCategorizationMode:
+    FULL = "full"
+    SEMI = "semi"
+    OFF = "off"
+
+
+def python_config(path: Any) -> dict[str, Any]:
+    """The settings of a SQLMesh `config.py`: its `config` (or only) Config object, as config.yaml's mapping."""
+    from pathlib import Path
+
+    from bot.errors import ConfigError
+
+    path = Path(path)
+    namespace: dict[str, Any] = {"__file__": str(path), "__name__": "meshbot_project_config"}
+    try:
+        with sqlmesh_shim(), project_imports(path.parent):
+            exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+    except Exception as error:  # a user file: report any failure with its line
+        import traceback
+        line = error.lineno if isinstance(error, SyntaxError) else next(
+            (f.lineno for f in reversed(traceback.extract_tb(error.__traceback__)) if f.filename == str(path)), None)
+        reason = unsupported_import(error) or f"{type(error).__name__}: {error}"
+        raise ConfigError(f"cannot load config.py: {reason}", path=path, line=line) from None
+    found = namespace.get("config")
+    if not isinstance(found, _ConfigObject):
+        configs = [v for v in namespace.values() if isinstance(v, Config)]
+        if len(configs) != 1:
+            raise ConfigError("config.py must define `config = Config(...)`", path=path)
+        found = configs[0]
+    return found.to_raw()
 
 
 class ExecutionContext:
