@@ -43,6 +43,9 @@ _KNOWN_KEYS = frozenset({
     "depends_on", "enabled", *KIND_LEVEL_KEYS})
 
 
+_JINJA = re.compile(r"\bJINJA_(?:QUERY|STATEMENT)_BEGIN\b", re.I)
+
+
 @dataclass(frozen=True)
 class MacroRef:
     """A macro used by a model: `call` (`@name(...)`) or `var` (`@name`), with the file line."""
@@ -64,6 +67,10 @@ class ParsedModel:
 
 def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> ParsedModel:
     """Parse one SQL model file; every problem is a ConfigError naming `path` and the line."""
+    jinja = _JINJA.search(text)
+    if jinja:
+        raise ConfigError(f"Jinja in models (`{jinja.group(0)}`) is not supported by meshbot yet; "
+                          "write the query in SQL with @macros", path=path, line=line_at(text, jinja.start()))
     all_blocks = split_blocks(text, keyword="MODEL", path=path, also="AUDIT")
     blocks = [b for b in all_blocks if b.keyword == "MODEL"]
     if len(blocks) > 1:
@@ -110,6 +117,9 @@ def _props_by_key(block: Block, path: Path, notes: list[tuple[str, int]]) -> dic
     for prop in block.props:
         if prop.key in props:
             raise ConfigError(f"`{prop.key}` is set twice in the MODEL header", path=path, line=prop.line)
+        if prop.key == "blueprints":
+            raise ConfigError("model blueprints (`blueprints (...)` with @blueprint_var) are not supported "
+                              "by meshbot yet; write one model file per blueprint", path=path, line=prop.line)
         if prop.key not in _KNOWN_KEYS:
             what = "is not supported by meshbot" if prop.key in _IGNORED_KEYS else "is not a MODEL property"
             notes.append((f"MODEL property `{prop.key}` {what} and is ignored", prop.line))
