@@ -175,9 +175,12 @@ def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_ca
     assert rows("SELECT n, status FROM compat__dev.part_counts ORDER BY status") == [(2, "a"), (1, "b"), (1, "c")]
     assert rows("SELECT id, amount, name, region FROM compat__dev.enriched ORDER BY id") == \
         [(1, 10, "ann", "north"), (2, 20, "bob", "south"), (3, 30, "ann", "north"), (4, 40, "cy", None)]
-    assert rows("SELECT id, status, CAST(updated_at AS STRING), valid_to FROM compat__dev.status_scd "
-                "ORDER BY id") == [(1, "a", "2024-01-01 00:00:00", None), (2, "b", "2024-01-01 00:00:00", None),
-                                   (3, "a", "2024-01-02 00:00:00", None), (4, "c", "2024-01-03 00:00:00", None)]
+    assert rows("SELECT id, status, CAST(updated_at AS STRING), CAST(valid_from AS STRING), valid_to "
+                "FROM compat__dev.status_scd ORDER BY id") == [
+        (1, "a", "2024-01-01 00:00:00", "1970-01-01 00:00:00", None),
+        (2, "b", "2024-01-01 00:00:00", "1970-01-01 00:00:00", None),
+        (3, "a", "2024-01-02 00:00:00", "1970-01-01 00:00:00", None),
+        (4, "c", "2024-01-03 00:00:00", "1970-01-01 00:00:00", None)]
     # the external models are read where they live, never from a versioned table
     env = context.state.get_environment("dev").by_name()
     assert rows("SELECT env, stage FROM ext.env_log ORDER BY stage DESC") == [("dev", "before"), ("dev", "after")]   # SQLMesh's
