@@ -16,6 +16,7 @@ from bot.errors import ConfigError, QualityError
 from bot.plan.definition import PlanOptions
 from bot.project.loader import load_project
 from bot.project.model import KindName
+from bot.spark.python_context import ExecutionContext, run_python_model
 
 FILES = {
     "config.yaml": """\
@@ -190,6 +191,11 @@ def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_ca
     assert properties["team"] == "data"
     assert env["ext.customers"].table_name == "ext.customers"
     assert result.audit_warnings == ()
+    # a plain function returning nothing writes an empty interval, like a generator yielding nothing
+    empty = run_python_model(lambda context, start, end, execution_time, **kwargs: None,
+                             ExecutionContext(spark, {}), start=0, end=86_400_000, execution_time=86_400_000,
+                             columns=[("id", "INT")], name="compat.nothing")
+    assert empty.count() == 0
     # `meshbot audit` runs the model audits (inline ones too) and the standalone audit; SQLMesh:
     # "audits passed 2" for enriched, "passed 1" for no_big_amounts and for py_daily
     report = context.audit(environment="dev")

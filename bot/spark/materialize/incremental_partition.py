@@ -9,16 +9,15 @@ from typing import Any
 from bot.errors import EngineError
 from bot.project.model import Kind
 from bot.spark.engine import SparkEngine, quote_table, spark_errors
-from bot.spark.materialize import common
+from bot.spark.materialize import common, full
 
 
 def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None,
            columns: Sequence[tuple[str, str]] | None, partitioned_by: Sequence[str] = ()) -> None:
     if not partitioned_by:
         raise EngineError(f"{table}: kind INCREMENTAL_BY_PARTITION needs `partitioned_by`")
-    cols = common.declared_or_query_columns(engine, table=table, query_sql=query_sql, columns=columns)
-    common.create_table(engine, table=table, columns=cols, partitioned_by=partitioned_by,
-                        normalize_types=bool(columns))
+    full.create(engine, kind=kind, table=table, query_sql=query_sql, columns=columns,
+                partitioned_by=partitioned_by)
 
 
 def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,

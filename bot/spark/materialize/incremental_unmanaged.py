@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from bot.project.model import Kind
 from bot.spark.engine import SparkEngine
 from bot.spark.materialize import common
+from bot.spark.materialize.full import create
 
-
-def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None,
-           columns: Sequence[tuple[str, str]] | None, partitioned_by: Sequence[str] = ()) -> None:
-    cols = common.declared_or_query_columns(engine, table=table, query_sql=query_sql, columns=columns)
-    common.create_table(engine, table=table, columns=cols, partitioned_by=partitioned_by,
-                        normalize_types=bool(columns))
+__all__ = ["create", "evaluate"]
 
 
 def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,
