@@ -189,7 +189,7 @@ def inferred_dependencies(source: str) -> tuple[str, ...]:
     """Tables read through `context.resolve_table("x")` / `context.table("x")` with a literal name,
     as SQLMesh infers a Python model's parents when `depends_on` is absent.
 
-    >>> inferred_dependencies("def f(context, **kw):\n    return context.fetchdf(f'SELECT * FROM {context.resolve_table(\"db.a\")}')")
+    >>> inferred_dependencies("rows = context.fetchdf(context.resolve_table('db.a'))")
     ('db.a',)
     """
     found: list[str] = []
