@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
 import contextlib
+import inspect
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from bot.errors import EngineError
@@ -90,13 +91,24 @@ def run_python_model(function: Callable[..., Any], context: ExecutionContext, *,
     nothing) writes an empty interval, given declared columns.
     """
     args = interval_datetimes(start, end, execution_time)
-    result = function(context=context, start=args[0], end=args[1], execution_time=args[2], latest=args[2])
+    kwargs: dict[str, Any] = dict(context=context, start=args[0], end=args[1], execution_time=args[2])
+    if _accepts(function, "latest"):
+        kwargs["latest"] = args[2]   # SQLMesh still passes it (the execution time)
+    result = function(**kwargs)
     if result is None:
         result = []
     try:
         return to_spark_df(context.spark, result, columns)
     except EngineError as error:
         raise EngineError(f"Python model {name}: {error}") from None
+
+
+def _accepts(function: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 @contextlib.contextmanager
