@@ -284,7 +284,8 @@ class Context:
         if not models:
             from bot.quality.audits import run_standalone_audits
             env = self.state.get_environment(normalize_environment(environment))
-            mapping = {name: entry.table_name for name, entry in (env.by_name() if env else {}).items()}
+            mapping = {name: name if entry.kind == "EXTERNAL" else entry.table_name
+                       for name, entry in (env.by_name() if env else {}).items()}
             results += run_standalone_audits(self.engine, audit_defs=self.project.audits, table_mapping=mapping,
                                              variables=self.config.variables)
         return AuditReport(results=tuple(results))

@@ -122,7 +122,8 @@ def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callab
     env = require_environment(state, environment)
     work = plan_run(state=state, environment=env, models_for=models_for,
                     execution_time=execution_time, default_start=default_start)
-    mapping: Mapping[str, str] = {s.name: s.table_name for s in env.snapshots}
+    mapping: Mapping[str, str] = {s.name: s.name if s.kind == KindName.EXTERNAL.value else s.table_name
+                                  for s in env.snapshots}   # an external model is read in place
     total = sum(len(item.batches) for item in work)
     evaluated: list[tuple[str, int, int]] = []
     warnings: list[Any] = []
