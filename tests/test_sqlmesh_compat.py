@@ -202,6 +202,17 @@ def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_ca
     assert sorted((r.audit, r.model, r.violation_count) for r in report.results) == [
         ("accepted_values", "compat.py_daily", 0), ("assert_region", "compat.enriched", 0),
         ("no_big_amounts", "standalone", 0), ("positive_amount", "compat.enriched", 0)]
+    # SQLMesh's plan after adding a column to each: "by_status (Non-breaking)" (a query it can
+    # analyze), "py_daily (Breaking)" (Python code)
+    for name, old, new in (("by_status.py", "SUM(amount) AS total FROM", "SUM(amount) AS total, COUNT(*) AS n FROM"),
+                           ("py_daily.py", '"window": "text"}', '"window": "text", "window2": "text"}')):
+        path = root / "models" / name
+        path.write_text(path.read_text().replace(old, new).replace('"window": f"', '"window2": "x", "window": f"'))
+    replan = Context(root).plan("dev", options=PlanOptions(start="2024-01-01", end="2024-01-04",
+                                                           execution_time="2024-01-05"))
+    assert {c.name: (c.change.value, c.category.value) for c in replan.changes} == {
+        "compat.by_status": ("directly_modified", "non_breaking"),
+        "compat.py_daily": ("directly_modified", "breaking")}
     # with `amount > 25`, SQLMesh's `audit`: "no_big_amounts ❌ FAIL [2]"; a blocking failure fails the plan
     (root / "audits" / "no_big_amounts.sql").write_text(
         "AUDIT (name no_big_amounts, standalone true);\nSELECT * FROM compat.raw_events WHERE amount > 25\n")
