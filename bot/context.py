@@ -118,11 +118,54 @@ class Context:
         evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
                                   environment_ttl_ms=ttl, progress=progress,
                                   default_start=self.config.model_defaults.start)
+        self._environment_statements(self.config.before_all, plan.environment, "before_all")
         log = evaluator.apply(plan)
+        self._environment_statements(self.config.after_all, plan.environment, "after_all")
+        if not plan.options.skip_backfill:
+            log.audit_warnings.extend(self._standalone_audits(evaluator.table_mapping(plan), plan))
         return ApplyResult(plan_id=plan.plan_id, environment=plan.environment,
                            evaluated=tuple(log.evaluated), views_created=log.views_created,
                            skipped_backfill=plan.options.skip_backfill,
                            audit_warnings=tuple(log.audit_warnings))
+
+    def _environment_statements(self, statements: Sequence[str], environment: str, key: str) -> None:
+        """config's `before_all`/`after_all`: each statement in the project dialect, with macros
+        (`@this_env`, `@gateway`, variables) rendered, run on Spark."""
+        if not statements:
+            return
+        from bot.errors import ConfigError
+        from bot.project.config import find_config_file
+        from bot.project.model import Kind
+        from bot.project.render import render_expression
+        from bot.project.sqltext import parse_sql
+
+        dialect = self.config.model_defaults.dialect
+        path = find_config_file(self.path)
+        owner = Model(name=f"config.{key}", kind=Kind(), dialect=dialect, path=path)
+        for text in statements:
+            try:
+                parsed = parse_sql(text, dialect)
+            except Exception as error:  # sqlglot raises several error types
+                raise ConfigError(f"`{key}` statement `{text[:60]}` does not parse: {error}", path=path) from None
+            for expression in parsed:
+                for item in render_expression(expression, model=owner, dialect=dialect,
+                                              variables={**self.config.variables, "this_env": environment},
+                                              gateway=self.gateway.name):
+                    self.engine.execute(item.sql(dialect="spark"), subject=f"running `{key}` of the config")
+
+    def _standalone_audits(self, mapping: dict[str, str], plan: Plan | None = None) -> list["AuditResult"]:
+        """Run the `standalone true` audits on the environment's tables; a blocking failure raises,
+        non-blocking ones come back as warnings."""
+        from bot.project.timeutil import to_ms
+        from bot.quality.api import raise_for_audits
+        from bot.quality.audits import run_standalone_audits
+
+        execution = plan.options.execution_time if plan is not None else None
+        results = run_standalone_audits(self.engine, audit_defs=self.project.audits, table_mapping=mapping,
+                                        variables=self.config.variables,
+                                        execution_time=to_ms(execution) if execution else None)
+        raise_for_audits(results)
+        return [r for r in results if not r.passed]
 
     def machine_local_storage(self) -> tuple[str, ...]:
         """What the gateway keeps only on this machine (state file, embedded catalog, local warehouse)."""
@@ -161,10 +204,13 @@ class Context:
 
         env = require_environment(self.state, normalize_environment(environment))
         runner = self._spark_runner()   # Spark starts only once the environment is known
-        return run_environment(state=self.state, runner=runner, models_for=runner.model_for,
-                               environment=env.name,
-                               execution_time=to_ms(execution_time) if execution_time else now_ms(),
-                               default_start=self.config.model_defaults.start, progress=progress)
+        self._environment_statements(self.config.before_all, env.name, "before_all")
+        result = run_environment(state=self.state, runner=runner, models_for=runner.model_for,
+                                 environment=env.name,
+                                 execution_time=to_ms(execution_time) if execution_time else now_ms(),
+                                 default_start=self.config.model_defaults.start, progress=progress)
+        self._environment_statements(self.config.after_all, env.name, "after_all")
+        return result
 
     def evaluate(self, model_name: str, *, start: str, end: str, limit: int | None = None,
                  execution_time: str | None = None) -> list[dict[str, Any]]:
@@ -236,6 +282,13 @@ class Context:
                                   audit_defs=self.project.audits,
                                   table=self.table_in(environment, name), start=start_ms,
                                   end=end_ms, variables=self.config.variables)
+        if not models:
+            from bot.quality.audits import run_standalone_audits
+            env = self.state.get_environment(normalize_environment(environment))
+            mapping = {name: name if entry.kind == "EXTERNAL" else entry.table_name
+                       for name, entry in (env.by_name() if env else {}).items()}
+            results += run_standalone_audits(self.engine, audit_defs=self.project.audits, table_mapping=mapping,
+                                             variables=self.config.variables)
         return AuditReport(results=tuple(results))
 
     def table_diff(self, source: str, target: str, model: str | None = None, *,

@@ -52,6 +52,8 @@ def metadata_hash(model: Model) -> str:
         "physical_properties": [list(p) for p in model.physical_properties],
         "enabled": model.enabled,
     }
+    if model.session_properties:
+        parts["session_properties"] = [list(p) for p in model.session_properties]
     return hash_parts(_canonical(parts))
 
 

@@ -105,6 +105,8 @@ class Snapshot:
 
     @property
     def table_name(self) -> str:
+        if self.kind == "EXTERNAL":   # an external model is read where it lives, never versioned
+            return self.name
         return physical_table_name(self.name, self.version, schema=self.physical_schema or None)
 
     @property

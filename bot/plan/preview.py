@@ -119,7 +119,8 @@ class _Preview:
         elif model.is_python:
             try:
                 frame = python_frame(engine=self.engine, model=model, table_mapping=mapping, interval=interval,
-                                     execution_time=self.execution_time)
+                                     execution_time=self.execution_time, variables=self.variables,
+                                     gateway=self.gateway)
             except BotError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the model's own code failed: say so, keep diffing others

@@ -17,7 +17,7 @@ from bot.project.render import render_sql
 from bot.quality.api import AuditResult
 from bot.snapshot import Snapshot
 from bot.spark.engine import SparkEngine, spark_errors
-from bot.spark.python_eval import to_spark_df
+from bot.spark.python_context import run_python_model
 from bot.state.api import Environment, StateSync
 
 ProgressCallback = Callable[[str, int, int], None]
@@ -122,7 +122,8 @@ def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callab
     env = require_environment(state, environment)
     work = plan_run(state=state, environment=env, models_for=models_for,
                     execution_time=execution_time, default_start=default_start)
-    mapping: Mapping[str, str] = {s.name: s.table_name for s in env.snapshots}
+    mapping: Mapping[str, str] = {s.name: s.name if s.kind == KindName.EXTERNAL.value else s.table_name
+                                  for s in env.snapshots}   # an external model is read in place
     total = sum(len(item.batches) for item in work)
     evaluated: list[tuple[str, int, int]] = []
     warnings: list[Any] = []
@@ -147,7 +148,7 @@ def evaluate_rows(*, engine: SparkEngine, model: Model, context_models: Mapping[
     """Rows of `model` for `interval`, read from the mapped tables; writes nothing, runs no statements."""
     if model.is_python:
         frame = python_frame(engine=engine, model=model, table_mapping=table_mapping, interval=interval,
-                             execution_time=execution_time)
+                             execution_time=execution_time, variables=variables, gateway=gateway)
         with spark_errors(f"evaluating {model.name}"):
             if limit is not None:
                 frame = frame.limit(limit)
@@ -158,14 +159,16 @@ def evaluate_rows(*, engine: SparkEngine, model: Model, context_models: Mapping[
 
 
 def python_frame(*, engine: SparkEngine, model: Model, table_mapping: Mapping[str, str],
-                 interval: Interval, execution_time: int) -> Any:
+                 interval: Interval, execution_time: int, variables: Mapping[str, Any] | None = None,
+                 gateway: str = "") -> Any:
     """A Python model's rows for `interval` as a Spark DataFrame (cast to its declared columns)."""
     start, end = interval
     function = resolve_python_model(model)
     with spark_errors(f"evaluating {model.name}"):
-        result = function(PythonModelContext(engine.session, table_mapping), start=start, end=end,
-                          execution_time=execution_time)
-        return to_spark_df(engine.session, result, model.columns or None)
+        return run_python_model(
+            function, PythonModelContext(engine.session, table_mapping, variables=variables, gateway=gateway),
+            start=start, end=end, execution_time=execution_time, columns=model.columns or None,
+            name=model.name)
 
 
 def query_sql(*, model: Model, context_models: Mapping[str, Model], table_mapping: Mapping[str, str],

@@ -18,22 +18,14 @@ from bot.quality.audits import run_audits
 from bot.snapshot import Snapshot
 from bot.spark import materialize
 from bot.spark.engine import SparkEngine, quote_table
-from bot.spark.python_eval import to_spark_df
+from bot.spark.python_context import (ExecutionContext, physical_properties_sql, run_python_model,
+                                      session_properties)
 from bot.state.api import Interval
 
 VIEW_THREADS = 4
 
 
-@dataclass
-class PythonModelContext:
-    """What a Python model's function receives as `context`: `spark` and `table(name)`."""
-
-    spark: Any
-    mapping: Mapping[str, str]
-
-    def table(self, name: str) -> str:
-        key = name.lower()
-        return self.mapping.get(key, self.mapping.get(f"default.{key}", name))
+PythonModelContext = ExecutionContext   # the name other modules import
 
 
 @dataclass
@@ -73,9 +65,17 @@ class SparkRunner:
         materialize.create_physical(self.engine, kind=self._kind(model), table=table,
                                     query_sql=query_sql, columns=model.columns or None,
                                     partitioned_by=model.partitioned_by)
+        if model.physical_properties and model.kind.name is not KindName.VIEW:
+            self.engine.execute(physical_properties_sql(table, model.physical_properties))
 
     def evaluate(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
                  table_mapping: Mapping[str, str], execution_time: int) -> None:
+        with session_properties(self.engine.session, model.session_properties):
+            self._evaluate(model, table=table, interval=interval, table_mapping=table_mapping,
+                           execution_time=execution_time)
+
+    def _evaluate(self, model: Model, *, table: str, interval: Interval, table_mapping: Mapping[str, str],
+                  execution_time: int) -> None:
         start, end = interval
         kwargs = self._render_kwargs(model, table=table, mapping=table_mapping,
                                      interval=interval, execution_time=execution_time)
@@ -84,10 +84,12 @@ class SparkRunner:
         if model.kind.name is KindName.SEED:
             query: Any = None
         elif model.is_python:
-            function = resolve_python_model(model)
-            result = function(PythonModelContext(self.engine.session, table_mapping),
-                              start=start, end=end, execution_time=execution_time)
-            query = to_spark_df(self.engine.session, result, model.columns or None)
+            query = run_python_model(
+                resolve_python_model(model),
+                PythonModelContext(self.engine.session, table_mapping, variables=self.config.variables,
+                                   gateway=self.gateway),
+                start=start, end=end, execution_time=execution_time, columns=model.columns or None,
+                name=model.name)
         else:
             query = render_sql(model, **kwargs)
         materialize.evaluate(self.engine, kind=self._kind(model), table=table, query=query,

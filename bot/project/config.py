@@ -101,6 +101,8 @@ class ProjectConfig:
     include_unmodified: bool = False
     cicd_bot: dict[str, Any] = field(default_factory=dict)   # parsed by bot.github.settings
     users: tuple[UserConfig, ...] = ()
+    before_all: tuple[str, ...] = ()   # SQL statements run before every plan apply and run
+    after_all: tuple[str, ...] = ()    # ... and after
 
     def gateway(self, name: str | None = None) -> Gateway:
         key = name or self.default_gateway
@@ -115,7 +117,7 @@ class ProjectConfig:
 # Parsing config.yaml
 # --------------------------------------------------------------------------------------------
 
-CONFIG_FILES = ("config.yaml", "config.yml")
+CONFIG_FILES = ("config.yaml", "config.yml", "config.py")   # config.py: a SQLMesh `Config` object
 DEFAULT_STATE_DB = ".meshbot/state.db"
 _MISSING = object()
 
@@ -254,16 +256,20 @@ def find_config_file(root: Path) -> Path:
     for name in CONFIG_FILES:
         if (root / name).is_file():
             return root / name
-    raise ConfigError(f"no config.yaml (or config.yml) in {root}", path=root / "config.yaml")
+    raise ConfigError(f"no config.yaml (or config.yml, config.py) in {root}", path=root / "config.yaml")
 
 
 def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> ProjectConfig:
     """Read `<root>/config.yaml` (or config.yml) into a ProjectConfig; env_var() resolved from `environ`."""
     root = Path(root).resolve()
     path = find_config_file(root)
-    text, values = render_env_vars(read_text(path), path=path,
-                                   environ=os.environ if environ is None else environ)
-    raw = read_yaml(path, text, values=values) or {}
+    if path.suffix == ".py":
+        from bot.project.sqlmesh_shim import python_config
+        text, raw = "", python_config(path)
+    else:
+        text, values = render_env_vars(read_text(path), path=path,
+                                       environ=os.environ if environ is None else environ)
+        raw = read_yaml(path, text, values=values) or {}
     if not isinstance(raw, dict):
         raise ConfigError("config must be a mapping of settings", path=path)
     gateways = _parse_gateways(raw.get("gateways"), root=root, path=path)
@@ -272,6 +278,7 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         raise ConfigError(f"default_gateway `{default_gateway}` is not one of the gateways: "
                           f"{', '.join(gateways)}", path=path)
     plan = _mapping(raw.get("plan"), "plan", path)
+    _warn_unused_keys(raw, text, path)
     return ProjectConfig(
         root=root,
         gateways=gateways,
@@ -287,7 +294,45 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         include_unmodified=bool(plan.get("include_unmodified", False)),
         cicd_bot=dict(_mapping(raw.get("cicd_bot"), "cicd_bot", path)),
         users=_parse_users(raw.get("users"), path),
+        before_all=_statements(raw.get("before_all"), "before_all", path),
+        after_all=_statements(raw.get("after_all"), "after_all", path),
     )
+
+
+_CONFIG_KEYS = frozenset({"gateways", "default_gateway", "model_defaults", "variables", "snapshot_ttl",
+                          "environment_ttl", "physical_schema_mapping", "plan", "cicd_bot", "users",
+                          "before_all", "after_all"})
+
+
+def _statements(value: Any, key: str, path: Path) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"`{key}` must be a list of SQL statements", path=path)
+    return tuple(value)
+_MODEL_DEFAULT_KEYS = frozenset({"dialect", "kind", "cron", "start", "owner", "on_destructive_change"})
+_PLAN_KEYS = frozenset({"auto_categorize_changes", "include_unmodified"})
+
+
+def _key_line(text: str, key: str, *, indent: str = "") -> int | None:
+    match = re.search(rf"^{indent}{re.escape(key)}\s*:", text, re.M)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+def _warn_unused_keys(raw: dict, text: str, path: Path) -> None:
+    """A config key meshbot does not use is a warning naming it and its line (never silently dropped)."""
+    from bot.project.warn import project_warning
+
+    for key in raw:
+        if key not in _CONFIG_KEYS:
+            project_warning(f"config key `{key}` is not supported by meshbot and is ignored", path=path,
+                            line=_key_line(text, str(key)))
+    for section, known in (("model_defaults", _MODEL_DEFAULT_KEYS), ("plan", _PLAN_KEYS)):
+        value = raw.get(section)
+        for key in value if isinstance(value, dict) else ():
+            if key not in known:
+                project_warning(f"config key `{section}.{key}` is not supported by meshbot and is ignored",
+                                path=path, line=_key_line(text, str(key), indent=r"[ \t]+"))
 
 
 def _mapping(value: Any, key: str, path: Path) -> dict[str, Any]:

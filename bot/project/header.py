@@ -42,13 +42,18 @@ class Block:
     props: tuple[Prop, ...]
     line: int
     body: tuple[tuple[int, str], ...]   # (offset in the file, statement text)
+    offset: int = 0                     # where the header starts in the file
 
 
-def split_blocks(text: str, *, keyword: str, path: Path) -> list[Block]:
-    """Find every `KEYWORD (...)` block; statements after a block belong to it. The file must start with one."""
-    pattern = re.compile(rf"{keyword}\s*\(", re.I)
+def split_blocks(text: str, *, keyword: str, path: Path, also: str | None = None) -> list[Block]:
+    """Find every `KEYWORD (...)` block; statements after a block belong to it. The file must start with one.
+
+    `also` names a second keyword whose blocks may follow (a model file's inline `AUDIT (...)`).
+    """
+    first = re.compile(rf"{keyword}\s*\(", re.I)
+    pattern = re.compile(rf"({keyword}|{also})\s*\(", re.I) if also else first
     pos = skip_blank(text)
-    if not pattern.match(text, pos):
+    if not first.match(text, pos):
         raise ConfigError(f"expected the file to start with a `{keyword} (...)` header",
                           path=path, line=line_at(text, pos))
     blocks: list[Block] = []
@@ -56,17 +61,19 @@ def split_blocks(text: str, *, keyword: str, path: Path) -> list[Block]:
         match = pattern.match(text, pos)
         if match:
             header_line = line_at(text, pos)
+            word = match.group(0).split("(")[0].strip().upper()
             close = matching_paren(text, match.end() - 1)
             if close < 0:
-                raise ConfigError(f"`{keyword} (` is never closed", path=path, line=header_line)
+                raise ConfigError(f"`{word} (` is never closed", path=path, line=header_line)
             props = parse_props(text[match.end():close], base=match.end(), text=text, path=path)
-            blocks.append(Block(keyword.upper(), props, header_line, ()))
+            blocks.append(Block(word, props, header_line, (), pos))
             pos = close + 1
         end = statement_end(text, pos)
         start = skip_blank(text, pos)
         if start < end:
             last = blocks[-1]
-            blocks[-1] = Block(last.keyword, last.props, last.line, last.body + ((start, text[start:end]),))
+            blocks[-1] = Block(last.keyword, last.props, last.line, last.body + ((start, text[start:end]),),
+                               last.offset)
         pos = skip_blank(text, end + 1)
     return blocks
 

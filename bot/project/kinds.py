@@ -11,7 +11,7 @@ from sqlglot import exp
 from bot.errors import ConfigError
 from bot.project.header import (Prop, parse_props, parse_value, value_bool, value_int, value_items,
                                 value_names, value_text)
-from bot.project.model import Kind, KindName, OnDestructiveChange
+from bot.project.model import KIND_ALIASES, Kind, KindName, OnDestructiveChange
 
 _KIND = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
 # Header keys accepted at the model level that are kind properties (SQLMesh accepts both places).
@@ -24,7 +24,7 @@ _IGNORED = frozenset({"batch_concurrency", "on_additive_change", "auto_restateme
 
 
 def parse_kind(prop: Prop | None, *, default: str | None, dialect: str, path: Path,
-               extra: dict[str, Prop], on_destructive_change: str = "error") -> Kind:
+               extra: dict[str, Prop], on_destructive_change: str = "error", model_name: str = "") -> Kind:
     """The model's Kind; `extra` holds kind-level keys written at the model level (batch_size...)."""
     if prop is None:
         name_text, props = (default or "VIEW"), ()
@@ -35,6 +35,10 @@ def parse_kind(prop: Prop | None, *, default: str | None, dialect: str, path: Pa
             raise ConfigError(f"invalid kind `{prop.text[:60]}`", path=path, line=prop.line)
         name_text, inner, line = match.group(1), match.group(2), prop.line
         props = _inner_props(inner, prop.line, path) if inner is not None else ()
+    if name_text.upper() == "CUSTOM":
+        materialization = next((value_text(parse_value(p, dialect=dialect, path=path), dialect)
+                                for p in props if p.key == "materialization"), "?")
+        raise custom_kind_error(model_name, materialization, path=path, line=line)
     name = _kind_name(name_text, path=path, line=line)
     fields: dict[str, Any] = {"name": name,
                               "on_destructive_change": OnDestructiveChange(on_destructive_change)}
@@ -44,9 +48,25 @@ def parse_kind(prop: Prop | None, *, default: str | None, dialect: str, path: Pa
     return Kind(**fields)
 
 
+def ignored_kind_properties(prop: Prop | None, path: Path) -> list[tuple[str, int]]:
+    """(key, line) of the kind's properties meshbot reads but does not use (warned about by the loader)."""
+    if prop is None:
+        return []
+    match = _KIND.match(prop.text)
+    if not match or match.group(2) is None:
+        return []
+    return [(p.key, p.line) for p in _inner_props(match.group(2), prop.line, path) if p.key in _IGNORED]
+
+
+def custom_kind_error(model_name: str, materialization: str, *, path: Path, line: int | None) -> ConfigError:
+    return ConfigError(f"model {model_name or '?'}: kind CUSTOM (materialization `{materialization}`) is not "
+                       "supported by meshbot: custom materializations run on SQLMesh's engine adapters; "
+                       "use a built-in kind", path=path, line=line)
+
+
 def _kind_name(text: str, *, path: Path, line: int | None) -> KindName:
     try:
-        return KindName(text.upper())
+        return KindName(KIND_ALIASES.get(text.upper(), text.upper()))
     except ValueError:
         known = ", ".join(k.value for k in KindName)
         raise ConfigError(f"unknown model kind `{text}`; known kinds: {known}", path=path,
@@ -70,7 +90,8 @@ def _apply_property(fields: dict[str, Any], prop: Prop, *, dialect: str, path: P
             fields["time_column_format"] = value_text(items[1], dialect)
     elif key in ("batch_size", "lookback"):
         fields[key] = value_int(prop, value, dialect, path)
-    elif key in ("forward_only", "disable_restatement", "invalidate_hard_deletes", "materialized"):
+    elif key in ("forward_only", "disable_restatement", "invalidate_hard_deletes", "materialized",
+                 "insert_overwrite"):
         fields[key] = value_bool(prop, value, dialect, path)
     elif key == "on_destructive_change":
         fields[key] = _on_destructive_change(prop, value_text(value, dialect), path)

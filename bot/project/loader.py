@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping
 from sqlglot import exp
 
 from bot.errors import ConfigError
+from bot.project.audit_parser import AuditDefinition, audits_from_blocks
 from bot.project.cache import ModelCache, cache_context, content_key, paused_gc
 from bot.project.config import ProjectConfig, decode_text, load_config, read_text, read_yaml
 from bot.project.dag import DAG
@@ -25,24 +26,11 @@ from bot.project.model import AuditRef, Kind, KindName, Model
 from bot.project.model_parser import (BUILTIN_MACRO_FUNCTIONS, BUILTIN_MACRO_VARIABLES, ParsedModel,
                                       parse_model_file)
 from bot.project.sqltext import normalize_name, parse_sql, preprocess_macros, to_sql
+from bot.project.warn import project_warning
 
 __all__ = ["AuditDefinition", "Project", "load_project", "parse_sql", "preprocess_macros", "to_sql"]
 
 EXTERNAL_MODELS_FILES = ("external_models.yaml", "external_models.yml")
-
-
-@dataclass(frozen=True)
-class AuditDefinition:
-    """A user audit from audits/*.sql: `AUDIT (name x, blocking false, defaults (...)); SELECT ...`."""
-
-    name: str
-    query: exp.Expression
-    query_text: str
-    path: Path
-    dialect: str
-    blocking: bool = True
-    defaults: tuple[tuple[str, str], ...] = ()   # (argument, SQL text in the audit's dialect)
-    line: int = 1
 
 
 @dataclass(frozen=True)
@@ -66,6 +54,9 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
     config = config or load_config(root)
     parsed, digests = _load_sql_models(root, config, use_cache=use_cache)
     _check_macros(root, config, parsed)
+    for item in parsed:
+        for message, line in getattr(item, "warnings", ()):
+            project_warning(message, path=item.model.path, line=line)
     models = [p.model for p in parsed]
     models += _load_python_models(root, config)
     models += load_external_models(root, config)
@@ -73,7 +64,7 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
     dag = DAG.build(by_name)
     return Project(
         root=root, config=config, models={name: by_name[name] for name in dag.order},
-        audits=load_audits(root, config), test_files=_test_files(root),
+        audits=_with_inline_audits(load_audits(root, config), parsed), test_files=_test_files(root),
         macro_files=tuple(sorted((root / "macros").rglob("*.py"))) if (root / "macros").is_dir() else (),
         dag=dag, source_digests={p.model.name: digest for p, digest in zip(parsed, digests)},
     )
@@ -157,7 +148,8 @@ def _load_python_models(root: Path, config: ProjectConfig) -> list[Model]:
     loader = _optional_function("bot.project.python_model", "load_python_models")
     if loader is None:
         return []
-    return [model for path in files for model in loader(path, defaults=config.model_defaults)]
+    return [model for path in files
+            for model in loader(path, defaults=config.model_defaults, variables=config.variables)]
 
 
 def _check_macros(root: Path, config: ProjectConfig, parsed: list[ParsedModel]) -> None:
@@ -198,9 +190,12 @@ def _index_models(models: Iterable[Model]) -> dict[str, Model]:
 
 def load_external_models(root: Path, config: ProjectConfig) -> list[Model]:
     """external_models.yaml: a list of `{name, columns: {col: type}, audits?}` → EXTERNAL models."""
-    path = next((root / n for n in EXTERNAL_MODELS_FILES if (root / n).is_file()), None)
-    if path is None:
-        return []
+    paths = [root / n for n in EXTERNAL_MODELS_FILES if (root / n).is_file()]
+    paths += _files(root / "external_models", "*.yaml", "*.yml")
+    return [model for path in paths for model in _external_models_file(path, config)]
+
+
+def _external_models_file(path: Path, config: ProjectConfig) -> list[Model]:
     raw = read_yaml(path) or []
     if not isinstance(raw, list):
         raise ConfigError("expected a list of external models", path=path)
@@ -259,7 +254,8 @@ def load_audits(root: Path, config: ProjectConfig) -> dict[str, AuditDefinition]
     audits: dict[str, AuditDefinition] = {}
     for path in _files(root / "audits", "*.sql"):
         text = read_text(path)
-        for audit in _parse_audit_file(path, text, default_dialect=config.model_defaults.dialect):
+        blocks = split_blocks(text, keyword="AUDIT", path=path)
+        for audit in audits_from_blocks(blocks, text=text, path=path, default_dialect=config.model_defaults.dialect):
             if audit.name in audits:
                 raise ConfigError(f"duplicate audit `{audit.name}`: also defined in {audits[audit.name].path}",
                                   path=path, line=audit.line)
@@ -267,35 +263,17 @@ def load_audits(root: Path, config: ProjectConfig) -> dict[str, AuditDefinition]
     return audits
 
 
-def _parse_audit_file(path: Path, text: str, *, default_dialect: str) -> list[AuditDefinition]:
-    audits = []
-    for block in split_blocks(text, keyword="AUDIT", path=path):
-        props = {p.key: p for p in block.props}
-        if "name" not in props:
-            raise ConfigError("the AUDIT header needs a `name`", path=path, line=block.line)
-        dialect = value_text(parse_value(props["dialect"], dialect="", path=path), "").lower() \
-            if "dialect" in props else default_dialect
-        values = {k: parse_value(p, dialect=dialect, path=path) for k, p in props.items()}
-        statements = parse_body(block, text=text, dialect=dialect, path=path)
-        query = next((s for s in statements if isinstance(s.expression, exp.Query)), None)
-        name = value_text(values["name"], dialect).lower()
-        if query is None:
-            raise ConfigError(f"audit `{name}` has no query", path=path, line=block.line)
-        blocking = value_text(values["blocking"], dialect).lower() != "false" if "blocking" in values else True
-        audits.append(AuditDefinition(
-            name=name, query=query.expression, query_text=query.text, path=path, dialect=dialect,
-            blocking=blocking, line=block.line,
-            defaults=_audit_defaults(props, values, dialect=dialect, path=path),
-        ))
-    return audits
-
-
-def _audit_defaults(props: dict, values: dict, *, dialect: str, path: Path) -> tuple[tuple[str, str], ...]:
-    if "defaults" not in values:
-        return ()
-    value_pairs(props["defaults"], values["defaults"], dialect, path)   # validates the shape
-    return tuple((value_text(item.this, dialect).lower(), to_sql(item.expression, dialect))
-                 for item in value_items(values["defaults"]))
+def _with_inline_audits(audits: dict[str, AuditDefinition],
+                        parsed: list[ParsedModel]) -> dict[str, AuditDefinition]:
+    """audits/*.sql plus the `AUDIT (...)` blocks written in model files; a name is defined once."""
+    merged = dict(audits)
+    for item in parsed:
+        for audit in getattr(item, "audits", ()):
+            if audit.name in merged:
+                raise ConfigError(f"duplicate audit `{audit.name}`: also defined in {merged[audit.name].path}",
+                                  path=audit.path, line=audit.line)
+            merged[audit.name] = audit
+    return merged
 
 
 def _test_files(root: Path) -> tuple[Path, ...]:

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from bot.errors import ConfigError
 from bot.project.macro_builtins import BUILTINS, to_expression
-from bot.project.sqlmesh_shim import sqlmesh_shim
+from bot.project.sqlmesh_shim import project_imports, sqlmesh_shim, unsupported_import
 from bot.project.sqltext import macro_call_name as macro_name
 from bot.project.sqltext import parse_sql
 from bot.project.timeutil import to_datetime, to_ds, to_ts
@@ -66,12 +66,13 @@ def _import_file(path: Path) -> dict[str, Any]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
-        with sqlmesh_shim():
+        with sqlmesh_shim(), project_imports(path.resolve().parent.parent):
             spec.loader.exec_module(module)
     except Exception as error:  # a user file: report any failure with its line
         line = next((f.lineno for f in reversed(traceback.extract_tb(error.__traceback__))
                      if Path(f.filename) == path), None)
-        raise ConfigError(f"cannot import: {type(error).__name__}: {error}", path=path, line=line) from error
+        reason = unsupported_import(error) or f"{type(error).__name__}: {error}"
+        raise ConfigError(f"cannot import: {reason}", path=path, line=line) from error
     finally:
         sys.modules.pop(module_name, None)
     return vars(module)

@@ -22,16 +22,24 @@ class KindName(str, Enum):
     SEED = "SEED"
     EXTERNAL = "EXTERNAL"
     EMBEDDED = "EMBEDDED"
+    INCREMENTAL_BY_PARTITION = "INCREMENTAL_BY_PARTITION"
+    INCREMENTAL_UNMANAGED = "INCREMENTAL_UNMANAGED"
 
     @property
     def is_incremental(self) -> bool:
         return self in (KindName.INCREMENTAL_BY_TIME_RANGE, KindName.INCREMENTAL_BY_UNIQUE_KEY,
-                        KindName.SCD_TYPE_2_BY_TIME, KindName.SCD_TYPE_2_BY_COLUMN)
+                        KindName.SCD_TYPE_2_BY_TIME, KindName.SCD_TYPE_2_BY_COLUMN,
+                        KindName.INCREMENTAL_BY_PARTITION, KindName.INCREMENTAL_UNMANAGED)
+
 
     @property
     def is_materialized(self) -> bool:
         """True when the kind owns a physical table or view (EXTERNAL and EMBEDDED do not)."""
         return self not in (KindName.EXTERNAL, KindName.EMBEDDED)
+
+
+# Other spellings SQLMesh accepts for a kind.
+KIND_ALIASES = {"SCD_TYPE_2": KindName.SCD_TYPE_2_BY_TIME.value}
 
 
 class OnDestructiveChange(str, Enum):
@@ -61,6 +69,8 @@ class Kind:
     updated_at_name: str = "updated_at"
     scd_columns: tuple[str, ...] = ()  # BY_COLUMN: columns whose change opens a new version; ("*",) = all
     invalidate_hard_deletes: bool = False
+    # INCREMENTAL_UNMANAGED: replace the whole table on each run instead of appending
+    insert_overwrite: bool = False
     # VIEW
     materialized: bool = False
     # SEED
@@ -80,6 +90,8 @@ class Kind:
                          invalidate_hard_deletes=self.invalidate_hard_deletes)
         if self.name is KindName.VIEW:
             props["materialized"] = self.materialized
+        if self.name is KindName.INCREMENTAL_UNMANAGED:
+            props["insert_overwrite"] = self.insert_overwrite
         if self.name is KindName.SEED:
             props["csv_settings"] = [list(item) for item in self.csv_settings]
         return props
@@ -133,6 +145,7 @@ class Model:
     columns: tuple[tuple[str, str], ...] = ()    # declared (name, Spark type), in order
     partitioned_by: tuple[str, ...] = ()
     physical_properties: tuple[tuple[str, str], ...] = ()
+    session_properties: tuple[tuple[str, str], ...] = ()   # Spark settings while the model is evaluated
     depends_on_explicit: tuple[str, ...] = ()
     depends_on: frozenset[str] = field(default_factory=frozenset)  # parents found in the SQL plus explicit
     enabled: bool = True

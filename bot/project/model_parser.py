@@ -12,11 +12,12 @@ from croniter import croniter
 from sqlglot import exp
 
 from bot.errors import ConfigError
+from bot.project.audit_parser import audits_from_blocks
 from bot.project.config import ModelDefaults
 from bot.project.header import (Block, Prop, Statement, column_types, parse_body, parse_value,
                                 split_blocks, value_bool, value_items, value_names, value_pairs,
                                 value_text)
-from bot.project.kinds import KIND_LEVEL_KEYS, parse_kind
+from bot.project.kinds import KIND_LEVEL_KEYS, ignored_kind_properties, parse_kind
 from bot.project.model import AuditRef, KindName, Model
 from bot.project.sqltext import (line_at, macro_call_name, normalize_name, table_references, to_sql)
 
@@ -32,13 +33,17 @@ BUILTIN_MACRO_FUNCTIONS = frozenset({
     "resolve_template", "and", "or", "eval", "map", "resolve_table", "this_model"})
 _IGNORED_KEYS = frozenset({
     "stamp", "interval_unit", "allow_partials", "storage_format", "table_format", "clustered_by",
-    "session_properties", "virtual_properties", "gateway", "signals", "references", "formatting",
+    "virtual_properties", "gateway", "signals", "references", "formatting",
     "optimize_query", "ignored_rules", "validate_query", "project", "cron_tz", "blueprints",
     "audits_properties", "kind_properties", "virtual_environment_mode", "mview", "column_types"})
 _KNOWN_KEYS = frozenset({
     "name", "kind", "dialect", "cron", "start", "end", "grain", "grains", "audits", "owner", "tags",
     "description", "column_descriptions", "columns", "partitioned_by", "physical_properties",
+    "session_properties",
     "depends_on", "enabled", *KIND_LEVEL_KEYS})
+
+
+_JINJA = re.compile(r"\bJINJA_(?:QUERY|STATEMENT)_BEGIN\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -56,21 +61,33 @@ class ParsedModel:
 
     model: Model
     macro_refs: tuple[MacroRef, ...] = ()
+    audits: tuple[Any, ...] = ()    # AuditDefinitions written inline (`AUDIT (...)` after the query)
+    warnings: tuple[tuple[str, int], ...] = ()   # (message, line): properties meshbot does not use
 
 
 def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> ParsedModel:
     """Parse one SQL model file; every problem is a ConfigError naming `path` and the line."""
-    blocks = split_blocks(text, keyword="MODEL", path=path)
+    jinja = _JINJA.search(text)
+    if jinja:
+        raise ConfigError(f"Jinja in models (`{jinja.group(0)}`) is not supported by meshbot yet; "
+                          "write the query in SQL with @macros", path=path, line=line_at(text, jinja.start()))
+    all_blocks = split_blocks(text, keyword="MODEL", path=path, also="AUDIT")
+    blocks = [b for b in all_blocks if b.keyword == "MODEL"]
     if len(blocks) > 1:
         raise ConfigError("a model file holds exactly one MODEL (...) block", path=path, line=blocks[1].line)
     block = blocks[0]
-    props = _props_by_key(block, path)
+    audit_blocks = [b for b in all_blocks if b.keyword == "AUDIT"]
+    notes: list[tuple[str, int]] = []
+    props = _props_by_key(block, path, notes)
     dialect = value_text(parse_value(props["dialect"], dialect="", path=path), "").lower() \
         if "dialect" in props else defaults.dialect
     statements = parse_body(block, text=text, dialect=dialect, path=path)
     query_index = next((i for i, s in enumerate(statements) if isinstance(s.expression, exp.Query)), None)
     fields = _header_fields(props, dialect=dialect, defaults=defaults, path=path, line=block.line)
     kind = fields["kind"]
+    if kind.name is KindName.INCREMENTAL_BY_PARTITION and not fields["partitioned_by"]:
+        raise ConfigError(f"model {fields['name']}: kind INCREMENTAL_BY_PARTITION requires `partitioned_by`",
+                          path=path, line=props["kind"].line)
     if query_index is None and kind.name is not KindName.SEED:
         raise ConfigError(f"model `{fields['name']}` has no query (a SELECT after the MODEL header)",
                           path=path, line=block.line)
@@ -88,16 +105,25 @@ def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> Parse
         query_text=query_stmt.text if query_stmt else "",
         pre_statements=pre, post_statements=post, depends_on=frozenset(depends),
     )
-    return ParsedModel(model, macro_references(everything, text=text, start=0))
+    inline = tuple(audits_from_blocks(audit_blocks, text=text, path=path, default_dialect=dialect)) \
+        if audit_blocks else ()
+    notes += [(f"model {model.name}: kind property `{key}` is not supported by meshbot and is ignored", line)
+              for key, line in ignored_kind_properties(props.get("kind"), path)]
+    return ParsedModel(model, macro_references(everything, text=text, start=0), inline, tuple(notes))
 
 
-def _props_by_key(block: Block, path: Path) -> dict[str, Prop]:
+def _props_by_key(block: Block, path: Path, notes: list[tuple[str, int]]) -> dict[str, Prop]:
     props: dict[str, Prop] = {}
     for prop in block.props:
         if prop.key in props:
             raise ConfigError(f"`{prop.key}` is set twice in the MODEL header", path=path, line=prop.line)
-        if prop.key not in _KNOWN_KEYS and prop.key not in _IGNORED_KEYS:
-            raise ConfigError(f"unknown MODEL property `{prop.key}`", path=path, line=prop.line)
+        if prop.key == "blueprints":
+            raise ConfigError("model blueprints (`blueprints (...)` with @blueprint_var) are not supported "
+                              "by meshbot yet; write one model file per blueprint", path=path, line=prop.line)
+        if prop.key not in _KNOWN_KEYS:
+            what = "is not supported by meshbot" if prop.key in _IGNORED_KEYS else "is not a MODEL property"
+            notes.append((f"MODEL property `{prop.key}` {what} and is ignored", prop.line))
+            continue
         props[prop.key] = prop
     if "name" not in props:
         raise ConfigError("the MODEL header needs a `name`", path=path, line=block.line)
@@ -123,7 +149,7 @@ def _header_fields(props: dict[str, Prop], *, dialect: str, defaults: ModelDefau
         name=name,
         kind=parse_kind(props.get("kind"), default=defaults.kind, dialect=dialect, path=path,
                         extra={k: props[k] for k in KIND_LEVEL_KEYS if k in props},
-                        on_destructive_change=defaults.on_destructive_change),
+                        on_destructive_change=defaults.on_destructive_change, model_name=name),
         cron=cron,
         start=text("start", defaults.start),
         end=text("end"),
@@ -141,6 +167,8 @@ def _header_fields(props: dict[str, Prop], *, dialect: str, defaults: ModelDefau
         if "partitioned_by" in values else (),
         physical_properties=value_pairs(props["physical_properties"], values["physical_properties"],
                                         dialect, path) if "physical_properties" in values else (),
+        session_properties=value_pairs(props["session_properties"], values["session_properties"],
+                                       dialect, path) if "session_properties" in values else (),
         depends_on_explicit=tuple(normalize_name(n, dialect) for n in value_names(values["depends_on"], dialect))
         if "depends_on" in values else (),
         enabled=value_bool(props["enabled"], values["enabled"], dialect, path) if "enabled" in values else True,

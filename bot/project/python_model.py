@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import sys
@@ -15,9 +16,10 @@ from sqlglot import exp
 
 from bot.errors import ConfigError
 from bot.project.config import ModelDefaults, read_text
-from bot.project.model import AuditRef, Kind, KindName, Model, OnDestructiveChange
-from bot.project.sqlmesh_shim import sqlmesh_shim
-from bot.project.sqltext import normalize_name
+from bot.project.model import KIND_ALIASES, AuditRef, Kind, KindName, Model, OnDestructiveChange
+from bot.project.sqlmesh_shim import project_imports, project_root, sqlmesh_shim, unsupported_import
+from bot.project.sqltext import normalize_name, parse_sql, table_references
+from bot.project.warn import project_warning
 
 _MODEL_ATTR = "__meshbot_model__"
 _KIND_FIELDS = {f.name for f in fields(Kind)} - {"name"}
@@ -44,6 +46,11 @@ class PythonModelSpec:
     description: str | None = None
     partitioned_by: tuple[str, ...] = ()
     enabled: bool = True
+    is_sql: bool = False
+    physical_properties: tuple[tuple[str, str], ...] = ()
+    session_properties: tuple[tuple[str, str], ...] = ()
+    depends_on_given: bool = False
+    ignored: tuple[str, ...] = ()     # keyword arguments meshbot does not use (warned about)
 
 
 def _names(value: str | list | tuple | None) -> tuple[str, ...]:
@@ -57,15 +64,20 @@ def model(name: str, *, kind: Any = None, columns: Mapping[str, str] | None = No
           end: Any = None, grain: str | list[str] | None = None, grains: list[str] | None = None,
           owner: str | None = None, tags: list[str] | None = None, audits: list[Any] | None = None,
           description: str | None = None, partitioned_by: str | list[str] | None = None,
-          enabled: bool = True, **_ignored: Any) -> Callable[[Callable], Callable]:
+          enabled: bool = True, is_sql: bool = False, physical_properties: Mapping[str, Any] | None = None,
+          session_properties: Mapping[str, Any] | None = None, **ignored: Any) -> Callable[[Callable], Callable]:
     """Declare a Python model; the decorated `execute(context, start, end, execution_time, **kwargs)`
-    returns a pandas or Spark DataFrame. `kind` is 'FULL' or {'name': ..., 'time_column': ...};
-    without one the kind is FULL (model_defaults.kind is not used: a VIEW cannot hold a DataFrame)."""
+    returns (or yields) pandas or Spark DataFrames. `kind` is 'FULL' or {'name': ..., 'time_column': ...};
+    without one the kind is FULL (model_defaults.kind is not used: a VIEW cannot hold a DataFrame).
+    With `is_sql=True` the function receives a macro evaluator and returns the model's query."""
     spec = PythonModelSpec(
         name=name, kind=kind, columns=tuple((str(k), str(v)) for k, v in (columns or {}).items()),
         depends_on=_names(depends_on), cron=cron, start=start, end=end,
         grains=_names(grain) + _names(grains), owner=owner, tags=_names(tags), audits=tuple(audits or ()),
-        description=description, partitioned_by=_names(partitioned_by), enabled=enabled)
+        description=description, partitioned_by=_names(partitioned_by), enabled=enabled, is_sql=is_sql,
+        depends_on_given=depends_on is not None, ignored=tuple(sorted(ignored)),
+        physical_properties=tuple((str(k), str(v)) for k, v in (physical_properties or {}).items()),
+        session_properties=tuple((str(k), str(v)) for k, v in (session_properties or {}).items()))
 
     def mark(func: Callable) -> Callable:
         setattr(func, _MODEL_ATTR, spec)
@@ -80,14 +92,14 @@ def _exec_source(source: str, path: Path) -> dict[str, Any]:
     module.__file__ = str(path)
     sys.modules[module.__name__] = module  # dataclasses and pickling look the module up
     try:
-        with sqlmesh_shim():
+        with sqlmesh_shim(), project_imports(project_root(path)):
             exec(compile(source, str(path), "exec"), module.__dict__)
     except Exception as error:  # a user file: report any failure with its line
         frames = traceback.extract_tb(error.__traceback__)
         line = error.lineno if isinstance(error, SyntaxError) else next(
             (f.lineno for f in reversed(frames) if f.filename == str(path)), None)
-        raise ConfigError(f"cannot import Python model file: {type(error).__name__}: {error}",
-                          path=path, line=line) from error
+        reason = unsupported_import(error) or f"{type(error).__name__}: {error}"
+        raise ConfigError(f"cannot import Python model file: {reason}", path=path, line=line) from error
     finally:
         sys.modules.pop(module.__name__, None)
     return module.__dict__
@@ -109,10 +121,16 @@ def parse_kind(value: Any, *, default: str | None, path: Path) -> Kind:
     """A kind given as a Kind, a name ('FULL') or a dict {'name': ..., property: value}."""
     if isinstance(value, Kind):
         return value
+    if isinstance(value, KindName):
+        value = value.value
     props: dict[str, Any] = dict(value) if isinstance(value, Mapping) else {"name": value or default or "FULL"}
     raw_name = props.pop("name", None)
+    if str(getattr(raw_name, "value", raw_name)).upper() == "CUSTOM":
+        from bot.project.kinds import custom_kind_error
+        raise custom_kind_error("", str(props.get("materialization", "?")), path=path, line=None)
     try:
-        name = KindName(str(getattr(raw_name, "value", raw_name)).upper())
+        name = KindName(KIND_ALIASES.get(str(getattr(raw_name, "value", raw_name)).upper(),
+                                     str(getattr(raw_name, "value", raw_name)).upper()))
     except ValueError:
         known = ", ".join(k.value for k in KindName)
         raise ConfigError(f"unknown model kind `{raw_name}`; known kinds: {known}", path=path) from None
@@ -120,6 +138,7 @@ def parse_kind(value: Any, *, default: str | None, path: Path) -> Kind:
     for key, item in props.items():
         key = key.lower()
         if key in _IGNORED_KIND_KEYS:
+            project_warning(f"kind property `{key}` is not supported by meshbot and is ignored", path=path)
             continue
         if key not in _KIND_FIELDS:
             raise ConfigError(f"unknown property `{key}` for kind {name.value}", path=path)
@@ -155,16 +174,44 @@ def _audit_ref(item: Any, path: Path) -> AuditRef:
 
 
 def _arg_sql(value: Any) -> str:
+    """An audit argument as SQL: a string is SQL text (`total`, `amount > 0`); the items of a list or
+    tuple are values, as SQLMesh converts them (`['a', 'b']` → `('a', 'b')`)."""
     if isinstance(value, str):
         return value
+    if isinstance(value, exp.Expression):
+        return value.sql("spark")
     if isinstance(value, (list, tuple)):
-        return "(" + ", ".join(_arg_sql(v) for v in value) + ")"
+        return exp.convert(tuple(value)).sql("spark")
     return exp.convert(value).sql("spark")
 
 
+def inferred_dependencies(source: str) -> tuple[str, ...]:
+    """Tables read through `context.resolve_table("x")` / `context.table("x")` with a literal name,
+    as SQLMesh infers a Python model's parents when `depends_on` is absent.
+
+    >>> inferred_dependencies("rows = context.fetchdf(context.resolve_table('db.a'))")
+    ('db.a',)
+    """
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "context"
+                and node.func.attr in ("table", "resolve_table")):
+            continue
+        arg = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg == "model_name"), None)
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value not in found:
+            found.append(arg.value)
+    return tuple(found)
+
+
 def _to_model(spec: PythonModelSpec, *, entrypoint: str, source: str, path: Path,
-              defaults: ModelDefaults) -> Model:
-    depends = tuple(normalize_name(n) for n in spec.depends_on)
+              defaults: ModelDefaults, line: int = 1) -> Model:
+    for key in spec.ignored:
+        project_warning(f"model {spec.name}: `@model` argument `{key}` is not supported by meshbot "
+                        "and is ignored", path=path, line=line)
+    names = spec.depends_on if spec.depends_on_given else inferred_dependencies(source)
+    depends = tuple(normalize_name(n) for n in names)
     return Model(
         name=normalize_name(spec.name), kind=parse_kind(spec.kind, default="FULL", path=path),
         dialect=defaults.dialect, path=path, cron=spec.cron or defaults.cron,
@@ -174,11 +221,46 @@ def _to_model(spec: PythonModelSpec, *, entrypoint: str, source: str, path: Path
         tags=spec.tags, description=spec.description,
         columns=tuple((c.lower(), _spark_type(t, column=c, path=path)) for c, t in spec.columns),
         partitioned_by=tuple(p.lower() for p in spec.partitioned_by), depends_on_explicit=depends,
+        physical_properties=spec.physical_properties, session_properties=spec.session_properties,
         depends_on=frozenset(depends), enabled=spec.enabled, python_source=source,
-        python_entrypoint=entrypoint)
+        python_entrypoint=entrypoint, line=line)
 
 
-def load_python_models(path: Path, *, defaults: ModelDefaults | None = None) -> list[Model]:
+def _sql_model(spec: PythonModelSpec, func: Callable, *, path: Path, defaults: ModelDefaults,
+               line: int, variables: Mapping[str, Any]) -> Model:
+    """`@model(..., is_sql=True)`: the function, given a macro evaluator, returns the query (text or
+    sqlglot expression); the model is a SQL model from then on (rendered like any other)."""
+    from dataclasses import replace
+
+    from bot.project.macros import MacroEvaluator
+
+    base = _to_model(replace(spec, columns=(), depends_on_given=True), entrypoint="", source="",
+                     path=path, defaults=defaults, line=line)
+    evaluator = MacroEvaluator(dialect=defaults.dialect, variables={"runtime_stage": "loading"},
+                               config_variables=variables, path=path, model_name=base.name)
+    try:
+        result = func(evaluator)
+    except Exception as error:  # a user function: report it with the model
+        raise ConfigError(f"model {base.name}: the is_sql function failed: {type(error).__name__}: {error}",
+                          path=path, line=line) from error
+    text = result if isinstance(result, str) else result.sql(dialect=defaults.dialect) \
+        if isinstance(result, exp.Expression) else None
+    if text is None:
+        raise ConfigError(f"model {base.name}: an is_sql function must return a query (text or sqlglot "
+                          f"expression), not {type(result).__name__}", path=path, line=line)
+    try:
+        [query] = parse_sql(text, defaults.dialect)
+    except Exception as error:  # sqlglot raises several error types
+        raise ConfigError(f"model {base.name}: cannot parse the query its is_sql function returned: {error}",
+                          path=path, line=line) from error
+    depends = (table_references([query]) | set(base.depends_on_explicit)) - {base.name}
+    kind = base.kind if spec.kind is not None else parse_kind(None, default=defaults.kind or "VIEW", path=path)
+    return replace(base, kind=kind, query=query, query_text=text, depends_on=frozenset(depends),
+                   python_source=None, python_entrypoint=None)
+
+
+def load_python_models(path: Path, *, defaults: ModelDefaults | None = None,
+                       variables: Mapping[str, Any] | None = None) -> list[Model]:
     """Every @model-decorated function of the file, as Model values (in definition order).
 
     `defaults` (config.yaml model_defaults) gives dialect, cron, start and owner when not declared.
@@ -186,13 +268,20 @@ def load_python_models(path: Path, *, defaults: ModelDefaults | None = None) -> 
     defaults = defaults or ModelDefaults()
     source = read_text(Path(path))
     namespace = _exec_source(source, Path(path))
-    found = [(key, getattr(value, _MODEL_ATTR)) for key, value in namespace.items()
+    found = [(key, value, getattr(value, _MODEL_ATTR)) for key, value in namespace.items()
              if callable(value) and isinstance(getattr(value, _MODEL_ATTR, None), PythonModelSpec)
              and getattr(value, "__module__", None) == namespace.get("__name__")]
-    models = [_to_model(spec, entrypoint=key, source=source, path=Path(path), defaults=defaults)
-              for key, spec in found]
+    models = []
+    for key, func, spec in found:
+        line = getattr(getattr(func, "__code__", None), "co_firstlineno", 1)
+        if spec.is_sql:
+            models.append(_sql_model(spec, func, path=Path(path), defaults=defaults, line=line,
+                                     variables=variables or {}))
+        else:
+            models.append(_to_model(spec, entrypoint=key, source=source, path=Path(path),
+                                    defaults=defaults, line=line))
     for item in models:
-        if not item.columns:
+        if item.is_python and not item.columns:
             raise ConfigError(f"Python model {item.name} must declare its `columns`", path=path)
     return models
 

@@ -54,7 +54,7 @@ def _folder_registry(folder: str) -> MacroRegistry:
     """User macros of the project containing `folder` (nearest config.yaml), loaded once per process."""
     start = Path(folder).resolve()
     for candidate in (start, *start.parents):
-        if any((candidate / name).is_file() for name in ("config.yaml", "config.yml")):
+        if any((candidate / name).is_file() for name in ("config.yaml", "config.yml", "config.py")):
             return load_macros(candidate)
     return EMPTY_REGISTRY
 

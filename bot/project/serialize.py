@@ -43,6 +43,7 @@ def model_to_dict(model: Model) -> dict[str, Any]:
         "columns": [list(p) for p in model.columns],
         "partitioned_by": list(model.partitioned_by),
         "physical_properties": [list(p) for p in model.physical_properties],
+        **({"session_properties": [list(p) for p in model.session_properties]} if model.session_properties else {}),
         "depends_on_explicit": list(model.depends_on_explicit),
         "depends_on": sorted(model.depends_on),
         "enabled": model.enabled,
@@ -79,6 +80,7 @@ def model_from_dict(data: dict[str, Any]) -> Model:
         columns=_pairs(data.get("columns")),
         partitioned_by=tuple(data.get("partitioned_by", ())),
         physical_properties=_pairs(data.get("physical_properties")),
+        session_properties=_pairs(data.get("session_properties")),
         depends_on_explicit=tuple(data.get("depends_on_explicit", ())),
         depends_on=frozenset(data.get("depends_on", ())),
         enabled=data.get("enabled", True),
@@ -107,6 +109,8 @@ def _kind_to_dict(kind: Kind) -> dict[str, Any]:
     data["unique_key"] = list(kind.unique_key)
     data["scd_columns"] = list(kind.scd_columns)
     data["csv_settings"] = [list(item) for item in kind.csv_settings]
+    if not kind.insert_overwrite:   # only INCREMENTAL_UNMANAGED sets it; older definitions lack it
+        data.pop("insert_overwrite")
     return data
 
 

@@ -7,24 +7,160 @@ import importlib
 import importlib.util
 import sys
 import types
-from typing import Any, Iterator
+from datetime import date, datetime, timedelta
+from typing import Any, Iterator, Union
 
 from bot.project.model import KindName
 
-# Fake module name -> {attribute: (meshbot module, attribute)}, resolved lazily on first access.
-_LAZY = {
-    "sqlmesh": {"macro": ("bot.project.macros", "macro"), "model": ("bot.project.python_model", "model")},
+# Fake module name -> {attribute: (meshbot module, attribute)}, resolved lazily on first access;
+# a target module of None means this module.
+_MACRO = {"macro": ("bot.project.macros", "macro"), "MacroEvaluator": ("bot.project.macros", "MacroEvaluator"),
+          "SQL": (None, "SQL")}
+_MODEL = {"model": ("bot.project.python_model", "model"), "ModelKindName": (None, "KindName")}
+_DATES = {name: (None, name) for name in ("to_datetime", "to_ds", "to_ts", "to_timestamp", "make_inclusive",
+                                          "now", "TimeLike")}
+_LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
+    "sqlmesh": {**_MACRO, **_MODEL, "ExecutionContext": (None, "ExecutionContext"),
+                "EngineAdapter": (None, "EngineAdapter"), "str_to_bool": (None, "str_to_bool")},
     "sqlmesh.core": {},
-    "sqlmesh.core.macros": {"macro": ("bot.project.macros", "macro"),
-                            "MacroEvaluator": ("bot.project.macros", "MacroEvaluator")},
-    "sqlmesh.core.model": {"model": ("bot.project.python_model", "model")},
-    "sqlmesh.core.model.kind": {},
-    "sqlmesh.core.context": {},
+    "sqlmesh.core.macros": _MACRO,
+    "sqlmesh.core.model": _MODEL,
+    "sqlmesh.core.model.kind": {"ModelKindName": (None, "KindName")},
+    "sqlmesh.core.context": {"ExecutionContext": (None, "ExecutionContext")},
+    "sqlmesh.core.engine_adapter": {"EngineAdapter": (None, "EngineAdapter")},
+    "sqlmesh.utils": {"str_to_bool": (None, "str_to_bool")},
+    "sqlmesh.utils.date": _DATES,
+    "sqlmesh.core.config": {name: (None, name) for name in (
+        "Config", "ModelDefaultsConfig", "GatewayConfig", "SparkConnectionConfig", "DuckDBConnectionConfig",
+        "PostgresConnectionConfig", "PlanConfig", "NameInferenceConfig", "LinterConfig",
+        "CategorizerConfig", "AutoCategorizationMode")},
 }
+
+
+class _ConfigObject:
+    """A SQLMesh config class (`Config`, `ModelDefaultsConfig`, ...): keeps its keyword arguments,
+    which `to_raw` turns into what the same settings are in config.yaml."""
+
+    _type: str | None = None
+
+    def __init__(self, **kwargs: Any):
+        self.kwargs = kwargs
+
+    def to_raw(self) -> dict[str, Any]:
+        raw = {key: _raw(value) for key, value in self.kwargs.items()}
+        if self._type:
+            raw.setdefault("type", self._type)
+        return raw
+
+
+def _raw(value: Any) -> Any:
+    if isinstance(value, _ConfigObject):
+        return value.to_raw()
+    if isinstance(value, dict):
+        return {str(k): _raw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_raw(v) for v in value]
+    return getattr(value, "value", value)   # enums as their value
+
+
+def _config_class(name: str, type_: str | None = None) -> type:
+    return type(name, (_ConfigObject,), {"_type": type_})
+
+
+Config = _config_class("Config")
+ModelDefaultsConfig = _config_class("ModelDefaultsConfig")
+GatewayConfig = _config_class("GatewayConfig")
+PlanConfig = _config_class("PlanConfig")
+NameInferenceConfig = _config_class("NameInferenceConfig")
+LinterConfig = _config_class("LinterConfig")
+CategorizerConfig = _config_class("CategorizerConfig")
+SparkConnectionConfig = _config_class("SparkConnectionConfig", "spark")
+DuckDBConnectionConfig = _config_class("DuckDBConnectionConfig", "duckdb")
+PostgresConnectionConfig = _config_class("PostgresConnectionConfig", "postgres")
+
+
+class AutoCategorizationMode:
+    FULL = "full"
+    SEMI = "semi"
+    OFF = "off"
+
+
+def python_config(path: Any) -> dict[str, Any]:
+    """The settings of a SQLMesh `config.py`: its `config` (or only) Config object, as config.yaml's mapping."""
+    from pathlib import Path
+
+    from bot.errors import ConfigError
+
+    path = Path(path)
+    namespace: dict[str, Any] = {"__file__": str(path), "__name__": "meshbot_project_config"}
+    try:
+        with sqlmesh_shim(), project_imports(path.parent):
+            exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+    except Exception as error:  # a user file: report any failure with its line
+        import traceback
+        line = error.lineno if isinstance(error, SyntaxError) else next(
+            (f.lineno for f in reversed(traceback.extract_tb(error.__traceback__)) if f.filename == str(path)), None)
+        reason = unsupported_import(error) or f"{type(error).__name__}: {error}"
+        raise ConfigError(f"cannot load config.py: {reason}", path=path, line=line) from None
+    found = namespace.get("config")
+    if not isinstance(found, _ConfigObject):
+        configs = [v for v in namespace.values() if isinstance(v, Config)]
+        if len(configs) != 1:
+            raise ConfigError("config.py must define `config = Config(...)`", path=path)
+        found = configs[0]
+    return found.to_raw()
 
 
 class ExecutionContext:
     """Stand-in for SQLMesh's ExecutionContext in annotations; the runner passes its own context."""
+
+
+class EngineAdapter:
+    """Stand-in for SQLMesh's EngineAdapter in annotations."""
+
+
+class SQL(str):
+    """SQLMesh's `SQL` type hint for macro arguments: the argument's SQL text."""
+
+
+TimeLike = Union[date, datetime, str, int, float]
+
+
+def str_to_bool(value: Any) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes", "y", "on")
+
+
+def to_datetime(value: Any) -> datetime:
+    """A UTC datetime (SQLMesh's `sqlmesh.utils.date.to_datetime`)."""
+    from bot.project.timeutil import to_datetime as from_ms, to_ms
+    return from_ms(to_ms(value))
+
+
+def to_timestamp(value: Any) -> int:
+    from bot.project.timeutil import to_ms
+    return to_ms(value)
+
+
+def to_ds(value: Any) -> str:
+    return to_datetime(value).strftime("%Y-%m-%d")
+
+
+def to_ts(value: Any) -> str:
+    return to_datetime(value).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def now() -> datetime:
+    from bot.project.timeutil import now_ms
+    return to_datetime(now_ms())
+
+
+def make_inclusive(start: Any, end: Any, dialect: str = "") -> tuple[datetime, datetime]:
+    """[start, end) → (start, end - 1µs); a date-only `end` covers its whole day, as in SQLMesh."""
+    end_dt = to_datetime(end)
+    if isinstance(end, date) and not isinstance(end, datetime) or \
+            isinstance(end, str) and len(end.strip()) == 10:
+        end_dt += timedelta(days=1)
+    return to_datetime(start), end_dt - timedelta(microseconds=1)
 
 
 def _module(name: str) -> types.ModuleType:
@@ -35,13 +171,33 @@ def _module(name: str) -> types.ModuleType:
     def __getattr__(attr: str) -> Any:
         if attr in lazy:
             source, target = lazy[attr]
+            if source is None:
+                return KindName if target == "KindName" else globals()[target]
             return getattr(importlib.import_module(source), target)
         raise AttributeError(f"meshbot does not provide `{name}.{attr}`")
 
     module.__getattr__ = __getattr__  # type: ignore[attr-defined]
-    module.ExecutionContext = ExecutionContext  # type: ignore[attr-defined]
-    module.ModelKindName = KindName  # type: ignore[attr-defined]
     return module
+
+
+def unsupported_import(error: BaseException) -> str | None:
+    """For an import of a SQLMesh name meshbot lacks, a message naming it; None for any other error.
+
+    >>> unsupported_import(ImportError("cannot import name 'X' from 'sqlmesh.core.macros'", name="sqlmesh.core.macros"))
+    'meshbot does not provide `sqlmesh.core.macros.X` (SQLMesh is not installed; meshbot stands in for the names it supports)'
+    """
+    if not isinstance(error, ImportError):
+        return None
+    module = error.name or ""
+    if not (module == "sqlmesh" or module.startswith("sqlmesh.")):
+        return None
+    if isinstance(error, ModuleNotFoundError):
+        what = module
+    else:
+        text = str(error)
+        attr = text.split("'")[1] if text.startswith("cannot import name '") else "?"
+        what = f"{module}.{attr}"
+    return f"meshbot does not provide `{what}` (SQLMesh is not installed; meshbot stands in for the names it supports)"
 
 
 @contextlib.contextmanager
@@ -57,3 +213,34 @@ def sqlmesh_shim() -> Iterator[None]:
     finally:
         for name in modules:
             sys.modules.pop(name, None)
+
+
+@contextlib.contextmanager
+def project_imports(root: Any) -> Iterator[None]:
+    """The project root is importable (`from helper import x`, `from macros.utils import y`) while
+    active; modules imported from the project are forgotten afterwards, so each load reads them afresh."""
+    if root is None:
+        yield
+        return
+    folder = str(root)
+    before = set(sys.modules)
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
+        for name in set(sys.modules) - before:
+            file = getattr(sys.modules.get(name), "__file__", None) or ""
+            paths = list(getattr(sys.modules.get(name), "__path__", None) or ())
+            if file.startswith(folder) or any(str(p).startswith(folder) for p in paths):
+                sys.modules.pop(name, None)
+
+
+def project_root(path: Any) -> Any:
+    """The nearest folder above `path` holding a config.yaml/config.yml/config.py, else None."""
+    from pathlib import Path
+    for parent in Path(path).resolve().parents:
+        if any((parent / n).is_file() for n in ("config.yaml", "config.yml", "config.py")):
+            return parent
+    return None

@@ -216,3 +216,31 @@ def _bounds(column_type: str, fmt: str, start: int, end: int) -> tuple[exp.Expre
     if column_type in ("int", "bigint", "smallint", "tinyint"):
         return exp.Literal.number(first.strftime(fmt)), exp.Literal.number(last.strftime(fmt))
     return exp.Literal.string(first.strftime(fmt)), exp.Literal.string(last.strftime(fmt))
+
+
+def run_standalone_audits(engine: SparkEngine, *, audit_defs: Mapping[str, AuditDefinition],
+                          table_mapping: Mapping[str, str], variables: Mapping[str, Any] | None = None,
+                          execution_time: int | None = None) -> list[AuditResult]:
+    """Run every `standalone true` audit once, its model references read from `table_mapping`
+    (the environment's tables); the result's `model` is `standalone`."""
+    from bot.project.model import Kind
+
+    results = []
+    for audit in audit_defs.values():
+        if not audit.standalone:
+            continue
+        owner = Model(name=f"standalone.{audit.name}", kind=Kind(), dialect=audit.dialect, path=audit.path,
+                      line=audit.line)
+        rendered = render_expression(audit.query, model=owner, dialect=audit.dialect,
+                                     execution_time=execution_time, variables=variables or {},
+                                     table_mapping=table_mapping)
+        if len(rendered) != 1 or not isinstance(rendered[0], exp.Query):
+            raise ConfigError(f"audit `{audit.name}` must be one SELECT query", path=audit.path, line=audit.line)
+        sql = rendered[0].sql(dialect="spark", identify=True)
+        subject = f"running standalone audit {audit.name}"
+        count = int(next(iter(engine.fetch(f"SELECT COUNT(*) AS `violations` FROM ({sql}) AS `__audit`",
+                                           subject=subject)[0].values())))
+        sample = engine.fetch(sql, limit=SAMPLE_SIZE, subject=subject) if count else []
+        results.append(AuditResult(audit=audit.name, model="standalone", blocking=audit.blocking,
+                                   violation_count=count, sample_rows=tuple(sample), query=sql))
+    return results

@@ -22,6 +22,7 @@ from bot.quality.api import TestResult, TestSuiteResult
 from bot.quality.compare import compare_rows, describe
 from bot.quality.test_files import TestData, UnitTest, load_test_files
 from bot.spark.engine import spark_errors
+from bot.spark.python_context import ExecutionContext, run_python_model
 from bot.spark.python_eval import to_spark_df
 
 if TYPE_CHECKING:
@@ -31,22 +32,7 @@ DAY_MS = 86_400_000
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-@dataclass
-class TestModelContext:
-    """`context` for a Python model under test: `spark`, `table(name)` → input view, `var(name)`."""
-
-    __test__ = False
-
-    spark: Any
-    mapping: Mapping[str, str]
-    variables: Mapping[str, Any] = field(default_factory=dict)
-
-    def table(self, name: str) -> str:
-        key = name.lower()
-        return self.mapping.get(key, self.mapping.get(f"default.{key}", name))
-
-    def var(self, name: str, default: Any = None) -> Any:
-        return self.variables.get(name, self.variables.get(name.lower(), default))
+TestModelContext = ExecutionContext   # `context` of a Python model under test: inputs are views
 
 
 def run_tests(*, project: Any, session: "SparkSession", patterns: Sequence[str] = (),
@@ -243,11 +229,11 @@ def _check_outputs(test: UnitTest, model: Model, *, session: "SparkSession",
         if test.ctes:
             raise ConfigError(f"test `{test.name}`: `outputs.ctes` needs a SQL model", path=test.path,
                               line=test.line)
-        context = TestModelContext(session, mapping, variables)
+        context = ExecutionContext(session, mapping, variables=variables, quote=False)
         with spark_errors(f"running Python model {model.name}"):
-            result = resolve_python_model(model)(context, start=start, end=end,
-                                                 execution_time=execution if execution is not None else end)
-            frame = to_spark_df(session, result, model.columns or None)
+            frame = run_python_model(resolve_python_model(model), context, start=start, end=end,
+                                     execution_time=execution if execution is not None else end,
+                                     columns=model.columns or None, name=model.name)
         return _compare_frame(frame, test.query, ordered=False, label="query") if test.query else \
             (True, "", (), ())
     query = render_query(model, start=start, end=end, execution_time=execution, variables=variables,

@@ -9,7 +9,8 @@ from typing import Any
 from bot.errors import EngineError
 from bot.project.model import Kind, KindName
 from bot.spark.engine import SparkEngine
-from bot.spark.materialize import full, incremental_key, incremental_time, scd2, seed, view
+from bot.spark.materialize import (full, incremental_key, incremental_partition, incremental_time,
+                                  incremental_unmanaged, scd2, seed, view)
 
 STRATEGIES: dict[KindName, ModuleType] = {
     KindName.FULL: full,
@@ -19,6 +20,8 @@ STRATEGIES: dict[KindName, ModuleType] = {
     KindName.SCD_TYPE_2_BY_TIME: scd2,
     KindName.SCD_TYPE_2_BY_COLUMN: scd2,
     KindName.SEED: seed,
+    KindName.INCREMENTAL_BY_PARTITION: incremental_partition,
+    KindName.INCREMENTAL_UNMANAGED: incremental_unmanaged,
 }
 
 

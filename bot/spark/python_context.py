@@ -1,0 +1,144 @@
+"""What a Python model's `execute(context, start, end, execution_time, **kwargs)` receives, as SQLMesh gives it."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+
+from bot.errors import EngineError
+from bot.spark.engine import quote_table
+from bot.spark.python_eval import to_spark_df
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class EngineAdapter:
+    """The part of SQLMesh's engine adapter Python models use: `fetchdf`, `execute`, `spark`, `dialect`."""
+
+    dialect = "spark"
+
+    def __init__(self, session: "SparkSession"):
+        self.spark = session
+
+    def fetchdf(self, query: Any) -> Any:
+        """Rows of a query (SQL text or a sqlglot expression) as a pandas DataFrame."""
+        return self.spark.sql(_sql(query)).toPandas()
+
+    def execute(self, query: Any) -> None:
+        """Run one statement (or several, given a list)."""
+        for item in query if isinstance(query, (list, tuple)) else [query]:
+            self.spark.sql(_sql(item)).collect()
+
+
+def _sql(query: Any) -> str:
+    return query if isinstance(query, str) else query.sql(dialect="spark")
+
+
+class ExecutionContext:
+    """SQLMesh's ExecutionContext on Spark: `spark`, `resolve_table`/`table`, `fetchdf`, `var`, `gateway`,
+    `engine_adapter`. `mapping` maps model names to the tables this run reads."""
+
+    def __init__(self, session: "SparkSession", mapping: Mapping[str, str], *,
+                 variables: Mapping[str, Any] | None = None, gateway: str = "", quote: bool = True):
+        self.spark = session
+        self.mapping = mapping
+        self.variables = {str(k).lower(): v for k, v in (variables or {}).items()}
+        self.gateway = gateway
+        self.engine_adapter = EngineAdapter(session)
+        self._quote = quote
+
+    def resolve_table(self, name: str) -> str:
+        """The table a model name stands for in this run (its physical table; an external table itself)."""
+        key = str(name).lower().replace("`", "").replace('"', "")
+        table = self.mapping.get(key, self.mapping.get(f"default.{key}", key))
+        return quote_table(table) if self._quote else table
+
+    def table(self, name: str) -> str:
+        """Deprecated SQLMesh spelling of `resolve_table`."""
+        return self.resolve_table(name)
+
+    def fetchdf(self, query: Any) -> Any:
+        return self.engine_adapter.fetchdf(query)
+
+    def var(self, name: str, default: Any = None) -> Any:
+        return self.variables.get(str(name).lower(), default)
+
+    @property
+    def default_catalog(self) -> str | None:
+        return None
+
+
+def interval_datetimes(start: int, end: int, execution_time: int) -> tuple[datetime, datetime, datetime]:
+    """SQLMesh's arguments for the interval [start, end) in epoch ms: UTC datetimes, `end` inclusive.
+
+    >>> [d.isoformat() for d in interval_datetimes(1704067200000, 1704153600000, 1704153600000)]
+    ['2024-01-01T00:00:00+00:00', '2024-01-01T23:59:59.999999+00:00', '2024-01-02T00:00:00+00:00']
+    """
+    def moment(ms: int) -> datetime:
+        return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=ms)
+    return moment(start), moment(end) - timedelta(microseconds=1), moment(execution_time)
+
+
+def run_python_model(function: Callable[..., Any], context: ExecutionContext, *, start: int, end: int,
+                     execution_time: int, columns: Sequence[tuple[str, str]] | None,
+                     name: str) -> "DataFrame":
+    """Call a model's function with SQLMesh's arguments and return its rows as one Spark DataFrame.
+
+    A generator may yield several DataFrames (concatenated) or none; returning None (or yielding
+    nothing) writes an empty interval, given declared columns.
+    """
+    args = interval_datetimes(start, end, execution_time)
+    kwargs: dict[str, Any] = dict(context=context, start=args[0], end=args[1], execution_time=args[2])
+    if _accepts(function, "latest"):
+        kwargs["latest"] = args[2]   # SQLMesh still passes it (the execution time)
+    result = function(**kwargs)
+    if result is None:
+        result = []
+    try:
+        return to_spark_df(context.spark, result, columns)
+    except EngineError as error:
+        raise EngineError(f"Python model {name}: {error}") from None
+
+
+def _accepts(function: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+@contextlib.contextmanager
+def session_properties(session: "SparkSession", properties: Sequence[tuple[str, str]]) -> Iterator[None]:
+    """A model's `session_properties` set on the Spark session while it is evaluated, then restored."""
+    if not properties:
+        yield
+        return
+    previous = {key: session.conf.get(key, None) for key, _ in properties}
+    for key, value in properties:
+        session.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                session.conf.unset(key)
+            else:
+                session.conf.set(key, value)
+
+
+def physical_properties_sql(table: str, properties: Sequence[tuple[str, str]]) -> str:
+    """`physical_properties` as table properties of the model's physical table.
+
+    >>> physical_properties_sql("db.t__1", [("owner_team", "data")])
+    "ALTER TABLE `db`.`t__1` SET TBLPROPERTIES ('owner_team' = 'data')"
+    """
+    pairs = ", ".join(f"'{_escape(k)}' = '{_escape(v)}'" for k, v in properties)
+    return f"ALTER TABLE {quote_table(table)} SET TBLPROPERTIES ({pairs})"
+
+
+def _escape(text: str) -> str:
+    return str(text).replace("\\", "\\\\").replace("'", "\\'")
