@@ -25,6 +25,10 @@ CACHE_FILE = Path(".meshbot") / "cache" / "models.pickle"
 
 
 _SLOTS = ("args", "parent", "arg_key", "index", "comments", "_type", "_meta")
+# With `sqlglotc` installed, sqlglot's node classes are compiled (mypyc): they have no __slots__ and
+# take their state as one dict through __setstate__. The two pickled forms are not interchangeable,
+# so the flag is part of every cache key (cache_context).
+COMPILED_SQLGLOT = hasattr(exp.Expression, "__mypyc_attrs__")
 _AST_FIELDS = ("query", "pre_statements", "post_statements")
 _LAZY = "_meshbot_lazy_asts"
 _SQL = "_meshbot_ast_sql"   # to_sql of query/pre/post, so storing a snapshot needs no AST
@@ -106,7 +110,7 @@ class _Pickler(pickle.Pickler):
         if isinstance(obj, exp.Expression):
             state = {slot: getattr(obj, slot) for slot in _SLOTS}
             state["_hash"] = None
-            return copyreg.__newobj__, (type(obj),), (None, state)
+            return copyreg.__newobj__, (type(obj),), (state if COMPILED_SQLGLOT else (None, state))
         return NotImplemented
 
 
@@ -136,7 +140,8 @@ def _code_stamp() -> str:
 
 def cache_context(*parts: object) -> str:
     """Versions, code and settings that invalidate every entry when they change."""
-    return "|".join(map(str, (CACHE_FORMAT, bot.__version__, sqlglot.__version__, _code_stamp(), *parts)))
+    return "|".join(map(str, (CACHE_FORMAT, bot.__version__, sqlglot.__version__,
+                              "compiled" if COMPILED_SQLGLOT else "interpreted", _code_stamp(), *parts)))
 
 
 @contextlib.contextmanager
