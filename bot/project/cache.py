@@ -18,7 +18,7 @@ from sqlglot import exp
 
 import bot
 from bot.project.model import Model
-from bot.project.sqltext import to_sql
+from bot.project.sqltext import selects_star, to_sql, written_output_names
 
 CACHE_FORMAT = 3
 CACHE_FILE = Path(".meshbot") / "cache" / "models.pickle"
@@ -32,6 +32,7 @@ COMPILED_SQLGLOT = hasattr(exp.Expression, "__mypyc_attrs__")
 _AST_FIELDS = ("query", "pre_statements", "post_statements")
 _LAZY = "_meshbot_lazy_asts"
 _SQL = "_meshbot_ast_sql"   # to_sql of query/pre/post, so storing a snapshot needs no AST
+_FACTS = "_meshbot_query_facts"   # (written output names, selects a star), so column checks need no AST
 
 
 class _LazyAst:
@@ -84,8 +85,19 @@ def cached_sql(model: Model) -> tuple[str | None, list[str], list[str]] | None:
     return model.__dict__.get(_SQL)
 
 
+def query_facts(model: Model) -> tuple[list[str] | None, bool]:
+    """(the outer SELECT's names as written or None, whether some SELECT projects a star) of a model
+    with a query; read from the parse cache without unpickling the query when the model came from it."""
+    facts = model.__dict__.get(_FACTS)
+    if facts is None:
+        facts = (written_output_names(model.query), selects_star(model.query))
+    return (list(facts[0]) if facts[0] is not None else None), facts[1]
+
+
 def _model_reduction(model: Model) -> tuple[Any, ...]:
     state = {k: v for k, v in model.__dict__.items() if k != _LAZY}
+    if model.query is not None:
+        state[_FACTS] = query_facts(model)
     state[_SQL] = (to_sql(model.query, model.dialect) if model.query is not None else None,
                    [to_sql(s, model.dialect) for s in model.pre_statements],
                    [to_sql(s, model.dialect) for s in model.post_statements])

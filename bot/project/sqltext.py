@@ -204,6 +204,42 @@ def to_sql(expression: exp.Expression, dialect: str, **opts: object) -> str:
     return generator.generate(expression, copy=False)
 
 
+def selects_star(query: exp.Expression) -> bool:
+    """True when some SELECT of `query` (outer, CTE or subquery) projects `*` or `t.*`.
+
+    A star inside a function (`COUNT(*)`) is not a projected star (SQLMesh agrees).
+
+    >>> import sqlglot
+    >>> selects_star(sqlglot.parse_one("SELECT ds, COUNT(*) AS n FROM t GROUP BY ds"))
+    False
+    >>> selects_star(sqlglot.parse_one("WITH c AS (SELECT t.* FROM t) SELECT a FROM c"))
+    True
+    """
+    return any(node.is_star and isinstance(node.parent, exp.Select) and node.arg_key == "expressions"
+               for node in query.find_all(exp.Star, exp.Column))
+
+
+def written_output_names(query: exp.Expression) -> list[str] | None:
+    """The outer SELECT's names read from the query as written (no parse of the rendered SQL), or
+    None when a macro, a star or an unnamed expression leaves them to the rendered query.
+
+    >>> written_output_names(parse_sql("SELECT a, b + 1 AS c FROM t", "spark")[0])
+    ['a', 'c']
+    >>> written_output_names(parse_sql("SELECT a, @x AS c FROM t", "spark")[0]) is None
+    True
+    """
+    if not isinstance(query, exp.Select):
+        return None
+    names = []
+    for projection in query.expressions:
+        if projection.is_star or not projection.output_name or any(
+                isinstance(node, exp.Parameter) or macro_call_name(node) is not None
+                for node in projection.walk()):
+            return None
+        names.append(projection.output_name)
+    return names
+
+
 def strip_comments(expressions: Iterable[exp.Expression]) -> None:
     """Drop comments in place, so comment-only edits leave the AST (and its SQL) unchanged."""
     for expression in expressions:
