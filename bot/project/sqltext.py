@@ -240,12 +240,24 @@ def written_output_names(query: exp.Expression) -> list[str] | None:
     return names
 
 
+_POSITION_KEYS = frozenset({"line", "col", "start", "end"})
+
+
 def strip_comments(expressions: Iterable[exp.Expression]) -> None:
-    """Drop comments in place, so comment-only edits leave the AST (and its SQL) unchanged."""
+    """Drop comments in place, so comment-only edits leave the AST (and its SQL) unchanged.
+
+    The token positions sqlglot keeps in identifiers' and literals' meta (for its own error
+    highlighting; meshbot reports lines from the file text) are dropped too: sqlglot's copy
+    deep-copies each of those dicts, which made copying a parsed query (once per render) cost as
+    much as parsing it, and every cached AST carried them.
+    """
     for expression in expressions:
         for node in expression.walk():
-            if node.comments:
+            if node.comments is not None:
                 node.comments = None
+            meta = node._meta
+            if meta is not None and meta.keys() <= _POSITION_KEYS:
+                node._meta = None
 
 
 def normalize_name(name: str, dialect: str = "spark") -> str:
