@@ -10,6 +10,7 @@ without `columns`), nothing is checked: no false errors.
 from __future__ import annotations
 
 import csv
+import functools
 import re
 from typing import Iterable, Mapping, Sequence
 
@@ -72,7 +73,13 @@ def _references(model: Model) -> Iterable[tuple[str, str, str]]:
                     yield f"audit {ref.name}({key} := ...)", name, "audits"
 
 
-def _column_names(text: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _column_names(text: str) -> tuple[str, ...]:
+    """Column names in a property's text (the same few texts recur in every model: parsed once)."""
+    return tuple(_parse_column_names(text))
+
+
+def _parse_column_names(text: str) -> list[str]:
     try:
         node = sqlglot.parse_one(text, read="spark")
     except SqlglotError:

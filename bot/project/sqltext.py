@@ -186,11 +186,28 @@ def parse_sql(sql: str, dialect: str) -> list[exp.Expression]:
     (['SELECT @x FROM t'], 'SELECT @x')
     """
     base, parser_swaps = _dialect_tools(dialect)
+    tokenizer, parser = _parsing_tools(dialect, base)
     text = preprocess_macros(sql)
-    tokens = base.tokenize(text)
+    tokens = tokenizer.tokenize(text)
     with _swapped(parser_swaps):
-        parsed = base.parser_class(dialect=base).parse(tokens, text)
+        parsed = parser.parse(tokens, text)
     return [e for e in parsed if e is not None]
+
+
+_THREAD_TOOLS = threading.local()
+
+
+def _parsing_tools(dialect: str, base: Dialect) -> tuple:
+    """This thread's tokenizer and parser for `dialect`, reused: building them (the tokenizer's core
+    tables, the parser's settings) took longer than parsing a short header value. Both reset their
+    state at the start of every call."""
+    tools = getattr(_THREAD_TOOLS, "by_dialect", None)
+    if tools is None:
+        tools = _THREAD_TOOLS.by_dialect = {}
+    found = tools.get(dialect)
+    if found is None:
+        found = tools[dialect] = (base.tokenizer_class(dialect=base), base.parser_class(dialect=base))
+    return found
 
 
 def to_sql(expression: exp.Expression, dialect: str, **opts: object) -> str:
