@@ -120,9 +120,13 @@ class _Pickler(pickle.Pickler):
         if isinstance(obj, Model):
             return _model_reduction(obj)
         if isinstance(obj, exp.Expression):
+            if COMPILED_SQLGLOT:   # the compiled class's own state dict (built in C), same bytes
+                state = obj.__getstate__()
+                state["_hash"] = None
+                return copyreg.__newobj__, (type(obj),), state
             state = {slot: getattr(obj, slot) for slot in _SLOTS}
             state["_hash"] = None
-            return copyreg.__newobj__, (type(obj),), (state if COMPILED_SQLGLOT else (None, state))
+            return copyreg.__newobj__, (type(obj),), (None, state)
         return NotImplemented
 
 
