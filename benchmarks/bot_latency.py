@@ -32,14 +32,9 @@ REPO = Path(__file__).resolve().parent.parent
 PAYLOADS = REPO / "tests" / "fixtures" / "github" / "webhooks"
 TARGET_S = 35.0
 
-BOT_CONFIG = """
-cicd_bot:
-  deploy_on: merge
-users:
-  - username: ann
-    github_username: ann-gh
-    roles: [required_approver]
-"""
+# as demo.sh: deploys on merge, one required approver
+BOT_CONFIG = ("\ncicd_bot: {deploy_on: merge}\n"
+              "users: [{username: ann, github_username: ann-gh, roles: [required_approver]}]\n")
 
 _SPARK_FLOOR = """
 import sys, time
@@ -143,10 +138,14 @@ def main(argv: list[str] | None = None) -> None:
     walls, floors, lines, baselines = [], [], [], []
     for round_ in range(args.repeats):
         load_before = _load()
-        if args.baseline:
+        baseline_first = round_ % 2 == 0   # alternate, so neither side always runs on a colder machine
+        if args.baseline and baseline_first:
             baselines.append(run_all(project, events, repo=Path(args.baseline).resolve(),
                                      python=args.baseline_python or sys.executable)[0])
         wall, timings = run_all(project, events)
+        if args.baseline and not baseline_first:
+            baselines.append(run_all(project, events, repo=Path(args.baseline).resolve(),
+                                     python=args.baseline_python or sys.executable)[0])
         floor = spark_floor(project)
         walls.append(wall)
         floors.append(floor)

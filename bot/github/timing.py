@@ -24,6 +24,9 @@ PHASES = ("load", "spark", "tests", "plan", "apply", "diff", "comment")
 # EngineContext methods -> phase; methods not listed are passed through untimed.
 _CONTEXT_PHASES = {"test": "tests", "plan": "plan", "apply": "apply", "preview_diff": "diff",
                    "table_diff": "diff", "invalidate": "apply", "environments": "plan"}
+# Calls that read the project: it is parsed first, timed as `load` (others, e.g. invalidate, never parse).
+_LOADS_PROJECT = frozenset({"test", "plan", "apply", "preview_diff", "table_diff", "view_name", "audit",
+                            "render", "evaluate"})
 # Calls that never need Spark: they do not wait for the early start.
 _NO_SPARK = frozenset({"plan", "environments", "view_name", "machine_local_storage", "config", "gateway",
                        "project", "models", "path", "gateway_name", "state", "rendered_queries"})
@@ -112,7 +115,8 @@ class TimedContext:
         phase = _CONTEXT_PHASES.get(name)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            self._load()
+            if name in _LOADS_PROJECT:
+                self._load()
             if name not in _NO_SPARK:
                 self._wait_for_engine()
             if phase is None:
