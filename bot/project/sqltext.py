@@ -232,8 +232,8 @@ def selects_star(query: exp.Expression) -> bool:
     >>> selects_star(sqlglot.parse_one("WITH c AS (SELECT t.* FROM t) SELECT a FROM c"))
     True
     """
-    return any(node.is_star and isinstance(node.parent, exp.Select) and node.arg_key == "expressions"
-               for node in query.find_all(exp.Star, exp.Column))
+    return any(isinstance(item, (exp.Star, exp.Column)) and item.is_star
+               for select in query.find_all(exp.Select) for item in select.expressions)
 
 
 def written_output_names(query: exp.Expression) -> list[str] | None:
@@ -249,9 +249,8 @@ def written_output_names(query: exp.Expression) -> list[str] | None:
         return None
     names = []
     for projection in query.expressions:
-        if projection.is_star or not projection.output_name or any(
-                isinstance(node, exp.Parameter) or macro_call_name(node) is not None
-                for node in projection.walk()):
+        if projection.is_star or not projection.output_name or projection.find(exp.Parameter) or any(
+                macro_call_name(node) is not None for node in projection.find_all(exp.Anonymous)):
             return None
         names.append(projection.output_name)
     return names
