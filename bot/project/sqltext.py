@@ -212,7 +212,7 @@ def _parsing_tools(dialect: str, base: Dialect) -> tuple:
 
 def to_sql(expression: exp.Expression, dialect: str, **opts: object) -> str:
     """SQL text of an expression parsed by parse_sql, in `dialect`, with `@var` printed back as `@var`."""
-    base = Dialect.get_or_raise(dialect or None)
+    base = _dialect_tools(dialect)[0]
     generator = base.generator_class(dialect=base, **opts)
     dispatch = _MACRO_DISPATCH.get(type(generator))
     if dispatch is None:
