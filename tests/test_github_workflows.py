@@ -82,3 +82,18 @@ def test_shipped_workflows_use_the_team_gateway_with_every_secret_it_reads():
         step = next(s for s in job["steps"] if "meshbot@" in s.get("uses", ""))
         assert step["with"]["gateway"] == "ci" and references == {step["uses"]}, (name, references)
         assert _secrets_of(workflow) <= set(re.findall(r"`(MESHBOT_[A-Z_]+)`", readme)), name
+
+
+def test_action_cache_key_changes_with_meshbot_python_and_project_files():
+    """A key of the project's files alone would hit a cache written by an older meshbot forever."""
+    steps = _load(ROOT / "action.yml")["runs"]["steps"]
+    key_step = next(s for s in steps if s.get("id") == "cache-key")
+    cache = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache@"))
+    assert steps.index(key_step) < steps.index(cache)
+    assert cache["with"]["path"].endswith("/.meshbot/cache")
+    assert cache["with"]["key"].startswith("${{ steps.cache-key.outputs.prefix }}")
+    assert cache["with"]["restore-keys"] == "${{ steps.cache-key.outputs.prefix }}"
+    for pattern in ("*.sql", "*.py", "*.y*ml", "*.csv"):
+        assert pattern in cache["with"]["key"]
+    assert "PYTHON_VERSION" in key_step["run"] and "GITHUB_ACTION_PATH" in key_step["run"]
+    assert "python_version" in key_step["env"]["PYTHON_VERSION"]

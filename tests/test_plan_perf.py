@@ -1,5 +1,6 @@
-"""Plan performance guards: a no-change plan of a 300-model project re-parses and re-renders nothing
-and imports neither PySpark nor PyGithub; edits re-parse/re-render only what they touch."""
+"""Plan performance guards: a no-change plan of a 300-model project re-parses and re-renders nothing,
+builds no query AST from the cache and imports neither PySpark nor PyGithub; edits re-parse/re-render
+only what they touch."""
 
 from __future__ import annotations
 
@@ -18,7 +19,13 @@ _PROBE = """
 import contextlib, io, json, sys
 import bot.project.loader as loader
 import bot.project.render as render
-counts = {"parsed": 0, "rendered": 0}
+import bot.project.cache as cache
+counts = {"parsed": 0, "rendered": 0, "asts": 0}
+loads_ast = cache._loads_ast
+def counting_loads_ast(*a, **k):
+    counts["asts"] += 1
+    return loads_ast(*a, **k)
+cache._loads_ast = counting_loads_ast
 parse, norm = loader.parse_model_file, render.normalized_query_sql
 def counting_parse(*a, **k):
     counts["parsed"] += 1
@@ -73,6 +80,7 @@ def test_no_change_plan_uses_caches_and_never_imports_spark_or_github(applied_pr
     result = _probe(root)
     assert result["parsed"] == 0
     assert result["rendered"] == 0
+    assert result["asts"] == 0       # column checks read the cached query facts, not the queries
     assert result["modules"] == []
     assert "Directly Modified" not in result["output"] and "Added" not in result["output"]
 

@@ -14,6 +14,8 @@ from bot.github.event import Event, load_event
 from bot.github.local import Answers, LocalOutput, StepOutputs, load_answers
 from bot.github.runners import RUNNERS, BotRun
 from bot.github.settings import load_settings
+from bot.github.timing import PHASES, PhaseTimings, TimedContext, TimedGithub
+from bot.report.markdown import render
 
 DEFAULT_OUTPUT_DIR = "meshbot-output"
 
@@ -45,7 +47,9 @@ def main(invocation: Invocation, *, env: Mapping[str, str] | None = None,
         run = build_run(invocation, env=env, context_factory=context_factory, out=out)
         if invocation.command not in RUNNERS:
             raise GithubError(f"unknown command `{invocation.command}`; one of: {', '.join(RUNNERS)}")
-        return RUNNERS[invocation.command](run)
+        code = RUNNERS[invocation.command](run)
+        _report_timings(run, out)
+        return code
     except TokenPermissionError as error:
         return _read_only_notice(run, error, out)
     except BotError as error:
@@ -53,6 +57,16 @@ def main(invocation: Invocation, *, env: Mapping[str, str] | None = None,
     except Exception as error:   # noqa: BLE001 - no traceback from a bot command: one clear line, exit 1
         return _error(f"unexpected {type(error).__name__} while running `{invocation.command}`: {error}",
                       invocation, env, out)
+
+
+def _report_timings(run: BotRun, out: Callable[[str], None]) -> None:
+    """The per-phase line (stdout) and table (job summary) of a run that did engine work."""
+    timings = run.timings
+    if timings is None or not any(timings.seconds[p] for p in PHASES if p != "comment"):
+        return
+    total = timings.total()
+    out(timings.line(total))
+    run.outputs.summary(render("timings.md.j2", timings.rows(total)))
 
 
 def _error(text: str, invocation: Invocation, env: Mapping[str, str], out: Callable[[str], None]) -> int:
@@ -86,7 +100,9 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
         raise GithubError("no event: pass --event-name and --event-path (or run inside GitHub Actions, "
                           "which sets GITHUB_EVENT_NAME and GITHUB_EVENT_PATH)")
     event = load_event(name=event_name, path=event_path)
-    context = (context_factory or _default_context)(invocation.project_path, invocation.gateway)
+    timings = PhaseTimings()
+    context = TimedContext((context_factory or _default_context)(invocation.project_path, invocation.gateway),
+                           timings)
     config = context.config
     settings = load_settings({**config.cicd_bot, **_overrides(env)}, config.users, gateway=invocation.gateway,
                              where=str(Path(invocation.project_path) / "config.yaml"))
@@ -101,7 +117,8 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
             raise GithubError("--answers is for local mode only (with --output-dir, or outside GitHub Actions)")
         github = _github_client(invocation, env=env, event=event, bot_login=settings.bot_login, out=out)
         outputs = StepOutputs(output_file=env.get("GITHUB_OUTPUT"), summary_file=env.get("GITHUB_STEP_SUMMARY"))
-    return BotRun(event=event, settings=settings, github=github, context=context, outputs=outputs,
+    return BotRun(event=event, settings=settings, github=TimedGithub(github, timings), context=context,
+                  outputs=outputs, timings=timings,
                   project_subdir=_subdir(invocation.project_path, env.get("GITHUB_WORKSPACE")),
                   sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
                   on_actions_runner=env.get("GITHUB_ACTIONS") == "true")

@@ -10,6 +10,7 @@ from sqlglot.diff import Insert, Keep, diff
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
+from bot.project.sqltext import selects_star  # noqa: F401 - re-exported for the plan builder
 from bot.snapshot import ChangeCategory
 
 Edit = object
@@ -168,20 +169,6 @@ def expand_star(sql: str, columns: Mapping[str, Sequence[str]], *, dialect: str 
     if selects_star(query):
         return None
     return query.sql(dialect=dialect, identify=True)
-
-
-def selects_star(query: exp.Expression) -> bool:
-    """True when some SELECT of `query` (outer, CTE or subquery) projects `*` or `t.*`.
-
-    A star inside a function (`COUNT(*)`) is not a projected star (SQLMesh agrees).
-
-    >>> selects_star(sqlglot.parse_one("SELECT ds, COUNT(*) AS n FROM t GROUP BY ds"))
-    False
-    >>> selects_star(sqlglot.parse_one("WITH c AS (SELECT t.* FROM t) SELECT a FROM c"))
-    True
-    """
-    return any(node.is_star and isinstance(node.parent, exp.Select) and node.arg_key == "expressions"
-               for node in query.find_all(exp.Star, exp.Column))
 
 
 def projection_names(sql: str, *, dialect: str = "spark") -> list[str] | None:

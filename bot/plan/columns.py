@@ -10,6 +10,7 @@ without `columns`), nothing is checked: no false errors.
 from __future__ import annotations
 
 import csv
+import functools
 import re
 from typing import Iterable, Mapping, Sequence
 
@@ -18,9 +19,9 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from bot.errors import ConfigError
-from bot.plan.categorize import expand_star, projection_names, selects_star
+from bot.plan.categorize import expand_star, projection_names
+from bot.project.cache import has_query, query_facts
 from bot.project.model import KindName, Model
-from bot.project.sqltext import macro_call_name
 
 # built-in audit arguments that hold column names or expressions over columns
 _COLUMN_ARGS = ("column", "columns", "criteria")
@@ -72,7 +73,13 @@ def _references(model: Model) -> Iterable[tuple[str, str, str]]:
                     yield f"audit {ref.name}({key} := ...)", name, "audits"
 
 
-def _column_names(text: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _column_names(text: str) -> tuple[str, ...]:
+    """Column names in a property's text (the same few texts recur in every model: parsed once)."""
+    return tuple(_parse_column_names(text))
+
+
+def _parse_column_names(text: str) -> list[str]:
     try:
         node = sqlglot.parse_one(text, read="spark")
     except SqlglotError:
@@ -107,12 +114,12 @@ class _OutputColumns:
         if model.kind.name is KindName.SEED:
             return _seed_header(model)
         sql = self.rendered.get(model.name)
-        if model.query is None or not sql:
+        if not has_query(model) or not sql:
             return None            # Python models without `columns`, external models without columns
-        names = _written_names(model.query)
+        names, star = query_facts(model)   # from the parse cache: no AST is built
         if names is None:
             names = projection_names(sql)    # the outer SELECT's names, whatever its CTEs select
-        if names is not None or not selects_star(model.query):
+        if names is not None or not star:
             return [n.lower() for n in names] if names is not None else None
         parents: dict[str, Sequence[str]] = {}
         for parent in model.depends_on:
@@ -125,21 +132,6 @@ class _OutputColumns:
         expanded = expand_star(sql, parents)
         names = projection_names(expanded) if expanded else None
         return [n.lower() for n in names] if names is not None else None
-
-
-def _written_names(query: exp.Expression) -> list[str] | None:
-    """The outer SELECT's names read from the query as written (no parse of the rendered SQL), or
-    None when a macro, a star or an unnamed expression leaves them to the rendered query."""
-    if not isinstance(query, exp.Select):
-        return None
-    names = []
-    for projection in query.expressions:
-        if projection.is_star or not projection.output_name or any(
-                isinstance(node, exp.Parameter) or macro_call_name(node) is not None
-                for node in projection.walk()):
-            return None
-        names.append(projection.output_name)
-    return names
 
 
 def _seed_header(model: Model) -> list[str] | None:

@@ -18,16 +18,21 @@ from sqlglot import exp
 
 import bot
 from bot.project.model import Model
-from bot.project.sqltext import to_sql
+from bot.project.sqltext import selects_star, to_sql, written_output_names
 
 CACHE_FORMAT = 3
 CACHE_FILE = Path(".meshbot") / "cache" / "models.pickle"
 
 
 _SLOTS = ("args", "parent", "arg_key", "index", "comments", "_type", "_meta")
+# With `sqlglotc` installed, sqlglot's node classes are compiled (mypyc): they have no __slots__ and
+# take their state as one dict through __setstate__. The two pickled forms are not interchangeable,
+# so the flag is part of every cache key (cache_context).
+COMPILED_SQLGLOT = hasattr(exp.Expression, "__mypyc_attrs__")
 _AST_FIELDS = ("query", "pre_statements", "post_statements")
 _LAZY = "_meshbot_lazy_asts"
 _SQL = "_meshbot_ast_sql"   # to_sql of query/pre/post, so storing a snapshot needs no AST
+_FACTS = "_meshbot_query_facts"   # (written output names, selects a star), so column checks need no AST
 
 
 class _LazyAst:
@@ -80,8 +85,19 @@ def cached_sql(model: Model) -> tuple[str | None, list[str], list[str]] | None:
     return model.__dict__.get(_SQL)
 
 
+def query_facts(model: Model) -> tuple[list[str] | None, bool]:
+    """(the outer SELECT's names as written or None, whether some SELECT projects a star) of a model
+    with a query; read from the parse cache without unpickling the query when the model came from it."""
+    facts = model.__dict__.get(_FACTS)
+    if facts is None:
+        facts = (written_output_names(model.query), selects_star(model.query))
+    return (list(facts[0]) if facts[0] is not None else None), facts[1]
+
+
 def _model_reduction(model: Model) -> tuple[Any, ...]:
     state = {k: v for k, v in model.__dict__.items() if k != _LAZY}
+    if model.query is not None:
+        state[_FACTS] = query_facts(model)
     state[_SQL] = (to_sql(model.query, model.dialect) if model.query is not None else None,
                    [to_sql(s, model.dialect) for s in model.pre_statements],
                    [to_sql(s, model.dialect) for s in model.post_statements])
@@ -104,6 +120,10 @@ class _Pickler(pickle.Pickler):
         if isinstance(obj, Model):
             return _model_reduction(obj)
         if isinstance(obj, exp.Expression):
+            if COMPILED_SQLGLOT:   # the compiled class's own state dict (built in C), same bytes
+                state = obj.__getstate__()
+                state["_hash"] = None
+                return copyreg.__newobj__, (type(obj),), state
             state = {slot: getattr(obj, slot) for slot in _SLOTS}
             state["_hash"] = None
             return copyreg.__newobj__, (type(obj),), (None, state)
@@ -136,7 +156,8 @@ def _code_stamp() -> str:
 
 def cache_context(*parts: object) -> str:
     """Versions, code and settings that invalidate every entry when they change."""
-    return "|".join(map(str, (CACHE_FORMAT, bot.__version__, sqlglot.__version__, _code_stamp(), *parts)))
+    return "|".join(map(str, (CACHE_FORMAT, bot.__version__, sqlglot.__version__,
+                              "compiled" if COMPILED_SQLGLOT else "interpreted", _code_stamp(), *parts)))
 
 
 @contextlib.contextmanager

@@ -130,6 +130,24 @@ def interval_variables(*, start: int, end: int, execution_time: int) -> dict[str
     return values
 
 
+def _replace_tree(expression: exp.Expression, fun: Callable[[exp.Expression], Any],
+                  prune: Callable[[exp.Expression], bool]) -> Any:
+    """sqlglot's `exp.replace_tree` (leaves first), whose function may also return None or a list.
+
+    sqlglot's own is typed to return an expression, which the compiled build (`sqlglotc`) enforces.
+    """
+    stack = list(expression.dfs(prune=prune))
+    new_node: Any = expression
+    while stack:
+        node = stack.pop()
+        new_node = fun(node)
+        if new_node is not node:
+            node.replace(new_node)
+            if isinstance(new_node, exp.Expression):
+                stack.append(new_node)
+    return new_node
+
+
 class MacroEvaluator:
     """Expands macros in one model's expressions; user macros receive it as first argument.
 
@@ -195,7 +213,7 @@ class MacroEvaluator:
         Returns an expression, a list of expressions (a macro returning several), or None when the
         whole expression was removed (a statement that is only @DEF, or a false @IF).
         """
-        return exp.replace_tree(expression, self._visit, prune=_is_macro_lambda)
+        return _replace_tree(expression, self._visit, prune=_is_macro_lambda)
 
     def _visit(self, node: exp.Expression) -> Any:
         if isinstance(node, exp.Parameter) and isinstance(node.this, (exp.Var, exp.Identifier)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -142,7 +143,7 @@ def _header_fields(props: dict[str, Prop], *, dialect: str, defaults: ModelDefau
 
     name = normalize_name(text("name"), dialect)
     cron = text("cron", defaults.cron)
-    if not croniter.is_valid(cron):
+    if not _valid_cron(cron):
         raise ConfigError(f"invalid cron `{cron}`", path=path, line=props.get("cron", Prop("", "", line)).line)
     grain_key = "grains" if "grains" in values else "grain"
     return dict(
@@ -173,6 +174,12 @@ def _header_fields(props: dict[str, Prop], *, dialect: str, defaults: ModelDefau
         if "depends_on" in values else (),
         enabled=value_bool(props["enabled"], values["enabled"], dialect, path) if "enabled" in values else True,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _valid_cron(cron: str) -> bool:
+    """croniter's check, once per distinct expression (it expands every field: slow per model)."""
+    return croniter.is_valid(cron)
 
 
 def _partition_text(value: exp.Expression, dialect: str) -> str:

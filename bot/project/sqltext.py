@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+import threading
 from typing import Iterable, Iterator
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
+from sqlglot.parser import Parser
 from sqlglot.tokens import TokenType
 
 MACRO_FUNC_PREFIX = "MESHBOT_MACRO_"
@@ -114,48 +117,163 @@ def is_blank(text: str) -> bool:
     return skip_blank(text) == len(text)
 
 
+# sqlglot's parser and generator classes may be compiled (the `sqlglotc` package, mypyc): Python
+# classes cannot inherit from them. Macro syntax is therefore enabled without subclassing: the parser
+# reads its tables live, so the dialect parser's entries are swapped in place for the duration of one
+# parse (sqlglot does the same for `PRIOR` in CONNECT BY), under a lock, and restored before the lock
+# is released; a generator instance gets its own dispatch table (sqlglot caches one per class).
+_TABLES_LOCK = threading.RLock()
+_MISSING = object()
+
+
+def _parse_parameter(self):   # `@x` is a macro variable, also where a dialect reads it otherwise
+    return self._parse_parameter()
+
+
+def _print_parameter(self, expression: exp.Parameter) -> str:
+    return "@" + self.sql(expression, "this")
+
+
+_MACRO_DISPATCH: dict[type, dict] = {}   # generator class -> its dispatch table, printing `@x`
+
+
 @functools.lru_cache(maxsize=None)
-def _dialect_tools(dialect: str) -> tuple[Dialect, type, type]:
-    """The dialect plus a parser that reads `@x` as exp.Parameter and a generator that prints it back."""
+def _dialect_tools(dialect: str) -> tuple[Dialect, tuple]:
+    """The dialect plus the in-place swaps of its parser's tables that read `@x` as exp.Parameter.
+
+    Each swap is (table, key, value): DuckDB reads `@x` as ABS(x) (a no-paren function) and as a
+    Placeholder; SQLMesh projects mean a macro variable.
+    """
     base = Dialect.get_or_raise(dialect or None)
-    parser_base, generator_base = base.parser_class, base.generator_class
-    parser_cls = type(f"Meshbot{parser_base.__name__}", (parser_base,), {
-        # DuckDB reads `@x` as ABS(x); SQLMesh projects mean a macro variable.
-        "NO_PAREN_FUNCTION_PARSERS": {k: v for k, v in parser_base.NO_PAREN_FUNCTION_PARSERS.items()
-                                      if k != "@"},
-        "PLACEHOLDER_PARSERS": {**parser_base.PLACEHOLDER_PARSERS,
-                                TokenType.PARAMETER: lambda self: self._parse_parameter()},
-    })
-    generator_cls = type(f"Meshbot{generator_base.__name__}", (generator_base,), {
-        "TRANSFORMS": {**generator_base.TRANSFORMS,
-                       exp.Parameter: lambda self, e: "@" + self.sql(e, "this")},
-    })
-    return base, parser_cls, generator_cls
+    parser_cls = base.parser_class
+    parser_swaps = []
+    if "@" in parser_cls.NO_PAREN_FUNCTION_PARSERS:
+        parser_swaps.append((parser_cls.NO_PAREN_FUNCTION_PARSERS, "@", _MISSING))
+    if parser_cls.PLACEHOLDER_PARSERS.get(TokenType.PARAMETER) is not \
+            Parser.PLACEHOLDER_PARSERS.get(TokenType.PARAMETER):
+        parser_swaps.append((parser_cls.PLACEHOLDER_PARSERS, TokenType.PARAMETER, _parse_parameter))
+    return base, tuple(parser_swaps)
+
+
+@contextlib.contextmanager
+def _swapped(swaps: tuple) -> Iterator[None]:
+    if not swaps:
+        yield
+        return
+    with _TABLES_LOCK:
+        saved = [(table, key, table.get(key, _MISSING)) for table, key, _ in swaps]
+        try:
+            for table, key, value in swaps:
+                if value is _MISSING:
+                    table.pop(key, None)
+                else:
+                    table[key] = value
+            yield
+        finally:
+            for table, key, value in reversed(saved):
+                if value is _MISSING:
+                    table.pop(key, None)
+                else:
+                    table[key] = value
 
 
 def parse_sql(sql: str, dialect: str) -> list[exp.Expression]:
     """Parse SQL that may contain SQLMesh macros (`@var`, `@MACRO(...)`); empty statements dropped.
 
     Raises sqlglot.errors.ParseError (line numbers are those of `sql`).
+
+    >>> [e.sql() for e in parse_sql("SELECT @x FROM t", "duckdb")], to_sql(parse_sql("SELECT @x", "spark")[0], "spark")
+    (['SELECT @x FROM t'], 'SELECT @x')
     """
-    base, parser_cls, _ = _dialect_tools(dialect)
+    base, parser_swaps = _dialect_tools(dialect)
+    tokenizer, parser = _parsing_tools(dialect, base)
     text = preprocess_macros(sql)
-    parser = parser_cls(dialect=base)
-    return [e for e in parser.parse(base.tokenize(text), text) if e is not None]
+    tokens = tokenizer.tokenize(text)
+    with _swapped(parser_swaps):
+        parsed = parser.parse(tokens, text)
+    return [e for e in parsed if e is not None]
+
+
+_THREAD_TOOLS = threading.local()
+
+
+def _parsing_tools(dialect: str, base: Dialect) -> tuple:
+    """This thread's tokenizer and parser for `dialect`, reused: building them (the tokenizer's core
+    tables, the parser's settings) took longer than parsing a short header value. Both reset their
+    state at the start of every call."""
+    tools = getattr(_THREAD_TOOLS, "by_dialect", None)
+    if tools is None:
+        tools = _THREAD_TOOLS.by_dialect = {}
+    found = tools.get(dialect)
+    if found is None:
+        found = tools[dialect] = (base.tokenizer_class(dialect=base), base.parser_class(dialect=base))
+    return found
 
 
 def to_sql(expression: exp.Expression, dialect: str, **opts: object) -> str:
     """SQL text of an expression parsed by parse_sql, in `dialect`, with `@var` printed back as `@var`."""
-    base, _, generator_cls = _dialect_tools(dialect)
-    return generator_cls(dialect=base, **opts).generate(expression, copy=False)
+    base = _dialect_tools(dialect)[0]
+    generator = base.generator_class(dialect=base, **opts)
+    dispatch = _MACRO_DISPATCH.get(type(generator))
+    if dispatch is None:
+        dispatch = _MACRO_DISPATCH[type(generator)] = {**generator._dispatch, exp.Parameter: _print_parameter}
+    generator._dispatch = dispatch
+    return generator.generate(expression, copy=False)
+
+
+def selects_star(query: exp.Expression) -> bool:
+    """True when some SELECT of `query` (outer, CTE or subquery) projects `*` or `t.*`.
+
+    A star inside a function (`COUNT(*)`) is not a projected star (SQLMesh agrees).
+
+    >>> import sqlglot
+    >>> selects_star(sqlglot.parse_one("SELECT ds, COUNT(*) AS n FROM t GROUP BY ds"))
+    False
+    >>> selects_star(sqlglot.parse_one("WITH c AS (SELECT t.* FROM t) SELECT a FROM c"))
+    True
+    """
+    return any(isinstance(item, (exp.Star, exp.Column)) and item.is_star
+               for select in query.find_all(exp.Select) for item in select.expressions)
+
+
+def written_output_names(query: exp.Expression) -> list[str] | None:
+    """The outer SELECT's names read from the query as written (no parse of the rendered SQL), or
+    None when a macro, a star or an unnamed expression leaves them to the rendered query.
+
+    >>> written_output_names(parse_sql("SELECT a, b + 1 AS c FROM t", "spark")[0])
+    ['a', 'c']
+    >>> written_output_names(parse_sql("SELECT a, @x AS c FROM t", "spark")[0]) is None
+    True
+    """
+    if not isinstance(query, exp.Select):
+        return None
+    names = []
+    for projection in query.expressions:
+        if projection.is_star or not projection.output_name or projection.find(exp.Parameter) or any(
+                macro_call_name(node) is not None for node in projection.find_all(exp.Anonymous)):
+            return None
+        names.append(projection.output_name)
+    return names
+
+
+_POSITION_KEYS = frozenset({"line", "col", "start", "end"})
 
 
 def strip_comments(expressions: Iterable[exp.Expression]) -> None:
-    """Drop comments in place, so comment-only edits leave the AST (and its SQL) unchanged."""
+    """Drop comments in place, so comment-only edits leave the AST (and its SQL) unchanged.
+
+    The token positions sqlglot keeps in identifiers' and literals' meta (for its own error
+    highlighting; meshbot reports lines from the file text) are dropped too: sqlglot's copy
+    deep-copies each of those dicts, which made copying a parsed query (once per render) cost as
+    much as parsing it, and every cached AST carried them.
+    """
     for expression in expressions:
         for node in expression.walk():
-            if node.comments:
+            if node.comments is not None:
                 node.comments = None
+            meta = node._meta
+            if meta is not None and meta.keys() <= _POSITION_KEYS:
+                node._meta = None
 
 
 def normalize_name(name: str, dialect: str = "spark") -> str:

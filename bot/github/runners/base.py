@@ -36,6 +36,7 @@ class BotRun:
     run_url: str | None = None        # $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID
     summaries: list[str] = field(default_factory=list)
     checks: list[CheckState] = field(default_factory=list)   # the check runs this run completed
+    timings: Any = None               # bot.github.timing.PhaseTimings of this run (None in unit tests)
 
     @property
     def pull_request(self) -> PullRequest | None:

@@ -210,6 +210,11 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
                                                           "meshbot skipped the engine work."))
         return 0
     ok, error, applied, preview = True, None, None, None
+    if tests or environment:
+        # Unit tests and the PR environment need Spark: launch it now, while the project is parsed.
+        start_early = getattr(run.context, "start_engine_early", None)
+        if start_early is not None:
+            start_early()
     if tests:
         view = replace(view, tests=tests_step(run, pr))
         ok = ok and view.tests.status == "passed"
