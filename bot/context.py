@@ -112,12 +112,12 @@ class Context:
         from bot.plan.runner import SparkRunner
         from bot.project.timeutil import to_ms
 
-        runner = SparkRunner(engine=self.engine, context_models=self.models, config=self.config,
-                             gateway=self.gateway.name, audits=self.project.audits)
+        runner = self._spark_runner()
         ttl = to_ms(self.config.environment_ttl, relative_base=0)
         evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
                                   environment_ttl_ms=ttl, progress=progress,
-                                  default_start=self.config.model_defaults.start)
+                                  default_start=self.config.model_defaults.start,
+                                  concurrent_tasks=self.gateway.connection.concurrent_tasks)
         log = evaluator.apply(plan)
         return ApplyResult(plan_id=plan.plan_id, environment=plan.environment,
                            evaluated=tuple(log.evaluated), views_created=log.views_created,
@@ -164,7 +164,8 @@ class Context:
         return run_environment(state=self.state, runner=runner, models_for=runner.model_for,
                                environment=env.name,
                                execution_time=to_ms(execution_time) if execution_time else now_ms(),
-                               default_start=self.config.model_defaults.start, progress=progress)
+                               default_start=self.config.model_defaults.start, progress=progress,
+                               concurrent_tasks=self.gateway.connection.concurrent_tasks)
 
     def evaluate(self, model_name: str, *, start: str, end: str, limit: int | None = None,
                  execution_time: str | None = None) -> list[dict[str, Any]]:
@@ -210,7 +211,8 @@ class Context:
         from bot.plan.runner import SparkRunner
 
         return SparkRunner(engine=self.engine, context_models=self.models, config=self.config,
-                           gateway=self.gateway.name, audits=self.project.audits)
+                           gateway=self.gateway.name, audits=self.project.audits,
+                           concurrent_tasks=self.gateway.connection.concurrent_tasks)
 
     # -- quality ------------------------------------------------------------------------
     def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> "TestSuiteResult":
