@@ -1,15 +1,20 @@
 """Benchmark: meshbot's backfill (Context.plan + apply) vs the same rendered statements run directly (the floor).
 
-Usage: .venv/bin/python benchmarks/backfill_overhead.py [--models 30] [--days 60] [--batch-size 1] [--dir PATH]
-Generates a project of N models (every third FULL, the rest INCREMENTAL_BY_TIME_RANGE) over D daily
-intervals, times meshbot, then replays each batch's rendered query as one CTAS/INSERT statement on
-the same SparkSession into a separate schema. Prints both times, their ratio (target <= 1.25x)
-and Spark jobs per model-interval (counted with the status tracker per job group).
+Usage: .venv/bin/python benchmarks/backfill_overhead.py [--models 30] [--days 60] [--batch-size 1]
+       [--concurrent-tasks 4,1] [--no-floor] [--dir PATH]
+Generates a project of N models (every third FULL, the rest INCREMENTAL_BY_TIME_RANGE, model i
+reading model (i-1)//2) over D daily intervals and times meshbot once per `concurrent_tasks` value
+(each in its own schema, same process and SparkSession, in the order given), then replays each
+batch's rendered query as one CTAS/INSERT statement (sequentially) into a separate schema. Prints
+the times, the speedup of the first value over the last (issue 12 target: 4 vs 1 >= 1.5x), the
+ratio of the sequential run to the floor (target <= 1.25x) and Spark jobs per model-interval
+(counted with the status tracker per job group).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import tempfile
@@ -32,6 +37,7 @@ gateways:
     connection:
       type: spark
       master: 'local[2]'
+      concurrent_tasks: {concurrent}
       config: {{spark.sql.shuffle.partitions: '2', spark.ui.retainedJobs: '100000'}}
     state_connection: {{type: sqlite, database: .meshbot/state.db}}
 default_gateway: local
@@ -50,15 +56,19 @@ SELECT ds, id, (amount * 2) % 1000 AS amount FROM bench.{parent} WHERE ds BETWEE
 """
 
 
-def generate(root: Path, *, models: int, days: int, batch_size: int | None) -> None:
+def generate(root: Path, *, models: int, days: int, batch_size: int | None, concurrent: int = 1,
+             schema: str = "bench") -> None:
     (root / "models").mkdir(parents=True)
-    (root / "config.yaml").write_text(CONFIG.format(start=START))
+    (root / "config.yaml").write_text(CONFIG.format(start=START, concurrent=concurrent))
     (root / "models" / "m00.sql").write_text(SOURCE.format(start=START, days=days))
     batch = f", batch_size {batch_size}" if batch_size else ""
     for i in range(1, models):
         name, parent = f"m{i:02d}", f"m{(i - 1) // 2:02d}"
         text = FULL if i % 3 == 0 else INCR
         (root / "models" / f"{name}.sql").write_text(text.format(name=name, parent=parent, batch=batch))
+    if schema != "bench":
+        for path in (root / "models").glob("*.sql"):
+            path.write_text(re.sub(r"\bbench\.", f"{schema}.", path.read_text()))
 
 
 def jobs_in(spark, group: str) -> int:
@@ -110,28 +120,69 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=30)
     parser.add_argument("--days", type=int, default=60)
     parser.add_argument("--batch-size", type=int, default=1)
+    parser.add_argument("--concurrent-tasks", default="4,1",
+                        help="comma-separated concurrent_tasks values, each timed once in this order")
+    parser.add_argument("--no-floor", action="store_true", help="skip the hand-written floor")
+    parser.add_argument("--warmup-days", type=int, default=3,
+                        help="first backfill the same models over this many days, untimed (0: none), "
+                             "so no timed run pays for a cold JVM")
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
-    root = (args.dir or Path(tempfile.mkdtemp(prefix="meshbot_bench_"))) / "project"
-    if root.exists():
-        shutil.rmtree(root)
-    generate(root, models=args.models, days=args.days, batch_size=args.batch_size)
+    base = args.dir or Path(tempfile.mkdtemp(prefix="meshbot_bench_"))
     execution_time = time.strftime("%Y-%m-%d", time.gmtime((to_ms(START) + args.days * 86_400_000) / 1000))
-    meshbot_s, plan, context = run_meshbot(root, execution_time)
-    spark = context.engine.session
-    meshbot_jobs = jobs_in(spark, "meshbot")
-    floor_s, statements = run_floor(context, plan)
-    floor_jobs = jobs_in(spark, "floor")
+    values = [int(v) for v in args.concurrent_tasks.split(",")]
+    timings: list[tuple[int, float, int]] = []
+    context = plan = None
+    if args.warmup_days:
+        warm = base / "warmup"
+        if warm.exists():
+            shutil.rmtree(warm)
+        generate(warm, models=args.models, days=args.warmup_days, batch_size=args.batch_size,
+                 concurrent=values[0], schema="bench_warmup")
+        warm_time = time.strftime("%Y-%m-%d", time.gmtime((to_ms(START) + args.warmup_days * 86_400_000) / 1000))
+        _, _, context = run_meshbot(warm, warm_time)
+        for name in ("bench_warmup", "sqlmesh__bench_warmup"):
+            context.engine.session.sql(f"DROP SCHEMA IF EXISTS `{name}` CASCADE")
+    for index, concurrent in enumerate(values):
+        root = base / f"project_c{concurrent}_{index}"
+        if root.exists():
+            shutil.rmtree(root)
+        schema = f"bench_c{concurrent}_{index}"
+        generate(root, models=args.models, days=args.days, batch_size=args.batch_size,
+                 concurrent=concurrent, schema=schema)
+        before = jobs_in(context.engine.session, "meshbot") if context is not None else 0
+        seconds, plan, context = run_meshbot(root, execution_time)
+        jobs = jobs_in(context.engine.session, "meshbot") - before   # the group spans every run
+        timings.append((concurrent, seconds, jobs))
+        for name in (schema, f"sqlmesh__{schema}"):
+            context.engine.session.sql(f"DROP SCHEMA IF EXISTS `{name}` CASCADE")
     model_intervals = sum(len(b.intervals) if b.kind is BackfillKind.INTERVALS else 1 for b in plan.backfills)
     batches = sum(len(b.batches) for b in plan.backfills)
     print(f"project: {args.models} models x {args.days} days, batch_size {args.batch_size}: "
-          f"{model_intervals} model-intervals in {batches} batches")
-    print(f"meshbot backfill (plan + apply): {meshbot_s:8.2f} s  ({meshbot_jobs} Spark jobs, "
-          f"{meshbot_jobs / model_intervals:.2f} per model-interval, {meshbot_jobs / batches:.2f} per batch)")
-    print(f"floor ({statements} statements):     {floor_s:8.2f} s  ({floor_jobs} Spark jobs, "
-          f"{floor_jobs / model_intervals:.2f} per model-interval)")
-    print(f"ratio meshbot / floor: {meshbot_s / floor_s:.2f}x (target <= 1.25x)")
+          f"{model_intervals} model-intervals in {batches} batches; load average before: "
+          f"{_load()}")
+    for concurrent, seconds, jobs in timings:
+        print(f"meshbot backfill, concurrent_tasks: {concurrent}: {seconds:8.2f} s  ({jobs} Spark jobs, "
+              f"{jobs / model_intervals:.2f} per model-interval)")
+    if len(timings) > 1:
+        print(f"speedup concurrent_tasks {timings[0][0]} vs {timings[-1][0]}: "
+              f"{timings[-1][1] / timings[0][1]:.2f}x (target >= 1.5x for 4 vs 1)")
+    if not args.no_floor:
+        floor_s, statements = run_floor(context, plan)
+        floor_jobs = jobs_in(context.engine.session, "floor")
+        sequential = min((t for t in timings if t[0] == 1), default=timings[-1], key=lambda t: t[1])
+        print(f"floor ({statements} statements):     {floor_s:8.2f} s  ({floor_jobs} Spark jobs, "
+              f"{floor_jobs / model_intervals:.2f} per model-interval)")
+        print(f"ratio meshbot (concurrent_tasks: {sequential[0]}) / floor: {sequential[1] / floor_s:.2f}x "
+              "(target <= 1.25x)")
+    print(f"load average after: {_load()}")
     context.close()
+
+
+def _load() -> str:
+    import os
+
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
 if __name__ == "__main__":

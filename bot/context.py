@@ -112,12 +112,12 @@ class Context:
         from bot.plan.runner import SparkRunner
         from bot.project.timeutil import to_ms
 
-        runner = SparkRunner(engine=self.engine, context_models=self.models, config=self.config,
-                             gateway=self.gateway.name, audits=self.project.audits)
+        runner = self._spark_runner()
         ttl = to_ms(self.config.environment_ttl, relative_base=0)
         evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
                                   environment_ttl_ms=ttl, progress=progress,
-                                  default_start=self.config.model_defaults.start)
+                                  default_start=self.config.model_defaults.start,
+                                  concurrent_tasks=self.gateway.connection.concurrent_tasks)
         self._environment_statements(self.config.before_all, plan.environment, "before_all")
         log = evaluator.apply(plan)
         self._environment_statements(self.config.after_all, plan.environment, "after_all")
@@ -208,7 +208,8 @@ class Context:
         result = run_environment(state=self.state, runner=runner, models_for=runner.model_for,
                                  environment=env.name,
                                  execution_time=to_ms(execution_time) if execution_time else now_ms(),
-                                 default_start=self.config.model_defaults.start, progress=progress)
+                                 default_start=self.config.model_defaults.start, progress=progress,
+                                 concurrent_tasks=self.gateway.connection.concurrent_tasks)
         self._environment_statements(self.config.after_all, env.name, "after_all")
         return result
 
@@ -256,7 +257,8 @@ class Context:
         from bot.plan.runner import SparkRunner
 
         return SparkRunner(engine=self.engine, context_models=self.models, config=self.config,
-                           gateway=self.gateway.name, audits=self.project.audits)
+                           gateway=self.gateway.name, audits=self.project.audits,
+                           concurrent_tasks=self.gateway.connection.concurrent_tasks)
 
     # -- quality ------------------------------------------------------------------------
     def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> "TestSuiteResult":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
@@ -11,8 +13,9 @@ from bot.errors import BotError, EngineError, PlanError, QualityError
 from bot.faults import checkpoint
 from bot.intervals import subtract
 from bot.quality.api import AuditResult, audit_error
-from bot.plan.definition import Backfill, BackfillKind, Plan
+from bot.plan.definition import BackfillKind, Plan
 from bot.plan.parents import ParentCheck, require_parents
+from bot.plan.schedule import run_tasks, upstream_of
 from bot.project.timeutil import now_ms
 from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, SnapshotId, view_name
@@ -40,6 +43,9 @@ class BatchRunner(Protocol):
 
     def drop_views(self, views: Iterable[str]) -> None: ...
 
+    # Optional: `task_scope()`, called on the applying thread, returns slot -> context manager that
+    # each concurrent task runs in (SparkRunner: a FAIR scheduler pool per slot).
+
 
 @dataclass
 class ApplyLog:
@@ -60,6 +66,7 @@ class PlanEvaluator:
     environment_ttl_ms: int = 7 * 86_400_000
     progress: ProgressCallback | None = None
     default_start: str | None = None     # model_defaults.start, for the parent-interval rule
+    concurrent_tasks: int = 1            # models backfilled / tables created at once
 
     def apply(self, plan: Plan) -> ApplyLog:
         """SPEC §5 order, with every step that can fail on the project's input before the state write.
@@ -176,12 +183,22 @@ class PlanEvaluator:
         )
 
     def _create_tables(self, plan: Plan, mapping: Mapping[str, str]) -> None:
-        targets = [(s, mapping[s.name]) for s in self._ordered(plan, plan.snapshots.values())
-                   if s.kind not in (KindName.EXTERNAL.value, KindName.EMBEDDED.value)]
-        self.runner.ensure_schemas({table.rsplit(".", 1)[0] for _, table in targets})
-        for snapshot, table in targets:
+        """Create the physical tables, up to `concurrent_tasks` at once; a table is created after its
+        parents' (its columns may come from analyzing a query that reads them)."""
+        targets = {s.name: (s, mapping[s.name]) for s in self._ordered(plan, plan.snapshots.values())
+                   if s.kind not in (KindName.EXTERNAL.value, KindName.EMBEDDED.value)}
+        self.runner.ensure_schemas({table.rsplit(".", 1)[0] for _, table in targets.values()})
+
+        def create(name: str, _slot: int) -> None:
+            snapshot, table = targets[name]
             self.runner.create_physical(snapshot, self.models_for(snapshot), table=table,
                                         table_mapping=mapping)
+
+        names = list(targets)
+        outcome = run_tasks(names, upstream_of(names, _parents_in(plan)), create,
+                            threads=self.concurrent_tasks, keep_going=False)
+        if outcome.failed:
+            raise outcome.failed[0][1]
 
     def _restate(self, plan: Plan) -> None:
         for snapshot_id, interval in plan.restatements.items():
@@ -190,34 +207,47 @@ class PlanEvaluator:
                 self.state.remove_intervals(snapshot.name, snapshot.version, interval)
 
     def _backfill(self, plan: Plan, mapping: Mapping[str, str], log: ApplyLog) -> None:
+        """Each model's batches in order; independent models run concurrently (`concurrent_tasks`),
+        a model only after every model upstream of it finished all its batches. A failed model stops
+        its downstream; independent models go on. State writes go through one lock."""
         by_id = {s.snapshot_id: s for s in plan.snapshots.values()}
-        work = [(by_id[b.snapshot_id], b) for b in plan.backfills if b.snapshot_id in by_id]
-        order = {s.name: i for i, s in enumerate(self._ordered(plan, [s for s, _ in work]))}
-        work.sort(key=lambda item: order[item[0].name])
-        total = sum(len(b.batches) for _, b in work)
-        done = 0
-        failed: list[tuple[str, BotError]] = []
-        blocked: set[str] = set()    # failed models and everything downstream of them
-        skipped: list[str] = []
-        for snapshot, backfill in work:
-            if any(p.name in blocked for p in snapshot.parents):
-                blocked.add(snapshot.name)
-                skipped.append(snapshot.name)
-                continue
+        work = {by_id[b.snapshot_id].name: (by_id[b.snapshot_id], b)
+                for b in plan.backfills if b.snapshot_id in by_id}
+        names = [s.name for s in self._ordered(plan, [s for s, _ in work.values()])]
+        total = sum(len(b.batches) for _, b in work.values())
+        lock = threading.Lock()
+        stop = threading.Event()
+        counter = [0]
+        scope = task_scope_for(self.runner, self.concurrent_tasks)
+
+        def backfill(name: str, slot: int) -> None:
+            snapshot, backfill = work[name]
             model = self.models_for(snapshot)
-            table = mapping[snapshot.name]
-            try:
+            with scope(slot):
                 for batch in backfill.batches:
-                    self._run_batch(plan, snapshot, model, table=table, batch=batch,
-                                    mapping=mapping, backfill=backfill, log=log)
-                    done += 1
-                    if self.progress:
-                        self.progress(f"{snapshot.name} {_fmt(batch)}", done, total)
-            except BotError as error:   # the model's downstream stops; independent models go on
-                failed.append((snapshot.name, error))
-                blocked.add(snapshot.name)
-        if failed:
-            _raise_failures(failed, skipped)
+                    if stop.is_set():
+                        return
+                    warnings = run_batch(state=self.state, runner=self.runner, snapshot=snapshot,
+                                         model=model, table=mapping[name], batch=batch,
+                                         mapping=mapping, execution_time=plan.execution_time,
+                                         is_dev=backfill.is_dev,
+                                         record=backfill.kind is not BackfillKind.RECREATE_VIEW,
+                                         lock=lock)
+                    with lock:
+                        log.audit_warnings.extend(warnings)
+                        log.evaluated.append((name, batch[0], batch[1]))
+                        counter[0] += 1
+                        if self.progress:
+                            self.progress(f"{name} {_fmt(batch)}", counter[0], total)
+
+        order = {name: i for i, name in enumerate(names)}
+        try:
+            outcome = run_tasks(names, upstream_of(names, _parents_in(plan)), backfill,
+                                threads=self.concurrent_tasks, stop=stop)
+        finally:
+            log.evaluated.sort(key=lambda item: (order[item[0]], item[1]))
+        if outcome.failed:
+            raise_failures(outcome.failed, outcome.skipped)
 
     def _audit_existing(self, plan: Plan, mapping: Mapping[str, str], log: ApplyLog) -> None:
         """Changed audits of snapshots this plan does not backfill run on the data their table already
@@ -241,16 +271,6 @@ class PlanEvaluator:
             if error is not None:
                 raise error
             log.audit_warnings.extend(r for r in results if not r.passed)
-
-    def _run_batch(self, plan: Plan, snapshot: Snapshot, model: Model, *, table: str,
-                   batch: Interval, mapping: Mapping[str, str], backfill: Backfill,
-                   log: ApplyLog) -> None:
-        warnings = run_batch(state=self.state, runner=self.runner, snapshot=snapshot, model=model,
-                             table=table, batch=batch, mapping=mapping,
-                             execution_time=plan.execution_time, is_dev=backfill.is_dev,
-                             record=backfill.kind is not BackfillKind.RECREATE_VIEW)
-        log.audit_warnings.extend(warnings)
-        log.evaluated.append((snapshot.name, batch[0], batch[1]))
 
     def _swap_views(self, plan: Plan, environment: Environment) -> int:
         views = {view_name(s.name, plan.environment): s.table_name for s in environment.snapshots
@@ -323,10 +343,12 @@ def order_snapshots(snapshots: Iterable[Snapshot]) -> list[Snapshot]:
 
 def run_batch(*, state: StateSync, runner: BatchRunner, snapshot: Snapshot, model: Model,
               table: str, batch: Interval, mapping: Mapping[str, str], execution_time: int,
-              is_dev: bool = False, record: bool = True) -> list[object]:
+              is_dev: bool = False, record: bool = True,
+              lock: threading.Lock | None = None) -> list[object]:
     """Evaluate one batch, audit it, and record its interval at once; returns non-blocking warnings.
 
-    Used by apply (backfills) and by `run` (cron-due intervals), so both behave the same.
+    Used by apply (backfills) and by `run` (cron-due intervals), so both behave the same. Batches
+    running on several threads pass one `lock`, so state is written by one thread at a time.
     """
     try:
         runner.evaluate(snapshot, model, table=table, interval=batch, table_mapping=mapping,
@@ -342,12 +364,30 @@ def run_batch(*, state: StateSync, runner: BatchRunner, snapshot: Snapshot, mode
     if error is not None:
         raise error
     if record:
-        state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev)
+        with lock or contextlib.nullcontext():
+            state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev)
         checkpoint("mid-backfill")
     return [r for r in results if not r.passed]
 
 
-def _raise_failures(failed: Sequence[tuple[str, BotError]], skipped: Sequence[str]) -> None:
+def _parents_in(plan: Plan) -> Callable[[str], list[str]]:
+    """Model name -> its parents' names, as the plan's snapshots record them."""
+    def parents(name: str) -> list[str]:
+        snapshot = plan.snapshots.get(name)
+        return [p.name for p in snapshot.parents] if snapshot is not None else []
+    return parents
+
+
+def task_scope_for(runner: object, threads: int) -> Callable[[int], contextlib.AbstractContextManager]:
+    """Slot -> the context a concurrent task runs in (the runner's, e.g. a Spark scheduler pool);
+    nothing when tasks run one at a time on the calling thread."""
+    factory = getattr(runner, "task_scope", None)
+    if threads <= 1 or factory is None:
+        return lambda _slot: contextlib.nullcontext()
+    return factory()
+
+
+def raise_failures(failed: Sequence[tuple[str, BotError]], skipped: Sequence[str]) -> None:
     """One error for every failed model (named with Spark's message) and the models it stopped."""
     messages = [str(error) if f"`{name}`" in str(error) else f"model `{name}` failed: {error}"
                 for name, error in failed]

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from bot.errors import PlanError
 from bot.intervals import Interval, batches, format_interval, interval_unit, missing_intervals
 from bot.plan.backfill import end_ms
-from bot.plan.evaluator import BatchRunner, finish_promotion, order_snapshots, run_batch
+from bot.plan.evaluator import (BatchRunner, raise_failures, task_scope_for, finish_promotion,
+                                order_snapshots, run_batch)
 from bot.plan.parents import ParentCheck, model_start, require_parents
 from bot.plan.runner import PythonModelContext
+from bot.plan.schedule import run_tasks, upstream_of
 from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_python_model
 from bot.project.render import render_sql
@@ -116,27 +119,52 @@ def require_environment(state: StateSync, name: str) -> Environment:
 
 def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callable[[Snapshot], Model],
                     environment: str, execution_time: int, default_start: str | None = None,
-                    progress: ProgressCallback | None = None) -> RunResult:
-    """Evaluate every due batch of `environment`, recording each one as soon as it finishes."""
+                    progress: ProgressCallback | None = None, concurrent_tasks: int = 1) -> RunResult:
+    """Evaluate every due batch of `environment`, recording each one as soon as it finishes.
+
+    Models run as plan apply backfills them: each model's batches in order, independent models up
+    to `concurrent_tasks` at once, a model after everything upstream of it; a failure stops its
+    downstream only, and the run then fails naming it.
+    """
     finish_promotion(state, runner, environment)   # a killed plan's views come before anything else
     env = require_environment(state, environment)
     work = plan_run(state=state, environment=env, models_for=models_for,
                     execution_time=execution_time, default_start=default_start)
     mapping: Mapping[str, str] = {s.name: s.name if s.kind == KindName.EXTERNAL.value else s.table_name
                                   for s in env.snapshots}   # an external model is read in place
+    parents = {s.name: [p.name for p in s.parents]
+               for s in state.get_snapshots([s.snapshot_id for s in env.snapshots]).values()}
+    items = {item.snapshot.name: item for item in work}
+    names = list(items)
     total = sum(len(item.batches) for item in work)
     evaluated: list[tuple[str, int, int]] = []
     warnings: list[Any] = []
-    for item in work:
+    lock = threading.Lock()
+    stop = threading.Event()
+    scope = task_scope_for(runner, concurrent_tasks)
+
+    def run_model(name: str, slot: int) -> None:
+        item = items[name]
         unit = interval_unit(item.model.cron)
-        for batch in item.batches:
-            warnings.extend(run_batch(state=state, runner=runner, snapshot=item.snapshot,
-                                      model=item.model, table=item.table, batch=batch,
-                                      mapping=mapping, execution_time=execution_time,
-                                      is_dev=item.is_dev))
-            evaluated.append((item.snapshot.name, batch[0], batch[1]))
-            if progress:
-                progress(f"{item.snapshot.name} [{format_interval(batch, unit)}]", len(evaluated), total)
+        with scope(slot):
+            for batch in item.batches:
+                if stop.is_set():
+                    return
+                found = run_batch(state=state, runner=runner, snapshot=item.snapshot, model=item.model,
+                                  table=item.table, batch=batch, mapping=mapping,
+                                  execution_time=execution_time, is_dev=item.is_dev, lock=lock)
+                with lock:
+                    warnings.extend(found)
+                    evaluated.append((name, batch[0], batch[1]))
+                    if progress:
+                        progress(f"{name} [{format_interval(batch, unit)}]", len(evaluated), total)
+
+    order = {name: i for i, name in enumerate(names)}
+    outcome = run_tasks(names, upstream_of(names, lambda n: parents.get(n, [])), run_model,
+                        threads=concurrent_tasks, stop=stop)
+    if outcome.failed:
+        raise_failures(outcome.failed, outcome.skipped)
+    evaluated.sort(key=lambda item: (order[item[0]], item[1]))
     return RunResult(environment=environment, execution_time=execution_time,
                      evaluated=tuple(evaluated), audit_warnings=tuple(warnings))
 

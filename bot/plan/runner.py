@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -22,7 +23,7 @@ from bot.spark.python_context import (ExecutionContext, physical_properties_sql,
                                       session_properties)
 from bot.state.api import Interval
 
-VIEW_THREADS = 4
+VIEW_THREADS = 4      # the default of connection.concurrent_tasks
 
 
 PythonModelContext = ExecutionContext   # the name other modules import
@@ -37,6 +38,7 @@ class SparkRunner:
     config: ProjectConfig
     gateway: str
     audits: Mapping[str, AuditDefinition]
+    concurrent_tasks: int = VIEW_THREADS     # views created / dropped at once
     _models: dict[str, Model] = field(default_factory=dict)
     _first_runs: set[str] = field(default_factory=set)
 
@@ -51,7 +53,18 @@ class SparkRunner:
         return self._models[snapshot.identifier]
 
     def ensure_schemas(self, schemas: Iterable[str]) -> None:
-        self.engine.create_schemas(sorted(set(schemas)))
+        """Create missing schemas and list each one once, so tables created afterwards (from several
+        threads) are checked against one listing per schema, not a catalog call per table."""
+        names = sorted(set(schemas))
+        self.engine.create_schemas(names)
+        for schema in names:
+            self.engine.existing_objects(schema)
+
+    def task_scope(self) -> Callable[[int], contextlib.AbstractContextManager]:
+        """Called on the applying thread: slot -> a context giving the task its own FAIR scheduler
+        pool (`meshbot_<slot>`) and this thread's job group (no pools on Spark Connect)."""
+        inherited = self.engine.job_properties()
+        return lambda slot: self.engine.scheduler_pool(f"meshbot_{slot}", inherited)
 
     def create_physical(self, snapshot: Snapshot, model: Model, *, table: str,
                         table_mapping: Mapping[str, str]) -> None:
@@ -113,14 +126,15 @@ class SparkRunner:
         if not views:
             return
         self.engine.create_schemas(sorted({name.rsplit(".", 1)[0] for name in views}))
-        _concurrently([(self._create_view, (view, table)) for view, table in views.items()])
+        _concurrently([(self._create_view, (view, table)) for view, table in views.items()],
+                      threads=self.concurrent_tasks)
 
     def _create_view(self, view: str, table: str) -> None:
         self.engine.create_view(view, f"SELECT * FROM {quote_table(table)}")
         checkpoint("between-views")
 
     def drop_views(self, views: Iterable[str]) -> None:
-        _concurrently([(self.engine.drop_view, (view,)) for view in views])
+        _concurrently([(self.engine.drop_view, (view,)) for view in views], threads=self.concurrent_tasks)
 
     def existing_views(self, views: Iterable[str]) -> set[str]:
         """Those of `views` that exist, from one fresh listing per schema."""
@@ -149,13 +163,14 @@ class SparkRunner:
                                                        execution_time=execution_time))
 
 
-def _concurrently(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]]) -> None:
-    """Run the calls on a small thread pool; the first failure (in call order) is raised after all end."""
-    if len(calls) <= 1:
+def _concurrently(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]], *,
+                  threads: int = VIEW_THREADS) -> None:
+    """Run the calls on up to `threads` threads; the first failure (in call order) is raised after all end."""
+    if len(calls) <= 1 or threads <= 1:
         for function, args in calls:
             function(*args)
         return
-    with ThreadPoolExecutor(max_workers=min(VIEW_THREADS, len(calls))) as pool:
+    with ThreadPoolExecutor(max_workers=min(threads, len(calls))) as pool:
         futures = [pool.submit(function, *args) for function, args in calls]
     for future in futures:
         future.result()

@@ -22,6 +22,7 @@ class SparkConnection:
     remote: str | None = None
     config: tuple[tuple[str, str], ...] = ()
     catalog: str | None = None
+    concurrent_tasks: int = 4   # backfill tasks, table and view DDL run at once on the one session
 
 
 @dataclass(frozen=True)
@@ -380,7 +381,30 @@ def _parse_spark(raw: Any, where: str, path: Path) -> SparkConnection:
         remote=str(remote) if remote else None,
         config=tuple((str(k), _conf_value(v)) for k, v in conf.items()),
         catalog=str(spec["catalog"]) if spec.get("catalog") else None,
+        concurrent_tasks=_concurrent_tasks(spec.get("concurrent_tasks"), f"{where}.concurrent_tasks", path),
     )
+
+
+def _concurrent_tasks(value: Any, key: str, path: Path) -> int:
+    """A whole number >= 1 (a number-like string, as `env_var` templates give, counts too).
+
+    >>> _concurrent_tasks(None, "k", Path("c.yaml")), _concurrent_tasks("2", "k", Path("c.yaml"))
+    (4, 2)
+    >>> _concurrent_tasks(0, "gateways.local.connection.concurrent_tasks", Path("config.yaml"))
+    Traceback (most recent call last):
+    ...
+    bot.errors.ConfigError: config.yaml: `gateways.local.connection.concurrent_tasks` must be a whole number of at least 1 (got 0)
+    """
+    if value is None:
+        return SparkConnection.concurrent_tasks
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    if number is None or number < 1:
+        raise ConfigError(f"`{key}` must be a whole number of at least 1 (got {value!r})", path=path)
+    return number
 
 
 def _conf_value(value: Any) -> str:

@@ -146,6 +146,39 @@ class SparkEngine:
         with self._locks_guard:
             return self._locks.setdefault(table.lower(), threading.Lock())
 
+    # ------------------------------------------------------------ scheduler pools
+    _JOB_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+    def _spark_context(self) -> Any:
+        """The SparkContext, or None on Spark Connect (which has none)."""
+        from bot.spark.connect import is_connect
+
+        return None if is_connect(self.session) else self.session.sparkContext
+
+    def job_properties(self) -> dict[str, str]:
+        """This thread's job group and description, for tasks it hands to other threads."""
+        context = self._spark_context()
+        if context is None:
+            return {}
+        found = {key: context.getLocalProperty(key) for key in self._JOB_PROPERTIES}
+        return {key: value for key, value in found.items() if value is not None}
+
+    @contextlib.contextmanager
+    def scheduler_pool(self, pool: str, inherited: dict[str, str] | None = None) -> Iterator[None]:
+        """Run this thread's Spark jobs in the FAIR scheduler pool `pool` (with `inherited` job
+        properties); on Spark Connect nothing to set."""
+        context = self._spark_context()
+        if context is None:
+            yield
+            return
+        for key, value in (inherited or {}).items():
+            context.setLocalProperty(key, value)
+        context.setLocalProperty("spark.scheduler.pool", pool)
+        try:
+            yield
+        finally:
+            context.setLocalProperty("spark.scheduler.pool", None)
+
     # ----------------------------------------------------------------- schemas
     def create_schemas(self, names: Iterable[str]) -> None:
         """Create each schema that does not exist yet (one fresh listing, then one statement per new schema)."""

@@ -43,6 +43,9 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "4",
     "spark.driver.memory": "2g",
+    # Concurrent backfill tasks each submit their jobs to their own pool (connection.concurrent_tasks);
+    # FAIR shares the executors between pools instead of queueing one task's jobs behind another's.
+    "spark.scheduler.mode": "FAIR",
     **SESSION_DEFAULTS,
 }
 

@@ -59,8 +59,9 @@ def _remember(engine: SparkEngine, table: str, query_sql: str, outputs: list[str
 def _remembered(engine: SparkEngine, table: str, query_sql: str) -> list[str] | None:
     """The remembered output names for `table`, unless they came from a differently shaped query."""
     key = table.lower()
-    if key in engine.query_outputs and engine.query_shapes.get(key) == query_shape(query_sql):
-        return engine.query_outputs[key]
+    outputs = engine.query_outputs.get(key)     # .get: another thread's DDL may clear the caches
+    if outputs is not None and engine.query_shapes.get(key) == query_shape(query_sql):
+        return outputs
     return None
 
 

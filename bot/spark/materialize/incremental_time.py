@@ -85,8 +85,9 @@ def _rows(engine: SparkEngine, *, table: str, query: Any, columns, condition: st
 def _watermark(engine: SparkEngine, table: str, *, column: str, data_type: str, fmt: str) -> int | None:
     """First epoch ms after every row's time (from memory, else one MAX query); None if unknown."""
     key = table.lower()
-    if key in engine.watermarks:
-        return engine.watermarks[key]
+    known = engine.watermarks.get(key)     # .get: another thread's DDL may clear the caches
+    if known is not None:
+        return known
     col, upper = quote_identifier(column), data_type.upper()
     if upper == "DATE":
         expression = f"unix_date(MAX({col})) * 86400000"
