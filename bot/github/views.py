@@ -153,7 +153,6 @@ class CommentView:
     prod_plan: PlanView | None = None
     diffs: tuple[DiffView, ...] = ()
     omitted_diffs: int = 0
-    previewed_omitted: bool = False             # a diff cut away to fit was computed from a preview
     approval: str | None = None
     approval_status: str | None = None          # success, failure, skipped (the check's conclusion)
     deploy: str | None = None
@@ -182,11 +181,6 @@ class CommentView:
         """The checks as JSON for the hidden comment that later runs read (see sections.recorded_checks)."""
         data = {"sha": self.head_sha, "checks": [[c.name, c.conclusion, c.url, c.detail] for c in self.checks]}
         return json.dumps(data, ensure_ascii=True).replace("-", "\\u002d").replace(">", "\\u003e")
-
-    @property
-    def diffs_previewed(self) -> bool:
-        """Some data diff was computed from previews (the PR environment skipped backfill)."""
-        return self.previewed_omitted or any(d.previewed for d in self.diffs)
 
 
 # -- building views from engine results ----------------------------------------------------------
@@ -307,7 +301,6 @@ def _head(text: str, lines: int) -> str:
 def _cut_diff_tables(view: CommentView) -> CommentView:
     keep = view.diffs[:5]
     return replace(view, diffs=tuple(replace(d, columns=d.columns[:10], samples=()) for d in keep),
-                   previewed_omitted=view.diffs_previewed,
                    omitted_diffs=view.omitted_diffs + len(view.diffs) - len(keep))
 
 
@@ -318,7 +311,7 @@ def _cut_lists(size: int):
             env = replace(env, views=env.views[:size], omitted_views=env.omitted_views + max(0, len(env.views) - size),
                           backfills=env.backfills[:size])
         return replace(view, pr_environment=env, prod_plan=_plan_cut_lists(view.prod_plan, size),
-                       diffs=view.diffs[:size], previewed_omitted=view.diffs_previewed,
+                       diffs=view.diffs[:size],
                        omitted_diffs=view.omitted_diffs + max(0, len(view.diffs) - size))
     return shorten
 

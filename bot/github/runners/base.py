@@ -113,6 +113,13 @@ def ephemeral_storage_refusal(run: BotRun) -> str | None:
             f"input (README, \"The GitHub Action\"). For a throwaway demo set `cicd_bot.allow_ephemeral_state: true`.")
 
 
+def require_lasting_storage(run: BotRun) -> None:
+    """Raise the ephemeral_storage_refusal as a BotError, for steps that report BotErrors in their check."""
+    refusal = ephemeral_storage_refusal(run)
+    if refusal:
+        raise BotError(refusal)
+
+
 def _merged_checks(old_body: str | None, sha: str | None, new: list[CheckState]) -> tuple[CheckState, ...]:
     old_sha, old = recorded_checks(old_body)
     by_name = {n: CheckState(n, c, u, d) for n, c, u, d in old} if old_sha == sha and sha else {}

@@ -8,15 +8,13 @@ from typing import Any
 from bot.errors import BotError
 from bot.github.approvals import ApprovalStatus, evaluate
 from bot.github.event import PullRequest
-from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check,
-                                     plan_digest, post_comment, start_check, touches_project)
+from bot.github.runners.base import (BotRun, error_text, finish_check, plan_digest, post_comment,
+                                     require_lasting_storage, start_check, touches_project)
 from bot.github.settings import CheckName
 from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanView, PrEnvironmentView, TestsView,
                               diff_view, plan_view, tests_view)
 from bot.report.markdown import pluralize
 from bot.plan.definition import PlanOptions
-
-DIRECT = "directly_modified"
 
 
 def _pr(run: BotRun) -> PullRequest | None:
@@ -53,9 +51,7 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | 
     options = PlanOptions(skip_backfill=s.skip_pr_backfill and not s.default_pr_start,
                           start=s.default_pr_start, skip_tests=True)
     try:
-        refusal = ephemeral_storage_refusal(run)
-        if refusal:
-            raise BotError(refusal)
+        require_lasting_storage(run)
         existed = env in {e.name for e in run.context.environments()}
         plan = run.context.plan(env, options=options)
         run.context.apply(plan)
@@ -122,9 +118,7 @@ def _diffs(run: BotRun, plan: Any, env: str | None) -> tuple[DiffView, ...]:
 def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str | None, str, Any]:
     check = start_check(run, CheckName.PROD_PLAN, pr.head_sha)
     try:
-        refusal = ephemeral_storage_refusal(run)
-        if refusal:
-            raise BotError(refusal)
+        require_lasting_storage(run)
         plan = run.context.plan("prod", options=PlanOptions(skip_tests=True))
     except BotError as error:
         finish_check(run, check, name=CheckName.PROD_PLAN, sha=pr.head_sha, conclusion="failure",
