@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from sqlglot import exp
 
 from bot.diff.arguments import check_arguments
-from bot.diff.rows import RowDiff, RowDiffQuery, row_diff
+from bot.diff.rows import RowDiff, RowDiffQuery, relation, row_diff
 from bot.diff.schema import SchemaDiff, schema_diff
 from bot.errors import PlanError
 
@@ -60,15 +60,33 @@ class ModelDataDiff:
         return self.schema is not None
 
 
-def count_rows(session: "SparkSession", *, source_table: str, target_table: str,
+class DiffSide(Protocol):
+    """One side of a comparison whose columns are already known: a table/view name or a query."""
+
+    @property
+    def relation(self) -> str | exp.Query: ...
+
+    @property
+    def columns(self) -> tuple[tuple[str, str], ...]: ...
+
+
+def _columns(session: "SparkSession", side: str | DiffSide, skip: set[str]) -> list[tuple[str, str]]:
+    columns = session.table(side).dtypes if isinstance(side, str) else side.columns
+    return [(n, t) for n, t in columns if n.lower() not in skip]
+
+
+def _relation(side: str | DiffSide) -> str | exp.Query:
+    return side if isinstance(side, str) else side.relation
+
+
+def count_rows(session: "SparkSession", *, source_table: str | DiffSide, target_table: str | DiffSide,
                skip_columns: Sequence[str] = ()) -> tuple[SchemaDiff, int, int]:
-    """Schema diff and both row counts (one query) of two tables that have no key to join on."""
+    """Schema diff and both row counts (one query) of two sides that have no key to join on."""
     skip = {c.lower() for c in skip_columns}
-    source = [(n, t) for n, t in session.table(source_table).dtypes if n.lower() not in skip]
-    target = [(n, t) for n, t in session.table(target_table).dtypes if n.lower() not in skip]
-    counts = [exp.alias_(exp.select(exp.Count(this=exp.Star())).from_(exp.to_table(table)).subquery(),
-                         alias, quoted=True)
-              for table, alias in ((source_table, "source_count"), (target_table, "target_count"))]
+    source, target = _columns(session, source_table, skip), _columns(session, target_table, skip)
+    counts = [exp.alias_(exp.select(exp.Count(this=exp.Star())).from_(relation(_relation(side), alias))
+                         .subquery(), alias, quoted=True)
+              for side, alias in ((source_table, "source_count"), (target_table, "target_count"))]
     row = session.sql(exp.select(*counts).sql(dialect="spark", identify=True)).collect()[0]
     return schema_diff(source, target), int(row["source_count"]), int(row["target_count"])
 
@@ -86,7 +104,7 @@ def resolve_keys(*, model: str, on: Sequence[str] = (), grains: Sequence[str] = 
     return keys
 
 
-def table_diff(*, session: "SparkSession", source_table: str, target_table: str,
+def table_diff(*, session: "SparkSession", source_table: str | DiffSide, target_table: str | DiffSide,
                keys: Sequence[str], skip_columns: Sequence[str] = (), where: str | None = None,
                decimals: int = 3, show_sample: bool = False, limit: int = 20,
                source_label: str | None = None, target_label: str | None = None,
@@ -95,29 +113,38 @@ def table_diff(*, session: "SparkSession", source_table: str, target_table: str,
 
     Reads both schemas (metadata only), then computes every row statistic in one full outer join
     aggregate; with `show_sample`, fetches up to `limit` rows of each difference kind ordered by key.
-    `where` (Spark SQL) filters both sides. `model` only names the model in error messages.
+    `where` (Spark SQL) filters both sides. `model` only names the model in error messages. A side given
+    as a DiffSide (a query or a table whose columns are known) is not looked up in the catalog and its
+    name is not checked: it comes from meshbot, not from a user.
     """
-    check_arguments(source_table=source_table, target_table=target_table, where=where)
-    what = f"model `{model}`" if model else f"`{source_table}` vs `{target_table}`"
+    names = {flag: side for flag, side in (("source_table", source_table), ("target_table", target_table))
+             if isinstance(side, str)}
+    check_arguments(**names, where=where)
+    what = (f"model `{model}`" if model
+            else f"`{_label(source_table)}` vs `{_label(target_table)}`")
     if not keys:
         raise PlanError(f"table_diff of {what} needs key columns: pass one or more with `-o COLUMN`")
     skip = {c.lower() for c in skip_columns}
-    source = [(n, t) for n, t in session.table(source_table).dtypes if n.lower() not in skip]
-    target = [(n, t) for n, t in session.table(target_table).dtypes if n.lower() not in skip]
+    source, target = _columns(session, source_table, skip), _columns(session, target_table, skip)
     schema = schema_diff(source, target)
     _check_keys(keys, source, target, what)
     key_set = {k.lower() for k in keys}
     target_types = {n.lower(): t for n, t in target}
     columns = tuple((n, t, target_types[n.lower()]) for n, t in source
                     if n.lower() in target_types and n.lower() not in key_set)
-    spec = RowDiffQuery(source_table=source_table, target_table=target_table, keys=tuple(keys),
-                        columns=columns, where=where, decimals=decimals)
+    spec = RowDiffQuery(source_table=_relation(source_table), target_table=_relation(target_table),
+                        keys=tuple(keys), columns=columns, where=where, decimals=decimals)
     rows = row_diff(session, spec, show_sample=show_sample, limit=limit)
-    return TableDiffResult(source_table=source_table, target_table=target_table,
-                           source_label=source_label or source_table,
-                           target_label=target_label or target_table, keys=tuple(keys),
+    return TableDiffResult(source_table=_label(source_table), target_table=_label(target_table),
+                           source_label=source_label or _label(source_table),
+                           target_label=target_label or _label(target_table), keys=tuple(keys),
                            schema=schema, rows=rows, decimals=decimals,
                            skip_columns=tuple(skip_columns), where=where, model=model)
+
+
+def _label(side: str | DiffSide) -> str:
+    relation = _relation(side)
+    return relation if isinstance(relation, str) else "(query)"
 
 
 def _check_keys(keys: Sequence[str], source: list[tuple[str, str]],

@@ -38,14 +38,17 @@ def check_columns(names: Sequence[str], flag: str) -> None:
                             "use letters, digits and _ only")
 
 
-def check_arguments(*, source_table: str, target_table: str, where: str | None = None) -> None:
+def check_arguments(*, source_table: str | None = None, target_table: str | None = None,
+                    where: str | None = None) -> None:
     """The tables and the filter of one comparison (the API's check; the CLI checks every flag earlier).
 
     Columns are always quoted identifiers in the generated SQL, so a model's grain such as
     `order id` still works here; the CLI refuses such names in `-o`/`-s` as likely typos.
     """
-    check_table_name(source_table, "source table")
-    check_table_name(target_table, "target table")
+    if source_table is not None:
+        check_table_name(source_table, "source table")
+    if target_table is not None:
+        check_table_name(target_table, "target table")
     check_where(where)
 
 

@@ -51,10 +51,10 @@ class RowDiff:
 
 @dataclass(frozen=True)
 class RowDiffQuery:
-    """What to compare: both tables, the key, the compared columns with their (source, target) types."""
+    """What to compare: both sides, the key, the compared columns with their (source, target) types."""
 
-    source_table: str
-    target_table: str
+    source_table: str | exp.Query
+    target_table: str | exp.Query
     keys: tuple[str, ...]
     columns: tuple[tuple[str, str, str], ...]   # (name, source type, target type)
     where: str | None = None
@@ -91,12 +91,17 @@ def _col(name: str, side: str) -> exp.Column:
     return exp.column(name, table=side, quoted=True)
 
 
-def _side(table: str, keys: Sequence[str], where: str | None) -> exp.Select:
+def relation(side: str | exp.Query, alias: str = "__meshbot_side") -> exp.Expression:
+    """A FROM item for `side`: the table itself, or the query as an aliased subquery."""
+    return exp.to_table(side) if isinstance(side, str) else side.subquery(alias)
+
+
+def _side(table: str | exp.Query, keys: Sequence[str], where: str | None) -> exp.Select:
     """SELECT *, TRUE AS present, COUNT(*) OVER (PARTITION BY keys) AS key_rows FROM table [WHERE]."""
     window = exp.Window(this=exp.Count(this=exp.Star()),
                         partition_by=[exp.column(k, quoted=True) for k in keys])
     select = exp.select(exp.Star(), exp.alias_(exp.true(), PRESENT, quoted=True),
-                        exp.alias_(window, KEY_COUNT, quoted=True)).from_(exp.to_table(table))
+                        exp.alias_(window, KEY_COUNT, quoted=True)).from_(relation(table))
     if where:
         select = select.where(where, dialect="spark")
     return select

@@ -49,10 +49,18 @@ class PreviewScope:
 
 
 @dataclass(frozen=True)
+class PreviewSide:
+    """Rows to compare: a table or temporary view name, or a query over one; with its (name, type) columns."""
+
+    relation: str | exp.Query
+    columns: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class PreviewTarget:
     """One changed model to compare with prod: where prod's rows (base) and the PR's rows (change) are.
 
-    `base`/`change` are table or temporary view names, None with a `note` saying why nothing is compared.
+    `base`/`change` are None with a `note` saying why nothing is compared.
     `window` is None when the whole query/table is compared.
     """
 
@@ -62,8 +70,8 @@ class PreviewTarget:
     keys: tuple[str, ...] = ()
     key_source: str = ""                 # grain, unique_key or "" (no key)
     window: Interval | None = None
-    base: str | None = None
-    change: str | None = None
+    base: PreviewSide | None = None
+    change: PreviewSide | None = None
     previewed: bool = True               # False: the change side is the PR environment's own table
     note: str = ""
 
@@ -194,40 +202,41 @@ class _Preview:
             if self.scope.full_scope == "skip":
                 return replace(target, note=f"not compared: `table_diff_full_scope` is `skip` for "
                                             f"{kind.value} models")
-            return replace(target, base=prod_table, change=change_rel)
+            return replace(target, base=self._side(prod_table), change=self._side(change_rel))
         window = self._window(name, model)
         prod_model = self.models_for(change.previous) if change and change.previous else model
-        base = self._windowed(prod_model, prod_table, self.engine.columns(prod_table), window, "base")
+        base = self._windowed(prod_model, prod_table, self.engine.dtypes(prod_table), window)
         if change_rel is not None:       # the PR environment's table
             return replace(target, window=window, base=base, change=self._windowed(
-                model, change_rel, self.engine.columns(change_rel), window, "change"))
+                model, change_rel, self.engine.dtypes(change_rel), window))
         return replace(target, window=window, base=base, change=self._window_rows(model, own, window))
 
-    def _window_rows(self, model: Model, mapping: Mapping[str, str], window: Interval) -> str:
+    def _side(self, table: str) -> PreviewSide:
+        return PreviewSide(table, tuple(self.engine.dtypes(table)))
+
+    def _window_rows(self, model: Model, mapping: Mapping[str, str], window: Interval) -> PreviewSide:
         """A temporary view of the new version's rows for `window`, filtered on the time column the way a
         backfill writes them (one view for a SQL model: its query analyzed once, then wrapped)."""
         if model.is_python or model.kind.name is KindName.SEED:
             rows = self._view("rows")
             self._relation(model, rows, mapping, window)
-            return self._windowed(model, rows, self.engine.columns(rows), window, "change")
+            return self._windowed(model, rows, self.engine.dtypes(rows), window)
         sql = query_sql(model=model, context_models=self.context_models, table_mapping=mapping, interval=window,
                         execution_time=self.execution_time, variables=self.variables, gateway=self.gateway)
         columns = self.engine.dataframe(sql, subject=f"previewing {model.name}").dtypes
         query = exp.maybe_parse(sql, dialect="spark").subquery("__meshbot_rows")
-        return self._windowed(model, query, columns, window, "change")
+        return self._windowed(model, query, columns, window)
 
     def _windowed(self, model: Model, relation: str | exp.Expression, columns: Sequence[tuple[str, str]],
-                  window: Interval, role: str) -> str:
-        """A temporary view of `relation` (a table, view or subquery) restricted to `window`."""
+                  window: Interval) -> PreviewSide:
+        """A query over `relation` (a table, view or subquery) restricted to `window`: no catalog object."""
         column, data_type = time_column(model.kind, columns, table=model.name)
         condition = interval_condition(column, data_type, fmt=model.kind.time_column_format,
                                        start=window[0], end=window[1])
         source = (relation if isinstance(relation, exp.Expression)
                   else exp.to_table(quote_table(relation), dialect="spark"))
-        view = self._view(role)
         select = exp.select(exp.Star()).from_(source).where(exp.condition(condition, dialect="spark"))
-        self.engine.create_temp_view(view, select.sql(dialect="spark", identify=True))
-        return view
+        return PreviewSide(select, tuple(columns))
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ from bot.spark.types import quote_identifier, schema_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 _MAX_MESSAGE_LINES = 4
 _SHARED: dict[int, "SparkEngine"] = {}
@@ -127,7 +128,7 @@ class SparkEngine:
         self.session = session
         self._objects: dict[str, set[str]] = {}
         self._schemas: set[str] | None = None
-        self._columns: dict[str, list[tuple[str, str]]] = {}
+        self._columns: dict[str, "StructType"] = {}
         self._partitions: dict[str, list[str]] = {}
         # Output column names of the query last written into a table (same model version, so the
         # same names batch after batch); lets a batch's write skip a separate analysis.
@@ -271,11 +272,18 @@ class SparkEngine:
     # ----------------------------------------------------------------- queries
     def columns(self, table: str) -> list[tuple[str, str]]:
         """(name, Spark type) of a table or view, in order; reads only the catalog (cached until DDL)."""
+        return schema_columns(self._schema(table))
+
+    def dtypes(self, table: str) -> list[tuple[str, str]]:
+        """(name, type) of a table or view as `DataFrame.dtypes` spells them (`decimal(10,2)`, `string`)."""
+        return [(field.name, field.dataType.simpleString()) for field in self._schema(table).fields]
+
+    def _schema(self, table: str) -> "StructType":
         key = table.lower()
         if key not in self._columns:
             with spark_errors(f"reading columns of {table}"):
-                self._columns[key] = schema_columns(self.session.table(quote_table(table)).schema)
-        return list(self._columns[key])
+                self._columns[key] = self.session.table(quote_table(table)).schema
+        return self._columns[key]
 
     def execute(self, sql: str, *, subject: str = "executing SQL") -> None:
         """Run a statement; cached columns and watermarks are forgotten since it may be DDL."""
