@@ -332,7 +332,7 @@ class Context:
         Without `environment`, the PR's rows are computed, not read: each new version's query over the
         last `window_days` days of intervals (INCREMENTAL_BY_TIME_RANGE) or whole (other kinds; `skip`
         compares none of them), reading prod's tables for unchanged parents and the previews of changed
-        ones, as temporary views dropped afterwards: nothing is written to the warehouse or to state.
+        ones (temporary views dropped afterwards): nothing is written to the warehouse or to state.
         With `environment` (a backfilled PR environment), its tables are compared over the same windows.
         Rows join on the model's grain, else its unique_key; without either only counts and schema.
         """

@@ -1,6 +1,6 @@
 """Preview a plan's changed models without writing anything: each new version's rows over a bounded
-window as session-only temporary views, reading prod's tables for unchanged parents and the earlier
-previews (same call, DAG order) for changed ones. No table, no warehouse view, no state write."""
+window as a query (a session-only temporary view when a changed child reads it), reading prod's tables
+for unchanged parents and the earlier previews (same call, DAG order) for changed ones."""
 
 from __future__ import annotations
 
