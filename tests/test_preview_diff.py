@@ -154,3 +154,32 @@ def test_settings_for_the_pr_data_diff():
             load_settings({"table_diff_window_days": bad})
     with pytest.raises(ConfigError, match="cicd_bot.table_diff_full_scope must be one of whole, skip"):
         load_settings({"table_diff_full_scope": "sample"})
+
+
+def test_preview_is_cast_to_declared_columns_like_a_backfill(spark, tmp_path):
+    """A model declaring `columns` has those types in prod; its preview is cast the same way, so an
+    unchanged column is neither a schema change nor a value change (DECIMAL(12,2) vs the query's DOUBLE)."""
+    before = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
+    root = tmp_path / "shop"
+    write_example(root)
+    model = root / "models" / "order_amounts.sql"
+    query = ("MODEL (name shop.order_amounts, kind FULL, grain order_id,\n"
+             "  columns (order_id INT, amount DECIMAL(12, 2), ds STRING));\n"
+             "SELECT order_id, CAST(amount AS DOUBLE) * 1.0 AS amount, ds FROM shop.orders")
+    model.write_text(query)
+    try:
+        context = Context(root)
+        context.apply(context.plan("prod", options=PlanOptions(skip_tests=True)))
+        prod_types = dict(spark.table(context.table_in("prod", "shop.order_amounts")).dtypes)
+        assert prod_types["amount"] == "decimal(12,2)"
+        model.write_text(query + " WHERE order_id > 1")
+        context, plan = _plan(root)
+        (result,) = [d for d in context.preview_diff(plan) if d.model == "shop.order_amounts"]
+        orders = _seed(root, "raw_orders")
+        assert not result.schema.added and not result.schema.removed and not result.schema.modified
+        assert result.rows.source_only_count == sum(1 for r in orders if int(r["order_id"]) <= 1)
+        assert result.rows.joined_count == result.rows.full_match_count == len(orders) - 1
+        assert result.rows.column_match_pct == {"amount": 100.0, "ds": 100.0}
+    finally:
+        for name in sorted({row[0] for row in spark.sql("SHOW DATABASES").collect()} - before):
+            spark.sql(f"DROP DATABASE IF EXISTS `{name}` CASCADE")

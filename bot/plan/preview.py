@@ -21,6 +21,7 @@ from bot.project.model import KindName, Model
 from bot.project.timeutil import MS_PER_DAY
 from bot.snapshot import ChangeCategory, Snapshot, view_name
 from bot.spark.engine import SparkEngine, quote_table
+from bot.spark.materialize.common import conform_sources
 from bot.spark.materialize.incremental_time import interval_condition, time_column
 from bot.spark.materialize.seed import read_seed
 from bot.state.api import StateReader
@@ -135,9 +136,23 @@ class _Preview:
                 raise PlanError(f"the Python model `{model.name}` failed: {type(exc).__name__}: {exc}") from None
             self.engine.register_temp_view(view, frame)
         else:
-            self.engine.create_temp_view(view, query_sql(
-                model=model, context_models=self.context_models, table_mapping=mapping, interval=interval,
-                execution_time=self.execution_time, variables=self.variables, gateway=self.gateway))
+            self.engine.create_temp_view(view, self._query(model, mapping, interval))
+
+    def _query(self, model: Model, mapping: Mapping[str, str], interval: Interval) -> str:
+        """The model's rendered query for `interval`; with declared `columns`, renamed and cast to them
+        as a backfill writes its table (so prod's declared types are not reported as changed)."""
+        sql = query_sql(model=model, context_models=self.context_models, table_mapping=mapping,
+                        interval=interval, execution_time=self.execution_time, variables=self.variables,
+                        gateway=self.gateway)
+        if not model.columns:
+            return sql
+        outputs = self.engine.dataframe(sql, subject=f"previewing {model.name}").columns
+        sources = conform_sources(outputs, model.columns)
+        casts = [exp.alias_(exp.cast(exp.column(source, quoted=True),
+                                     exp.DataType.build(data_type, dialect="spark")), name, quoted=True)
+                 for source, (name, data_type) in zip(sources, model.columns)]
+        query = exp.maybe_parse(sql, dialect="spark").subquery("__meshbot_query")
+        return exp.select(*casts).from_(query).sql(dialect="spark", identify=True)
 
     # -- scope -----------------------------------------------------------------------------
     def _range_end(self, model: Model) -> int:
@@ -221,8 +236,7 @@ class _Preview:
             rows = self._view("rows")
             self._relation(model, rows, mapping, window)
             return self._windowed(model, rows, self.engine.dtypes(rows), window)
-        sql = query_sql(model=model, context_models=self.context_models, table_mapping=mapping, interval=window,
-                        execution_time=self.execution_time, variables=self.variables, gateway=self.gateway)
+        sql = self._query(model, mapping, window)
         columns = self.engine.dataframe(sql, subject=f"previewing {model.name}").dtypes
         query = exp.maybe_parse(sql, dialect="spark").subquery("__meshbot_rows")
         return self._windowed(model, query, columns, window)
