@@ -375,7 +375,8 @@ class FakeEngine:
             identifier="1" if environment == "prod" and self.deployed else "2")) for n in self.changed}
         return SimpleNamespace(environment=environment, changes=changes, snapshots=snapshots, backfills=(),
                                options=SimpleNamespace(skip_backfill=bool(getattr(options, "skip_backfill", False))),
-                               plan_id=f"plan_{len(self.plans)}", has_changes=bool(changes))
+                               plan_id=f"plan_{len(self.plans)}", has_changes=bool(changes),
+                               is_up_to_date=not changes and (environment != "prod" or self.deployed))
 
     def apply(self, plan: Any, *, progress: Any = None) -> Any:
         from types import SimpleNamespace

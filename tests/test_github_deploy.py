@@ -127,6 +127,22 @@ def test_deploy_applies_the_pr_head_records_it_and_merges_with_merge_method(scen
     assert all("ghs_deploy_token" not in str(call) for call in bot.gh.calls)
 
 
+def test_the_push_of_a_pr_deployed_and_merged_by_deploy_keeps_its_report(scenario):
+    """`/deploy` with merge_method merges the PR; the push of that merge commit finds prod up to date:
+    it applies nothing and leaves the PR comment's deploy report as it was."""
+    bot = scenario({"merge_method": "squash"})
+    bot.repo.set_pull(_pull())
+    assert bot(_comment_event()) == 0
+    report = bot.comment
+    push = copy.deepcopy(payload("push/with-new-branch.payload.json"))
+    push["after"] = push["head_commit"]["id"] = "c" * 40
+    assert bot(push, "push") == 0
+    assert bot.engine.applied == ["prod"] and bot.engine.plans == ["prod", "prod"]
+    assert bot.comment == report and ":rocket: Deployed to `prod`" in report
+    check = bot.repo.check(DEPLOY)
+    assert check["conclusion"] == "success" and "nothing to deploy" in check["output"]["summary"]
+
+
 def test_a_refused_merge_after_a_deploy_is_reported_and_fails_the_step(scenario):
     bot = scenario({"merge_method": "rebase"})
     bot.repo.set_pull(_pull())

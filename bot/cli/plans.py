@@ -95,8 +95,7 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
     for warning in the_plan.warnings:
         reporter.warning(warning)
     previous = the_plan.previous_environment
-    if explain or not the_plan.has_changes and not the_plan.requires_backfill and \
-            previous is not None and previous.finalized_ts is not None:
+    if explain or the_plan.is_up_to_date:
         return
     if previous is not None and previous.finalized_ts is None:
         reporter.text(f"Environment `{previous.name}` was not finalized (an earlier plan stopped "

@@ -99,5 +99,12 @@ class Plan:
     def requires_backfill(self) -> bool:
         return any(b.intervals or b.kind is not BackfillKind.INTERVALS for b in self.backfills)
 
+    @property
+    def is_up_to_date(self) -> bool:
+        """Nothing to apply: no change, nothing to backfill, and the environment's views are in place."""
+        previous = self.previous_environment
+        return (not self.has_changes and not self.requires_backfill and previous is not None
+                and previous.finalized_ts is not None)
+
     def change_for(self, name: str) -> ModelChange | None:
         return next((c for c in self.changes if c.name == name), None)

@@ -59,6 +59,14 @@ def deploy_production(run: BotRun, *, environment: str | None = None) -> int:
         plan = run.context.plan(env, options=PlanOptions(skip_tests=True))
     except BotError as error:
         return finish("failure", f":x: The plan for `{env}` could not be built.", (error_text(error),))
+    if plan.is_up_to_date and not command:
+        # e.g. the push of a PR that `/deploy` already deployed and merged: keep its deploy report
+        summary = f":white_check_mark: `{env}` already serves this commit's models: nothing to deploy."
+        if check is not None:
+            finish_check(run, check, name=CheckName.PROD_DEPLOY, sha=sha, conclusion="success",
+                         view=CheckSummaryView(summary=summary))
+        run.outputs.summary(summary)
+        return 0
     digest, models = plan_digest(plan)
     drift = _drift(run, pr, digest, models)
     if drift and run.settings.require_approved_plan:
