@@ -159,3 +159,29 @@ def test_run_finishes_a_promotion_a_killed_plan_left_unfinalized(project, monkey
     env = context.state.get_environment("prod")
     assert env.plan_id == plan.plan_id and env.finalized_ts is not None
     assert context.fetchdf("SELECT answer FROM aps.other") == [{"answer": 7}]
+
+
+def test_a_killed_promotion_that_removed_a_model_drops_its_view_when_finished(project, monkeypatch):
+    """The row naming the new models is written before the views change; killed there, the next plan
+    or run finishes the promotion, including dropping the view of the model the plan removed."""
+    import bot.plan.evaluator as evaluator
+
+    (project / "models" / "other.sql").unlink()
+    context = Context(project)
+
+    def kill(point: str) -> None:
+        if point == "after-state-write":
+            raise _Killed(point)
+
+    monkeypatch.setattr(evaluator, "checkpoint", kill)
+    plan = context.plan("prod", options=WHEN)
+    assert [c.name for c in plan.changes] == ["aps.other"]
+    with pytest.raises(_Killed):
+        context.apply(plan)
+    monkeypatch.undo()
+    assert context.engine.session.catalog.tableExists("aps.other")   # still served until finished
+
+    assert Context(project).run("prod", execution_time="2024-01-04").nothing_due
+    env = context.state.get_environment("prod")
+    assert env.finalized_ts is not None and "aps.other" not in env.by_name()
+    assert not context.engine.session.catalog.tableExists("aps.other")

@@ -180,6 +180,7 @@ class PlanEvaluator:
             plan_id=plan.plan_id,
             previous_plan_id=previous.plan_id if previous else None,
             expiration_ts=None if plan.environment == "prod" else now_ms() + self.environment_ttl_ms,
+            previous_snapshots=previous.snapshots if previous else (),
         )
 
     def _create_tables(self, plan: Plan, mapping: Mapping[str, str]) -> None:
@@ -276,12 +277,7 @@ class PlanEvaluator:
         views = {view_name(s.name, plan.environment): s.table_name for s in environment.snapshots
                  if s.kind != KindName.EXTERNAL.value}
         self.runner.replace_views(self._views_to_write(plan, environment, views))
-        previous = plan.previous_environment
-        if previous:
-            current = {s.name for s in environment.snapshots}
-            stale = [view_name(s.name, plan.environment) for s in previous.snapshots
-                     if s.name not in current and s.kind != KindName.EXTERNAL.value]
-            self.runner.drop_views(stale)
+        self.runner.drop_views(stale_views(environment))
         return len(views)
 
     def _views_to_write(self, plan: Plan, environment: Environment,
@@ -318,8 +314,16 @@ def finish_promotion(state: StateSync, runner: BatchRunner, name: str) -> Enviro
         return env
     runner.replace_views({view_name(s.name, name): s.table_name for s in env.snapshots
                           if s.kind != KindName.EXTERNAL.value})
+    runner.drop_views(stale_views(env))
     state.finalize(name, env.plan_id)
     return state.get_environment(name)
+
+
+def stale_views(environment: Environment) -> list[str]:
+    """Views of models the environment's previous row served and this one no longer does."""
+    current = {s.name for s in environment.snapshots}
+    return [view_name(s.name, environment.name) for s in environment.previous_snapshots
+            if s.name not in current and s.kind != KindName.EXTERNAL.value]
 
 
 def order_snapshots(snapshots: Iterable[Snapshot]) -> list[Snapshot]:

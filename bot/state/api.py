@@ -36,6 +36,9 @@ class Environment:
     expiration_ts: int | None = None   # epoch ms; None for prod
     finalized_ts: int | None = None
     suffix_target: str = "schema"
+    # what the row this one replaced served: a promotion killed before its stale views were dropped
+    # is finished from here (the replaced row itself is gone by then)
+    previous_snapshots: tuple[EnvironmentSnapshot, ...] = ()
 
     @property
     def is_prod(self) -> bool:

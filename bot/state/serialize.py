@@ -61,6 +61,7 @@ def environment_to_row(environment: Environment) -> dict[str, Any]:
         "expiration_ts": environment.expiration_ts,
         "finalized_ts": environment.finalized_ts,
         "suffix_target": environment.suffix_target,
+        "previous_snapshots": [asdict(s) for s in environment.previous_snapshots],
     }
 
 
@@ -75,4 +76,5 @@ def row_to_environment(row: Mapping[str, Any]) -> Environment:
         expiration_ts=row["expiration_ts"],
         finalized_ts=row["finalized_ts"],
         suffix_target=row["suffix_target"],
+        previous_snapshots=tuple(EnvironmentSnapshot(**s) for s in row.get("previous_snapshots") or ()),
     )

@@ -58,6 +58,7 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("expiration_ts", sa.BigInteger),
         sa.Column("finalized_ts", sa.BigInteger),
         sa.Column("suffix_target", sa.String(16), nullable=False, server_default="schema"),  # v0002
+        sa.Column("previous_snapshots", sa.JSON),                                             # v0003
     )
     intervals = sa.Table(
         "intervals", metadata,
