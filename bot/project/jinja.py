@@ -1,4 +1,4 @@
-"""Jinja in SQL models as SQLMesh runs it: `JINJA_*_BEGIN; ... JINJA_END;` blocks, macros/*.sql, sandboxed rendering."""
+"""Jinja in SQL models as SQLMesh runs it: `JINJA_*_BEGIN; ... JINJA_END;` blocks, macros/*.sql, sandboxing."""
 
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ def _failing_line(error: BaseException) -> int | None:
 
 
 def _error(message: str, lineno: int | None, *, block: JinjaBlock, path: Path, model_name: str) -> ConfigError:
-    if isinstance(message, str) and message.endswith("is undefined"):
+    if message.endswith("is undefined"):
         message = f"undefined Jinja variable or macro: {message}"
     line = block.line + lineno - 1 if lineno else block.line
     return ConfigError(f"model {model_name}: cannot render Jinja: {message}", path=path, line=line)

@@ -183,7 +183,8 @@ def _render(model: Model, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Que
     if model.query is None:
         raise ConfigError(f"model {model.name} has no SQL query to render", path=model.path)
     evaluator = make_evaluator(model, ctx)
-    rendered = evaluator.transform(_jinja_query(model, ctx) if model.jinja_query is not None else model.query.copy())
+    query = _jinja_query(model, ctx) if model.jinja_query is not None else model.query.copy()
+    rendered = evaluator.transform(query)
     if not isinstance(rendered, exp.Query):
         raise ConfigError(f"the query of model {model.name} is not a query after expanding macros",
                           path=model.path, line=model.line)

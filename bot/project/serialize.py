@@ -52,7 +52,8 @@ def model_to_dict(model: Model) -> dict[str, Any]:
         "seed_content_hash": model.seed_content_hash,
         "seed_abs_path": str(model.seed_abs_path) if model.seed_abs_path else None,
         "line": model.line,
-        **({"jinja_query": model.jinja_query, "jinja_line": model.jinja_line} if model.jinja_query is not None else {}),
+        **({"jinja_query": model.jinja_query, "jinja_line": model.jinja_line}
+           if model.jinja_query is not None else {}),
         **({"jinja_macros": [list(m) for m in model.jinja_macros]} if model.jinja_macros else {}),
     }
 
