@@ -211,3 +211,20 @@ def test_unclosed_block_and_bad_macro_file_are_errors_with_their_line(tmp_path):
                   "macros/m.sql": "{% macro m() %}\n{% if %}\n{% endmacro %}\n"})
     with pytest.raises(ConfigError, match=r"m.sql:2: Jinja syntax error"):
         load_project(root, use_cache=False)
+
+
+def test_macros_call_each_other_and_rendering_is_sandboxed(tmp_path):
+    root = _write(tmp_path / "s", {
+        "config.yaml": "model_defaults:\n  dialect: duckdb\nvariables:\n  k: 5\n",
+        "macros/math.sql": "{% macro double(x) %}{{ x }} * 2{% endmacro %}\n"
+                           "{% macro shifted(x) %}({{ double(x) }} + {{ var('k') }}){% endmacro %}\n",
+        "models/a.sql": "MODEL (name s.a, kind FULL);\nJINJA_QUERY_BEGIN;\nSELECT {{ shifted(3) }} AS v\nJINJA_END;\n",
+    })
+    model = load_project(root, use_cache=False).models["s.a"]
+    assert [name for name, _ in model.jinja_macros] == ["double", "shifted"]
+    assert render_sql(model, variables={"k": 5}) == "SELECT (3 * 2 + 5) AS `v`"
+    _write(root, {"models/a.sql": "MODEL (name s.a);\nJINJA_QUERY_BEGIN;\n"
+                                  "SELECT '{{ ''.__class__.__mro__ }}' AS v\nJINJA_END;\n"})
+    with pytest.raises(ConfigError, match=r"a.sql:3: model s.a: cannot render Jinja: access to attribute "
+                                          r"'__class__' of 'str' object is unsafe"):
+        load_project(root, use_cache=False)
