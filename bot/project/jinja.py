@@ -7,7 +7,7 @@ import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import jinja2
 from jinja2 import meta, nodes
@@ -16,6 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from bot.errors import ConfigError
+from bot.project.config import read_text
 from bot.project.macros import interval_variables
 from bot.project.sqltext import line_at, parse_sql
 
@@ -116,14 +117,12 @@ def _names(source: str) -> set[str]:
     return meta.find_undeclared_variables(tree) | {n.name for n in tree.find_all(nodes.Name)}
 
 
-def load_jinja_macros(root: Path) -> JinjaMacros:
-    """Every `{% macro name(...) %}` under `root`/macros (*.sql); a name defined twice is an error."""
+def load_jinja_macros(files: Iterable[Path]) -> JinjaMacros:
+    """Every `{% macro name(...) %}` of the files (a project's macros/*.sql); a name defined twice is an error."""
     definitions: dict[str, str] = {}
     where: dict[str, Path] = {}
-    folder = root / "macros"
-    files = sorted(p for p in folder.rglob("*.sql") if p.is_file()) if folder.is_dir() else []
     for path in files:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         try:
             SandboxedEnvironment(extensions=_EXTENSIONS).parse(text)
         except jinja2.TemplateSyntaxError as error:

@@ -112,7 +112,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, *,
     cache = ModelCache.open(root) if use_cache else None
     context = cache_context(root, config.model_defaults)
     jinja = JinjaSettings(variables=config.variables, gateway=config.default_gateway,
-                          macros=load_jinja_macros(root))
+                          macros=load_jinja_macros(_files(root / "macros", "*.sql")))
     jinja_context = f"{context}|{jinja.digest()}"
     parsed, digests = [], []
     with paused_gc():
