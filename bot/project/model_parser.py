@@ -75,12 +75,7 @@ def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults,
     """
     source = text
     text, jinja_blocks = cut_blocks(text, path=path)
-    all_blocks = split_blocks(text, keyword="MODEL", path=path, also="AUDIT")
-    blocks = [b for b in all_blocks if b.keyword == "MODEL"]
-    if len(blocks) > 1:
-        raise ConfigError("a model file holds exactly one MODEL (...) block", path=path, line=blocks[1].line)
-    block = blocks[0]
-    audit_blocks = [b for b in all_blocks if b.keyword == "AUDIT"]
+    block, audit_blocks = _model_and_audit_blocks(text, path)
     notes: list[tuple[str, int]] = []
     props = _props_by_key(block, path, notes)
     dialect = value_text(parse_value(props["dialect"], dialect="", path=path), "").lower() \
@@ -97,10 +92,7 @@ def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults,
     if query_index is None and kind.name is not KindName.SEED:
         raise ConfigError(f"model `{fields['name']}` has no query (a SELECT after the MODEL header)",
                           path=path, line=block.line)
-    pre = tuple(s.expression for s in statements[:query_index or 0]) if query_index is not None else \
-        tuple(s.expression for s in statements)
-    query_stmt = statements[query_index] if query_index is not None else None
-    post = tuple(s.expression for s in statements[query_index + 1:]) if query_index is not None else ()
+    pre, query_stmt, post = _around_query(statements, query_index)
     if kind.name is KindName.SEED:
         fields.update(_seed_fields(kind.seed_path, path=path, line=props["kind"].line))
     everything = [s.expression for s in statements]
@@ -116,6 +108,23 @@ def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults,
     notes += [(f"model {model.name}: kind property `{key}` is not supported by meshbot and is ignored", line)
               for key, line in ignored_kind_properties(props.get("kind"), path)]
     return ParsedModel(model, macro_references(everything, text=source, start=0), inline, tuple(notes))
+
+
+def _model_and_audit_blocks(text: str, path: Path) -> tuple[Block, list[Block]]:
+    all_blocks = split_blocks(text, keyword="MODEL", path=path, also="AUDIT")
+    blocks = [b for b in all_blocks if b.keyword == "MODEL"]
+    if len(blocks) > 1:
+        raise ConfigError("a model file holds exactly one MODEL (...) block", path=path, line=blocks[1].line)
+    return blocks[0], [b for b in all_blocks if b.keyword == "AUDIT"]
+
+
+def _around_query(statements: list[Statement], query_index: int | None) -> tuple[
+        tuple[exp.Expression, ...], Statement | None, tuple[exp.Expression, ...]]:
+    """(pre-statements, the query, post-statements); without a query every statement is a pre-statement."""
+    if query_index is None:
+        return tuple(s.expression for s in statements), None, ()
+    return (tuple(s.expression for s in statements[:query_index]), statements[query_index],
+            tuple(s.expression for s in statements[query_index + 1:]))
 
 
 def _resolve_jinja(statements: list[Statement], blocks: tuple[JinjaBlock, ...], *, name: str, dialect: str,
