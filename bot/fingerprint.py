@@ -54,6 +54,10 @@ def metadata_hash(model: Model) -> str:
     }
     if model.session_properties:
         parts["session_properties"] = [list(p) for p in model.session_properties]
+    if model.jinja_query is not None or model.jinja_macros:
+        # As in SQLMesh, an edit of the Jinja text or of a macro it calls is a change even when the
+        # rendered query stays the same (a comment): then only a metadata change.
+        parts["jinja"] = [model.jinja_query, [list(m) for m in model.jinja_macros]]
     return hash_parts(_canonical(parts))
 
 

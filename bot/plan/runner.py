@@ -154,13 +154,14 @@ class SparkRunner:
         start, end = interval if interval else (None, None)
         return dict(start=start, end=end, execution_time=execution_time,
                     variables=self.config.variables, table_mapping={**mapping, model.name: table},
-                    models=self.context_models, gateway=self.gateway, this_model=table)
+                    models=self.context_models, gateway=self.gateway, this_model=table,
+                    runtime_stage="evaluating")
 
     def _render(self, model: Model, *, table: str, mapping: Mapping[str, str],
                 interval: Interval | None, execution_time: int | None) -> str:
-        return render_sql(model, **self._render_kwargs(model, table=table, mapping=mapping,
-                                                       interval=interval,
-                                                       execution_time=execution_time))
+        kwargs = self._render_kwargs(model, table=table, mapping=mapping, interval=interval,
+                                     execution_time=execution_time)
+        return render_sql(model, **{**kwargs, "runtime_stage": "creating"})
 
 
 def _concurrently(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]], *,

@@ -22,6 +22,7 @@ from bot.project.config import ProjectConfig, decode_text, load_config, read_tex
 from bot.project.dag import DAG
 from bot.project.header import (parse_body, parse_value, spark_type, split_blocks, value_items, value_pairs,
                                 value_text)
+from bot.project.jinja import JinjaSettings, load_jinja_macros
 from bot.project.model import AuditRef, Kind, KindName, Model
 from bot.project.model_parser import (BUILTIN_MACRO_FUNCTIONS, BUILTIN_MACRO_VARIABLES, ParsedModel,
                                       parse_model_file)
@@ -31,6 +32,7 @@ from bot.project.warn import project_warning
 __all__ = ["AuditDefinition", "Project", "load_project", "parse_sql", "preprocess_macros", "to_sql"]
 
 EXTERNAL_MODELS_FILES = ("external_models.yaml", "external_models.yml")
+_JINJA_MARKER = re.compile(rb"jinja_", re.I)   # files whose parse depends on variables and macros/*.sql
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
     return Project(
         root=root, config=config, models={name: by_name[name] for name in dag.order},
         audits=_with_inline_audits(load_audits(root, config), parsed), test_files=_test_files(root),
-        macro_files=tuple(sorted((root / "macros").rglob("*.py"))) if (root / "macros").is_dir() else (),
+        macro_files=tuple(sorted(p for pattern in ("*.py", "*.sql") for p in (root / "macros").rglob(pattern)))
+        if (root / "macros").is_dir() else (),
         dag=dag, source_digests={p.model.name: digest for p, digest in zip(parsed, digests)},
     )
 
@@ -108,15 +111,19 @@ def _load_sql_models(root: Path, config: ProjectConfig, *,
                      use_cache: bool) -> tuple[list[ParsedModel], list[str]]:
     cache = ModelCache.open(root) if use_cache else None
     context = cache_context(root, config.model_defaults)
+    jinja = JinjaSettings(variables=config.variables, gateway=config.default_gateway,
+                          macros=load_jinja_macros(_files(root / "macros", "*.sql")))
+    jinja_context = f"{context}|{jinja.digest()}"
     parsed, digests = [], []
     with paused_gc():
         for path in _files(root / "models", "*.sql"):
             data = path.read_bytes()
             key = str(path.relative_to(root))
-            digest = content_key(data, context)
+            digest = content_key(data, jinja_context if _JINJA_MARKER.search(data) else context)
             entry = cache.get(key, digest) if cache else None
             if entry is None or not _seed_unchanged(entry.model):
-                entry = parse_model_file(path, decode_text(data, path), defaults=config.model_defaults)
+                entry = parse_model_file(path, decode_text(data, path), defaults=config.model_defaults,
+                                         jinja=jinja)
                 if cache:
                     cache.put(key, digest, entry)
             parsed.append(entry)

@@ -153,6 +153,9 @@ class Model:
     python_entrypoint: str | None = None         # Python models: function name
     seed_content_hash: str | None = None         # SEED: sha256 of the CSV bytes
     seed_abs_path: Path | None = None
+    jinja_query: str | None = None               # source of a JINJA_QUERY block; `query` is its reference render
+    jinja_line: int = 1                          # file line on which `jinja_query` starts
+    jinja_macros: tuple[tuple[str, str], ...] = ()   # (name, definition) of the macros/*.sql macros its Jinja calls
     line: int = 1                                # line of the MODEL header in `path`
 
     @property

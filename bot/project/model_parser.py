@@ -18,8 +18,11 @@ from bot.project.config import ModelDefaults
 from bot.project.header import (Block, Prop, Statement, column_types, parse_body, parse_value,
                                 split_blocks, value_bool, value_items, value_names, value_pairs,
                                 value_text)
+from bot.project.jinja import (JINJA_STATEMENT, JinjaBlock, JinjaSettings, JinjaValues, block_index,
+                                cut_blocks, parse_rendered, quoted_table, render_jinja, statement_expression)
 from bot.project.kinds import KIND_LEVEL_KEYS, ignored_kind_properties, parse_kind
 from bot.project.model import AuditRef, KindName, Model
+from bot.project.render import REFERENCE_END, REFERENCE_START
 from bot.project.sqltext import (line_at, macro_call_name, normalize_name, table_references, to_sql)
 
 BUILTIN_MACRO_VARIABLES = frozenset(
@@ -44,9 +47,6 @@ _KNOWN_KEYS = frozenset({
     "depends_on", "enabled", *KIND_LEVEL_KEYS})
 
 
-_JINJA = re.compile(r"\bJINJA_(?:QUERY|STATEMENT)_BEGIN\b", re.I)
-
-
 @dataclass(frozen=True)
 class MacroRef:
     """A macro used by a model: `call` (`@name(...)`) or `var` (`@name`), with the file line."""
@@ -66,25 +66,25 @@ class ParsedModel:
     warnings: tuple[tuple[str, int], ...] = ()   # (message, line): properties meshbot does not use
 
 
-def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> ParsedModel:
-    """Parse one SQL model file; every problem is a ConfigError naming `path` and the line."""
-    jinja = _JINJA.search(text)
-    if jinja:
-        raise ConfigError(f"Jinja in models (`{jinja.group(0)}`) is not supported by meshbot yet; "
-                          "write the query in SQL with @macros", path=path, line=line_at(text, jinja.start()))
-    all_blocks = split_blocks(text, keyword="MODEL", path=path, also="AUDIT")
-    blocks = [b for b in all_blocks if b.keyword == "MODEL"]
-    if len(blocks) > 1:
-        raise ConfigError("a model file holds exactly one MODEL (...) block", path=path, line=blocks[1].line)
-    block = blocks[0]
-    audit_blocks = [b for b in all_blocks if b.keyword == "AUDIT"]
+def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults,
+                     jinja: JinjaSettings | None = None) -> ParsedModel:
+    """Parse one SQL model file; every problem is a ConfigError naming `path` and the line.
+
+    Jinja blocks are rendered at the reference interval with `jinja`'s variables and macros: the
+    rendered query gives the parents and columns; rendering again per interval happens in bot.project.render.
+    """
+    source = text
+    text, jinja_blocks = cut_blocks(text, path=path)
+    block, audit_blocks = _model_and_audit_blocks(text, path)
     notes: list[tuple[str, int]] = []
     props = _props_by_key(block, path, notes)
     dialect = value_text(parse_value(props["dialect"], dialect="", path=path), "").lower() \
         if "dialect" in props else defaults.dialect
     statements = parse_body(block, text=text, dialect=dialect, path=path)
-    query_index = next((i for i, s in enumerate(statements) if isinstance(s.expression, exp.Query)), None)
     fields = _header_fields(props, dialect=dialect, defaults=defaults, path=path, line=block.line)
+    statements, jinja_fields = _resolve_jinja(statements, jinja_blocks, name=fields["name"], dialect=dialect,
+                                              path=path, settings=jinja or JinjaSettings())
+    query_index = next((i for i, s in enumerate(statements) if isinstance(s.expression, exp.Query)), None)
     kind = fields["kind"]
     if kind.name is KindName.INCREMENTAL_BY_PARTITION and not fields["partitioned_by"]:
         raise ConfigError(f"model {fields['name']}: kind INCREMENTAL_BY_PARTITION requires `partitioned_by`",
@@ -92,10 +92,7 @@ def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> Parse
     if query_index is None and kind.name is not KindName.SEED:
         raise ConfigError(f"model `{fields['name']}` has no query (a SELECT after the MODEL header)",
                           path=path, line=block.line)
-    pre = tuple(s.expression for s in statements[:query_index or 0]) if query_index is not None else \
-        tuple(s.expression for s in statements)
-    query_stmt = statements[query_index] if query_index is not None else None
-    post = tuple(s.expression for s in statements[query_index + 1:]) if query_index is not None else ()
+    pre, query_stmt, post = _around_query(statements, query_index)
     if kind.name is KindName.SEED:
         fields.update(_seed_fields(kind.seed_path, path=path, line=props["kind"].line))
     everything = [s.expression for s in statements]
@@ -104,13 +101,63 @@ def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> Parse
         **fields, dialect=dialect, path=path, line=block.line,
         query=query_stmt.expression if query_stmt else None,
         query_text=query_stmt.text if query_stmt else "",
-        pre_statements=pre, post_statements=post, depends_on=frozenset(depends),
+        pre_statements=pre, post_statements=post, depends_on=frozenset(depends), **jinja_fields,
     )
     inline = tuple(audits_from_blocks(audit_blocks, text=text, path=path, default_dialect=dialect)) \
         if audit_blocks else ()
     notes += [(f"model {model.name}: kind property `{key}` is not supported by meshbot and is ignored", line)
               for key, line in ignored_kind_properties(props.get("kind"), path)]
-    return ParsedModel(model, macro_references(everything, text=text, start=0), inline, tuple(notes))
+    return ParsedModel(model, macro_references(everything, text=source, start=0), inline, tuple(notes))
+
+
+def _model_and_audit_blocks(text: str, path: Path) -> tuple[Block, list[Block]]:
+    all_blocks = split_blocks(text, keyword="MODEL", path=path, also="AUDIT")
+    blocks = [b for b in all_blocks if b.keyword == "MODEL"]
+    if len(blocks) > 1:
+        raise ConfigError("a model file holds exactly one MODEL (...) block", path=path, line=blocks[1].line)
+    return blocks[0], [b for b in all_blocks if b.keyword == "AUDIT"]
+
+
+def _around_query(statements: list[Statement], query_index: int | None) -> tuple[
+        tuple[exp.Expression, ...], Statement | None, tuple[exp.Expression, ...]]:
+    """(pre-statements, the query, post-statements); without a query every statement is a pre-statement."""
+    if query_index is None:
+        return tuple(s.expression for s in statements), None, ()
+    return (tuple(s.expression for s in statements[:query_index]), statements[query_index],
+            tuple(s.expression for s in statements[query_index + 1:]))
+
+
+def _resolve_jinja(statements: list[Statement], blocks: tuple[JinjaBlock, ...], *, name: str, dialect: str,
+                   path: Path, settings: JinjaSettings) -> tuple[list[Statement], dict[str, Any]]:
+    """Jinja placeholders → what the model keeps: a JINJA_QUERY's reference render (it gives the parents
+    and columns), a JINJA_STATEMENT as written. Every block is rendered once here, so a syntax error or
+    an undefined name is reported while loading, with its file line."""
+    if not blocks:
+        return statements, {}
+    macros = settings.macros.used_by(*(b.text for b in blocks))
+    values = JinjaValues(start=REFERENCE_START, end=REFERENCE_END, execution_time=REFERENCE_END,
+                         variables=settings.variables, gateway=settings.gateway,
+                         this_model=quoted_table(name, dialect),
+                         resolve_table=lambda table: quoted_table(normalize_name(table, dialect), dialect))
+    result: list[Statement] = []
+    fields: dict[str, Any] = {"jinja_macros": macros}
+    for statement in statements:
+        index = block_index(statement.expression)
+        if index is None:
+            result.append(statement)
+            continue
+        block = blocks[index]
+        sql = render_jinja(block, values=values, macros=macros, path=path, model_name=name)
+        if block.kind == JINJA_STATEMENT:
+            result.append(Statement(statement_expression(block.text), block.text.strip(), block.line))
+            continue
+        parsed = parse_rendered(sql, dialect=dialect, block=block, path=path, model_name=name)
+        if "jinja_query" in fields or len(parsed) != 1 or not isinstance(parsed[0], exp.Query):
+            raise ConfigError(f"model {name}: a model has one JINJA_QUERY block, rendering to one query",
+                              path=path, line=block.line)
+        result.append(Statement(parsed[0], block.text.strip(), block.line))
+        fields.update(jinja_query=block.text, jinja_line=block.line)
+    return result, fields
 
 
 def _props_by_key(block: Block, path: Path, notes: list[tuple[str, int]]) -> dict[str, Prop]:

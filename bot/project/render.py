@@ -11,9 +11,12 @@ from typing import Any, Mapping
 from sqlglot import exp
 
 from bot.errors import ConfigError
+from bot.project.jinja import (JINJA_QUERY, JinjaBlock, JinjaValues, parse_rendered, quoted_table, render_jinja,
+                               statement_text)
 from bot.project.macros import (EMPTY_REGISTRY, MacroEvaluator, MacroRegistry, interval_variables, load_macros,
                                 macro_name)
 from bot.project.model import KindName, Model
+from bot.project.sqltext import normalize_name
 
 # Fixed dates used to render queries for fingerprints and plan diffs, so that a query's hash does
 # not depend on when the plan runs.
@@ -36,17 +39,19 @@ class RenderContext:
     gateway: str = "local"
     macros: MacroRegistry | None = None
     this_model: str | None = None
+    runtime_stage: str = "loading"      # what Jinja's `runtime_stage` says: `evaluating` while a plan runs
 
 
 def _context(*, start: int | None = None, end: int | None = None, execution_time: int | None = None,
              variables: Mapping[str, Any] | None = None, table_mapping: Mapping[str, str] | None = None,
              models: Mapping[str, Model] | None = None, gateway: str = "local",
-             macros: MacroRegistry | None = None, this_model: str | None = None) -> RenderContext:
+             macros: MacroRegistry | None = None, this_model: str | None = None,
+             runtime_stage: str = "loading") -> RenderContext:
     start = REFERENCE_START if start is None else start
     end = REFERENCE_END if end is None else end
     return RenderContext(start=start, end=end, execution_time=end if execution_time is None else execution_time,
                          variables=variables or {}, table_mapping=table_mapping or {}, models=models or {},
-                         gateway=gateway, macros=macros, this_model=this_model)
+                         gateway=gateway, macros=macros, this_model=this_model, runtime_stage=runtime_stage)
 
 
 @functools.lru_cache(maxsize=256)
@@ -178,18 +183,46 @@ def _render(model: Model, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Que
     if model.query is None:
         raise ConfigError(f"model {model.name} has no SQL query to render", path=model.path)
     evaluator = make_evaluator(model, ctx)
-    rendered = evaluator.transform(model.query.copy())
+    query = _jinja_query(model, ctx) if model.jinja_query is not None else model.query.copy()
+    rendered = evaluator.transform(query)
     if not isinstance(rendered, exp.Query):
         raise ConfigError(f"the query of model {model.name} is not a query after expanding macros",
                           path=model.path, line=model.line)
     return _map_tables(rendered, ctx, stack)
 
 
+def _jinja_values(model: Model, ctx: RenderContext) -> JinjaValues:
+    def resolve_table(name: str) -> str:
+        key = normalize_name(name, model.dialect)
+        return quoted_table(ctx.table_mapping.get(key, key), model.dialect)
+
+    this_model = ctx.this_model or ctx.table_mapping.get(model.name, model.name)
+    return JinjaValues(start=ctx.start, end=ctx.end, execution_time=ctx.execution_time, variables=ctx.variables,
+                       gateway=ctx.gateway, this_model=quoted_table(this_model, model.dialect),
+                       runtime_stage=ctx.runtime_stage, resolve_table=resolve_table)
+
+
+def _render_jinja(model: Model, ctx: RenderContext, block: JinjaBlock) -> list[exp.Expression]:
+    sql = render_jinja(block, values=_jinja_values(model, ctx), macros=model.jinja_macros, path=model.path,
+                       model_name=model.name)
+    return parse_rendered(sql, dialect=model.dialect, block=block, path=model.path, model_name=model.name)
+
+
+def _jinja_query(model: Model, ctx: RenderContext) -> exp.Expression:
+    """The JINJA_QUERY block rendered for this interval (the load-time render only serves the reference one)."""
+    block = JinjaBlock(JINJA_QUERY, model.jinja_query or "", model.jinja_line)
+    parsed = _render_jinja(model, ctx, block)
+    if len(parsed) != 1:
+        raise ConfigError(f"model {model.name}: the JINJA_QUERY block must render to one query",
+                          path=model.path, line=model.jinja_line)
+    return parsed[0]
+
+
 def render_query(model: Model, *, start: int | None = None, end: int | None = None,
                  execution_time: int | None = None, variables: Mapping[str, Any] | None = None,
                  table_mapping: Mapping[str, str] | None = None, models: Mapping[str, Model] | None = None,
                  gateway: str = "local", macros: MacroRegistry | None = None,
-                 this_model: str | None = None) -> exp.Query:
+                 this_model: str | None = None, runtime_stage: str = "loading") -> exp.Query:
     """The model's query as a Spark-dialect AST (a fresh copy; `model.query` is never mutated).
 
     start/end are epoch ms of the interval [start, end); None means the reference interval, and
@@ -201,7 +234,7 @@ def render_query(model: Model, *, start: int | None = None, end: int | None = No
     """
     ctx = _context(start=start, end=end, execution_time=execution_time, variables=variables,
                    table_mapping=table_mapping, models=models, gateway=gateway, macros=macros,
-                   this_model=this_model)
+                   this_model=this_model, runtime_stage=runtime_stage)
     return _render(model, ctx, (model.name,))
 
 
@@ -228,8 +261,13 @@ def render_expression(expression: exp.Expression, *, model: Model, dialect: str 
     evaluator = make_evaluator(model, ctx, dialect=dialect)
     if macro_name(expression) == "def":
         return []
-    result = evaluator.transform(expression.copy())
-    items = result if isinstance(result, list) else [result] if result is not None else []
+    jinja = statement_text(expression)
+    sources = [expression.copy()] if jinja is None else \
+        _render_jinja(model, ctx, JinjaBlock("JINJA_STATEMENT", jinja, model.line))
+    items: list[exp.Expression] = []
+    for source in sources:
+        result = evaluator.transform(source)
+        items += result if isinstance(result, list) else [result] if result is not None else []
     return [_map_tables(item, ctx, (model.name,)) for item in items]
 
 

@@ -52,6 +52,9 @@ def model_to_dict(model: Model) -> dict[str, Any]:
         "seed_content_hash": model.seed_content_hash,
         "seed_abs_path": str(model.seed_abs_path) if model.seed_abs_path else None,
         "line": model.line,
+        **({"jinja_query": model.jinja_query, "jinja_line": model.jinja_line}
+           if model.jinja_query is not None else {}),
+        **({"jinja_macros": [list(m) for m in model.jinja_macros]} if model.jinja_macros else {}),
     }
 
 
@@ -89,6 +92,9 @@ def model_from_dict(data: dict[str, Any]) -> Model:
         seed_content_hash=data.get("seed_content_hash"),
         seed_abs_path=Path(data["seed_abs_path"]) if data.get("seed_abs_path") else None,
         line=data.get("line", 1),
+        jinja_query=data.get("jinja_query"),
+        jinja_line=data.get("jinja_line", 1),
+        jinja_macros=_pairs(data.get("jinja_macros")),
     )
 
 
