@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from bot.diff.api import ModelDataDiff, TableDiffResult
     from bot.quality.api import AuditReport, AuditResult, TestSuiteResult
     from bot.plan.janitor import JanitorResult
+    from bot.plan.lint import LintResult
     from bot.plan.run import RunResult
     from bot.plan.runner import SparkRunner
     from bot.project.loader import Project
@@ -261,6 +262,12 @@ class Context:
                            concurrent_tasks=self.gateway.connection.concurrent_tasks)
 
     # -- quality ------------------------------------------------------------------------
+    def lint(self) -> "LintResult":
+        """Run the linter rules of the project's `linter:` config over every model (no Spark)."""
+        from bot.plan.lint import lint_project
+
+        return lint_project(self.project, rendered=self.rendered_queries())
+
     def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> "TestSuiteResult":
         """Run the project's YAML unit tests on Spark (one session for all of them)."""
         from bot.quality.unit_tests import run_tests

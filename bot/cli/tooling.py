@@ -1,0 +1,61 @@
+"""Commands that check and tidy project files without Spark: lint and format."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from bot.cli.common import context_of, handle_errors
+from bot.context import Context
+from bot.errors import PlanError
+from bot.plan.lint import LintResult
+from bot.report.console import TerminalReporter
+
+
+def report_lint(result: LintResult, reporter: TerminalReporter, *, root: Path) -> None:
+    """One line per violation (`file:line: level [rule] model name: message`), then a count."""
+    for path in result.skipped_rule_files:
+        reporter.warning(f"{_relative(path, root)}: custom linter rules are not supported by meshbot; "
+                         "this file's rules were not run")
+    for violation in result.violations:
+        reporter.text(f"{_relative(violation.path, root)}:{violation.line}: {violation.level} "
+                      f"[{violation.rule}] model {violation.model}: {violation.message}")
+    if result.violations:
+        reporter.text(f"{len(result.errors)} error(s), {len(result.warnings)} warning(s)")
+
+
+def lint_before_plan(context: Context, reporter: TerminalReporter) -> None:
+    """As SQLMesh does when `linter.enabled`: print every violation; errors stop the plan."""
+    result = context.lint()
+    report_lint(result, reporter, root=context.path)
+    if result.errors:
+        raise PlanError(f"the linter found {len(result.errors)} error(s); fix them, move their rules to "
+                        "`linter.warn_rules`, or add them to `ignored_rules`")
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return os.path.relpath(path, root)
+    except ValueError:
+        return str(path)
+
+
+@click.command()
+@click.pass_context
+@handle_errors
+def lint(ctx: click.Context) -> None:
+    """Check every model with the linter rules of the project's `linter:` config; exit 1 on errors."""
+    context = context_of(ctx)
+    reporter = TerminalReporter()
+    result = context.lint()
+    report_lint(result, reporter, root=context.path)
+    if not result.violations:
+        reporter.text("No linter violations.")
+    if result.errors:
+        sys.exit(1)
+
+
+COMMANDS = (lint,)
