@@ -262,6 +262,21 @@ class Context:
                            concurrent_tasks=self.gateway.connection.concurrent_tasks)
 
     # -- quality ------------------------------------------------------------------------
+    def format(self, *, check: bool = False, paths: Sequence[str] = ()) -> list[Path]:
+        """Rewrite the project's SQL model and audit files as `sqlmesh format` does; the changed files
+        (with `check`, those that would change; nothing is written)."""
+        from bot.project.format import format_files
+
+        project = self.project
+        files = {m.path: ("MODEL", m.dialect) for m in project.models.values()
+                 if m.path.suffix == ".sql" and m.kind.name != "EXTERNAL"}
+        files.update({a.path: ("AUDIT", a.dialect) for a in project.audits.values()
+                      if a.path.suffix == ".sql" and a.path not in files})
+        if paths:
+            wanted = {Path(p).resolve() for p in paths}
+            files = {path: spec for path, spec in files.items() if path.resolve() in wanted}
+        return format_files(files, options=self.config.format, check=check)
+
     def lint(self) -> "LintResult":
         """Run the linter rules of the project's `linter:` config over every model (no Spark)."""
         from bot.plan.lint import lint_project

@@ -58,4 +58,23 @@ def lint(ctx: click.Context) -> None:
         sys.exit(1)
 
 
-COMMANDS = (lint,)
+@click.command(name="format")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option("--check", is_flag=True, help="Change nothing; exit 1 listing the files that would change.")
+@click.pass_context
+@handle_errors
+def format_command(ctx: click.Context, paths: tuple[str, ...], check: bool) -> None:
+    """Rewrite model and audit files (or only PATHS) the way `sqlmesh format` does."""
+    context = context_of(ctx)
+    reporter = TerminalReporter()
+    changed = context.format(check=check, paths=paths)
+    for path in changed:
+        reporter.text(f"{_relative(path, context.path)} {'needs reformatting' if check else 'reformatted'}")
+    if check and changed:
+        reporter.text(f"{len(changed)} file(s) need reformatting.")
+        sys.exit(1)
+    if not changed:
+        reporter.text("All files are formatted.")
+
+
+COMMANDS = (lint, format_command)
