@@ -13,8 +13,8 @@ from sqlglot.errors import ParseError, SqlglotError
 from bot.errors import ConfigError
 from bot.project.config import FormatConfig, read_text
 from bot.project.header import Block, split_blocks
-from bot.project.sqltext import (MACRO_FUNC_PREFIX, line_at, matching_paren, parse_sql, split_top_level,
-                                 to_sql)
+from bot.project.sqltext import (MACRO_FUNC_PREFIX, is_blank, line_at, matching_paren, parse_sql, split_top_level,
+                                 statement_end, to_sql)
 
 # header properties whose values are warehouse SQL, printed in the model's dialect (as SQLMesh 0.236.4
 # decides from its field types); every other value is SQLMesh's own and printed dialect-neutral
@@ -207,8 +207,11 @@ def format_model_text(text: str, *, path: Path, dialect: str, options: FormatCon
     blocks = split_blocks(text, keyword=keyword, path=path, also="AUDIT" if keyword == "MODEL" else None)
     parts: list[str] = []
     for index, block in enumerate(blocks):
-        parts.append(_header(printer, block, text, first=index == 0))
         end = matching_paren(text, text.index("(", block.offset)) + 1
+        between = text[end:statement_end(text, end)]
+        trailing = _comments(between) if is_blank(between) else []   # `) /* note */;` stays on the header
+        parts.append(" ".join((_header(printer, block, text, first=index == 0), *trailing)))
+        end = statement_end(text, end) if trailing else end
         for offset, piece in block.body:
             leading = "".join(c + "\n" for c in _comments(text[end:offset]))
             statements = [printer.sql(e, dialect) for e in printer.parse(piece, line_at(text, offset))]
@@ -224,7 +227,10 @@ def _header(printer: _Printer, block: Block, text: str, *, first: bool) -> str:
     lines = {p.key: p.line for p in block.props}
     props = [replace(p, line=lines.get(p.key, block.line))
              for p in _props(text[open_paren + 1:matching_paren(text, open_paren)], block.line)]
-    return "".join(c + "\n" for c in leading) + f"{block.keyword} (\n{printer.props(props)}\n)"
+    header = f"{block.keyword} (\n{printer.props(props)}\n)"
+    if block.keyword == "AUDIT":   # SQLMesh 0.236.4 moves an audit file's leading comment after its header
+        return " ".join((header, *leading))
+    return "".join(c + "\n" for c in leading) + header
 
 
 def formatting_disabled(text: str, *, path: Path) -> bool:
