@@ -147,3 +147,37 @@ def test_plan_ignores_the_linter_when_not_enabled(tmp_path):
     result = _lint(root, "plan", "--explain")
     assert result.exit_code == 0, result.output
     assert "noselectstar" not in result.output
+
+
+COLUMN_RULES = ("linter:\n  enabled: true\n  rules: [ambiguousorinvalidcolumn, invalidselectstarexpansion, "
+                "noambiguousprojections, nomissingexternalmodels, noselectstar]\n")
+COLUMN_MODELS = {
+    "seed": "MODEL (name s.seed, kind SEED (path '../seeds/s.csv'));\n",
+    "k1": "MODEL (name s.k1, kind FULL);\nSELECT nope FROM s.seed\n",
+    "k2": "MODEL (name s.k2, kind FULL);\nSELECT id FROM s.seed AS a JOIN raw.events AS b ON a.id = b.id\n",
+    "k3": "MODEL (name s.k3, kind FULL);\nWITH c AS (SELECT * FROM raw.events) SELECT c.id, c.missing FROM c\n",
+    "k4": "MODEL (name s.k4, kind FULL);\nSELECT e.bad FROM raw.events AS e\n",
+    "k5": "MODEL (name s.k5, kind FULL);\nSELECT *, 1 AS x FROM raw.nocols\n",
+    "k6": "MODEL (name s.k6, kind FULL);\nSELECT x FROM s.k5\n",
+    "k7": "MODEL (name s.k7, kind FULL);\nSELECT a.*, b.ts FROM s.seed AS a, raw.events AS b\n",
+    "k8": "MODEL (name s.k8, kind FULL);\nSELECT id, name, ts FROM s.k7 WHERE ds > 1\n",
+    "k9": "MODEL (name s.k9, kind FULL);\nSELECT upper(name), count(*) FROM s.seed GROUP BY 1\n",
+}
+
+
+def test_columns_come_from_seeds_external_models_joins_and_ctes_as_in_sqlmesh(tmp_path):
+    root = _project(tmp_path / "p", COLUMN_RULES, COLUMN_MODELS)
+    (root / "seeds").mkdir()
+    (root / "seeds" / "s.csv").write_text("id,name\n1,a\n2,b\n")
+    (root / "external_models.yaml").write_text(
+        "- name: raw.events\n  columns:\n    id: int\n    ts: timestamp\n- name: raw.nocols\n")
+    assert _found(root) == {
+        ("models/k1.sql", 2, "ambiguousorinvalidcolumn", "error"),
+        ("models/k2.sql", 2, "ambiguousorinvalidcolumn", "error"),
+        ("models/k3.sql", 2, "ambiguousorinvalidcolumn", "error"),
+        ("models/k4.sql", 2, "ambiguousorinvalidcolumn", "error"),
+        ("models/k5.sql", 2, "invalidselectstarexpansion", "error"),
+        ("models/k5.sql", 2, "noselectstar", "error"),
+        ("models/k7.sql", 2, "noselectstar", "error"),
+        ("models/k8.sql", 2, "ambiguousorinvalidcolumn", "error"),
+    }
