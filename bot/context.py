@@ -94,9 +94,11 @@ class Context:
         if not env:
             raise PlanError("environment name is empty")
         now = to_ms(options.execution_time) if options.execution_time else now_ms()
-        return build_plan(project_models=self.models, dag=self.project.dag,
+        lint_warnings = self.lint().check_before_plan(self.path) if self.config.linter.enabled else ()
+        plan = build_plan(project_models=self.models, dag=self.project.dag,
                           rendered=self.rendered_queries(), state=self.state, environment=env,
                           options=options, config=self.config, now_ms=now)
+        return replace(plan, warnings=lint_warnings + plan.warnings) if lint_warnings else plan
 
     def rendered_queries(self) -> dict[str, str]:
         """Every SQL model rendered at the reference interval, for fingerprints and diffs (cached on disk)."""

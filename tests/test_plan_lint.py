@@ -181,3 +181,10 @@ def test_columns_come_from_seeds_external_models_joins_and_ctes_as_in_sqlmesh(tm
         ("models/k7.sql", 2, "noselectstar", "error"),
         ("models/k8.sql", 2, "ambiguousorinvalidcolumn", "error"),
     }
+
+
+def test_plan_prints_lint_warnings_and_goes_on(tmp_path):
+    root = _project(tmp_path / "p", "linter:\n  enabled: true\n  warn_rules: [noselectstar]\n", LEVEL_MODELS)
+    result = _lint(root, "plan", "--explain")
+    assert result.exit_code == 0, result.output
+    assert "Warning: models/b.sql:2: warning [noselectstar] model s.b" in result.output

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from bot.cli.tooling import lint_before_plan
 from bot.cli.common import check_range, context_of, handle_errors, iso, report_tests
 from bot.context import Context
 from bot.plan.definition import PlanOptions
@@ -88,10 +86,8 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
         allow_destructive_models=tuple(flags["allow_destructive_model"]),
         skip_tests=flags["skip_tests"])
     _load_project(context)
-    reporter = TerminalReporter(json_mode=as_json)
-    if context.config.linter.enabled:
-        lint_before_plan(context, TerminalReporter(out=sys.stderr) if as_json else reporter)
     the_plan = context.plan(environment, options=options)
+    reporter = TerminalReporter(json_mode=as_json)
     if as_json:
         reporter.json(plan_to_json(the_plan))
         return

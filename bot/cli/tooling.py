@@ -9,8 +9,6 @@ from pathlib import Path
 import click
 
 from bot.cli.common import context_of, handle_errors
-from bot.context import Context
-from bot.errors import PlanError
 from bot.plan.lint import LintResult
 from bot.report.console import TerminalReporter
 
@@ -21,19 +19,9 @@ def report_lint(result: LintResult, reporter: TerminalReporter, *, root: Path) -
         reporter.warning(f"{_relative(path, root)}: custom linter rules are not supported by meshbot; "
                          "this file's rules were not run")
     for violation in result.violations:
-        reporter.text(f"{_relative(violation.path, root)}:{violation.line}: {violation.level} "
-                      f"[{violation.rule}] model {violation.model}: {violation.message}")
+        reporter.text(violation.describe(root))
     if result.violations:
         reporter.text(f"{len(result.errors)} error(s), {len(result.warnings)} warning(s)")
-
-
-def lint_before_plan(context: Context, reporter: TerminalReporter) -> None:
-    """As SQLMesh does when `linter.enabled`: print every violation; errors stop the plan."""
-    result = context.lint()
-    report_lint(result, reporter, root=context.path)
-    if result.errors:
-        raise PlanError(f"the linter found {len(result.errors)} error(s); fix them, move their rules to "
-                        "`linter.warn_rules`, or add them to `ignored_rules`")
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -12,7 +12,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
-from bot.errors import ConfigError
+from bot.errors import ConfigError, PlanError
 from bot.plan.columns import OutputColumns
 from bot.project.config import LinterConfig, find_config_file
 from bot.project.loader import Project
@@ -44,6 +44,19 @@ class Violation:
     message: str
 
 
+    def describe(self, root: Path) -> str:
+        """`file:line: level [rule] model name: message`, the file relative to `root` when inside it.
+
+        >>> Violation("noselectstar", "error", "db.m", Path("/p/models/m.sql"), 2, "No *.").describe(Path("/p"))
+        'models/m.sql:2: error [noselectstar] model db.m: No *.'
+        """
+        try:
+            where = self.path.relative_to(root)
+        except ValueError:
+            where = self.path
+        return f"{where}:{self.line}: {self.level} [{self.rule}] model {self.model}: {self.message}"
+
+
 @dataclass(frozen=True)
 class LintResult:
     """Every violation of a lint run, in file order; the custom rule files that were not run."""
@@ -58,6 +71,15 @@ class LintResult:
     @property
     def warnings(self) -> tuple[Violation, ...]:
         return tuple(v for v in self.violations if v.level == "warning")
+
+    def check_before_plan(self, root: Path) -> tuple[str, ...]:
+        """As SQLMesh's plan does when `linter.enabled`: errors stop it (a PlanError listing every
+        violation); otherwise the warnings, described, for the plan to show."""
+        if self.errors:
+            lines = "\n".join(v.describe(root) for v in self.violations)
+            raise PlanError(f"the linter found {len(self.errors)} error(s); fix them, move their rules to "
+                            f"`linter.warn_rules`, or add them to `ignored_rules`:\n{lines}")
+        return tuple(v.describe(root) for v in self.warnings)
 
 
 class _Source:
