@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError
 
 from bot.errors import ConfigError
@@ -45,17 +46,23 @@ def _macros_back(sql: str) -> str:
 
 
 _COLON = "meshbot_colon_cast"
+_NEWLINE_IN_STRING = "\x00"
 
 
-def _sqlmesh_style(node: exp.Expression, *, colon_casts: bool) -> exp.Expression:
+def _sqlmesh_style(node: exp.Expression, *, colon_casts: bool, keywords: Mapping[str, Any]) -> exp.Expression:
     """Mark plain casts for `x::t` printing (SQLMesh's rule: a CAST with nothing else set, over no
-    operator); print a keyword argument's name bare (`columns := ...`, never `"columns" := ...`)."""
+    operator); print a keyword argument's name bare unless the dialect's tokenizer reads it as a
+    keyword: `columns := ...` but `"column" := ...` in DuckDB, as SQLMesh 0.236.4's sqlglot 30.8 does
+    (sqlglot 30.30 also quotes `columns`)."""
     if colon_casts and type(node) is exp.Cast and not any(
             v for k, v in node.args.items() if k not in ("this", "to")):
         this = node.this
         if not isinstance(this, (exp.Binary, exp.Unary)) or isinstance(this, exp.Paren):
             node.meta[_COLON] = True
-    if isinstance(node, exp.PropertyEQ) and isinstance(node.this, (exp.Column, exp.Identifier)):
+    if isinstance(node, exp.Literal) and node.is_string and "\n" in node.this:
+        node.set("this", node.this.replace("\n", _NEWLINE_IN_STRING))   # never indented; restored at the end
+    if isinstance(node, exp.PropertyEQ) and isinstance(node.this, exp.Identifier) and \
+            not node.this.quoted and node.this.name.upper() not in keywords:
         node.set("this", exp.var(node.this.name))
     return node
 
@@ -76,7 +83,9 @@ class _Printer:
 
     def sql(self, expression: exp.Expression, dialect: str | None) -> str:
         colon_casts = not self.options.no_rewrite_casts
-        expression = expression.copy().transform(lambda n: _sqlmesh_style(n, colon_casts=colon_casts), copy=False)
+        keywords = Dialect.get_or_raise(dialect or None).tokenizer_class.KEYWORDS
+        expression = expression.copy().transform(
+            lambda n: _sqlmesh_style(n, colon_casts=colon_casts, keywords=keywords), copy=False)
         return _macros_back(to_sql(expression, dialect or "", printers={exp.Cast: _print_cast},
                                    **self.generator))
 
@@ -217,7 +226,7 @@ def format_model_text(text: str, *, path: Path, dialect: str, options: FormatCon
             statements = [printer.sql(e, dialect) for e in printer.parse(piece, line_at(text, offset))]
             parts += [leading + statements[0], *statements[1:]] if statements else []
             end = offset + len(piece)
-    formatted = ";\n\n".join(parts).strip()
+    formatted = ";\n\n".join(parts).strip().replace(_NEWLINE_IN_STRING, "\n")
     return formatted + "\n" if options.append_newline else formatted
 
 
