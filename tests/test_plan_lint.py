@@ -118,14 +118,14 @@ def test_bad_rule_config_is_an_error_naming_config_yaml(tmp_path, linter, words)
 
 def test_unknown_rule_in_a_model_names_the_model_file_and_line(tmp_path):
     models = {"a": "MODEL (\n  name s.a,\n  ignored_rules (nope)\n);\nSELECT 1 AS id\n"}
-    root = _project(tmp_path / "p", "linter:\n  rules: ALL\n", models)
+    root = _project(tmp_path / "p", "linter:\n  enabled: true\n  rules: ALL\n", models)
     result = _lint(root, "lint")
     assert result.exit_code == 1
     assert f"{root / 'models' / 'a.sql'}:3: linter rule `nope`" in result.output
 
 
 def test_custom_rule_files_are_named_in_a_warning(tmp_path):
-    root = _project(tmp_path / "p", "linter:\n  rules: [noselectstar]\n", LEVEL_MODELS)
+    root = _project(tmp_path / "p", "linter:\n  enabled: true\n  rules: [noselectstar]\n", LEVEL_MODELS)
     (root / "linter").mkdir()
     (root / "linter" / "user.py").write_text("from sqlmesh.core.linter.rule import Rule\n")
     result = _lint(root, "lint")
@@ -188,3 +188,12 @@ def test_plan_prints_lint_warnings_and_goes_on(tmp_path):
     result = _lint(root, "plan", "--explain")
     assert result.exit_code == 0, result.output
     assert "Warning: models/b.sql:2: warning [noselectstar] model s.b" in result.output
+
+
+def test_a_disabled_linter_checks_nothing_but_its_rule_names(tmp_path):
+    # SQLMesh 0.236.4: `sqlmesh lint` with `enabled: false` prints nothing and exits 0
+    duplicate = {**LEVEL_MODELS, "a": "MODEL (name s.a, kind FULL);\nSELECT 1 AS id, 2 AS id\n"}
+    root = _project(tmp_path / "p", LEVELS.replace("enabled: true", "enabled: false"), duplicate)
+    result = _lint(root, "lint")
+    assert result.exit_code == 0
+    assert "The linter is off" in result.output and "noselectstar" not in result.output

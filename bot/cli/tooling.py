@@ -40,7 +40,9 @@ def lint(ctx: click.Context) -> None:
     reporter = TerminalReporter()
     result = context.lint()
     report_lint(result, reporter, root=context.path)
-    if not result.violations:
+    if not context.config.linter.enabled:
+        reporter.text("The linter is off (`linter.enabled` is not true in config.yaml): nothing was checked.")
+    elif not result.violations:
         reporter.text("No linter violations.")
     if result.errors:
         sys.exit(1)

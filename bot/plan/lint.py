@@ -43,7 +43,6 @@ class Violation:
     line: int
     message: str
 
-
     def describe(self, root: Path) -> str:
         """`file:line: level [rule] model name: message`, the file relative to `root` when inside it.
 
@@ -99,6 +98,7 @@ class _Source:
         except SqlglotError:
             parsed = None
         self.rendered = parsed if isinstance(parsed, exp.Query) else None
+        self.qualified: tuple[exp.Query | None, SqlglotError | None] | None = None   # set by _qualified
 
     def line_of(self, word: str) -> int:
         """Line of the first `word` (whole word, any case) in the query, else the query's first line."""
@@ -124,6 +124,12 @@ def _missing_parents(model: Model, project: _Project) -> list[str]:
 def _qualified(source: _Source, project: _Project) -> tuple[exp.Query | None, SqlglotError | None]:
     """The rendered query qualified against its parents' columns, as SQLMesh optimizes it; (None, None)
     when some parent's columns are unknown, (None, error) when a column cannot be resolved."""
+    if source.qualified is None:
+        source.qualified = _qualify(source, project)
+    return source.qualified
+
+
+def _qualify(source: _Source, project: _Project) -> tuple[exp.Query | None, SqlglotError | None]:
     if source.rendered is None or _missing_parents(source.model, project):
         return None, None
     schema: dict[str, dict[str, dict[str, str]]] = {}
@@ -288,8 +294,12 @@ def model_ignored_rules(source: _Source) -> frozenset[str]:
 
 def lint_models(models: Mapping[str, Model], *, config: LinterConfig, config_path: Path,
                 rendered: Mapping[str, str], tested: Iterable[str]) -> tuple[Violation, ...]:
-    """Run the configured rules over every model (EXTERNAL ones only as parents); violations in file order."""
-    levels = RuleLevels.from_config(config, path=config_path)
+    """Run the configured rules over every model (EXTERNAL ones only as parents); violations in file order.
+
+    Nothing runs unless `linter.enabled` (SQLMesh's `sqlmesh lint` is silent then too)."""
+    levels = RuleLevels.from_config(config, path=config_path)   # checked even when disabled, as SQLMesh does
+    if not config.enabled:
+        return ()
     project = _Project(models=models, columns=OutputColumns(models, rendered), tested=frozenset(tested))
     violations: list[Violation] = []
     for model in models.values():
@@ -312,7 +322,7 @@ def custom_rule_files(root: Path) -> tuple[Path, ...]:
 
 
 def lint_project(project: Project, *, rendered: Mapping[str, str]) -> LintResult:
-    """Lint a loaded project with its own `linter:` config (run even when `enabled` is false)."""
+    """Lint a loaded project with its own `linter:` config."""
     tested = {test.model for test in load_test_files(project.test_files)}
     violations = lint_models(project.models, config=project.config.linter,
                              config_path=find_config_file(project.root), rendered=rendered, tested=tested)
