@@ -124,13 +124,54 @@ def test_unknown_rule_in_a_model_names_the_model_file_and_line(tmp_path):
     assert f"{root / 'models' / 'a.sql'}:3: linter rule `nope`" in result.output
 
 
-def test_custom_rule_files_are_named_in_a_warning(tmp_path):
+CUSTOM_RULES = """from __future__ import annotations
+
+import typing as t
+
+from sqlmesh.core.linter.rule import Rule, RuleViolation
+from sqlmesh.core.model import Model
+
+
+class NoMissingOwner(Rule):
+    \"\"\"Model owner should always be specified.\"\"\"
+
+    def check_model(self, model: Model) -> t.Optional[RuleViolation]:
+        return self.violation() if not model.owner else None
+
+
+class NoLimitInQuery(Rule):
+    def check_model(self, model: Model) -> t.Optional[RuleViolation]:
+        query = model.render_query()
+        if query is not None and query.args.get("limit"):
+            return self.violation(f"Model {model.name} has a LIMIT")
+        return None
+"""
+
+
+def test_custom_rules_from_the_linter_folder_run_like_sqlmesh(tmp_path):
+    # SQLMesh 0.236.4 on this project: a: nolimitinquery (error); b: nomissingowner (error), noselectstar (warning)
+    models = {"a": "MODEL (name s.a, kind FULL, owner jen);\nSELECT 1 AS id, 'x' AS name LIMIT 5\n",
+              "b": LEVEL_MODELS["b"]}
+    root = _project(tmp_path / "p", "linter:\n  enabled: true\n  rules: [nomissingowner, nolimitinquery]\n"
+                                    "  warn_rules: [noselectstar]\n", models)
+    (root / "linter").mkdir()
+    (root / "linter" / "user.py").write_text(CUSTOM_RULES)
+    assert _found(root) == {("models/a.sql", 1, "nolimitinquery", "error"),
+                            ("models/b.sql", 1, "nomissingowner", "error"),
+                            ("models/b.sql", 2, "noselectstar", "warning")}
+    result = _lint(root, "lint")
+    assert result.exit_code == 1
+    assert "models/a.sql:1: error [nolimitinquery] model s.a: Model s.a has a LIMIT" in result.output
+    assert "models/b.sql:1: error [nomissingowner] model s.b: Model owner should always be specified." in result.output
+
+
+def test_a_custom_rule_file_that_fails_to_import_is_named(tmp_path):
     root = _project(tmp_path / "p", "linter:\n  enabled: true\n  rules: [noselectstar]\n", LEVEL_MODELS)
     (root / "linter").mkdir()
-    (root / "linter" / "user.py").write_text("from sqlmesh.core.linter.rule import Rule\n")
+    (root / "linter" / "broken.py").write_text("from sqlmesh.core.linter.nothing import Rule\n")
     result = _lint(root, "lint")
-    assert "linter/user.py: custom linter rules are not supported" in result.stderr
     assert result.exit_code == 1
+    assert f"{root / 'linter' / 'broken.py'}: cannot load custom linter rules" in result.output
 
 
 def test_plan_stops_on_lint_errors_when_enabled_and_changes_nothing(tmp_path):

@@ -15,9 +15,6 @@ from bot.report.console import TerminalReporter
 
 def report_lint(result: LintResult, reporter: TerminalReporter, *, root: Path) -> None:
     """One line per violation (`file:line: level [rule] model name: message`), then a count."""
-    for path in result.skipped_rule_files:
-        reporter.warning(f"{_relative(path, root)}: custom linter rules are not supported by meshbot; "
-                         "this file's rules were not run")
     for violation in result.violations:
         reporter.text(violation.describe(root))
     if result.violations:

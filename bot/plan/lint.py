@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from sqlglot.optimizer.qualify import qualify
 from bot.errors import ConfigError, PlanError
 from bot.plan.columns import OutputColumns
 from bot.project.config import LinterConfig, find_config_file
+from bot.project.lint_rules import ModelView, Rule, RuleViolation, load_custom_rules
 from bot.project.loader import Project
 from bot.project.header import parse_value, split_blocks, value_names
 from bot.project.model import KindName, Model
@@ -58,10 +60,9 @@ class Violation:
 
 @dataclass(frozen=True)
 class LintResult:
-    """Every violation of a lint run, in file order; the custom rule files that were not run."""
+    """Every violation of a lint run, in file order."""
 
     violations: tuple[Violation, ...]
-    skipped_rule_files: tuple[Path, ...] = ()
 
     @property
     def errors(self) -> tuple[Violation, ...]:
@@ -226,9 +227,9 @@ def no_ambiguous_projections(source: _Source, project: _Project) -> list[Finding
     return []
 
 
-Rule = Callable[[_Source, _Project], list[Finding]]
+LintRule = Callable[[_Source, _Project], list[Finding]]
 
-RULES: dict[str, Rule] = {
+RULES: dict[str, LintRule] = {
     "ambiguousorinvalidcolumn": ambiguous_or_invalid_column,
     "invalidselectstarexpansion": invalid_select_star_expansion,
     "noambiguousprojections": no_ambiguous_projections,
@@ -268,9 +269,9 @@ class RuleLevels:
     warnings: frozenset[str]
 
     @classmethod
-    def from_config(cls, config: LinterConfig, *, path: Path) -> RuleLevels:
-        ignored = select_rules(config.ignored_rules, RULES, where="linter.ignored_rules", path=path)
-        included = frozenset(RULES) - ignored
+    def from_config(cls, config: LinterConfig, *, path: Path, available: Iterable[str] = RULES) -> RuleLevels:
+        ignored = select_rules(config.ignored_rules, available, where="linter.ignored_rules", path=path)
+        included = frozenset(available) - ignored
         errors = select_rules(config.rules, included, where="linter.rules", path=path)
         warnings = select_rules(config.warn_rules, included, where="linter.warn_rules", path=path)
         if errors & warnings:
@@ -279,7 +280,7 @@ class RuleLevels:
         return cls(errors, warnings)
 
 
-def model_ignored_rules(source: _Source) -> frozenset[str]:
+def model_ignored_rules(source: _Source, available: Iterable[str] = RULES) -> frozenset[str]:
     """The `ignored_rules` property of the model's MODEL header (names checked against RULES)."""
     if not source.text:
         return frozenset()
@@ -288,16 +289,33 @@ def model_ignored_rules(source: _Source) -> frozenset[str]:
         for prop in block.props:
             if block.keyword == "MODEL" and prop.key == "ignored_rules":
                 names = value_names(parse_value(prop, dialect=model.dialect, path=model.path), model.dialect)
-                return select_rules(names, RULES, where="ignored_rules", path=model.path, line=prop.line)
+                return select_rules(names, available, where="ignored_rules", path=model.path, line=prop.line)
     return frozenset()
 
 
+def custom_rule(rule: type[Rule]) -> LintRule:
+    """A `linter/*.py` rule as a linter rule: its violations' ranges (0-based lines) become file lines."""
+    def check(source: _Source, project: _Project) -> list[Finding]:
+        view = ModelView(source.model, rendered=source.rendered, columns=project.columns.of(source.model.name))
+        try:
+            found = rule(None).check_model(view)
+        except Exception as error:   # user code: name the rule and the model, not a traceback
+            raise ConfigError(f"custom linter rule `{rule.name}` failed on model {source.model.name}: "
+                              f"{type(error).__name__}: {error}", path=inspect.getfile(rule)) from None
+        found = [found] if isinstance(found, RuleViolation) else list(found or ())
+        return [Finding(v.violation_msg, v.violation_range.start.line + 1 if v.violation_range else source.model.line)
+                for v in found]
+    return check
+
+
 def lint_models(models: Mapping[str, Model], *, config: LinterConfig, config_path: Path,
-                rendered: Mapping[str, str], tested: Iterable[str]) -> tuple[Violation, ...]:
+                rendered: Mapping[str, str], tested: Iterable[str],
+                custom: Mapping[str, type[Rule]] | None = None) -> tuple[Violation, ...]:
     """Run the configured rules over every model (EXTERNAL ones only as parents); violations in file order.
 
     Nothing runs unless `linter.enabled` (SQLMesh's `sqlmesh lint` is silent then too)."""
-    levels = RuleLevels.from_config(config, path=config_path)   # checked even when disabled, as SQLMesh does
+    rules = {**RULES, **{name: custom_rule(rule) for name, rule in (custom or {}).items()}}
+    levels = RuleLevels.from_config(config, path=config_path, available=rules)   # checked even when disabled
     if not config.enabled:
         return ()
     project = _Project(models=models, columns=OutputColumns(models, rendered), tested=frozenset(tested))
@@ -306,24 +324,19 @@ def lint_models(models: Mapping[str, Model], *, config: LinterConfig, config_pat
         if model.kind.name is KindName.EXTERNAL:
             continue
         source = _Source(model, rendered.get(model.name))
-        ignored = model_ignored_rules(source)
+        ignored = model_ignored_rules(source, rules)
         for level, names in (("error", levels.errors), ("warning", levels.warnings)):
             for name in sorted(names - ignored):
                 violations.extend(Violation(rule=name, level=level, model=model.name, path=model.path,
                                             line=f.line, message=f.message)
-                                  for f in RULES[name](source, project))
+                                  for f in rules[name](source, project))
     return tuple(sorted(violations, key=lambda v: (str(v.path), v.line, v.rule)))
 
 
-def custom_rule_files(root: Path) -> tuple[Path, ...]:
-    """`linter/*.py` files of the project: SQLMesh custom rules, which meshbot does not run."""
-    folder = root / "linter"
-    return tuple(sorted(p for p in folder.rglob("*.py") if p.name != "__init__.py")) if folder.is_dir() else ()
-
-
 def lint_project(project: Project, *, rendered: Mapping[str, str]) -> LintResult:
-    """Lint a loaded project with its own `linter:` config."""
+    """Lint a loaded project with its own `linter:` config and its `linter/*.py` rules."""
     tested = {test.model for test in load_test_files(project.test_files)}
     violations = lint_models(project.models, config=project.config.linter,
-                             config_path=find_config_file(project.root), rendered=rendered, tested=tested)
-    return LintResult(violations=violations, skipped_rule_files=custom_rule_files(project.root))
+                             config_path=find_config_file(project.root), rendered=rendered, tested=tested,
+                             custom=load_custom_rules(project.root) if project.config.linter.enabled else {})
+    return LintResult(violations=violations)
