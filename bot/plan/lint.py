@@ -16,7 +16,7 @@ from sqlglot.optimizer.qualify import qualify
 from bot.errors import ConfigError, PlanError
 from bot.plan.columns import OutputColumns
 from bot.project.config import LinterConfig, find_config_file
-from bot.project.lint_rules import ModelView, Rule, RuleViolation, load_custom_rules
+from bot.project.lint_rules import ModelView, Rule, load_custom_rules
 from bot.project.loader import Project
 from bot.project.header import parse_value, split_blocks, value_names
 from bot.project.model import KindName, Model
@@ -302,7 +302,7 @@ def custom_rule(rule: type[Rule]) -> LintRule:
         except Exception as error:   # user code: name the rule and the model, not a traceback
             raise ConfigError(f"custom linter rule `{rule.name}` failed on model {source.model.name}: "
                               f"{type(error).__name__}: {error}", path=inspect.getfile(rule)) from None
-        found = [found] if isinstance(found, RuleViolation) else list(found or ())
+        found = [found] if hasattr(found, "violation_msg") else list(found or ())   # ours or SQLMesh's
         return [Finding(v.violation_msg, v.violation_range.start.line + 1 if v.violation_range else source.model.line)
                 for v in found]
     return check

@@ -120,7 +120,13 @@ def load_custom_rules(root: Path) -> dict[str, type[Rule]]:
             raise ConfigError(f"cannot load custom linter rules: {type(error).__name__}: {error}",
                               path=path) from None
         for value in vars(module).values():
-            if inspect.isclass(value) and issubclass(value, Rule) and value is not Rule \
-                    and value.__module__ == module.__name__:
+            if inspect.isclass(value) and value.__module__ == module.__name__ and _is_rule(value):
                 rules[value.name] = value
     return rules
+
+
+def _is_rule(cls: type) -> bool:
+    """A subclass of our Rule, or of SQLMesh's own when SQLMesh is installed and was imported instead."""
+    return not inspect.isabstract(cls) and any(
+        base.__name__ == "Rule" and base.__module__ in (__name__, "sqlmesh.core.linter.rule")
+        for base in cls.__mro__[1:])
