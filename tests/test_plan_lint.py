@@ -238,3 +238,17 @@ def test_a_disabled_linter_checks_nothing_but_its_rule_names(tmp_path):
     result = _lint(root, "lint")
     assert result.exit_code == 0
     assert "The linter is off" in result.output and "noselectstar" not in result.output
+
+
+def test_linter_and_format_settings_from_a_config_py(tmp_path):
+    root = _project(tmp_path / "p", "", LEVEL_MODELS)
+    (root / "config.yaml").unlink()
+    (root / "config.py").write_text(
+        "from sqlmesh.core.config import Config, FormatConfig, LinterConfig, ModelDefaultsConfig\n\n"
+        "config = Config(model_defaults=ModelDefaultsConfig(dialect='duckdb', start='2024-01-01'),\n"
+        "                linter=LinterConfig(enabled=True, rules=['noselectstar'], warn_rules={'nomissingaudits'}),\n"
+        "                format=FormatConfig(append_newline=True))\n")
+    assert _found(root) == {("models/a.sql", 1, "nomissingaudits", "warning"),
+                            ("models/b.sql", 2, "noselectstar", "error")}
+    assert _lint(root, "format").exit_code == 0
+    assert (root / "models" / "b.sql").read_text().endswith("FROM s.a\n")

@@ -37,7 +37,7 @@ _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
     "sqlmesh.core.config": {name: (None, name) for name in (
         "Config", "ModelDefaultsConfig", "GatewayConfig", "SparkConnectionConfig", "DuckDBConnectionConfig",
         "PostgresConnectionConfig", "PlanConfig", "NameInferenceConfig", "LinterConfig",
-        "CategorizerConfig", "AutoCategorizationMode")},
+        "CategorizerConfig", "AutoCategorizationMode", "FormatConfig")},
 }
 
 
@@ -78,6 +78,7 @@ PlanConfig = _config_class("PlanConfig")
 NameInferenceConfig = _config_class("NameInferenceConfig")
 LinterConfig = _config_class("LinterConfig")
 CategorizerConfig = _config_class("CategorizerConfig")
+FormatConfig = _config_class("FormatConfig")
 SparkConnectionConfig = _config_class("SparkConnectionConfig", "spark")
 DuckDBConnectionConfig = _config_class("DuckDBConnectionConfig", "duckdb")
 PostgresConnectionConfig = _config_class("PostgresConnectionConfig", "postgres")
