@@ -252,3 +252,12 @@ def test_linter_and_format_settings_from_a_config_py(tmp_path):
                             ("models/b.sql", 2, "noselectstar", "error")}
     assert _lint(root, "format").exit_code == 0
     assert (root / "models" / "b.sql").read_text().endswith("FROM s.a\n")
+
+
+def test_lines_point_into_multi_line_queries(tmp_path):
+    models = {"a": "MODEL (name s.a, kind FULL, audits (not_null(columns := (id))));\n\nSELECT 1 AS id\n",
+              "b": "MODEL (\n  name s.b,\n  kind FULL\n);\n\nSELECT\n  id,\n  *\nFROM s.a\nJOIN raw.t\n  ON TRUE\n"}
+    root = _project(tmp_path / "p", "linter:\n  enabled: true\n  rules: [noselectstar, nomissingexternalmodels]\n",
+                    models)
+    assert _found(root) == {("models/b.sql", 8, "noselectstar", "error"),
+                            ("models/b.sql", 10, "nomissingexternalmodels", "error")}

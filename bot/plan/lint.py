@@ -23,6 +23,7 @@ from bot.project.model import KindName, Model
 from bot.project.sqltext import line_at
 from bot.quality.test_files import load_test_files
 
+_DOT = r"\s*\.\s*"
 _ERROR_POSITION = re.compile(r"\.?\s*Line: \d+, Col: \d+\.?")
 
 
@@ -102,8 +103,12 @@ class _Source:
         self.qualified: tuple[exp.Query | None, SqlglotError | None] | None = None   # set by _qualified
 
     def line_of(self, word: str) -> int:
-        """Line of the first `word` (whole word, any case) in the query, else the query's first line."""
-        match = re.compile(rf"(?<![\w.]){re.escape(word)}(?!\w)", re.I).search(self.text, self.query_offset)
+        """Line of the first `word` (whole word, any case; a dotted name may be quoted part by part) in
+        the query, else the query's first line."""
+        parts = [rf"[`\"]?{re.escape(part)}[`\"]?" for part in word.split(".")]
+        dotted = _DOT.join(parts)
+        pattern = re.compile(rf"(?<![\w.]){dotted}(?!\w)", re.I)
+        match = pattern.search(self.text, self.query_offset)
         return line_at(self.text, match.start()) if match else self.query_line
 
 
@@ -150,9 +155,7 @@ def no_select_star(source: _Source, project: _Project) -> list[Finding]:
     query = source.model.query
     if not isinstance(query, exp.Query) or not query.is_star:
         return []
-    star = query.find(exp.Star)
-    line = source.query_line + (star.meta.get("line", 1) - 1 if star is not None and star.meta.get("line") else 0)
-    return [Finding(no_select_star.__doc__ or "", line)]
+    return [Finding(no_select_star.__doc__ or "", source.line_of("*"))]
 
 
 def invalid_select_star_expansion(source: _Source, project: _Project) -> list[Finding]:
@@ -203,7 +206,7 @@ def no_missing_external_models(source: _Source, project: _Project) -> list[Findi
     if model.kind.name is KindName.EXTERNAL:
         return []
     return [Finding(f"Model '{model.name}' depends on unregistered external model '{parent}'. Please "
-                    f"register it in external_models.yaml.", source.line_of(parent.split(".")[-1]))
+                    f"register it in external_models.yaml.", source.line_of(parent))
             for parent in sorted(model.depends_on) if parent not in project.models]
 
 
