@@ -1,4 +1,4 @@
-"""Model linter: SQLMesh's built-in rules on sqlglot, chosen by the `linter:` config and each model's `ignored_rules`."""
+"""Model linter: SQLMesh's built-in rules on sqlglot, chosen by the `linter:` config and `ignored_rules`."""
 
 from __future__ import annotations
 
@@ -306,7 +306,8 @@ def custom_rule(rule: type[Rule]) -> LintRule:
             raise ConfigError(f"custom linter rule `{rule.name}` failed on model {source.model.name}: "
                               f"{type(error).__name__}: {error}", path=inspect.getfile(rule)) from None
         found = [found] if hasattr(found, "violation_msg") else list(found or ())   # ours or SQLMesh's
-        return [Finding(v.violation_msg, v.violation_range.start.line + 1 if v.violation_range else source.model.line)
+        return [Finding(v.violation_msg,
+                        v.violation_range.start.line + 1 if v.violation_range else source.model.line)
                 for v in found]
     return check
 
@@ -341,5 +342,5 @@ def lint_project(project: Project, *, rendered: Mapping[str, str]) -> LintResult
     tested = {test.model for test in load_test_files(project.test_files)}
     violations = lint_models(project.models, config=project.config.linter,
                              config_path=find_config_file(project.root), rendered=rendered, tested=tested,
-                             custom=load_custom_rules(project.root) if project.config.linter.enabled else {})
+                             custom=load_custom_rules(project.root))
     return LintResult(violations=violations)

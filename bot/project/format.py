@@ -1,4 +1,4 @@
-"""Rewrite a model file as `sqlmesh format` does: the MODEL header one property a line, statements pretty-printed."""
+"""Rewrite a model file as `sqlmesh format` does: one header property a line, statements pretty-printed."""
 
 from __future__ import annotations
 
@@ -202,8 +202,8 @@ def format_model_text(text: str, *, path: Path, dialect: str, options: FormatCon
 
     `keyword` is the header of the file: MODEL (a model file, inline AUDIT blocks allowed) or AUDIT.
 
-    >>> print(format_model_text("MODEL (name db.m, kind FULL); select cast(a as int) as a -- note", path=Path("m.sql"),
-    ...                         dialect="duckdb"))
+    >>> text = "MODEL (name db.m, kind FULL); select cast(a as int) as a -- note"
+    >>> print(format_model_text(text, path=Path("m.sql"), dialect="duckdb"))
     MODEL (
       name db.m,
       kind FULL
