@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from bot.diff.api import ModelDataDiff, TableDiffResult
     from bot.quality.api import AuditReport, AuditResult, TestSuiteResult
     from bot.plan.janitor import JanitorResult
+    from bot.plan.lint import LintResult
     from bot.plan.run import RunResult
     from bot.plan.runner import SparkRunner
     from bot.project.loader import Project
@@ -93,9 +94,11 @@ class Context:
         if not env:
             raise PlanError("environment name is empty")
         now = to_ms(options.execution_time) if options.execution_time else now_ms()
-        return build_plan(project_models=self.models, dag=self.project.dag,
+        lint_warnings = self.lint().check_before_plan(self.path) if self.config.linter.enabled else ()
+        plan = build_plan(project_models=self.models, dag=self.project.dag,
                           rendered=self.rendered_queries(), state=self.state, environment=env,
                           options=options, config=self.config, now_ms=now)
+        return replace(plan, warnings=lint_warnings + plan.warnings) if lint_warnings else plan
 
     def rendered_queries(self) -> dict[str, str]:
         """Every SQL model rendered at the reference interval, for fingerprints and diffs (cached on disk)."""
@@ -261,6 +264,27 @@ class Context:
                            concurrent_tasks=self.gateway.connection.concurrent_tasks)
 
     # -- quality ------------------------------------------------------------------------
+    def format(self, *, check: bool = False, paths: Sequence[str] = ()) -> list[Path]:
+        """Rewrite the project's SQL model and audit files as `sqlmesh format` does; the changed files
+        (with `check`, those that would change; nothing is written)."""
+        from bot.project.format import format_files
+
+        project = self.project
+        files = {m.path: ("MODEL", m.dialect) for m in project.models.values()
+                 if m.path.suffix == ".sql" and m.kind.name != "EXTERNAL"}
+        files.update({a.path: ("AUDIT", a.dialect) for a in project.audits.values()
+                      if a.path.suffix == ".sql" and a.path not in files})
+        if paths:
+            wanted = {Path(p).resolve() for p in paths}
+            files = {path: spec for path, spec in files.items() if path.resolve() in wanted}
+        return format_files(files, options=self.config.format, check=check)
+
+    def lint(self) -> "LintResult":
+        """Run the linter rules of the project's `linter:` config over every model (no Spark)."""
+        from bot.plan.lint import lint_project
+
+        return lint_project(self.project, rendered=self.rendered_queries())
+
     def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> "TestSuiteResult":
         """Run the project's YAML unit tests on Spark (one session for all of them)."""
         from bot.quality.unit_tests import run_tests

@@ -225,7 +225,7 @@ def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_ca
 
 def test_unsupported_settings_are_warnings_naming_file_and_line(tmp_path, capsys):
     root = _write_project(tmp_path / "w", {
-        "config.yaml": "model_defaults:\n  dialect: duckdb\n  optimize_query: false\nlinter:\n  enabled: true\n",
+        "config.yaml": "model_defaults:\n  dialect: duckdb\n  optimize_query: false\nui:\n  enabled: true\n",
         "models/a.sql": "MODEL (\n  name w.a,\n  kind INCREMENTAL_BY_UNIQUE_KEY (unique_key id, when_matched x),\n"
                         "  signals (ready()),\n  colour 'blue'\n);\nSELECT 1 AS id",
         "models/p.py": "from sqlmesh import model\n\n\n@model('w.p', columns={'id': 'int'}, "
@@ -234,7 +234,7 @@ def test_unsupported_settings_are_warnings_naming_file_and_line(tmp_path, capsys
     load_project(root, use_cache=False)
     err = capsys.readouterr().err
     config, model, python = root / "config.yaml", root / "models" / "a.sql", root / "models" / "p.py"
-    assert f"Warning: {config}:4: config key `linter` is not supported by meshbot and is ignored" in err
+    assert f"Warning: {config}:4: config key `ui` is not supported by meshbot and is ignored" in err
     assert f"{config}:3: config key `model_defaults.optimize_query` is not supported" in err
     assert f"{model}:3: model w.a: kind property `when_matched` is not supported by meshbot" in err
     assert f"{model}:4: MODEL property `signals` is not supported by meshbot and is ignored" in err

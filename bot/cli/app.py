@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from bot.cli import ops, plans, quality
+from bot.cli import ops, plans, quality, tooling
 from bot.context import Context
 from bot.spark.verbosity import set_verbose
 
@@ -38,7 +38,7 @@ def cli(ctx: click.Context, path: str, gateway: str | None, verbose: bool) -> No
     ctx.call_on_close(context.close)
 
 
-for _command in (*plans.COMMANDS, *quality.COMMANDS, *ops.COMMANDS):
+for _command in (*plans.COMMANDS, *quality.COMMANDS, *ops.COMMANDS, *tooling.COMMANDS):
     cli.add_command(_command)
 
 

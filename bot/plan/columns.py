@@ -33,7 +33,7 @@ _BUILT_IN_AUDITS = frozenset({
 
 def check_columns(models: Mapping[str, Model], rendered: Mapping[str, str]) -> None:
     """Raise a ConfigError (file and line) for the first property naming a column the model lacks."""
-    known = _OutputColumns(models, rendered)
+    known = OutputColumns(models, rendered)
     for name in sorted(models):
         model = models[name]
         references = list(_references(model))
@@ -89,7 +89,7 @@ def _parse_column_names(text: str) -> list[str]:
     return [c.name for c in node.find_all(exp.Column) if not c.table and c.name]
 
 
-class _OutputColumns:
+class OutputColumns:
     """Lower-case output columns per model, computed on demand (parents first), None when unknown."""
 
     def __init__(self, models: Mapping[str, Model], rendered: Mapping[str, str]) -> None:

@@ -89,6 +89,25 @@ class UserConfig:
 
 
 @dataclass(frozen=True)
+class LinterConfig:
+    """The `linter:` section: which rules raise errors, which warn, which never run (lower-case names)."""
+
+    enabled: bool = False
+    rules: frozenset[str] = frozenset()
+    warn_rules: frozenset[str] = frozenset()
+    ignored_rules: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class FormatConfig:
+    """The `format:` section: sqlglot generator options plus `append_newline` and `no_rewrite_casts`."""
+
+    append_newline: bool = False
+    no_rewrite_casts: bool = False
+    generator_options: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
 class ProjectConfig:
     root: Path
     gateways: dict[str, Gateway]
@@ -104,6 +123,8 @@ class ProjectConfig:
     users: tuple[UserConfig, ...] = ()
     before_all: tuple[str, ...] = ()   # SQL statements run before every plan apply and run
     after_all: tuple[str, ...] = ()    # ... and after
+    linter: LinterConfig = LinterConfig()
+    format: FormatConfig = FormatConfig()
 
     def gateway(self, name: str | None = None) -> Gateway:
         key = name or self.default_gateway
@@ -297,12 +318,14 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         users=_parse_users(raw.get("users"), path),
         before_all=_statements(raw.get("before_all"), "before_all", path),
         after_all=_statements(raw.get("after_all"), "after_all", path),
+        linter=_parse_linter(raw.get("linter"), path),
+        format=_parse_format(raw.get("format"), path),
     )
 
 
 _CONFIG_KEYS = frozenset({"gateways", "default_gateway", "model_defaults", "variables", "snapshot_ttl",
                           "environment_ttl", "physical_schema_mapping", "plan", "cicd_bot", "users",
-                          "before_all", "after_all"})
+                          "before_all", "after_all", "linter", "format"})
 
 
 def _statements(value: Any, key: str, path: Path) -> tuple[str, ...]:
@@ -488,3 +511,39 @@ def _parse_users(raw: Any, path: Path) -> tuple[UserConfig, ...]:
                                 github_username=_opt_str(spec.get("github_username")),
                                 roles=tuple(str(r).lower() for r in roles)))
     return tuple(users)
+
+
+def _rule_names(value: Any, key: str, path: Path) -> frozenset[str]:
+    """`rules: ALL`, `rules: [a, b]` or `rules: a` → lower-case names (`all` stands for every rule)."""
+    if value is None:
+        return frozenset()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple, set)) or not all(isinstance(i, str) for i in items):
+        raise ConfigError(f"`linter.{key}` must be a rule name, a list of rule names or ALL", path=path)
+    return frozenset(i.strip().lower() for i in items)
+
+
+def _parse_linter(raw: Any, path: Path) -> LinterConfig:
+    spec = _mapping(raw, "linter", path)
+    for key in spec:
+        if key not in ("enabled", "rules", "warn_rules", "ignored_rules", "use_project_index"):
+            from bot.project.warn import project_warning
+            project_warning(f"config key `linter.{key}` is not supported by meshbot and is ignored", path=path)
+    return LinterConfig(enabled=bool(spec.get("enabled", False)),
+                        rules=_rule_names(spec.get("rules"), "rules", path),
+                        warn_rules=_rule_names(spec.get("warn_rules"), "warn_rules", path),
+                        ignored_rules=_rule_names(spec.get("ignored_rules"), "ignored_rules", path))
+
+
+_FORMAT_OPTIONS = ("normalize", "pad", "indent", "normalize_functions", "leading_comma", "max_text_width")
+
+
+def _parse_format(raw: Any, path: Path) -> FormatConfig:
+    spec = _mapping(raw, "format", path)
+    unknown = sorted(set(spec) - {"append_newline", "no_rewrite_casts", *_FORMAT_OPTIONS})
+    if unknown:
+        raise ConfigError(f"unknown `format` option(s): {', '.join(unknown)}; known: append_newline, "
+                          f"no_rewrite_casts, {', '.join(_FORMAT_OPTIONS)}", path=path)
+    return FormatConfig(append_newline=bool(spec.get("append_newline", False)),
+                        no_rewrite_casts=bool(spec.get("no_rewrite_casts", False)),
+                        generator_options=tuple((k, spec[k]) for k in _FORMAT_OPTIONS if k in spec))

@@ -37,9 +37,10 @@ BUILTIN_MACRO_FUNCTIONS = frozenset({
     "resolve_template", "and", "or", "eval", "map", "resolve_table", "this_model"})
 _IGNORED_KEYS = frozenset({
     "stamp", "interval_unit", "allow_partials", "storage_format", "table_format", "clustered_by",
-    "virtual_properties", "gateway", "signals", "references", "formatting",
-    "optimize_query", "ignored_rules", "validate_query", "project", "cron_tz", "blueprints",
+    "virtual_properties", "gateway", "signals", "references",
+    "optimize_query", "validate_query", "project", "cron_tz", "blueprints",
     "audits_properties", "kind_properties", "virtual_environment_mode", "mview", "column_types"})
+_TOOLING_KEYS = frozenset({"ignored_rules", "formatting"})   # read by `meshbot lint` and `meshbot format`
 _KNOWN_KEYS = frozenset({
     "name", "kind", "dialect", "cron", "start", "end", "grain", "grains", "audits", "owner", "tags",
     "description", "column_descriptions", "columns", "partitioned_by", "physical_properties",
@@ -168,6 +169,8 @@ def _props_by_key(block: Block, path: Path, notes: list[tuple[str, int]]) -> dic
         if prop.key == "blueprints":
             raise ConfigError("model blueprints (`blueprints (...)` with @blueprint_var) are not supported "
                               "by meshbot yet; write one model file per blueprint", path=path, line=prop.line)
+        if prop.key in _TOOLING_KEYS:
+            continue
         if prop.key not in _KNOWN_KEYS:
             what = "is not supported by meshbot" if prop.key in _IGNORED_KEYS else "is not a MODEL property"
             notes.append((f"MODEL property `{prop.key}` {what} and is ignored", prop.line))

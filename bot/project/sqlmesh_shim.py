@@ -19,12 +19,16 @@ _MACRO = {"macro": ("bot.project.macros", "macro"), "MacroEvaluator": ("bot.proj
 _MODEL = {"model": ("bot.project.python_model", "model"), "ModelKindName": (None, "KindName")}
 _DATES = {name: (None, name) for name in ("to_datetime", "to_ds", "to_ts", "to_timestamp", "make_inclusive",
                                           "now", "TimeLike")}
+_RULES = {name: ("bot.project.lint_rules", name) for name in ("Rule", "RuleViolation", "Range", "Position")}
 _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
     "sqlmesh": {**_MACRO, **_MODEL, "ExecutionContext": (None, "ExecutionContext"),
                 "EngineAdapter": (None, "EngineAdapter"), "str_to_bool": (None, "str_to_bool")},
     "sqlmesh.core": {},
     "sqlmesh.core.macros": _MACRO,
-    "sqlmesh.core.model": _MODEL,
+    "sqlmesh.core.model": {**_MODEL, **{name: ("bot.project.lint_rules", "ModelView")
+                                         for name in ("Model", "SqlModel", "PythonModel", "SeedModel")}},
+    "sqlmesh.core.linter": {},
+    "sqlmesh.core.linter.rule": _RULES,
     "sqlmesh.core.model.kind": {"ModelKindName": (None, "KindName")},
     "sqlmesh.core.context": {"ExecutionContext": (None, "ExecutionContext")},
     "sqlmesh.core.engine_adapter": {"EngineAdapter": (None, "EngineAdapter")},
@@ -33,7 +37,7 @@ _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
     "sqlmesh.core.config": {name: (None, name) for name in (
         "Config", "ModelDefaultsConfig", "GatewayConfig", "SparkConnectionConfig", "DuckDBConnectionConfig",
         "PostgresConnectionConfig", "PlanConfig", "NameInferenceConfig", "LinterConfig",
-        "CategorizerConfig", "AutoCategorizationMode")},
+        "CategorizerConfig", "AutoCategorizationMode", "FormatConfig")},
 }
 
 
@@ -74,6 +78,7 @@ PlanConfig = _config_class("PlanConfig")
 NameInferenceConfig = _config_class("NameInferenceConfig")
 LinterConfig = _config_class("LinterConfig")
 CategorizerConfig = _config_class("CategorizerConfig")
+FormatConfig = _config_class("FormatConfig")
 SparkConnectionConfig = _config_class("SparkConnectionConfig", "spark")
 DuckDBConnectionConfig = _config_class("DuckDBConnectionConfig", "duckdb")
 PostgresConnectionConfig = _config_class("PostgresConnectionConfig", "postgres")

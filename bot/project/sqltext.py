@@ -210,14 +210,17 @@ def _parsing_tools(dialect: str, base: Dialect) -> tuple:
     return found
 
 
-def to_sql(expression: exp.Expression, dialect: str, **opts: object) -> str:
-    """SQL text of an expression parsed by parse_sql, in `dialect`, with `@var` printed back as `@var`."""
+def to_sql(expression: exp.Expression, dialect: str, *, printers: dict | None = None, **opts: object) -> str:
+    """SQL text of an expression parsed by parse_sql, in `dialect`, with `@var` printed back as `@var`.
+
+    `printers` maps expression types to `(generator, node) -> str` functions used instead of sqlglot's.
+    """
     base = _dialect_tools(dialect)[0]
     generator = base.generator_class(dialect=base, **opts)
     dispatch = _MACRO_DISPATCH.get(type(generator))
     if dispatch is None:
         dispatch = _MACRO_DISPATCH[type(generator)] = {**generator._dispatch, exp.Parameter: _print_parameter}
-    generator._dispatch = dispatch
+    generator._dispatch = {**dispatch, **printers} if printers else dispatch
     return generator.generate(expression, copy=False)
 
 
