@@ -97,6 +97,12 @@ def test_upstream_of_skips_unlisted_models_to_the_nearest_listed_ancestors():
     assert upstream == {"db.a": set(), "db.b": set(), "db.c": {"db.a"}, "db.d": {"db.a", "db.c"}}
 
 
+def test_upstream_of_walks_long_chains_of_unlisted_models():
+    """A run where only the two ends of a 5,000-view chain are due (a recursive walk overflowed here)."""
+    parents = {f"db.v{i}": [f"db.v{i - 1}"] for i in range(1, 5000)} | {"db.v0": []}
+    assert upstream_of(["db.v0", "db.v4999"], parents.__getitem__) == {"db.v0": set(), "db.v4999": {"db.v0"}}
+
+
 def test_self_reference_is_not_a_parent():
     dag = DAG.build(models_of(model("db.a", "db.a")))
     assert dag.parents["db.a"] == () and dag.order == ("db.a",)

@@ -85,27 +85,29 @@ def reachable(edges: Mapping[str, Iterable[str]], starts: Iterable[str]) -> set[
 def upstream_of(names: Sequence[str], parents: Callable[[str], Sequence[str]]) -> dict[str, set[str]]:
     """For each of `names`, its nearest ancestors among `names` (walking through names not listed).
 
+    Used to schedule a subset of models (the due ones, those with backfills): an unlisted model
+    such as a view passes its own nearest listed ancestors on. Walks iteratively, so long chains of
+    unlisted models are fine; a cycle is a CycleError.
+
     >>> graph = {"c": ["v"], "v": ["a"], "a": [], "b": [], "d": ["c", "a"]}
     >>> {k: sorted(v) for k, v in upstream_of(["a", "b", "c", "d"], graph.__getitem__).items()}
     {'a': [], 'b': [], 'c': ['a'], 'd': ['a', 'c']}
     """
     wanted = set(names)
-    through: dict[str, frozenset[str]] = {}     # an unlisted name -> the listed names it stands for
-
-    def nearest(name: str, trail: frozenset[str]) -> set[str]:
+    graph: dict[str, tuple[str, ...]] = {}
+    stack = list(wanted)
+    while stack:
+        name = stack.pop()
+        if name not in graph:
+            graph[name] = tuple(p for p in parents(name) if p != name)
+            stack.extend(p for p in graph[name] if p not in graph)
+    nearest: dict[str, frozenset[str]] = {}     # any name -> the listed names it reads through its parents
+    for name in topological_order(graph):
         found: set[str] = set()
-        for parent in parents(name):
-            if parent == name or parent in trail:
-                continue
-            if parent in wanted:
-                found.add(parent)
-            else:
-                if parent not in through:
-                    through[parent] = frozenset(nearest(parent, trail | {name}))
-                found |= through[parent]
-        return found
-
-    return {name: nearest(name, frozenset({name})) for name in names}
+        for parent in graph[name]:
+            found |= {parent} if parent in wanted else nearest[parent]
+        nearest[name] = frozenset(found)
+    return {name: set(nearest[name]) for name in names}
 
 
 def _from_smallest(cycle: Sequence[str]) -> list[str]:
