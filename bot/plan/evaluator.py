@@ -19,7 +19,7 @@ from bot.plan.schedule import run_tasks
 from bot.project.dag import topological_order, upstream_of
 from bot.project.timeutil import now_ms
 from bot.project.model import KindName, Model
-from bot.snapshot import Snapshot, SnapshotId, view_name
+from bot.snapshot import Snapshot, view_name
 from bot.state.api import Environment, EnvironmentSnapshot, Interval, StateSync
 
 ProgressCallback = Callable[[str, int, int], None]
