@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 
 class BotError(Exception):
@@ -46,6 +47,14 @@ class ConfigError(BotError):
 
 class PlanError(BotError):
     """A plan cannot be built or applied as asked (bad flags, removed-but-referenced models...)."""
+
+
+class CycleError(PlanError):
+    """Models that depend on each other in a loop; `cycle` lists them parent -> child."""
+
+    def __init__(self, cycle: Sequence[str]):
+        self.cycle = tuple(cycle)
+        super().__init__("models depend on each other in a cycle: " + " -> ".join([*self.cycle, self.cycle[0]]))
 
 
 class StateError(BotError):

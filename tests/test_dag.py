@@ -1,4 +1,4 @@
-"""The model DAG: stable topological order, cycles, upstream/downstream, selectors, and speed at scale."""
+"""The dependency graph: stable topological order, cycles, upstream/downstream, selectors, and speed at scale."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import ConfigError, PlanError
-from bot.project.dag import DAG, select_models
+from bot.errors import ConfigError, CycleError, PlanError
+from bot.project.dag import (DAG, children_of, reachable, select_models, topological_order,
+                             upstream_of)
 from bot.project.model import Kind, Model
 
 
@@ -62,6 +63,44 @@ def test_cycle_names_every_model_and_a_file():
     message = str(info.value)
     assert "db.a -> db.b -> db.c -> db.a" in message
     assert "models/db.a.sql" in message and "db.d ->" not in message and "db.e" not in message
+
+
+def test_order_is_parents_first_then_by_name_whatever_the_input_order():
+    parents = {"db.z": [], "db.y": ["db.z"], "db.b": ["raw.src"], "db.a": ["db.y", "db.b"], "db.c": []}
+    expected = ["db.b", "db.c", "db.z", "db.y", "db.a"]
+    assert topological_order(parents) == expected
+    assert topological_order(dict(reversed(list(parents.items())))) == expected
+    assert topological_order({}) == []
+
+
+def test_cycle_error_lists_the_loop_from_its_smallest_name_and_skips_bystanders():
+    parents = {"m.q": ["m.p"], "m.p": ["m.r"], "m.r": ["m.q"], "m.tail": ["m.r"], "m.root": []}
+    with pytest.raises(CycleError) as info:
+        topological_order(parents)
+    assert info.value.cycle == ("m.p", "m.q", "m.r")
+    assert str(info.value) == "models depend on each other in a cycle: m.p -> m.q -> m.r -> m.p"
+    assert isinstance(info.value, PlanError)
+
+
+def test_descendants_and_ancestors_walk_every_path_once():
+    parents = {"a": [], "b": ["a"], "c": ["a", "b"], "d": ["c"], "e": []}
+    children = children_of(parents)
+    assert children == {"a": ("b", "c"), "b": ("c",), "c": ("d",), "d": (), "e": ()}
+    assert reachable(children, ["b"]) == {"b", "c", "d"}
+    assert reachable(parents, ["d"]) == {"a", "b", "c", "d"}
+    assert reachable(children, []) == set()
+
+
+def test_upstream_of_skips_unlisted_models_to_the_nearest_listed_ancestors():
+    parents = {"db.v": ["db.a"], "db.c": ["db.v"], "db.d": ["db.c", "db.a"], "db.a": [], "db.b": []}
+    upstream = upstream_of(["db.a", "db.b", "db.c", "db.d"], parents.__getitem__)
+    assert upstream == {"db.a": set(), "db.b": set(), "db.c": {"db.a"}, "db.d": {"db.a", "db.c"}}
+
+
+def test_upstream_of_walks_long_chains_of_unlisted_models():
+    """A run where only the two ends of a 5,000-view chain are due (a recursive walk overflowed here)."""
+    parents = {f"db.v{i}": [f"db.v{i - 1}"] for i in range(1, 5000)} | {"db.v0": []}
+    assert upstream_of(["db.v0", "db.v4999"], parents.__getitem__) == {"db.v0": set(), "db.v4999": {"db.v0"}}
 
 
 def test_self_reference_is_not_a_parent():

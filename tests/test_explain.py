@@ -82,7 +82,7 @@ def test_breaking_labels_removed_models_and_hourly_intervals(state, config):
     assert "├── Added:\n│   └── db.hourly\n├── Removed:\n│   └── db.top\n├── Directly Modified:" in text
     assert "Directly Modified: db.orders (Breaking)\n└── Indirectly Modified Children:\n" \
            "    └── db.revenue (Indirect Breaking)" in text
-    assert "└── db.hourly: [2024-02-01 00:00:00 - 2024-02-01 09:59:59]" in text
+    assert "Models needing backfill:\n├── db.hourly: [2024-02-01 00:00:00 - 2024-02-01 09:59:59]\n" in text
 
 
 def test_skip_backfill_hides_the_backfill_section(state, config):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import responses
+from urllib3 import HTTPResponse
 
 from bot.errors import GithubError
-from bot.github.api import CheckRun, comment_marker
-from bot.github.client import GithubClient
+from bot.github.api import CheckRun, TokenPermissionError, comment_marker
+from bot.github.client import GithubClient, RetryPolicy
 from bot.github.event import Repo
 from github_support import example, install, pull_request_example
 
@@ -25,15 +28,13 @@ def gh():
         assert not mock.errors
 
 
-@pytest.fixture
-def sleeps():
-    return []
+NO_WAIT = RetryPolicy(backoff=0, secondary_rate_wait=0, max_wait=0)
 
 
 @pytest.fixture
-def client(sleeps):
+def client():
     return GithubClient(token="ghs_secret_token", repo=Repo("octocat", "Hello-World"), bot_login=BOT,
-                        seconds_between_writes=0, sleep=sleeps.append, clock=lambda: 1_000_000.0)
+                        seconds_between_writes=0, retry=NO_WAIT)
 
 
 def _comment(comment_id: int, login: str, body: str) -> dict:
@@ -59,46 +60,84 @@ def test_upsert_creates_then_edits_the_marked_comment_of_the_bot(gh, client):
     assert len(gh.sent("POST", r"/comments$")) == 1
 
 
-def test_rate_limit_with_retry_after_is_retried_after_waiting(gh, client, sleeps):
-    error = {"message": "You have exceeded a secondary rate limit.",
-             "documentation_url": "https://docs.github.com"}
-    gh.add("POST", "/repos/{owner}/{repo}/check-runs", error, status=403,
-           headers={"retry-after": "7"}, validate=False)
-    gh.add("POST", "/repos/{owner}/{repo}/check-runs", example("/repos/{owner}/{repo}/check-runs", "post", "201"),
-           status=201)
-    check_id = client.create_check(CheckRun(name="meshbot - Unit Tests", head_sha="a" * 40,
-                                            status="in_progress"))
-    assert check_id == example("/repos/{owner}/{repo}/check-runs", "post", "201")["id"]
-    assert sleeps == [7.0]
+def _secondary_limit() -> dict:
+    return {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+            "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}
 
 
-def test_rate_limit_reset_header_is_honoured(gh, client, sleeps):
-    gh.add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews", {"message": "API rate limit exceeded"},
-           status=403, headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1000030"}, validate=False)
-    gh.add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews",
-           example("/repos/{owner}/{repo}/pulls/{pull_number}/reviews", "get"))
-    reviews = client.list_reviews(12)
-    assert sleeps == [30.0]
-    assert reviews[0].state == "APPROVED" and reviews[0].commit_id
+def test_secondary_rate_limit_is_retried_until_the_comment_is_posted(gh, client):
+    gh.add("POST", COMMENTS, _secondary_limit(), status=403)
+    gh.add("POST", COMMENTS, _secondary_limit(), status=403, headers={"Retry-After": "7"})
+    created = example(COMMENTS, "post", "201")
+    gh.add("POST", COMMENTS, created, status=201)
+    assert client.create_comment(2, "hello") == created["id"]
+    assert gh.sent("POST", r"/issues/2/comments$") == [{"body": "hello"}] * 3
 
 
-def test_server_errors_are_retried_then_reported_without_the_token(gh, client, sleeps):
-    for _ in range(6):
-        gh.add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", {"message": "boom"}, status=502, validate=False)
+def test_secondary_rate_limit_that_outlasts_the_retries_is_a_github_error(gh, client):
+    gh.add("POST", COMMENTS, _secondary_limit(), status=403)
     with pytest.raises(GithubError) as raised:
-        client.pull_request(1347)
-    assert "HTTP 502" in str(raised.value) and "ghs_secret_token" not in str(raised.value)
-    assert sleeps == [1.0, 2.0, 4.0, 8.0, 16.0]
-    assert "ghs_secret_token" not in repr(client)
+        client.create_comment(2, "hello")
+    assert str(raised.value) == ("GitHub API POST /issues/2/comments still failed after 4 retries (too many 403 "
+                                 "error responses); GitHub may be degraded, re-run the job later")
+    assert not isinstance(raised.value, TokenPermissionError)
+    assert len(gh.sent("POST", r"/issues/2/comments$")) == NO_WAIT.retries + 1
 
 
-def test_server_error_then_success(gh, client, sleeps):
-    gh.add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", {"message": "unavailable"}, status=503,
-           validate=False)
+def test_a_refused_write_is_a_permission_error_without_retries(gh, client):
+    gh.add("POST", COMMENTS, {"message": "Resource not accessible by integration",
+                              "documentation_url": "https://docs.github.com"}, status=403)
+    with pytest.raises(TokenPermissionError, match="read-only token"):
+        client.create_comment(2, "hello")
+    assert len(gh.sent("POST", r"/issues/2/comments$")) == 1
+
+
+def test_primary_rate_limit_waits_for_its_reset_only_when_that_is_soon(gh):
+    patient = GithubClient(token="t", repo=Repo("octocat", "Hello-World"), seconds_between_writes=0,
+                           retry=RetryPolicy(backoff=0, secondary_rate_wait=0, max_wait=60))
+    reviews = "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"
+    limit = {"message": "API rate limit exceeded for installation ID 1.", "documentation_url": "https://docs.github.com"}
+    soon = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 20)}
+    gh.add("GET", reviews, limit, status=403, headers=soon, validate=False)   # the subset lists 200 only
+    gh.add("GET", reviews, example(reviews, "get"))
+    assert patient.list_reviews(12)[0].state == "APPROVED"
+
+    gh.routes.clear()
+    later = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 3600)}
+    gh.add("GET", reviews, limit, status=403, headers=later, validate=False)
+    with pytest.raises(GithubError, match="rate limited and would have to wait 36[0-9]{2} s"):
+        patient.list_reviews(12)
+
+
+def test_server_error_then_success(gh, client):
+    gh.add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", {"message": "Service unavailable",
+                                                                "documentation_url": "https://docs.github.com"},
+           status=503)
     gh.add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", pull_request_example())
     pr = client.pull_request(1347)
     assert (pr.number, pr.author, pr.base_ref) == (1347, "octocat", "master")
-    assert sleeps == [1.0]
+    assert len(gh.calls) == 2
+
+
+def test_server_errors_are_retried_then_reported_without_the_token(gh, client):
+    gh.add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", {"message": "boom",
+                                                                "documentation_url": "https://docs.github.com"},
+           status=500)
+    with pytest.raises(GithubError) as raised:
+        client.pull_request(1347)
+    assert str(raised.value) == ("GitHub API GET /pulls/1347 still failed after 4 retries (too many 500 error "
+                                 "responses); GitHub may be degraded, re-run the job later")
+    assert len(gh.calls) == NO_WAIT.retries + 1
+    assert "ghs_secret_token" not in repr(client)
+
+
+def test_the_default_policy_bounds_every_wait():
+    policy = RetryPolicy()
+    retry = policy.build()
+    assert (retry.total, retry.backoff_max, retry.max_rate_limit_wait) == (4, 60.0, 60.0)
+    assert {"PATCH", "POST", "PUT"} <= retry.allowed_methods and 403 in retry.status_forcelist
+    assert retry.get_retry_after(HTTPResponse(headers={"Retry-After": "900"})) == 60.0
+    assert retry.get_retry_after(HTTPResponse(headers={"Retry-After": "7"})) == 7.0
 
 
 def test_permission_team_membership_reaction_and_commit_pulls(gh, client):

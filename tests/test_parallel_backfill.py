@@ -13,7 +13,8 @@ import yaml
 from bot.context import Context
 from bot.errors import BotError, ConfigError, EngineError
 from bot.plan.definition import PlanOptions
-from bot.plan.schedule import run_tasks, upstream_of
+from bot.plan.schedule import run_tasks
+from bot.project.dag import upstream_of
 from bot.project.config import load_config
 
 # a, b independent roots; c reads a and b; v is a VIEW over c; d reads v (so d waits for c through v)

@@ -9,7 +9,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from bot.errors import PlanError
+from bot.errors import ConfigError, PlanError
 from bot.plan.builder import build_plan
 from bot.plan.definition import BackfillKind, ChangeType, Plan, PlanOptions
 from bot.project.config import ModelDefaults, ProjectConfig, StateConnection
@@ -326,8 +326,21 @@ def test_dag_cycle_and_physical_schema_mapping(state, tmp_path):
     plan = plan_for(state, mapped, project())
     assert plan.snapshots["db.orders"].table_name.startswith("warehouse_phys.db__orders__")
     cyclic = {"db.a": make("db.a", "SELECT x FROM db.b"), "db.b": make("db.b", "SELECT x FROM db.a")}
-    with pytest.raises(PlanError, match="cycle: db.a, db.b"):
+    with pytest.raises(ConfigError, match="cycle between models: db.a -> db.b -> db.a") as info:
         plan_for(state, mapped, cyclic)
+    assert "models/a.sql" in str(info.value)
+
+
+def test_peers_are_planned_in_name_order_after_their_parents(state, config):
+    """Without a project DAG the plan follows the same order as one: parents first, peers by name."""
+    models = {name: make(name, sql) for name, sql in (
+        ("db.zeta", "SELECT 1 AS x FROM raw.z"), ("db.beta", "SELECT x FROM db.zeta"),
+        ("db.alpha", "SELECT x FROM raw.a"), ("db.gamma", "SELECT x FROM db.alpha JOIN db.beta"))}
+    plan = plan_for(state, config, models)
+    expected = ["db.alpha", "db.zeta", "db.beta", "db.gamma"]
+    assert list(plan.snapshots) == expected
+    assert [c.name for c in plan.changes] == expected
+    assert [b.snapshot_id.name for b in plan.backfills] == expected
 
 
 def test_dev_skipped_backfill_is_filled_by_a_later_plan(state, config):

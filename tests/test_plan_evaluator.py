@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from bot.plan.evaluator import PlanEvaluator
+from bot.plan.evaluator import PlanEvaluator, order_snapshots
+from bot.snapshot import Fingerprint, Snapshot, SnapshotId
 from bot.state.api import Environment, EnvironmentSnapshot
 
 
@@ -59,3 +60,18 @@ def test_unfinalized_or_new_environment_rewrites_every_view():
     present = set(BEFORE)
     assert _swap(_env(BEFORE, finalized=False), _env(BEFORE), present) == everything
     assert _swap(None, _env(BEFORE), present) == everything
+
+
+def _snapshot(name: str, *parents: str) -> Snapshot:
+    return Snapshot(name=name, fingerprint=Fingerprint(data_hash=name, metadata_hash="m"), version=name,
+                    kind="FULL", definition={},
+                    parents=tuple(SnapshotId(p, p) for p in parents))
+
+
+def test_snapshots_run_in_the_plan_order_parents_first_then_by_name():
+    """`run` and previews walk snapshots in the order plans list models (bot.project.dag)."""
+    snapshots = [_snapshot("db.gamma", "db.alpha", "db.beta"), _snapshot("db.beta", "db.zeta"),
+                 _snapshot("db.zeta", "raw.outside"), _snapshot("db.alpha"), _snapshot("db.delta")]
+    expected = ["db.alpha", "db.delta", "db.zeta", "db.beta", "db.gamma"]
+    assert [s.name for s in order_snapshots(snapshots)] == expected
+    assert [s.name for s in order_snapshots(reversed(snapshots))] == expected

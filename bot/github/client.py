@@ -1,85 +1,95 @@
-"""The only PyGithub user: domain-typed GitHub calls with retries on 5xx and rate limits."""
+"""The only PyGithub user: domain-typed GitHub calls, retried by PyGithub's GithubRetry."""
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
 import github
 import requests
-from github import Auth, GithubException
+from github import Auth, GithubException, GithubRetry, RateLimitExceededExceedsMaxWait
 
 from bot.errors import GithubError
 from bot.github.api import CheckRun, TokenPermissionError
 from bot.github.event import PullRequest, Repo, Review, parse_pull_request, parse_review
 
 T = TypeVar("T")
-MAX_WAIT_SECONDS = 900.0
+_RETRIED_METHODS = frozenset({"GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How GitHub calls are retried inside an Action job: a few quick tries, every wait capped.
+
+    5xx answers and dropped connections wait `backoff` x 0, 2, 4, 8... seconds; a secondary rate limit
+    waits `secondary_rate_wait`, or the answer's Retry-After; a primary one until its reset. No single
+    wait exceeds `max_wait`, so a whole call waits at most `retries` x `max_wait` seconds; a primary
+    limit resetting later than that fails at once. Tests pass zeros so nothing sleeps.
+    """
+
+    retries: int = 4
+    backoff: float = 1.0
+    secondary_rate_wait: float = 30.0
+    max_wait: float = 60.0
+
+    def build(self) -> GithubRetry:
+        return _CappedRetry(total=self.retries, backoff_factor=self.backoff, backoff_max=self.max_wait,
+                            secondary_rate_wait=self.secondary_rate_wait, max_rate_limit_wait=self.max_wait,
+                            allowed_methods=_RETRIED_METHODS)
+
+
+class _CappedRetry(GithubRetry):
+    """GithubRetry whose Retry-After waits are capped like its backoffs (urllib3 honours any value)."""
+
+    def get_retry_after(self, response: Any) -> float | None:
+        seconds = super().get_retry_after(response)
+        return None if seconds is None else min(seconds, self.backoff_max)
 
 
 class GithubClient:
-    """GitHub REST through PyGithub; every call retried on 5xx, 429 and rate-limit 403s.
+    """GitHub REST through PyGithub; 5xx, dropped connections and rate limits are retried per `retry`.
 
-    `sleep` and `clock` are injectable so tests never wait. The token is never part of repr or errors.
+    The token is never part of repr or errors.
     """
 
     def __init__(self, *, token: str, repo: Repo, api_url: str = "https://api.github.com",
-                 bot_login: str = "github-actions[bot]", max_retries: int = 5,
-                 seconds_between_writes: float = 1.0, sleep: Callable[[float], None] | None = None,
-                 clock: Callable[[], float] | None = None) -> None:
-        self._gh = github.Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), retry=None,
+                 bot_login: str = "github-actions[bot]", retry: RetryPolicy = RetryPolicy(),
+                 seconds_between_writes: float = 1.0) -> None:
+        self._gh = github.Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), retry=retry.build(),
                                  lazy=True, seconds_between_requests=None,
                                  seconds_between_writes=seconds_between_writes or None)
         self._repo = self._gh.get_repo(repo.full_name)
         self._base = f"/repos/{repo.full_name}"
         self.bot_login = bot_login
-        self._max_retries = max_retries
-        self._sleep, self._clock = sleep or time.sleep, clock or time.time
         self._api_url = api_url.rstrip("/")
+        self._retries = retry.retries
         self._check_urls: dict[int, str] = {}
 
     def __repr__(self) -> str:
         return f"GithubClient(repo={self._base[7:]!r})"
 
-    # -- retries -----------------------------------------------------------------------------
+    # -- errors ------------------------------------------------------------------------------
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
-        for attempt in range(self._max_retries + 1):
-            try:
-                return fn()
-            except GithubException as error:
-                wait = self._retry_wait(error, attempt)
-                if wait is None and error.status == 403:
-                    raise TokenPermissionError(f"GitHub API {what} was refused (HTTP 403): {_message(error)}. "
-                                               "The token cannot do this; on a pull request from a fork "
-                                               "GitHub gives workflows a read-only token.") from None
-                if wait is None or attempt == self._max_retries:
-                    raise GithubError(f"GitHub API {what} failed with HTTP {error.status}: "
-                                      f"{_message(error)}") from None
-                self._sleep(wait)
-            except requests.exceptions.RequestException as error:
-                if attempt == self._max_retries:
-                    raise GithubError(f"could not reach the GitHub API at {self._api_url} ({what}): "
-                                      f"{type(error).__name__}. Check GITHUB_API_URL and the runner's "
-                                      "network access.") from None
-                self._sleep(float(min(2 ** attempt, 30)))
-        raise AssertionError("unreachable")
-
-    def _retry_wait(self, error: GithubException, attempt: int) -> float | None:
-        headers = {k.lower(): v for k, v in (error.headers or {}).items()}
-        status = error.status or 0
-        rate_limited = status == 429 or (status == 403 and (
-            "retry-after" in headers or headers.get("x-ratelimit-remaining") == "0"
-            or "rate limit" in _message(error).lower()))
-        if rate_limited:
-            if "retry-after" in headers:
-                return min(MAX_WAIT_SECONDS, max(1.0, float(headers["retry-after"])))
-            if "x-ratelimit-reset" in headers:
-                return min(MAX_WAIT_SECONDS, max(1.0, float(headers["x-ratelimit-reset"]) - self._clock()))
-            return min(MAX_WAIT_SECONDS, 60.0 * (attempt + 1))
-        if status >= 500:
-            return float(min(2 ** attempt, 30))
-        return None
+        """Run one (already retried) call; whatever still fails becomes a GithubError naming `what`."""
+        try:
+            return fn()
+        except RateLimitExceededExceedsMaxWait as error:
+            raise GithubError(f"GitHub API {what} is rate limited and would have to wait {error.wait:.0f} s, "
+                              f"longer than meshbot waits; re-run the job later") from None
+        except GithubException as error:
+            if error.status == 403 and not _rate_limited(error):
+                raise TokenPermissionError(f"GitHub API {what} was refused (HTTP 403): {_message(error)}. "
+                                           "The token cannot do this; on a pull request from a fork "
+                                           "GitHub gives workflows a read-only token.") from None
+            raise GithubError(f"GitHub API {what} failed with HTTP {error.status}: {_message(error)}") from None
+        except requests.exceptions.RetryError as error:
+            raise GithubError(f"GitHub API {what} still failed after {self._retries} retries "
+                              f"({_retry_reason(error)}); GitHub may be degraded, re-run the job later") from None
+        except requests.exceptions.RequestException as error:
+            raise GithubError(f"could not reach the GitHub API at {self._api_url} ({what}): "
+                              f"{type(error).__name__}. Check GITHUB_API_URL and the runner's "
+                              "network access.") from None
 
     def _request(self, verb: str, path: str, body: dict[str, Any] | None = None) -> Any:
         requester = self._gh.requester
@@ -182,6 +192,18 @@ def _check_body(check: CheckRun) -> dict[str, Any]:
             output["text"] = check.text
         body["output"] = output
     return body
+
+
+def _retry_reason(error: requests.exceptions.RetryError) -> str:
+    """urllib3's last reason, e.g. `too many 503 error responses`."""
+    cause = error.args[0] if error.args else None
+    return str(getattr(cause, "reason", None) or cause or "no answer")
+
+
+def _rate_limited(error: GithubException) -> bool:
+    headers = {k.lower(): v for k, v in (error.headers or {}).items()}
+    return ("retry-after" in headers or headers.get("x-ratelimit-remaining") == "0"
+            or "rate limit" in _message(error).lower())
 
 
 def _message(error: GithubException) -> str:

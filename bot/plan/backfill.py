@@ -11,7 +11,7 @@ from bot.intervals import (Interval, batches, cron_floor, cron_prev, format_inte
                            merge, missing_intervals, subtract)
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, PlanOptions
 from bot.project.config import ProjectConfig
-from bot.project.dag import select_models
+from bot.project.dag import DAG, select_models, topological_order
 from bot.project.model import KindName, Model
 from bot.project.timeutil import MS_PER_DAY, to_ms
 from bot.snapshot import ChangeCategory, Snapshot, SnapshotId
@@ -33,6 +33,7 @@ class BackfillInputs:
     config: ProjectConfig
     now_ms: int
     state: StateReader
+    dag: DAG                                   # the graph of `models`
 
 
 @dataclass(frozen=True)
@@ -53,27 +54,20 @@ def end_ms(text: str, *, relative_base: int) -> int:
     return value + MS_PER_DAY if _DATE_ONLY.match(text) else value
 
 
-def restated_models(models: Mapping[str, Model], selectors: Sequence[str]) -> frozenset[str]:
+def restated_models(models: Mapping[str, Model], selectors: Sequence[str], *,
+                    dag: DAG | None = None) -> frozenset[str]:
     """Models picked by --restate-model selectors (names, `tag:x`, globs) plus all their descendants.
 
-    Models with `disable_restatement` are left out.
+    Models with `disable_restatement` are left out. `dag` is the graph of `models` when the caller has it.
     """
     if not selectors:
         return frozenset()
+    graph = dag or DAG.build(models)
     try:
-        picked = select_models(selectors, models)
+        picked = select_models(selectors, models, dag=graph)
     except PlanError as error:
         raise PlanError(f"--restate-model: {error}") from None
-    children: dict[str, set[str]] = {}
-    for name, model in models.items():
-        for parent in model.depends_on:
-            children.setdefault(parent, set()).add(name)
-    stack = list(picked)
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in picked:
-                picked.add(child)
-                stack.append(child)
+    picked |= graph.downstream(picked)
     return frozenset(n for n in picked if not models[n].kind.disable_restatement)
 
 
@@ -154,16 +148,7 @@ def _effective_names(inputs: BackfillInputs) -> frozenset[str]:
                         "(use --forward-only or a forward_only model)")
     if inputs.is_dev:
         return frozenset()   # dev previews compute their own `__dev` tables from scratch
-    children: dict[str, set[str]] = {}
-    for name, model in inputs.models.items():
-        for parent in model.depends_on:
-            children.setdefault(parent, set()).add(name)
-    picked, stack = set(roots), list(roots)
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in picked:
-                picked.add(child)
-                stack.append(child)
+    picked = roots | inputs.dag.downstream(roots)
     return frozenset(n for n in picked if not inputs.models[n].kind.disable_restatement)
 
 
@@ -187,33 +172,20 @@ def model_starts(models: Mapping[str, Model], *, execution: int, default_start: 
     (`--start`) when one is given. SQLMesh keeps the previous tick even under an earlier `--start`,
     silently computing less than asked; meshbot honours `--start` (README).
     """
+    texts = {name: model.start or default_start for name, model in models.items()}
+    parents = {name: () if texts[name] else tuple(models[name].depends_on) for name in models}
     starts: dict[str, int] = {}
-    expanded: set[str] = set()    # models whose parents were pushed once (a cycle cannot loop)
-    for root in models:
-        stack = [root]            # iterative depth-first walk: deep chains need no recursion
-        while stack:
-            name = stack[-1]
-            if name in starts:
-                stack.pop()
-                continue
-            model = models[name]
-            text = model.start or default_start
-            parents = [] if text else [p for p in model.depends_on if p in models and p != name]
-            pending = [p for p in parents if p not in starts]
-            if pending and name not in expanded:
-                expanded.add(name)
-                stack.extend(pending)
-                continue
-            stack.pop()
-            known = [starts[p] for p in parents if p in starts]
-            if text:
-                starts[name] = to_ms(text, relative_base=execution)
-            elif known:
-                starts[name] = min(known)
-            elif plan_start is not None:
-                starts[name] = plan_start
-            else:
-                starts[name] = cron_prev(model.cron, cron_floor(model.cron, execution))
+    for name in topological_order(parents):
+        model, text = models[name], texts[name]
+        known = [starts[p] for p in parents[name] if p in starts]
+        if text:
+            starts[name] = to_ms(text, relative_base=execution)
+        elif known:
+            starts[name] = min(known)
+        elif plan_start is not None:
+            starts[name] = plan_start
+        else:
+            starts[name] = cron_prev(model.cron, cron_floor(model.cron, execution))
     return starts
 
 

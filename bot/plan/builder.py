@@ -19,6 +19,7 @@ from bot.plan.columns import check_columns
 from bot.plan.destructive import check_destructive
 from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
 from bot.project.config import ProjectConfig
+from bot.project.dag import DAG
 from bot.project.timeutil import now_ms as wall_clock_ms
 from bot.project.model import KindName, Model
 from bot.project.serialize import model_to_dict
@@ -47,7 +48,7 @@ class _Diff:
 def build_plan(
     *,
     project_models: Mapping[str, Model],
-    dag: Any = None,
+    dag: DAG | None = None,
     rendered: Mapping[str, str],
     state: StateReader,
     environment: str,
@@ -57,14 +58,15 @@ def build_plan(
 ) -> Plan:
     """The plan that brings `environment` to the project's models; never starts Spark.
 
-    `dag` may be a topological sequence of model names; otherwise the order is derived from
-    each model's `depends_on`. `rendered` maps model names to their reference-rendered Spark SQL.
+    `dag` is the project's graph when the caller has it (built from `project_models` otherwise).
+    `rendered` maps model names to their reference-rendered Spark SQL.
     """
     env_name = normalize_environment(environment)
     target = state.get_environment(env_name)
     prod = target if env_name == "prod" else state.get_environment("prod")
     base = target if target is not None else (prod if env_name != "prod" else None)
-    order = topological_order(project_models, dag)
+    graph = dag if dag is not None and set(dag.order) == set(project_models) else DAG.build(project_models)
+    order = graph.order
     check_columns(project_models, rendered)
     fingerprints = fingerprint_models(project_models, order, rendered)
     base_ids = {s.name: s.snapshot_id for s in base.snapshots} if base else {}
@@ -78,8 +80,8 @@ def build_plan(
     changes += tuple(ModelChange(name=name, change=ChangeType.REMOVED, category=None,
                                  kind=prev.kind, snapshot=None, previous=prev)
                      for name, prev in sorted(previous.items()) if name not in project_models)
-    changes = _with_children(changes, project_models)
-    restated = restated_models(project_models, options.restate_models)
+    changes = _with_children(changes, graph)
+    restated = restated_models(project_models, options.restate_models, dag=graph)
     if not changes and not restated:
         _check_nothing_to_do(env_name, new=target is None, options=options, config=config)
     warnings = check_destructive(
@@ -89,7 +91,7 @@ def build_plan(
     backfills, restatements, start, end, execution = plan_backfills(BackfillInputs(
         models=project_models, snapshots=snapshots, changes=changes, previous=previous,
         prod=prod, is_dev=env_name != "prod", restated=restated, options=options,
-        config=config, now_ms=now_ms, state=state))
+        config=config, now_ms=now_ms, state=state, dag=graph))
     return Plan(plan_id=uuid.uuid4().hex, environment=env_name, new_environment=target is None,
                 expected_plan_id=target.plan_id if target else None,
                 previous_environment=target, snapshots=snapshots,
@@ -118,36 +120,6 @@ def audit_only_snapshots(models: Mapping[str, Model], snapshots: Mapping[str, Sn
         if prev.definition.get("audits") != model_definition(model).get("audits"):
             picked.append(snapshot.snapshot_id)
     return tuple(picked)
-
-
-def topological_order(models: Mapping[str, Model], dag: Any = None) -> list[str]:
-    """Model names with parents first (alphabetical among peers); uses `dag` when it is a sequence."""
-    if isinstance(dag, (list, tuple)) and set(dag) == set(models):
-        return list(dag)
-    order_attr = getattr(dag, "order", None)
-    candidate = order_attr() if callable(order_attr) else order_attr
-    if isinstance(candidate, (list, tuple)) and set(candidate) == set(models):
-        return list(candidate)
-    children: dict[str, list[str]] = {name: [] for name in models}
-    pending = {name: 0 for name in models}
-    for name, model in models.items():
-        for parent in model.depends_on:
-            if parent in models and parent != name:
-                children[parent].append(name)
-                pending[name] += 1
-    ready = sorted(name for name, count in pending.items() if count == 0)
-    order: list[str] = []
-    while ready:
-        name = ready.pop()
-        order.append(name)
-        for child in children[name]:
-            pending[child] -= 1
-            if pending[child] == 0:
-                ready.append(child)
-    if len(order) != len(models):
-        cycle = sorted(set(models) - set(order))
-        raise PlanError(f"models depend on each other in a cycle: {', '.join(cycle)}")
-    return order
 
 
 def _check_removed(models: Mapping[str, Model], previous: Mapping[str, Snapshot]) -> None:
@@ -356,28 +328,11 @@ def _pretty(sql: str) -> str:
         return sql
 
 
-def _with_children(changes: tuple[ModelChange, ...],
-                   models: Mapping[str, Model]) -> tuple[ModelChange, ...]:
+def _with_children(changes: tuple[ModelChange, ...], dag: DAG) -> tuple[ModelChange, ...]:
     """Attach to each directly modified model its indirectly modified descendants."""
     indirect = {c.name for c in changes if c.change is ChangeType.INDIRECTLY_MODIFIED}
-    children: dict[str, list[str]] = {}
-    for name, model in models.items():
-        for parent in model.depends_on:
-            children.setdefault(parent, []).append(name)
-    result = []
-    for change in changes:
-        if change.change is ChangeType.DIRECTLY_MODIFIED:
-            seen: set[str] = set()
-            stack = list(children.get(change.name, ()))
-            while stack:
-                child = stack.pop()
-                if child in seen:
-                    continue
-                seen.add(child)
-                stack.extend(children.get(child, ()))
-            change = _replace_children(change, tuple(sorted(seen & indirect)))
-        result.append(change)
-    return tuple(result)
+    return tuple(_replace_children(c, tuple(sorted(dag.downstream([c.name]) & indirect)))
+                 if c.change is ChangeType.DIRECTLY_MODIFIED else c for c in changes)
 
 
 def _replace_children(change: ModelChange, children: tuple[str, ...]) -> ModelChange:

@@ -15,10 +15,11 @@ from bot.intervals import subtract
 from bot.quality.api import AuditResult, audit_error
 from bot.plan.definition import BackfillKind, Plan
 from bot.plan.parents import ParentCheck, require_parents
-from bot.plan.schedule import run_tasks, upstream_of
+from bot.plan.schedule import run_tasks
+from bot.project.dag import topological_order, upstream_of
 from bot.project.timeutil import now_ms
 from bot.project.model import KindName, Model
-from bot.snapshot import Snapshot, SnapshotId, view_name
+from bot.snapshot import Snapshot, view_name
 from bot.state.api import Environment, EnvironmentSnapshot, Interval, StateSync
 
 ProgressCallback = Callable[[str, int, int], None]
@@ -327,22 +328,10 @@ def stale_views(environment: Environment) -> list[str]:
 
 
 def order_snapshots(snapshots: Iterable[Snapshot]) -> list[Snapshot]:
-    """Parents before children, following the snapshots' recorded parents."""
-    pending = {s.name: s for s in snapshots}
-    ordered: list[Snapshot] = []
-    seen: set[str] = set()
-
-    def visit(name: str) -> None:
-        if name in seen or name not in pending:
-            return
-        seen.add(name)
-        for parent in pending[name].parents:
-            visit(parent.name)
-        ordered.append(pending[name])
-
-    for name in sorted(pending):
-        visit(name)
-    return ordered
+    """Parents before children, following the snapshots' recorded parents (bot.project.dag's order)."""
+    by_name = {s.name: s for s in snapshots}
+    return [by_name[name] for name in topological_order(
+        {name: [p.name for p in s.parents] for name, s in by_name.items()})]
 
 
 def run_batch(*, state: StateSync, runner: BatchRunner, snapshot: Snapshot, model: Model,

@@ -13,7 +13,8 @@ from bot.plan.evaluator import (BatchRunner, raise_failures, task_scope_for, fin
                                 order_snapshots, run_batch)
 from bot.plan.parents import ParentCheck, model_start, require_parents
 from bot.plan.runner import PythonModelContext
-from bot.plan.schedule import run_tasks, upstream_of
+from bot.plan.schedule import run_tasks
+from bot.project.dag import upstream_of
 from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_python_model
 from bot.project.render import render_sql

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from bot.errors import BotError
+from bot.project.dag import reachable
 
 
 @dataclass
@@ -23,32 +24,6 @@ class Outcome:
 
     failed: list[tuple[str, BotError]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-
-
-def upstream_of(names: Sequence[str], parents: Callable[[str], Sequence[str]]) -> dict[str, set[str]]:
-    """For each of `names`, its nearest ancestors among `names` (walking through names not listed).
-
-    >>> graph = {"c": ["v"], "v": ["a"], "a": [], "b": [], "d": ["c", "a"]}
-    >>> {k: sorted(v) for k, v in upstream_of(["a", "b", "c", "d"], graph.__getitem__).items()}
-    {'a': [], 'b': [], 'c': ['a'], 'd': ['a', 'c']}
-    """
-    wanted = set(names)
-    through: dict[str, frozenset[str]] = {}     # an unlisted name -> the listed names it stands for
-
-    def nearest(name: str, trail: frozenset[str]) -> set[str]:
-        found: set[str] = set()
-        for parent in parents(name):
-            if parent == name or parent in trail:
-                continue
-            if parent in wanted:
-                found.add(parent)
-            else:
-                if parent not in through:
-                    through[parent] = frozenset(nearest(parent, trail | {name}))
-                found |= through[parent]
-        return found
-
-    return {name: nearest(name, frozenset({name})) for name in names}
 
 
 def run_tasks(names: Sequence[str], upstream: Mapping[str, set[str]], work: Callable[[str, int], None],
@@ -89,13 +64,9 @@ def run_tasks(names: Sequence[str], upstream: Mapping[str, set[str]], work: Call
         outcome.failed.append((name, error))
         if not keep_going:
             stop.set()
-        stack = list(children[name])
-        while stack:
-            child = stack.pop()
-            if child not in gone:
-                gone.add(child)
-                outcome.skipped.append(child)
-                stack.extend(children[child])
+        stopped = reachable(children, children[name]) - gone
+        gone.update(stopped)
+        outcome.skipped.extend(stopped)
 
     def next_ready() -> str | None:
         while ready:

@@ -1,14 +1,118 @@
-"""The model dependency graph: parents, children, stable topological order, cycles and selectors."""
+"""The dependency graph: one stable topological order, cycle errors, and walks up and down.
+
+Every sort and walk over model (or snapshot) dependencies goes through this module. The order is
+parents first and, among models ready at the same time, the smallest name first; it depends only
+on the graph, never on the order models were found in.
+"""
 
 from __future__ import annotations
 
 import fnmatch
+import graphlib
 import heapq
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
-from bot.errors import ConfigError, PlanError
+from bot.errors import ConfigError, CycleError, PlanError
 from bot.project.model import Model
+
+
+def topological_order(parents: Mapping[str, Iterable[str]]) -> list[str]:
+    """The names of `parents` (name -> its parents), parents first, ties broken by name.
+
+    Parents that are not keys of `parents` (source tables) and self references are ignored. A cycle
+    is a CycleError listing its names parent -> child, starting at the smallest.
+
+    >>> topological_order({"c": ["a", "b"], "b": [], "a": ["raw.x"], "d": ["d"]})
+    ['a', 'b', 'c', 'd']
+    >>> topological_order({"z": [], "a": ["z"], "b": []})
+    ['b', 'z', 'a']
+    >>> topological_order({"b": ["a"], "a": ["c"], "c": ["b"]})
+    Traceback (most recent call last):
+    ...
+    bot.errors.CycleError: models depend on each other in a cycle: a -> b -> c -> a
+    """
+    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+    for name in sorted(parents):
+        sorter.add(name, *sorted({p for p in parents[name] if p in parents and p != name}))
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as error:
+        raise CycleError(_from_smallest(error.args[1][:-1])) from None
+    ready = list(sorter.get_ready())
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        name = heapq.heappop(ready)
+        order.append(name)
+        sorter.done(name)
+        for child in sorter.get_ready():
+            heapq.heappush(ready, child)
+    return order
+
+
+def children_of(parents: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, ...]]:
+    """Invert name -> parents into name -> children (sorted); unknown parents and self references are dropped.
+
+    >>> children_of({"a": [], "b": ["a"], "c": ["a", "b", "c", "raw.x"]})
+    {'a': ('b', 'c'), 'b': ('c',), 'c': ()}
+    """
+    children: dict[str, list[str]] = {name: [] for name in parents}
+    for name, ups in parents.items():
+        for parent in set(ups):
+            if parent in children and parent != name:
+                children[parent].append(name)
+    return {name: tuple(sorted(found)) for name, found in children.items()}
+
+
+def reachable(edges: Mapping[str, Iterable[str]], starts: Iterable[str]) -> set[str]:
+    """Every name reached from `starts` along `edges` (parents for ancestors, children for
+    descendants), the starts included.
+
+    >>> sorted(reachable({"a": ["b"], "b": ["c"], "c": [], "d": ["a"]}, ["a"]))
+    ['a', 'b', 'c']
+    """
+    seen = set(starts)
+    stack = list(seen)
+    while stack:
+        for nxt in edges.get(stack.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen
+
+
+def upstream_of(names: Sequence[str], parents: Callable[[str], Sequence[str]]) -> dict[str, set[str]]:
+    """For each of `names`, its nearest ancestors among `names` (walking through names not listed).
+
+    Used to schedule a subset of models (the due ones, those with backfills): an unlisted model
+    such as a view passes its own nearest listed ancestors on. Walks iteratively, so long chains of
+    unlisted models are fine; a cycle is a CycleError.
+
+    >>> graph = {"c": ["v"], "v": ["a"], "a": [], "b": [], "d": ["c", "a"]}
+    >>> {k: sorted(v) for k, v in upstream_of(["a", "b", "c", "d"], graph.__getitem__).items()}
+    {'a': [], 'b': [], 'c': ['a'], 'd': ['a', 'c']}
+    """
+    wanted = set(names)
+    graph: dict[str, tuple[str, ...]] = {}
+    stack = list(wanted)
+    while stack:
+        name = stack.pop()
+        if name not in graph:
+            graph[name] = tuple(p for p in parents(name) if p != name)
+            stack.extend(p for p in graph[name] if p not in graph)
+    nearest: dict[str, frozenset[str]] = {}     # any name -> the listed names it reads through its parents
+    for name in topological_order(graph):
+        found: set[str] = set()
+        for parent in graph[name]:
+            found |= {parent} if parent in wanted else nearest[parent]
+        nearest[name] = frozenset(found)
+    return {name: set(nearest[name]) for name in names}
+
+
+def _from_smallest(cycle: Sequence[str]) -> list[str]:
+    first = cycle.index(min(cycle))
+    return [*cycle[first:], *cycle[:first]]
 
 
 @dataclass(frozen=True)
@@ -22,23 +126,19 @@ class DAG:
 
     @classmethod
     def build(cls, models: Mapping[str, Model]) -> "DAG":
-        """Build the graph; a cycle is a ConfigError naming every model in it."""
+        """Build the graph; a cycle is a ConfigError naming every model in it and the first one's file."""
         parents = {name: tuple(sorted(d for d in m.depends_on if d in models and d != name))
                    for name, m in models.items()}
         external = {name: tuple(sorted(d for d in m.depends_on if d not in models))
                     for name, m in models.items()}
-        children: dict[str, list[str]] = {name: [] for name in models}
-        for name, ups in parents.items():
-            for parent in ups:
-                children[parent].append(name)
-        order = _topological(parents, children)
-        if len(order) < len(models):
-            cycle = _find_cycle(parents, set(models) - set(order))
-            first = models[cycle[0]]
-            raise ConfigError("dependency cycle between models: " + " -> ".join([*cycle, cycle[0]]),
-                              path=first.path, line=first.line)
-        return cls(parents=parents, children_of={k: tuple(sorted(v)) for k, v in children.items()},
-                   order=tuple(order), external=external)
+        try:
+            order = topological_order(parents)
+        except CycleError as error:
+            first = models[error.cycle[0]]
+            raise ConfigError("dependency cycle between models: " + " -> ".join([*error.cycle, error.cycle[0]]),
+                              path=first.path, line=first.line) from None
+        return cls(parents=parents, children_of=children_of(parents), order=tuple(order),
+                   external=external)
 
     def __contains__(self, name: object) -> bool:
         return name in self.parents
@@ -48,68 +148,15 @@ class DAG:
 
     def upstream(self, name: str) -> set[str]:
         """Every transitive parent of `name` (not `name` itself)."""
-        return _reach([name], self.parents) - {name}
+        return reachable(self.parents, [name]) - {name}
 
     def downstream(self, names: Iterable[str]) -> set[str]:
         """Every transitive child of `names`; a given name is included only if another one reaches it."""
-        names = list(names)
-        reached: set[str] = set()
-        for start in names:
-            for child in self.children(start):
-                if child not in reached:
-                    reached |= _reach([child], self.children_of)
-        return reached
+        return reachable(self.children_of, [child for name in names for child in self.children(name)])
 
     def external_sources(self) -> set[str]:
         """Every referenced table that is not a model of the project."""
         return {ref for refs in self.external.values() for ref in refs}
-
-
-def build_dag(models: Mapping[str, Model]) -> DAG:
-    return DAG.build(models)
-
-
-def _reach(starts: Iterable[str], edges: Mapping[str, tuple[str, ...]]) -> set[str]:
-    seen = set(starts)
-    stack = list(seen)
-    while stack:
-        for nxt in edges.get(stack.pop(), ()):
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return seen
-
-
-def _topological(parents: Mapping[str, tuple[str, ...]], children: Mapping[str, list[str]]) -> list[str]:
-    """Kahn's algorithm; among ready models the smallest name goes first, so the order is stable."""
-    waiting = {name: len(ups) for name, ups in parents.items()}
-    ready = [name for name, count in waiting.items() if count == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        name = heapq.heappop(ready)
-        order.append(name)
-        for child in children[name]:
-            waiting[child] -= 1
-            if waiting[child] == 0:
-                heapq.heappush(ready, child)
-    return order
-
-
-def _find_cycle(parents: Mapping[str, tuple[str, ...]], remaining: set[str]) -> list[str]:
-    """One cycle among models left over by the topological sort, in dependency order."""
-    start = min(remaining)
-    path: list[str] = []
-    index: dict[str, int] = {}
-    node = start
-    while node not in index:
-        index[node] = len(path)
-        path.append(node)
-        node = min(p for p in parents[node] if p in remaining)
-    cycle = path[index[node]:]
-    cycle.reverse()   # walked child → parent; report parent → child
-    first = cycle.index(min(cycle))
-    return cycle[first:] + cycle[:first]
 
 
 def select_models(selectors: Sequence[str], models: Mapping[str, Model], *,

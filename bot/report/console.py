@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, TextIO
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+_UNBOUNDED_WIDTH = 100_000   # piped output: a table as wide as its widest row
 
 
 @dataclass
@@ -33,18 +40,13 @@ class TerminalReporter:
     def warning(self, message: str) -> None:
         print(f"Warning: {message}", file=self.err)
 
-    def table(self, rows: Sequence[dict[str, Any]], *, title: str | None = None) -> None:
+    def table(self, rows: Sequence[Mapping[str, Any]], *, title: str | None = None) -> None:
+        """Rows as a rich table: the terminal's width in a terminal, each row on one line otherwise."""
         if not rows:
             self.text("(no rows)")
             return
-        columns = list(rows[0])
-        widths = {c: max(len(str(c)), *(len(_cell(r.get(c))) for r in rows)) for c in columns}
-        if title:
-            self.text(title)
-        self.text("  ".join(str(c).ljust(widths[c]) for c in columns))
-        self.text("  ".join("-" * widths[c] for c in columns))
-        for row in rows:
-            self.text("  ".join(_cell(row.get(c)).ljust(widths[c]) for c in columns))
+        width = shutil.get_terminal_size().columns if self.interactive else None
+        self.text(table_text(rows_table(rows, title=title), width=width))
 
     @contextmanager
     def progress(self, description: str) -> Iterator[Any]:
@@ -70,6 +72,34 @@ class TerminalReporter:
                 bar.update(task, completed=done, total=total, description=f"{description}: {message}")
 
             yield update
+
+
+def rows_table(rows: Sequence[Mapping[str, Any]], *, title: str | None = None) -> "Table":
+    """A rich Table with the first row's keys as columns; None shows as NULL."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    columns = list(rows[0])
+    for column in columns:
+        table.add_column(str(column), overflow="fold")
+    for row in rows:
+        table.add_row(*(_cell(row.get(c)) for c in columns))
+    return table
+
+
+def table_text(table: "Table", *, width: int | None = None) -> str:
+    """A rich Table as plain text (no colour, no markup: cell text is shown as is), trailing blanks cut.
+
+    Without `width` the table keeps its natural width, so piped output never wraps a row.
+    """
+    from rich.console import Console
+
+    console = Console(width=width or _UNBOUNDED_WIDTH, file=io.StringIO(), color_system=None,
+                      markup=False, emoji=False, highlight=False)
+    with console.capture() as captured:
+        console.print(table)
+    return "\n".join(line.rstrip() for line in captured.get().rstrip("\n").splitlines())
 
 
 def _cell(value: Any) -> str:

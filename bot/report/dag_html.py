@@ -7,6 +7,8 @@ from html import escape
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from bot.project.dag import topological_order
+
 KIND_COLOURS: Mapping[str, str] = {
     "FULL": "#4e79a7",
     "VIEW": "#59a14f",
@@ -38,18 +40,11 @@ def layers(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> list[l
     names = {n.name for n in nodes}
     parents: dict[str, list[str]] = {name: [] for name in names}
     for parent, child in edges:
-        if parent in names and child in names and parent != child:
+        if parent in names and child in names:
             parents[child].append(parent)
     depth: dict[str, int] = {}
-
-    def visit(name: str, trail: frozenset[str]) -> int:
-        if name not in depth:
-            ups = [p for p in parents[name] if p not in trail]   # tolerate cycles
-            depth[name] = 1 + max((visit(p, trail | {name}) for p in ups), default=-1)
-        return depth[name]
-
-    for name in sorted(names):
-        visit(name, frozenset())
+    for name in topological_order(parents):
+        depth[name] = 1 + max((depth[p] for p in parents[name] if p in depth), default=-1)
     result: list[list[str]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
     for name in sorted(names):
         result[depth[name]].append(name)

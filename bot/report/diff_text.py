@@ -1,10 +1,11 @@
-"""Plain-text rendering of a table_diff result for the terminal."""
+"""Plain-text rendering of a table_diff result for the terminal (tables drawn by rich)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from rich.table import Table
 
 from bot.diff.api import TableDiffResult
+from bot.report.console import rows_table, table_text
 
 
 def table_diff_text(result: TableDiffResult) -> str:
@@ -36,14 +37,14 @@ def table_diff_text(result: TableDiffResult) -> str:
             lines.append(f"  Warning: {dups} row(s) of {side} share a duplicate key")
     if rows.column_match_pct:
         lines += ["", "Column match (% of joined rows):"]
-        width = max(len(c) for c in rows.column_match_pct)
-        lines += [f"  {col.ljust(width)}  {pct:6.2f}%" for col, pct in rows.column_match_pct.items()]
+        matches = [{"column": col, "match": f"{pct:.2f}%"} for col, pct in rows.column_match_pct.items()]
+        lines += _indented(rows_table(matches))
     if rows.samples is not None:
         for label, sample in ((f"{src} only", rows.samples.source_only),
                               (f"{tgt} only", rows.samples.target_only),
                               ("changed", rows.samples.changed)):
             if sample:
-                lines += ["", f"Sample rows {label}:", *_rows_text(sample)]
+                lines += ["", f"Sample rows {label}:", *_indented(rows_table(sample))]
     return "\n".join(lines)
 
 
@@ -51,9 +52,5 @@ def _pct(part: int, whole: int) -> str:
     return f" ({100.0 * part / whole:.2f}%)" if whole else ""
 
 
-def _rows_text(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    columns = list(rows[0])
-    widths = {c: max(len(c), *(len(str(r.get(c))) for r in rows)) for c in columns}
-    out = ["  " + "  ".join(c.ljust(widths[c]) for c in columns)]
-    out += ["  " + "  ".join(str(r.get(c)).ljust(widths[c]) for c in columns) for r in rows]
-    return out
+def _indented(table: Table) -> list[str]:
+    return ["  " + line if line else line for line in table_text(table).splitlines()]
