@@ -183,3 +183,46 @@ def test_preview_is_cast_to_declared_columns_like_a_backfill(spark, tmp_path):
     finally:
         for name in sorted({row[0] for row in spark.sql("SHOW DATABASES").collect()} - before):
             spark.sql(f"DROP DATABASE IF EXISTS `{name}` CASCADE")
+
+
+def test_children_downstream_of_a_breaking_change_are_compared_through_a_non_breaking_one(spark, tmp_path):
+    """orders (breaking) → customer_revenue (non-breaking: adds a column) → top_customers. SQLMesh 0.236.4
+    calls top_customers Indirect Non-breaking (checked on DuckDB with the same shape), but its rows change
+    with the orders it reads: the PR's data diff compares it too."""
+    before = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
+    root = tmp_path / "shop"
+    write_example(root)
+    try:
+        context = Context(root)
+        context.apply(context.plan("prod", options=PlanOptions(skip_tests=True)))
+        orders = root / "models" / "orders.sql"
+        orders.write_text(orders.read_text().replace("@end_ds", "@end_ds AND amount > 20"))
+        revenue = root / "models" / "customer_revenue.sql"
+        revenue.write_text(revenue.read_text().replace("SUM(o.amount) AS revenue",
+                                                       "SUM(o.amount) AS revenue,\n  MAX(o.amount) AS max_amount"))
+        context, plan = _plan(root)
+        categories = {c.name: (c.change.value, c.category.value) for c in plan.changes}
+        assert categories["shop.orders"] == ("directly_modified", "breaking")
+        assert categories["shop.customer_revenue"] == ("directly_modified", "non_breaking")
+        assert categories["shop.top_customers"] == ("indirectly_modified", "indirect_non_breaking")
+
+        results = {d.model: d for d in context.preview_diff(plan)}
+        top = results["shop.top_customers"]
+        assert top.reason == "breaking change upstream" and top.compared
+        expected = sum(1 for _, _, total in _revenue_without_small_orders(root).values() if total >= 100)
+        assert top.target_count == expected and top.source_count >= expected
+    finally:
+        for name in sorted({row[0] for row in spark.sql("SHOW DATABASES").collect()} - before):
+            spark.sql(f"DROP DATABASE IF EXISTS `{name}` CASCADE")
+
+
+def _revenue_without_small_orders(root: Path) -> dict[int, tuple[str, int, float]]:
+    """customer_id → (name, order_count, revenue) over orders above 20 (amounts unchanged)."""
+    names = {int(r["customer_id"]): r["name"] for r in _seed(root, "raw_customers")}
+    out: dict[int, tuple[str, int, float]] = {}
+    for row in _seed(root, "raw_orders"):
+        customer, amount = int(row["customer_id"]), float(row["amount"])
+        if customer in names and amount > 20:
+            _, count, total = out.get(customer, (names[customer], 0, 0.0))
+            out[customer] = (names[customer], count + 1, total + amount)
+    return out

@@ -17,6 +17,7 @@ from bot.plan.backfill import end_ms
 from bot.plan.definition import ChangeType, ModelChange, Plan
 from bot.plan.evaluator import order_snapshots
 from bot.plan.run import model_start, python_frame, query_sql
+from bot.project.dag import reachable
 from bot.project.model import KindName, Model
 from bot.project.timeutil import MS_PER_DAY
 from bot.snapshot import ChangeCategory, Snapshot, view_name
@@ -78,14 +79,21 @@ class PreviewTarget:
 
 
 def diff_targets(plan: Plan) -> dict[str, str]:
-    """Models of `plan` worth comparing with prod, with why: directly modified, and breaking children."""
+    """Models of `plan` worth comparing with prod, with why: directly modified ones, and indirectly
+    modified ones downstream of a breaking change. The latter include children that SQLMesh's rules
+    call indirect non-breaking because a non-breaking change sits between them and the breaking one:
+    their rows change all the same."""
+    parents = {name: [p.name for p in snapshot.parents] for name, snapshot in plan.snapshots.items()}
+    breaking = {c.name for c in plan.changes
+                if c.change is ChangeType.DIRECTLY_MODIFIED and c.category is ChangeCategory.BREAKING}
     out: dict[str, str] = {}
     for change in plan.changes:
         if change.snapshot is None:
             continue
         if change.change is ChangeType.DIRECTLY_MODIFIED:
             out[change.name] = DIRECT
-        elif change.change is ChangeType.INDIRECTLY_MODIFIED and change.category in _BREAKING:
+        elif change.change is ChangeType.INDIRECTLY_MODIFIED and (
+                change.category in _BREAKING or breaking & reachable(parents, [change.name])):
             out[change.name] = BREAKING_CHILD
     return out
 
