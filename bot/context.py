@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from bot.errors import PlanError
-from bot.plan.definition import Plan, PlanOptions
+from bot.plan.definition import Plan, PlanOptions, ProgressCallback
 from bot.project.config import Gateway, ProjectConfig
 from bot.project.model import Model
 from bot.snapshot import normalize_environment
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from bot.spark.engine import SparkEngine
     from bot.state.store import SqlStateSync
 
-ProgressCallback = Callable[[str, int, int], None]   # (message, done, total)
 
 
 @dataclass(frozen=True)

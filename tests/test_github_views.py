@@ -7,7 +7,7 @@ import re
 import pytest
 
 from bot.github.api import comment_marker
-from bot.github.sections import merge_comment, plan_digest, sections
+from bot.github.sections import merge_comment, recorded_plan_digest, sections
 from bot.github.views import (COMMENT_LIMIT, BackfillView, ChangeView, CommentView, DiffView, FailureView,
                               PlanView, TestsView, render_comment, truncate_markdown)
 from bot.report.markdown import TemplateError, render
@@ -73,7 +73,7 @@ def test_sections_from_a_later_command_merge_into_the_comment():
 def test_plan_digest_is_recorded_and_read_back():
     body, _ = render_comment(CommentView(marker=MARKER, status="s", prod_plan=PlanView("prod"),
                                          plan_digest="abc123", plan_models="db.a@1,db.b@2"))
-    assert plan_digest(body) == ("abc123", {"db.a": "1", "db.b": "2"})
+    assert recorded_plan_digest(body) == ("abc123", {"db.a": "1", "db.b": "2"})
 
 
 def test_names_cannot_inject_markdown_and_missing_marker_is_an_error():

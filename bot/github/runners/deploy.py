@@ -7,8 +7,7 @@ from bot.github.event import PullRequest
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, reply, start_check)
 from bot.github.runners.pr import approval_status
-from bot.github.sections import plan_digest as recorded_digest
-from bot.github.sections import recorded_checks
+from bot.github.sections import recorded_checks, recorded_plan_digest
 from bot.github.settings import CheckName
 from bot.github.views import CheckSummaryView, CommentView, plan_view
 from bot.plan.definition import PlanOptions
@@ -147,7 +146,7 @@ def _drift(run: BotRun, pr: PullRequest | None, digest: str, models: str) -> tup
     """What changed between the approved prod plan preview and what is about to deploy."""
     if pr is None:
         return ()
-    recorded = recorded_digest(_comment_body(run, pr))
+    recorded = recorded_plan_digest(_comment_body(run, pr))
     if recorded is None or recorded[0] == digest:
         return ()
     before = recorded[1]
