@@ -65,6 +65,14 @@ class Context:
 
         return load_project(self.path, config=self.config)
 
+    def load(self) -> None:
+        """Parse the project now rather than on the first call that needs it."""
+        self.project  # noqa: B018 - builds the cached project
+
+    def start_engine(self) -> None:
+        """Start the Spark session now rather than on the first call that needs it."""
+        self.engine  # noqa: B018 - builds the cached session
+
     @property
     def models(self) -> dict[str, Model]:
         return self.project.models

@@ -71,7 +71,7 @@ def deploy_production(run: BotRun, *, environment: str | None = None) -> int:
     run.outputs.set("deployed_sha", deployed_sha)
     view = plan_view(plan)
     done = (f":rocket: Deployed to `{env}` (plan `{plan.plan_id}`): {len(view.changes)} change(s), "
-            f"{len(getattr(result, 'evaluated', ()) or ())} batch(es) computed.")
+            f"{len(result.evaluated)} batch(es) computed.")
     status = (f":rocket: Deployed to `{env}` from {deployed_sha[:7] or 'this commit'}: plan `{plan.plan_id}`, "
               f"digest `{digest}`.")
     merged = ()
