@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from bot.errors import PlanError
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from bot.spark.engine import SparkEngine
     from bot.state.store import SqlStateSync
 
+
+Row = dict[str, object]   # one result row: column name → the Python value Spark returned
 
 
 @dataclass(frozen=True)
@@ -221,7 +223,7 @@ class Context:
         return result
 
     def evaluate(self, model_name: str, *, start: str, end: str, limit: int | None = None,
-                 execution_time: str | None = None) -> list[dict[str, Any]]:
+                 execution_time: str | None = None) -> list[Row]:
         """MODEL's rows for [start, end] (end date inclusive), read from prod's tables; writes nothing."""
         from bot.plan.backfill import end_ms
         from bot.plan.run import evaluate_rows
@@ -402,7 +404,7 @@ class Context:
 
     # -- data ---------------------------------------------------------------------------
     def fetchdf(self, sql: str, *, limit: int | None = None,
-                allow_writes: bool = False) -> list[dict[str, Any]]:
+                allow_writes: bool = False) -> list[Row]:
         """Rows of one query; anything else (DDL, DML, SET...) is refused unless `allow_writes`."""
         if not allow_writes:
             from bot.spark.readonly import check_read_only
