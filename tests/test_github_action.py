@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -189,6 +190,7 @@ def test_state_and_catalog_on_the_runner_are_refused_inside_github_actions(tmp_p
     assert "type: postgres" in text and "remote: sc://" in text and "allow_ephemeral_state: true" in text
     assert "refuses to run on this GitHub Actions runner" in repo.comments[0]["body"]
     assert not (project / ".meshbot" / "state.db").exists()
+    assert "meshbot-spark-start" not in {t.name for t in threading.enumerate()}   # no JVM for a refused run
 
     # The team gateway the example ships (PostgreSQL + Spark Connect) passes; a throwaway demo may opt in.
     run = BotRun(event=parse_event("pull_request", raw), settings=load_settings({}), github=None,

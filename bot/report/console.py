@@ -6,7 +6,9 @@ import json
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence, TextIO
+from typing import Iterator, Mapping, Sequence, TextIO
+
+from bot.plan.definition import ProgressCallback
 
 
 @dataclass
@@ -19,12 +21,12 @@ class TerminalReporter:
 
     @property
     def interactive(self) -> bool:
-        return bool(getattr(self.out, "isatty", lambda: False)())
+        return self.out.isatty()
 
     def text(self, message: str) -> None:
         print(message, file=self.out)
 
-    def json(self, payload: Any) -> None:
+    def json(self, payload: object) -> None:
         print(json.dumps(payload, indent=2, default=str, sort_keys=False), file=self.out)
 
     def error(self, message: str) -> None:
@@ -33,7 +35,7 @@ class TerminalReporter:
     def warning(self, message: str) -> None:
         print(f"Warning: {message}", file=self.err)
 
-    def table(self, rows: Sequence[dict[str, Any]], *, title: str | None = None) -> None:
+    def table(self, rows: Sequence[Mapping[str, object]], *, title: str | None = None) -> None:
         if not rows:
             self.text("(no rows)")
             return
@@ -47,7 +49,7 @@ class TerminalReporter:
             self.text("  ".join(_cell(row.get(c)).ljust(widths[c]) for c in columns))
 
     @contextmanager
-    def progress(self, description: str) -> Iterator[Any]:
+    def progress(self, description: str) -> Iterator[ProgressCallback]:
         """Yields a callback(message, done, total): a rich bar in a terminal, one line per batch otherwise."""
         if self.json_mode:
             yield lambda message, done, total: None
@@ -72,5 +74,5 @@ class TerminalReporter:
             yield update
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     return "NULL" if value is None else str(value)

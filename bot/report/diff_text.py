@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from bot.diff.api import TableDiffResult
 
@@ -51,7 +51,7 @@ def _pct(part: int, whole: int) -> str:
     return f" ({100.0 * part / whole:.2f}%)" if whole else ""
 
 
-def _rows_text(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def _rows_text(rows: Sequence[Mapping[str, object]]) -> list[str]:
     columns = list(rows[0])
     widths = {c: max(len(c), *(len(str(r.get(c))) for r in rows)) for c in columns}
     out = ["  " + "  ".join(c.ljust(widths[c]) for c in columns)]

@@ -35,7 +35,6 @@ class BotRun:
     sha: str | None = None            # GITHUB_SHA
     on_actions_runner: bool = False   # GITHUB_ACTIONS=true: this machine is gone after the job
     run_url: str | None = None        # $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID
-    summaries: list[str] = field(default_factory=list)
     checks: list[CheckState] = field(default_factory=list)   # the check runs this run completed
     timings: PhaseTimings | None = None   # this run's phase times (None in unit tests)
 

@@ -8,8 +8,8 @@ from typing import Any
 from bot.errors import BotError
 from bot.github.approvals import ApprovalStatus, evaluate
 from bot.github.event import PullRequest
-from bot.github.runners.base import (BotRun, error_text, finish_check, plan_digest, post_comment,
-                                     require_lasting_storage, start_check, touches_project)
+from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
+                                     post_comment, require_lasting_storage, start_check, touches_project)
 from bot.github.settings import CheckName
 from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanView, PrEnvironmentView, TestsView,
                               diff_view, plan_view, tests_view)
@@ -205,8 +205,9 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
                                                           "meshbot skipped the engine work."))
         return 0
     ok, error, applied, preview = True, None, None, None
-    if tests or environment:
-        # Unit tests and the PR environment need Spark: launch it now, while the project is parsed.
+    if tests or (environment and ephemeral_storage_refusal(run) is None):
+        # Unit tests and the PR environment need Spark: launch it now, while the project is parsed
+        # (not for an environment the runner's storage refuses: that run never reaches Spark).
         run.context.start_engine()
     if tests:
         view = replace(view, tests=tests_step(run, pr))
