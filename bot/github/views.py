@@ -61,7 +61,7 @@ class FailureView:
 class TestsView:
     __test__ = False
 
-    status: str             # passed, failed, error, skipped
+    status: str             # passed, failed, error (could not run)
     total: int = 0
     failed: int = 0
     failures: tuple[FailureView, ...] = ()
