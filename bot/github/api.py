@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from bot.context import ApplyResult
 from bot.diff.api import ModelDataDiff
@@ -13,7 +13,9 @@ from bot.plan.definition import Plan, PlanOptions, ProgressCallback
 from bot.plan.janitor import JanitorResult
 from bot.project.config import ProjectConfig
 from bot.quality.api import TestSuiteResult
-from bot.state.api import Environment
+
+if TYPE_CHECKING:   # a type only: the GitHub layer reaches state through the context
+    from bot.state.api import Environment
 
 MARKER_PREFIX = "<!-- meshbot:pr-comment"
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})

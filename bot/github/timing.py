@@ -17,7 +17,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from bot.context import ApplyResult
 from bot.diff.api import ModelDataDiff
@@ -26,7 +26,9 @@ from bot.plan.definition import Plan, PlanOptions, ProgressCallback
 from bot.plan.janitor import JanitorResult
 from bot.project.config import ProjectConfig
 from bot.quality.api import TestSuiteResult
-from bot.state.api import Environment
+
+if TYPE_CHECKING:   # a type only: the GitHub layer reaches state through the context
+    from bot.state.api import Environment
 
 PHASES = ("load", "spark", "tests", "plan", "apply", "diff", "comment")
 T = TypeVar("T")
