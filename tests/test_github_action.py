@@ -6,7 +6,7 @@ import copy
 import json
 import threading
 from dataclasses import replace
-from types import SimpleNamespace
+from pathlib import Path
 
 import pytest
 import responses
@@ -20,6 +20,7 @@ from bot.github.runners import BotRun
 from bot.github.runners.base import ephemeral_storage_refusal, post_comment
 from bot.github.settings import load_settings
 from bot.github.views import COMMENT_LIMIT, ChangeView, CommentView, PlanView
+from bot.project.config import ModelDefaults, ProjectConfig
 from github_support import FakeRepository, example, install, payload
 
 COMMENT_EVENT = "_supplementary/go-playground__webhooks/testdata/github/pull-request-issue-comment.json"
@@ -29,7 +30,8 @@ class NoEngine:
     """Only a config: these scenarios must never reach the engine."""
 
     def __init__(self, cicd_bot: dict) -> None:
-        self.config = SimpleNamespace(cicd_bot=cicd_bot, users=())
+        self.config = ProjectConfig(root=Path("."), gateways={}, default_gateway="local",
+                                    model_defaults=ModelDefaults(), cicd_bot=cicd_bot)
 
     def __getattr__(self, name):
         raise AssertionError(f"the engine was called ({name}) but should not have been")

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 from bot.context import Context
 from bot.errors import BotError, GithubError
 from bot.github.api import EngineContext, GithubPort, TokenPermissionError
-from bot.github.event import Event, load_event
+from bot.github.event import Event, PullRequest, load_event
 from bot.github.local import Answers, LocalOutput, StepOutputs, load_answers
 from bot.github.runners import RUNNERS, BotRun
 from bot.github.settings import load_settings
@@ -164,7 +164,7 @@ def _overrides(env: Mapping[str, str]) -> dict[str, Any]:
     return data
 
 
-def _known_pulls(event: Event) -> tuple:
+def _known_pulls(event: Event) -> tuple[PullRequest, ...]:
     return (event.pull_request,) if event.pull_request is not None else ()
 
 
