@@ -1,5 +1,5 @@
-"""The engine's public API is typed: no `Any` in Context's or EngineContext's signatures, and Context,
-the bot's timing wrapper and the tests' FakeEngine all satisfy the GitHub layer's EngineContext."""
+"""The engine's public API is typed: no `Any` in Context's or EngineContext's signatures; Context, the
+bot's timing wrapper and the tests' FakeEngine satisfy EngineContext, and every GitHub port GithubPort."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from typing import Any, Callable
 import pytest
 
 from bot.context import Context
-from bot.github.api import EngineContext
-from bot.github.timing import TimedContext
+from bot.github.api import EngineContext, GithubPort
+from bot.github.client import GithubClient
+from bot.github.local import LocalOutput
+from bot.github.timing import TimedContext, TimedGithub
 from github_support import FakeEngine
 
 
@@ -33,9 +35,10 @@ def type_checking_names(module: ModuleType) -> dict[str, object]:
 
 
 def public_members(cls: type) -> dict[str, Callable[..., object]]:
-    """Public methods of `cls`, properties as their getters."""
+    """Public methods of `cls` and its bases, properties as their getters."""
     members: dict[str, Callable[..., object]] = {}
-    for name, value in vars(cls).items():
+    namespace = {k: v for base in reversed(cls.__mro__) if base is not object for k, v in vars(base).items()}
+    for name, value in namespace.items():
         if name.startswith("_"):
             continue
         if isinstance(value, cached_property):
@@ -47,8 +50,8 @@ def public_members(cls: type) -> dict[str, Callable[..., object]]:
     return members
 
 
-def hints(cls: type, member: Callable[..., object]) -> dict[str, object]:
-    module = sys.modules[cls.__module__]
+def hints(member: Callable[..., object]) -> dict[str, object]:
+    module = sys.modules[member.__module__]
     return typing.get_type_hints(member, globalns={**vars(module), **type_checking_names(module)})
 
 
@@ -64,7 +67,7 @@ def any_in_signatures(cls: type) -> list[str]:
     """`Class.method: parameter x is ...` for each parameter or return whose type is or contains Any."""
     found = []
     for name, member in public_members(cls).items():
-        for slot, hint in hints(cls, member).items():
+        for slot, hint in hints(member).items():
             if contains_any(hint):
                 where = "return" if slot == "return" else f"parameter `{slot}`"
                 found.append(f"{cls.__name__}.{name}: {where} is {hint}")
@@ -88,12 +91,34 @@ def test_the_guard_names_the_method_and_slot_that_carry_any():
         "_Leaky.run: parameter `progress` is typing.Optional[typing.Callable[[typing.Any], NoneType]]"]
 
 
+def mismatches(protocol: type, implementation: type) -> list[str]:
+    """Members of `protocol` that `implementation` lacks or declares with other parameters or types."""
+    provided = public_members(implementation)
+    found = []
+    for name, expected in public_members(protocol).items():
+        actual = provided.get(name)
+        if actual is None:
+            found.append(f"{implementation.__name__} lacks {protocol.__name__}.{name}")
+        elif hints(actual) != hints(expected) or \
+                [(p.name, p.kind, p.default) for p in inspect.signature(actual).parameters.values()] != \
+                [(p.name, p.kind, p.default) for p in inspect.signature(expected).parameters.values()]:
+            found.append(f"{implementation.__name__}.{name} differs from {protocol.__name__}.{name}")
+    return found
+
+
 @pytest.mark.parametrize("implementation", [Context, TimedContext, FakeEngine], ids=lambda c: c.__name__)
 def test_each_engine_context_has_the_protocols_methods_with_the_same_signature(implementation):
-    provided = public_members(implementation)
-    for name, expected in public_members(EngineContext).items():
-        assert name in provided, f"{implementation.__name__} lacks EngineContext.{name}"
-        actual = provided[name]
-        assert hints(implementation, actual) == hints(EngineContext, expected), name
-        assert [(p.name, p.kind, p.default) for p in inspect.signature(actual).parameters.values()] == \
-            [(p.name, p.kind, p.default) for p in inspect.signature(expected).parameters.values()], name
+    assert mismatches(EngineContext, implementation) == []
+
+
+@pytest.mark.parametrize("implementation", [GithubClient, LocalOutput, TimedGithub], ids=lambda c: c.__name__)
+def test_each_github_port_has_the_protocols_methods_with_the_same_signature(implementation):
+    assert mismatches(GithubPort, implementation) == []
+
+
+def test_a_signature_that_drifts_from_the_protocol_is_named():
+    class Drifted(FakeEngine):
+        def view_name(self, model: str, environment: str) -> str:   # parameter renamed
+            return model
+
+    assert mismatches(EngineContext, Drifted) == ["Drifted.view_name differs from EngineContext.view_name"]

@@ -17,11 +17,12 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from bot.context import ApplyResult
 from bot.diff.api import ModelDataDiff
-from bot.github.api import EngineContext, GithubPort
+from bot.github.api import CheckRun, EngineContext, GithubPort
+from bot.github.event import PullRequest, Review
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
 from bot.plan.janitor import JanitorResult
 from bot.project.config import ProjectConfig
@@ -164,13 +165,48 @@ class TimedGithub:
         self._github = github
         self._timings = timings
 
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._github, name)
-        if not callable(value) or name.startswith("_"):
-            return value
+    def _timed(self, call: Callable[[], T]) -> T:
+        with self._timings.phase("comment"):
+            return call()
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            with self._timings.phase("comment"):
-                return value(*args, **kwargs)
+    def create_comment(self, number: int, body: str) -> int:
+        return self._timed(lambda: self._github.create_comment(number, body))
 
-        return timed
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        self._timed(lambda: self._github.edit_comment(comment_id, body))
+
+    def find_comment(self, number: int, *, marker: str) -> tuple[int, str] | None:
+        return self._timed(lambda: self._github.find_comment(number, marker=marker))
+
+    def create_check(self, check: CheckRun) -> int:
+        return self._timed(lambda: self._github.create_check(check))
+
+    def update_check(self, check_id: int, check: CheckRun) -> None:
+        self._timed(lambda: self._github.update_check(check_id, check))
+
+    def check_url(self, check_id: int) -> str | None:
+        return self._github.check_url(check_id)
+
+    def list_reviews(self, number: int) -> list[Review]:
+        return self._timed(lambda: self._github.list_reviews(number))
+
+    def permission(self, username: str) -> str:
+        return self._timed(lambda: self._github.permission(username))
+
+    def is_team_member(self, org: str, team_slug: str, username: str) -> bool:
+        return self._timed(lambda: self._github.is_team_member(org, team_slug, username))
+
+    def add_reaction(self, comment_id: int, content: str) -> None:
+        self._timed(lambda: self._github.add_reaction(comment_id, content))
+
+    def pull_request(self, number: int) -> PullRequest:
+        return self._timed(lambda: self._github.pull_request(number))
+
+    def merge_pull(self, number: int, *, method: str, sha: str) -> str:
+        return self._timed(lambda: self._github.merge_pull(number, method=method, sha=sha))
+
+    def pulls_for_commit(self, sha: str) -> list[PullRequest]:
+        return self._timed(lambda: self._github.pulls_for_commit(sha))
+
+    def changed_files(self, number: int) -> list[str]:
+        return self._timed(lambda: self._github.changed_files(number))
