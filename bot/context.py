@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from bot.errors import PlanError
-from bot.plan.definition import Plan, PlanOptions
+from bot.plan.definition import Plan, PlanOptions, ProgressCallback
 from bot.project.config import Gateway, ProjectConfig
 from bot.project.model import Model
 from bot.snapshot import normalize_environment
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from bot.spark.engine import SparkEngine
     from bot.state.store import SqlStateSync
 
-ProgressCallback = Callable[[str, int, int], None]   # (message, done, total)
+
+Row = dict[str, object]   # one result row: column name → the Python value Spark returned
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,14 @@ class Context:
         from bot.project.loader import load_project
 
         return load_project(self.path, config=self.config)
+
+    def load(self) -> None:
+        """Parse the project now rather than on the first call that needs it."""
+        self.project  # noqa: B018 - builds the cached project
+
+    def start_engine(self) -> None:
+        """Start the Spark session now rather than on the first call that needs it."""
+        self.engine  # noqa: B018 - builds the cached session
 
     @property
     def models(self) -> dict[str, Model]:
@@ -217,7 +226,7 @@ class Context:
         return result
 
     def evaluate(self, model_name: str, *, start: str, end: str, limit: int | None = None,
-                 execution_time: str | None = None) -> list[dict[str, Any]]:
+                 execution_time: str | None = None) -> list[Row]:
         """MODEL's rows for [start, end] (end date inclusive), read from prod's tables; writes nothing."""
         from bot.plan.backfill import end_ms
         from bot.plan.run import evaluate_rows
@@ -419,7 +428,7 @@ class Context:
 
     # -- data ---------------------------------------------------------------------------
     def fetchdf(self, sql: str, *, limit: int | None = None,
-                allow_writes: bool = False) -> list[dict[str, Any]]:
+                allow_writes: bool = False) -> list[Row]:
         """Rows of one query; anything else (DDL, DML, SET...) is refused unless `allow_writes`."""
         if not allow_writes:
             from bot.spark.readonly import check_read_only

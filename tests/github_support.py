@@ -9,12 +9,21 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import requests
 import responses
 from openapi_core import OpenAPI
 from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAPIResponse
+
+from bot.context import ApplyResult
+from bot.diff.api import ModelDataDiff
+from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions, ProgressCallback
+from bot.plan.janitor import JanitorResult
+from bot.project.config import ModelDefaults, ProjectConfig, UserConfig
+from bot.quality.api import TestResult, TestSuiteResult
+from bot.snapshot import ChangeCategory, Fingerprint, Snapshot
+from bot.state.api import Environment
 
 GITHUB_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github"   # see SOURCE.md there
 SPEC_PATH = GITHUB_FIXTURES / "github-openapi-subset.json"
@@ -334,21 +343,16 @@ class FakeRepository:
         return item
 
 
-@dataclass(frozen=True)
-class _SnapshotId:
-    name: str
-
-
 class FakeEngine:
     """A small stand-in for bot.context.Context where no engine behaviour is asserted: a prod plan with
     `changed` models until it is deployed, PR environments that exist once applied, unit tests that pass.
-    Records what it was asked (plans, applies, invalidations)."""
+    It answers with the engine's own result types (it satisfies bot.github.api.EngineContext) and records
+    what it was asked (plans, applies, invalidations)."""
 
-    def __init__(self, cicd_bot: dict[str, Any] | None = None, *, users: tuple = (),
+    def __init__(self, cicd_bot: dict[str, Any] | None = None, *, users: tuple[UserConfig, ...] = (),
                  changed: tuple[str, ...] = ("shop.orders",), environments: tuple[str, ...] = ()) -> None:
-        from types import SimpleNamespace
-
-        self.config = SimpleNamespace(cicd_bot=dict(cicd_bot or {}), users=users)
+        self._config = ProjectConfig(root=Path("."), gateways={}, default_gateway="local",
+                                     model_defaults=ModelDefaults(), cicd_bot=dict(cicd_bot or {}), users=users)
         self.changed = changed
         self.envs = set(environments)
         self.deployed = False
@@ -356,63 +360,72 @@ class FakeEngine:
         self.applied: list[str] = []
         self.invalidated: list[str] = []
 
-    def _changes(self, environment: str) -> tuple:
-        from types import SimpleNamespace
+    @property
+    def config(self) -> ProjectConfig:
+        return self._config
 
+    def load(self) -> None:
+        pass
+
+    def start_engine(self) -> None:
+        pass
+
+    def _snapshot(self, name: str, version: str) -> Snapshot:
+        return Snapshot(name=name, fingerprint=Fingerprint(data_hash=version, metadata_hash="0"),
+                        version=version, kind="FULL", definition={})
+
+    def _changes(self, environment: str, snapshots: dict[str, Snapshot]) -> tuple[ModelChange, ...]:
         if (environment == "prod" and self.deployed) or (environment != "prod" and environment in self.envs):
             return ()
-        return tuple(SimpleNamespace(
-            name=name, change=SimpleNamespace(value="directly_modified"), category=SimpleNamespace(label="Breaking"),
-            kind="FULL", diff=f"- SELECT 1 AS {name.split('.')[-1]}\n+ SELECT 2 AS {name.split('.')[-1]}",
-            indirect_children=(), snapshot=SimpleNamespace(definition={})) for name in self.changed)
+        return tuple(ModelChange(
+            name=name, change=ChangeType.DIRECTLY_MODIFIED, category=ChangeCategory.BREAKING, kind="FULL",
+            snapshot=snapshots[name],
+            diff=f"- SELECT 1 AS {name.split('.')[-1]}\n+ SELECT 2 AS {name.split('.')[-1]}")
+            for name in self.changed)
 
-    def plan(self, environment: str = "prod", *, options: Any = None) -> Any:
-        from types import SimpleNamespace
-
+    def plan(self, environment: str = "prod", *, options: PlanOptions = PlanOptions()) -> Plan:
         self.plans.append(environment)
-        changes = self._changes(environment)
-        snapshots = {n: SimpleNamespace(name=n, snapshot_id=_SnapshotId(n), fingerprint=SimpleNamespace(
-            identifier="1" if environment == "prod" and self.deployed else "2")) for n in self.changed}
-        return SimpleNamespace(environment=environment, changes=changes, snapshots=snapshots, backfills=(),
-                               options=SimpleNamespace(skip_backfill=bool(getattr(options, "skip_backfill", False))),
-                               plan_id=f"plan_{len(self.plans)}", has_changes=bool(changes),
-                               is_up_to_date=not changes and (environment != "prod" or self.deployed))
+        version = "1" if environment == "prod" and self.deployed else "2"
+        snapshots = {name: self._snapshot(name, version) for name in self.changed}
+        exists = environment in self.envs or (environment == "prod" and self.deployed)
+        previous = Environment(name=environment, snapshots=(), plan_id="applied", finalized_ts=1) if exists else None
+        return Plan(plan_id=f"plan_{len(self.plans)}", environment=environment,
+                    new_environment=not exists, expected_plan_id=None,
+                    previous_environment=previous, snapshots=snapshots, new_snapshots=(),
+                    changes=self._changes(environment, snapshots), backfills=(), options=options)
 
-    def apply(self, plan: Any, *, progress: Any = None) -> Any:
-        from types import SimpleNamespace
-
+    def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         self.applied.append(plan.environment)
         if plan.environment == "prod":
             self.deployed = True
         else:
             self.envs.add(plan.environment)
-        return SimpleNamespace(evaluated=())
+        return ApplyResult(plan_id=plan.plan_id, environment=plan.environment, evaluated=(), views_created=0,
+                           skipped_backfill=plan.options.skip_backfill)
 
-    def test(self, *, patterns: Any = (), files: Any = ()) -> Any:
-        from types import SimpleNamespace
+    def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> TestSuiteResult:
+        return TestSuiteResult(results=tuple(
+            TestResult(name=f"test_{n}", file=Path("tests/test_models.yaml"), model="shop.orders", passed=True)
+            for n in (1, 2)))
 
-        return SimpleNamespace(total=2, failures=(), errors=(), passed=True)
+    def environments(self) -> list[Environment]:
+        return [Environment(name=n, snapshots=(), plan_id="") for n in sorted(self.envs)]
 
-    def environments(self) -> list[Any]:
-        from types import SimpleNamespace
-
-        return [SimpleNamespace(name=n) for n in sorted(self.envs)]
-
-    def invalidate(self, environment: str, *, sync: bool = False) -> None:
+    def invalidate(self, environment: str, *, sync: bool = False) -> JanitorResult | None:
         self.invalidated.append(environment)
         self.envs.discard(environment)
+        return None
 
     def machine_local_storage(self) -> tuple[str, ...]:
         return ()          # stands for a team gateway: state and catalog outlive the runner
 
-    def view_name(self, model: str, environment: str) -> str:
-        schema, table = model.split(".")
+    def view_name(self, model_name: str, environment: str) -> str:
+        schema, table = model_name.split(".")
         return f"{schema}__{environment}.{table}"
 
-    def table_diff(self, *args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("table_diff is not expected here")
-
-    def preview_diff(self, plan: Any, **kwargs: Any) -> tuple:
+    def preview_diff(self, plan: Plan, *, environment: str | None = None, window_days: int = 7,
+                     full_scope: str = "whole", decimals: int = 3, show_sample: bool = False,
+                     limit: int = 20) -> tuple[ModelDataDiff, ...]:
         return ()          # the data diff is asserted on the real engine (test_preview_diff, lifecycle)
 
 

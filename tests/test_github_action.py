@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from dataclasses import replace
-from types import SimpleNamespace
+from pathlib import Path
 
 import pytest
 import responses
@@ -19,6 +20,7 @@ from bot.github.runners import BotRun
 from bot.github.runners.base import ephemeral_storage_refusal, post_comment
 from bot.github.settings import load_settings
 from bot.github.views import COMMENT_LIMIT, ChangeView, CommentView, PlanView
+from bot.project.config import ModelDefaults, ProjectConfig
 from github_support import FakeRepository, example, install, payload
 
 COMMENT_EVENT = "_supplementary/go-playground__webhooks/testdata/github/pull-request-issue-comment.json"
@@ -28,7 +30,8 @@ class NoEngine:
     """Only a config: these scenarios must never reach the engine."""
 
     def __init__(self, cicd_bot: dict) -> None:
-        self.config = SimpleNamespace(cicd_bot=cicd_bot, users=())
+        self.config = ProjectConfig(root=Path("."), gateways={}, default_gateway="local",
+                                    model_defaults=ModelDefaults(), cicd_bot=cicd_bot)
 
     def __getattr__(self, name):
         raise AssertionError(f"the engine was called ({name}) but should not have been")
@@ -188,6 +191,7 @@ def test_state_and_catalog_on_the_runner_are_refused_inside_github_actions(tmp_p
     assert "type: postgres" in text and "remote: sc://" in text and "allow_ephemeral_state: true" in text
     assert "refuses to run on this GitHub Actions runner" in repo.comments[0]["body"]
     assert not (project / ".meshbot" / "state.db").exists()
+    assert "meshbot-spark-start" not in {t.name for t in threading.enumerate()}   # no JVM for a refused run
 
     # The team gateway the example ships (PostgreSQL + Spark Connect) passes; a throwaway demo may opt in.
     run = BotRun(event=parse_event("pull_request", raw), settings=load_settings({}), github=None,

@@ -44,18 +44,20 @@ def _comment(comment_id: int, login: str, body: str) -> dict:
     return item
 
 
-def test_upsert_creates_then_edits_the_marked_comment_of_the_bot(gh, client):
+def test_the_bot_creates_its_comment_then_finds_and_edits_it(gh, client):
     gh.add("GET", COMMENTS, [])
     created = example(COMMENTS, "post", "201")
     gh.add("POST", COMMENTS, created, status=201)
-    assert client.upsert_comment(2, f"{MARKER}\nfirst", marker=MARKER) == created["id"]
+    assert client.find_comment(2, marker=MARKER) is None
+    assert client.create_comment(2, f"{MARKER}\nfirst") == created["id"]
     assert gh.sent("POST", r"/issues/2/comments$") == [{"body": f"{MARKER}\nfirst"}]
 
     # someone quoting the marker does not capture it; the bot's own comment is edited in place
     gh.routes.clear()
     gh.add("GET", COMMENTS, [_comment(7, "octocat", f"> {MARKER}"), _comment(9, BOT, f"{MARKER}\nold")])
     gh.add("PATCH", COMMENT, _comment(9, BOT, "x"))
-    assert client.upsert_comment(2, f"{MARKER}\nsecond", marker=MARKER) == 9
+    assert client.find_comment(2, marker=MARKER) == (9, f"{MARKER}\nold")
+    client.edit_comment(9, f"{MARKER}\nsecond")
     assert gh.sent("PATCH", r"/issues/comments/9$") == [{"body": f"{MARKER}\nsecond"}]
     assert len(gh.sent("POST", r"/comments$")) == 1
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 import copy
 import json
 import re
+from pathlib import Path
 
 import pytest
 import responses
 
 from bot.github.action import Invocation, main
+from bot.quality.api import TestResult, TestSuiteResult
 from github_support import FakeEngine, FakeRepository, install, payload, pr_comment_event
 
 ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_comment_token", "GITHUB_API_URL": "https://api.github.com",
@@ -97,7 +99,9 @@ def test_status_names_the_missing_approval_and_turns_green_when_it_arrives(bot):
 
 def test_a_failing_check_is_named_even_when_others_pass(bot):
     b = bot({"required_approvers": ["ann-gh"]})
-    b.engine.test = lambda **kw: type("R", (), {"total": 2, "failures": (), "errors": ("boom",), "passed": False})()
+    b.engine.test = lambda **kw: TestSuiteResult(results=(
+        TestResult(name="test_a", file=Path("tests/a.yaml"), model="shop.orders", passed=True),
+        TestResult(name="test_b", file=Path("tests/b.yaml"), model="shop.orders", passed=False, message="boom")))
     assert b("pull_request", payload("pull_request/opened.payload.json")) == 1
     assert ":x: meshbot on ec26c3e: Unit Tests (1 of 2 unit tests failed) failed. Also waiting for Required " \
            "Approval" in b.status

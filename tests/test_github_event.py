@@ -10,6 +10,7 @@ from bot.errors import ConfigError, GithubError
 from bot.github.commands import Command, Ignore, Reply, parse_comment
 from bot.github.event import load_event, parse_event
 from bot.github.settings import BotSettings, load_settings, pr_environment_name
+from bot.project.config import UserConfig
 from github_support import WEBHOOKS, payload
 
 SUPP = "_supplementary/"
@@ -93,8 +94,8 @@ def test_environment_names_are_sanitized_and_capped():
 def test_settings_from_config_users_and_errors():
     settings = load_settings({"enable_deploy_command": True, "deploy_on": "both", "min_approvals": 2,
                               "required_teams": ["octo-org/data"], "prod_branch_names": ["main"]},
-                             [{"username": "ann", "github_username": "ann-gh", "roles": ["required_approver"]},
-                              {"username": "bob", "github_username": "bob-gh", "roles": []}], gateway="spark")
+                             [UserConfig("ann", github_username="ann-gh", roles=("required_approver",)),
+                              UserConfig("bob", github_username="bob-gh")], gateway="spark")
     assert settings.required_approvers == ("ann-gh",) and settings.min_approvals == 2
     assert settings.check_name("Unit Tests") == "meshbot - Unit Tests (spark)"
     assert settings.deploys_on("tag") and settings.deploys_on("merge")

@@ -66,11 +66,17 @@ class _SlowStartContext:
         self.release.wait(5)
         return "engine"
 
-    def plan(self, environment: str) -> str:
+    def load(self) -> None:
+        self.project  # noqa: B018
+
+    def start_engine(self) -> None:
+        self.engine  # noqa: B018
+
+    def plan(self, environment: str, *, options: object = None) -> str:
         self.calls.append(f"plan {environment}")
         return "plan"
 
-    def test(self) -> str:
+    def test(self, *, patterns: object = (), files: object = ()) -> str:
         self.calls.append(f"test with {self.engine}")
         return "tests"
 
@@ -78,7 +84,7 @@ class _SlowStartContext:
 def test_early_start_builds_the_engine_in_the_background_and_waits_only_where_spark_is_needed():
     context, timings = _SlowStartContext(), PhaseTimings()
     timed = TimedContext(context, timings)
-    timed.start_engine_early()
+    timed.start_engine()
     assert timed.plan("pr_1") == "plan"              # planning does not wait for Spark
     context.release.set()
     assert timed.test() == "tests"                   # waits for the early start, then uses its engine
@@ -95,7 +101,7 @@ def test_an_early_start_failure_is_raised_by_the_first_call_that_needs_spark():
             raise RuntimeError("no java")
 
     timed = TimedContext(Broken(), PhaseTimings())
-    timed.start_engine_early()
+    timed.start_engine()
     assert timed.plan("prod") == "plan"
     try:
         timed.test()

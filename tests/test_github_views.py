@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from bot.github import views
 from bot.github.api import comment_marker
-from bot.github.sections import merge_comment, plan_digest, sections
+from bot.github.sections import merge_comment, recorded_plan_digest, sections
 from bot.github.views import (COMMENT_LIMIT, BackfillView, ChangeView, CommentView, DiffView, FailureView,
-                              PlanView, TestsView, render_comment, truncate_markdown)
+                              PlanView, TestsView, plan_view, render_comment, truncate_markdown)
+from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions
+from bot.quality.api import TestResult, TestSuiteResult
 from bot.report.markdown import TemplateError, render
+from bot.snapshot import ChangeCategory, Fingerprint, Snapshot
 
 MARKER = comment_marker(None)
 
@@ -73,7 +78,7 @@ def test_sections_from_a_later_command_merge_into_the_comment():
 def test_plan_digest_is_recorded_and_read_back():
     body, _ = render_comment(CommentView(marker=MARKER, status="s", prod_plan=PlanView("prod"),
                                          plan_digest="abc123", plan_models="db.a@1,db.b@2"))
-    assert plan_digest(body) == ("abc123", {"db.a": "1", "db.b": "2"})
+    assert recorded_plan_digest(body) == ("abc123", {"db.a": "1", "db.b": "2"})
 
 
 def test_names_cannot_inject_markdown_and_missing_marker_is_an_error():
@@ -123,3 +128,39 @@ def test_stale_sections_are_dropped_when_asked():
     assert "How to deploy" in merge_comment(first, second)
     merged = merge_comment(first, second, drop=("hint",))
     assert "How to deploy" not in merged and "1 of 1" in merged and ":rocket: deployed" in merged
+
+
+def _snapshot(name: str) -> Snapshot:
+    return Snapshot(name=name, fingerprint=Fingerprint(data_hash="d", metadata_hash="m"), version="v",
+                    kind="INCREMENTAL_BY_TIME_RANGE", definition={})
+
+
+def test_plan_view_lists_each_change_with_its_category_and_each_backfill_with_its_range():
+    orders, old = _snapshot("shop.orders"), _snapshot("shop.old")
+    plan = Plan(plan_id="p1", environment="prod", new_environment=False, expected_plan_id=None,
+                previous_environment=None, snapshots={"shop.orders": orders}, new_snapshots=(orders,),
+                changes=(ModelChange(name="shop.orders", change=ChangeType.DIRECTLY_MODIFIED,
+                                     category=ChangeCategory.NON_BREAKING, kind="INCREMENTAL_BY_TIME_RANGE",
+                                     snapshot=orders, diff="-a\n+b", indirect_children=("shop.daily",)),
+                         ModelChange(name="shop.old", change=ChangeType.REMOVED, category=None, kind="FULL",
+                                     snapshot=None, previous=old)),
+                backfills=(Backfill(snapshot_id=orders.snapshot_id, kind=BackfillKind.INTERVALS,
+                                    intervals=((1704067200000, 1704153600000), (1704153600000, 1704240000000))),),
+                options=PlanOptions(skip_backfill=True))
+    view = plan_view(plan)
+    assert view.changes == (
+        ChangeView("shop.orders", "directly modified", "Non-breaking", "INCREMENTAL_BY_TIME_RANGE", "-a\n+b",
+                   ("shop.daily",)),
+        ChangeView("shop.old", "removed", "", "FULL"))
+    assert view.backfills == (BackfillView("shop.orders", "intervals", 2, "2024-01-01 00:00", "2024-01-03 00:00"),)
+    assert view.skipped_backfill and view.environment == "prod"
+
+
+def test_tests_view_counts_every_test_and_names_each_failure():
+    def result(name: str, message: str = "") -> TestResult:
+        return TestResult(name=name, file=Path("tests/t.yaml"), model="shop.orders", passed=not message,
+                          message=message)
+
+    view = views.tests_view(TestSuiteResult(results=(result("test_a"), result("test_b", "expected 2 rows, got 3"))))
+    assert view == TestsView("failed", total=2, failed=1, failures=(FailureView("test_b", "expected 2 rows, got 3"),))
+    assert views.tests_view(TestSuiteResult(results=(result("test_a"),))) == TestsView("passed", total=1)

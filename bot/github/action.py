@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from bot.context import Context
 from bot.errors import BotError, GithubError
-from bot.github.api import TokenPermissionError
-from bot.github.event import Event, load_event
+from bot.github.api import EngineContext, GithubPort, TokenPermissionError
+from bot.github.event import Event, PullRequest, load_event
 from bot.github.local import Answers, LocalOutput, StepOutputs, load_answers
 from bot.github.runners import RUNNERS, BotRun
 from bot.github.settings import load_settings
@@ -38,7 +39,7 @@ class Invocation:
 
 
 def main(invocation: Invocation, *, env: Mapping[str, str] | None = None,
-         context_factory: Callable[[str, str | None], Any] | None = None,
+         context_factory: Callable[[str, str | None], EngineContext] | None = None,
          out: Callable[[str], None] = print) -> int:
     """Run one bot command; BotErrors become an `::error::` line and exit code 1."""
     env = os.environ if env is None else env
@@ -92,7 +93,7 @@ def _read_only_notice(run: BotRun | None, error: TokenPermissionError, out: Call
 
 
 def build_run(invocation: Invocation, *, env: Mapping[str, str],
-              context_factory: Callable[[str, str | None], Any] | None = None,
+              context_factory: Callable[[str, str | None], EngineContext] | None = None,
               out: Callable[[str], None] = print) -> BotRun:
     event_name = invocation.event_name or env.get("GITHUB_EVENT_NAME")
     event_path = invocation.event_path or env.get("GITHUB_EVENT_PATH")
@@ -110,7 +111,7 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
     if local:
         folder = invocation.output_dir or DEFAULT_OUTPUT_DIR
         answers = load_answers(invocation.answers) if invocation.answers else Answers()
-        github: Any = LocalOutput(folder, pull_requests=_known_pulls(event), answers=answers)
+        github: GithubPort = LocalOutput(folder, pull_requests=_known_pulls(event), answers=answers)
         outputs = StepOutputs.in_folder(folder)
     else:
         if invocation.answers:
@@ -134,7 +135,7 @@ def _run_url(env: Mapping[str, str]) -> str | None:
 
 
 def _github_client(invocation: Invocation, *, env: Mapping[str, str], event: Event, bot_login: str,
-                   out: Callable[[str], None]) -> Any:
+                   out: Callable[[str], None]) -> GithubPort:
     from bot.github.client import GithubClient
 
     token = invocation.token or env.get("GITHUB_TOKEN") or env.get("INPUT_GITHUB_TOKEN")
@@ -145,9 +146,7 @@ def _github_client(invocation: Invocation, *, env: Mapping[str, str], event: Eve
                         api_url=env.get("GITHUB_API_URL") or "https://api.github.com")
 
 
-def _default_context(path: str, gateway: str | None) -> Any:
-    from bot.context import Context
-
+def _default_context(path: str, gateway: str | None) -> EngineContext:
     return Context(path, gateway=gateway)
 
 
@@ -165,7 +164,7 @@ def _overrides(env: Mapping[str, str]) -> dict[str, Any]:
     return data
 
 
-def _known_pulls(event: Event) -> tuple:
+def _known_pulls(event: Event) -> tuple[PullRequest, ...]:
     return (event.pull_request,) if event.pull_request is not None else ()
 
 

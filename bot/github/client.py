@@ -108,13 +108,6 @@ class GithubClient:
             return found
         return self._call(f"list comments of #{number}", scan)
 
-    def upsert_comment(self, number: int, body: str, *, marker: str) -> int:
-        existing = self.find_comment(number, marker=marker)
-        if existing is not None:
-            self.edit_comment(existing[0], body)
-            return existing[0]
-        return self.create_comment(number, body)
-
     def create_comment(self, number: int, body: str) -> int:
         return int(self._request("POST", f"/issues/{number}/comments", {"body": body})["id"])
 

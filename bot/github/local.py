@@ -92,9 +92,6 @@ class LocalOutput:
             return (number, body)
         return None
 
-    def upsert_comment(self, number: int, body: str, *, marker: str) -> int:
-        return self.create_comment(number, body)
-
     def create_comment(self, number: int, body: str) -> int:
         (self.dir / COMMENT_FILE).write_text(body, encoding="utf-8")
         return number

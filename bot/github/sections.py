@@ -44,7 +44,7 @@ def _last_end(text: str) -> int:
     return end
 
 
-def plan_digest(body: str | None) -> tuple[str, dict[str, str]] | None:
+def recorded_plan_digest(body: str | None) -> tuple[str, dict[str, str]] | None:
     """The prod plan digest recorded in a comment and its `name@identifier` list, if any."""
     match = _DIGEST.search(body or "")
     if not match:

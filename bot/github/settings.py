@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from bot.errors import ConfigError
+from bot.project.config import UserConfig
 
 MAX_ENV_NAME = 63
 REQUIRED_APPROVER = "required_approver"
@@ -67,7 +68,7 @@ class BotSettings:
         return self.deploy_on in (trigger, "both")
 
 
-def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[Any] = (), *,
+def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] = (), *,
                   gateway: str | None = None, where: str = "config.yaml") -> BotSettings:
     """Parse `cicd_bot:` (and `users:` with role required_approver) into BotSettings."""
     raw = dict(cicd_bot or {})
@@ -97,8 +98,8 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[Any] = (), *,
     if full_scope not in FULL_SCOPES:
         raise ConfigError(f"cicd_bot.table_diff_full_scope must be one of {', '.join(FULL_SCOPES)} "
                           f"(got `{full_scope}`)", path=where)
-    approvers = tuple(sorted({_user_login(u) for u in users if REQUIRED_APPROVER in _user_roles(u)}
-                             - {None}))
+    approvers = tuple(sorted({u.github_username for u in users
+                              if u.github_username and REQUIRED_APPROVER in u.roles}))
     approvers += tuple(_str_list(raw.get("required_approvers"), "required_approvers", where))
     teams = _str_list(raw.get("required_teams") or raw.get("required_approver_teams"), "required_teams", where)
     return BotSettings(
@@ -144,17 +145,6 @@ def pr_environment_name(prefix: str, number: int) -> str:
     digest = hashlib.sha256(full.encode()).hexdigest()[:8]
     suffix = f"_{digest}_{int(number)}"
     return base[:MAX_ENV_NAME - len(suffix)].rstrip("_") + suffix
-
-
-def _user_login(user: Any) -> str | None:
-    if isinstance(user, dict):
-        return user.get("github_username") or None
-    return getattr(user, "github_username", None)
-
-
-def _user_roles(user: Any) -> tuple[str, ...]:
-    roles = user.get("roles", ()) if isinstance(user, dict) else getattr(user, "roles", ())
-    return tuple(str(r) for r in roles or ())
 
 
 def _bool(value: Any, key: str, where: str) -> bool:

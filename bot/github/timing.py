@@ -2,7 +2,7 @@
 Spark start that overlaps the session's launch with loading the project.
 
 `TimedContext` and `TimedGithub` wrap the engine context and the GitHub port a runner gets: every call
-is timed into its phase, everything else is passed through unchanged. The line printed at the end of
+is timed into its phase and otherwise passed through unchanged. The line printed at the end of
 a run (`meshbot timings: ...`) and the job summary table come from the same `PhaseTimings`.
 
 >>> timings = PhaseTimings()
@@ -17,19 +17,22 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
+
+from bot.context import ApplyResult
+from bot.diff.api import ModelDataDiff
+from bot.github.api import CheckRun, EngineContext, GithubPort
+from bot.github.event import PullRequest, Review
+from bot.plan.definition import Plan, PlanOptions, ProgressCallback
+from bot.plan.janitor import JanitorResult
+from bot.project.config import ProjectConfig
+from bot.quality.api import TestSuiteResult
+
+if TYPE_CHECKING:   # a type only: the GitHub layer reaches state through the context
+    from bot.state.api import Environment
 
 PHASES = ("load", "spark", "tests", "plan", "apply", "diff", "comment")
-
-# EngineContext methods -> phase; methods not listed are passed through untimed.
-_CONTEXT_PHASES = {"test": "tests", "plan": "plan", "apply": "apply", "preview_diff": "diff",
-                   "table_diff": "diff", "invalidate": "apply", "environments": "plan"}
-# Calls that read the project: it is parsed first, timed as `load` (others, e.g. invalidate, never parse).
-_LOADS_PROJECT = frozenset({"test", "plan", "apply", "preview_diff", "table_diff", "view_name", "audit",
-                            "render", "evaluate"})
-# Calls that never need Spark: they do not wait for the early start.
-_NO_SPARK = frozenset({"plan", "environments", "view_name", "machine_local_storage", "config", "gateway",
-                       "project", "models", "path", "gateway_name", "state", "rendered_queries"})
+T = TypeVar("T")
 
 
 @dataclass
@@ -63,28 +66,40 @@ class PhaseTimings:
 
 
 class TimedContext:
-    """An engine context whose calls are timed per phase; optionally starts Spark early in a thread.
+    """An EngineContext whose calls are timed per phase; `start_engine` starts Spark in a thread.
 
-    Loading the project (parsing, on the first plan or test) is timed as `load`, the session start as
-    `spark` (when started early, only the part the run had to wait for), each Spark-using call waits
+    Loading the project (parsing, on the first call that reads it) is timed as `load`, the session start
+    as `spark` (when started early, only the part the run had to wait for); each Spark-using call waits
     for the early start to finish first.
     """
 
-    def __init__(self, context: Any, timings: PhaseTimings) -> None:
+    def __init__(self, context: EngineContext, timings: PhaseTimings) -> None:
         self._context = context
         self._timings = timings
+        self._loaded = False
         self._starter: threading.Thread | None = None
         self._start_error: BaseException | None = None
 
-    def start_engine_early(self) -> None:
-        """Launch the Spark session in the background (a real Context only); errors surface on first use."""
-        if self._starter is not None or "engine" in getattr(self._context, "__dict__", {}) or \
-                not hasattr(type(self._context), "engine"):
+    @property
+    def config(self) -> ProjectConfig:
+        return self._context.config
+
+    def load(self) -> None:
+        """Parse the project once, timed as `load`."""
+        if self._loaded:
+            return
+        with self._timings.phase("load"):
+            self._context.load()
+        self._loaded = True
+
+    def start_engine(self) -> None:
+        """Launch the Spark session in the background; a start failure surfaces on first use."""
+        if self._starter is not None:
             return
 
         def start() -> None:
             try:
-                self._context.engine   # noqa: B018 - builds the cached session
+                self._context.start_engine()
             except BaseException as error:   # noqa: BLE001 - re-raised by the first call that needs it
                 self._start_error = error
 
@@ -101,46 +116,97 @@ class TimedContext:
             error, self._start_error = self._start_error, None
             raise error
 
-    def _load(self) -> None:
-        """Parse the project once, timed as `load` (a real Context builds it lazily on first use)."""
-        if "project" in getattr(self._context, "__dict__", {}) or not hasattr(type(self._context), "project"):
-            return
-        with self._timings.phase("load"):
-            self._context.project   # noqa: B018
+    def _timed(self, phase: str | None, call: Callable[[], T], *, loads: bool, spark: bool) -> T:
+        if loads:
+            self.load()
+        if spark:
+            self._wait_for_engine()
+        if phase is None:
+            return call()
+        with self._timings.phase(phase):
+            return call()
 
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._context, name)
-        if not callable(value) or name.startswith("_"):
-            return value
-        phase = _CONTEXT_PHASES.get(name)
+    def plan(self, environment: str = "prod", *, options: PlanOptions = PlanOptions()) -> Plan:
+        return self._timed("plan", lambda: self._context.plan(environment, options=options),
+                           loads=True, spark=False)
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            if name in _LOADS_PROJECT:
-                self._load()
-            if name not in _NO_SPARK:
-                self._wait_for_engine()
-            if phase is None:
-                return value(*args, **kwargs)
-            with self._timings.phase(phase):
-                return value(*args, **kwargs)
+    def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
+        return self._timed("apply", lambda: self._context.apply(plan, progress=progress), loads=True, spark=True)
 
-        return timed
+    def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> TestSuiteResult:
+        return self._timed("tests", lambda: self._context.test(patterns=patterns, files=files),
+                           loads=True, spark=True)
+
+    def invalidate(self, environment: str, *, sync: bool = False) -> JanitorResult | None:
+        return self._timed("apply", lambda: self._context.invalidate(environment, sync=sync),
+                           loads=False, spark=True)
+
+    def environments(self) -> list[Environment]:
+        return self._timed("plan", self._context.environments, loads=False, spark=False)
+
+    def machine_local_storage(self) -> tuple[str, ...]:
+        return self._context.machine_local_storage()
+
+    def view_name(self, model_name: str, environment: str) -> str:
+        return self._timed(None, lambda: self._context.view_name(model_name, environment), loads=True, spark=False)
+
+    def preview_diff(self, plan: Plan, *, environment: str | None = None, window_days: int = 7,
+                     full_scope: str = "whole", decimals: int = 3, show_sample: bool = False,
+                     limit: int = 20) -> tuple[ModelDataDiff, ...]:
+        return self._timed("diff", lambda: self._context.preview_diff(
+            plan, environment=environment, window_days=window_days, full_scope=full_scope, decimals=decimals,
+            show_sample=show_sample, limit=limit), loads=True, spark=True)
 
 
 class TimedGithub:
     """The GitHub port (API client or local folder) with every call timed as `comment`."""
 
-    def __init__(self, github: Any, timings: PhaseTimings) -> None:
+    def __init__(self, github: GithubPort, timings: PhaseTimings) -> None:
         self._github = github
         self._timings = timings
 
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._github, name)
-        if not callable(value) or name.startswith("_"):
-            return value
+    def _timed(self, call: Callable[[], T]) -> T:
+        with self._timings.phase("comment"):
+            return call()
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            with self._timings.phase("comment"):
-                return value(*args, **kwargs)
+    def create_comment(self, number: int, body: str) -> int:
+        return self._timed(lambda: self._github.create_comment(number, body))
 
-        return timed
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        self._timed(lambda: self._github.edit_comment(comment_id, body))
+
+    def find_comment(self, number: int, *, marker: str) -> tuple[int, str] | None:
+        return self._timed(lambda: self._github.find_comment(number, marker=marker))
+
+    def create_check(self, check: CheckRun) -> int:
+        return self._timed(lambda: self._github.create_check(check))
+
+    def update_check(self, check_id: int, check: CheckRun) -> None:
+        self._timed(lambda: self._github.update_check(check_id, check))
+
+    def check_url(self, check_id: int) -> str | None:
+        return self._github.check_url(check_id)
+
+    def list_reviews(self, number: int) -> list[Review]:
+        return self._timed(lambda: self._github.list_reviews(number))
+
+    def permission(self, username: str) -> str:
+        return self._timed(lambda: self._github.permission(username))
+
+    def is_team_member(self, org: str, team_slug: str, username: str) -> bool:
+        return self._timed(lambda: self._github.is_team_member(org, team_slug, username))
+
+    def add_reaction(self, comment_id: int, content: str) -> None:
+        self._timed(lambda: self._github.add_reaction(comment_id, content))
+
+    def pull_request(self, number: int) -> PullRequest:
+        return self._timed(lambda: self._github.pull_request(number))
+
+    def merge_pull(self, number: int, *, method: str, sha: str) -> str:
+        return self._timed(lambda: self._github.merge_pull(number, method=method, sha=sha))
+
+    def pulls_for_commit(self, sha: str) -> list[PullRequest]:
+        return self._timed(lambda: self._github.pulls_for_commit(sha))
+
+    def changed_files(self, number: int) -> list[str]:
+        return self._timed(lambda: self._github.changed_files(number))

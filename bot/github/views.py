@@ -6,9 +6,12 @@ import json
 import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Mapping
 
+from bot.diff.api import ModelDataDiff
 from bot.github.settings import CheckName
+from bot.plan.definition import Plan
+from bot.quality.api import TestSuiteResult
 from bot.report.markdown import md_escape, render
 
 COMMENT_LIMIT = 65_536
@@ -58,7 +61,7 @@ class FailureView:
 class TestsView:
     __test__ = False
 
-    status: str             # passed, failed, error, skipped
+    status: str             # passed, failed, error (could not run)
     total: int = 0
     failed: int = 0
     failures: tuple[FailureView, ...] = ()
@@ -185,37 +188,31 @@ class CommentView:
 
 # -- building views from engine results ----------------------------------------------------------
 
-def plan_view(plan: Any) -> PlanView:
-    """View of a bot.plan.definition.Plan (read by attribute only)."""
+def plan_view(plan: Plan) -> PlanView:
+    """The comment's view of a plan: its changes and the intervals it backfills."""
     changes = tuple(ChangeView(
-        name=c.name, change=_enum_text(c.change).replace("_", " "),
-        category=(c.category.label if getattr(c, "category", None) is not None else ""),
-        kind=str(c.kind), diff=c.diff or "", indirect=tuple(c.indirect_children))
+        name=c.name, change=c.change.value.replace("_", " "),
+        category=c.category.label if c.category is not None else "",
+        kind=c.kind, diff=c.diff, indirect=c.indirect_children)
         for c in plan.changes)
     names = {s.snapshot_id: s.name for s in plan.snapshots.values()}
     backfills = tuple(BackfillView(
-        model=names.get(b.snapshot_id, b.snapshot_id.name), kind=_enum_text(b.kind),
+        model=names.get(b.snapshot_id, b.snapshot_id.name), kind=b.kind.value,
         intervals=len(b.intervals), start=_ms(b.intervals[0][0]) if b.intervals else "",
         end=_ms(b.intervals[-1][1]) if b.intervals else "") for b in plan.backfills)
     return PlanView(environment=plan.environment, changes=changes, backfills=backfills,
-                    skipped_backfill=bool(plan.options.skip_backfill))
+                    skipped_backfill=plan.options.skip_backfill)
 
 
-def tests_view(result: Any) -> TestsView:
-    """View of a quality TestSuiteResult; read defensively (total / failures / errors)."""
-    failures = tuple(getattr(result, "failures", ()) or ()) + tuple(getattr(result, "errors", ()) or ())
-    views = tuple(FailureView(name=str(getattr(f, "name", None) or getattr(f, "test", f)),
-                              message=str(getattr(f, "message", "") or "")) for f in failures)
-    total = getattr(result, "total", None)
-    if total is None:
-        total = len(getattr(result, "results", ()) or ()) or len(views)
-    ok = getattr(result, "passed", None)
-    ok = (not views) if ok is None or not isinstance(ok, bool) else ok
-    return TestsView(status="passed" if ok else "failed", total=int(total), failed=len(views), failures=views)
+def tests_view(result: TestSuiteResult) -> TestsView:
+    """The comment's view of a unit test run: how many ran, and each failure's message."""
+    failures = tuple(FailureView(name=f.name, message=f.message) for f in result.failures)
+    return TestsView(status="passed" if result.passed else "failed", total=len(result.results),
+                     failed=len(failures), failures=failures)
 
 
-def diff_view(result: Any, *, samples: bool = False, sample_rows: int = 10) -> DiffView:
-    """View of a bot.diff ModelDataDiff (read by attribute): counts, per-column match %, schema changes
+def diff_view(result: ModelDataDiff, *, samples: bool = False, sample_rows: int = 10) -> DiffView:
+    """The comment's view of one model's data diff: counts, per-column match %, schema changes
     from prod to the PR, and raw values only with `samples`."""
     schema, rows = result.schema, result.rows
     changes: tuple[str, ...] = ()
@@ -224,7 +221,7 @@ def diff_view(result: Any, *, samples: bool = False, sample_rows: int = 10) -> D
                         + [f"removed {md_escape(c)} ({t})" for c, t in schema.removed]
                         + [f"{md_escape(c)} type changed {a} → {b}" for c, a, b in schema.modified])
     view = DiffView(model=result.model, reason=result.reason, window=result.window,
-                    previewed=bool(result.previewed), keys=tuple(result.keys),
+                    previewed=result.previewed, keys=result.keys,
                     prod_count=result.source_count, pr_count=result.target_count,
                     schema_changes=changes, note=result.note)
     if rows is None:
@@ -239,7 +236,7 @@ def diff_view(result: Any, *, samples: bool = False, sample_rows: int = 10) -> D
     return view
 
 
-def _sample(kind: str, rows: tuple[dict[str, Any], ...]) -> SampleView:
+def _sample(kind: str, rows: tuple[Mapping[str, object], ...]) -> SampleView:
     columns = tuple(rows[0]) if rows else ()
     labels = tuple(_sample_label(c) for c in columns)
     return SampleView(kind=kind, columns=labels,
@@ -254,10 +251,6 @@ def _sample_label(column: str) -> str:
     if column.startswith("t__"):
         return f"{column[3:]} (PR)"
     return column
-
-
-def _enum_text(value: Any) -> str:
-    return str(getattr(value, "value", value))
 
 
 def _ms(value: int) -> str:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Callable
 
 from bot.snapshot import ChangeCategory, Snapshot, SnapshotId
 from bot.state.api import Environment, Interval
+
+
+# (message, done, total): what apply and run report while they compute batches
+ProgressCallback = Callable[[str, int, int], None]
 
 
 class ChangeType(str, Enum):

@@ -13,7 +13,7 @@ from bot.errors import BotError, EngineError, PlanError, QualityError
 from bot.faults import checkpoint
 from bot.intervals import subtract
 from bot.quality.api import AuditResult, audit_error
-from bot.plan.definition import BackfillKind, Plan
+from bot.plan.definition import BackfillKind, Plan, ProgressCallback
 from bot.plan.parents import ParentCheck, require_parents
 from bot.plan.schedule import run_tasks
 from bot.project.dag import topological_order, upstream_of
@@ -22,7 +22,6 @@ from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, view_name
 from bot.state.api import Environment, EnvironmentSnapshot, Interval, StateSync
 
-ProgressCallback = Callable[[str, int, int], None]
 _VALID_NAME = re.compile(r"^\w+$", re.ASCII)   # Spark's SessionCatalog.validateName
 
 

@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 from bot.errors import PlanError
 from bot.intervals import Interval, batches, format_interval, interval_unit, missing_intervals
 from bot.plan.backfill import end_ms
+from bot.plan.definition import ProgressCallback
 from bot.plan.evaluator import (BatchRunner, raise_failures, task_scope_for, finish_promotion,
                                 order_snapshots, run_batch)
 from bot.plan.parents import ParentCheck, model_start, require_parents
@@ -24,7 +25,6 @@ from bot.spark.engine import SparkEngine, spark_errors
 from bot.spark.python_context import run_python_model
 from bot.state.api import Environment, StateSync
 
-ProgressCallback = Callable[[str, int, int], None]
 
 _NEVER_RUN = (KindName.EXTERNAL, KindName.EMBEDDED)
 

@@ -8,7 +8,9 @@ import shutil
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, TextIO
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence, TextIO
+
+from bot.plan.definition import ProgressCallback
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -26,12 +28,12 @@ class TerminalReporter:
 
     @property
     def interactive(self) -> bool:
-        return bool(getattr(self.out, "isatty", lambda: False)())
+        return self.out.isatty()
 
     def text(self, message: str) -> None:
         print(message, file=self.out)
 
-    def json(self, payload: Any) -> None:
+    def json(self, payload: object) -> None:
         print(json.dumps(payload, indent=2, default=str, sort_keys=False), file=self.out)
 
     def error(self, message: str) -> None:
@@ -40,7 +42,7 @@ class TerminalReporter:
     def warning(self, message: str) -> None:
         print(f"Warning: {message}", file=self.err)
 
-    def table(self, rows: Sequence[Mapping[str, Any]], *, title: str | None = None) -> None:
+    def table(self, rows: Sequence[Mapping[str, object]], *, title: str | None = None) -> None:
         """Rows as a rich table: the terminal's width in a terminal, each row on one line otherwise."""
         if not rows:
             self.text("(no rows)")
@@ -49,7 +51,7 @@ class TerminalReporter:
         self.text(table_text(rows_table(rows, title=title), width=width))
 
     @contextmanager
-    def progress(self, description: str) -> Iterator[Any]:
+    def progress(self, description: str) -> Iterator[ProgressCallback]:
         """Yields a callback(message, done, total): a rich bar in a terminal, one line per batch otherwise."""
         if self.json_mode:
             yield lambda message, done, total: None
@@ -74,7 +76,7 @@ class TerminalReporter:
             yield update
 
 
-def rows_table(rows: Sequence[Mapping[str, Any]], *, title: str | None = None) -> "Table":
+def rows_table(rows: Sequence[Mapping[str, object]], *, title: str | None = None) -> "Table":
     """A rich Table with the first row's keys as columns; None shows as NULL."""
     from rich import box
     from rich.table import Table
@@ -102,5 +104,5 @@ def table_text(table: "Table", *, width: int | None = None) -> str:
     return "\n".join(line.rstrip() for line in captured.get().rstrip("\n").splitlines())
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     return "NULL" if value is None else str(value)

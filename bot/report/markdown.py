@@ -6,7 +6,6 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -85,7 +84,7 @@ def _environment(folder: str) -> SandboxedEnvironment:
     return env
 
 
-def render(template_name: str, view: Any) -> str:
+def render(template_name: str, view: object) -> str:
     """Render `templates/<template_name>` with `view` (a view-model) bound as `view`.
 
     The PR comment template (`comment.md.j2`) must produce the hidden marker, or it is an error,

@@ -6,16 +6,17 @@ import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import Any
 
 from bot.errors import BotError
 from bot.github.api import CheckRun, EngineContext, GithubPort, comment_marker
 from bot.github.event import Event, PullRequest
 from bot.github.local import StepOutputs
 from bot.github.sections import merge_comment, recorded_checks
+from bot.github.timing import PhaseTimings
 from bot.github.settings import CheckName, BotSettings, pr_environment_name
 from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckState, CheckSummaryView, CommentView,
                               render_check_summary, render_comment, truncate_markdown)
+from bot.plan.definition import Plan
 from bot.report.markdown import render
 
 PROJECT_SUFFIXES = frozenset({".sql", ".py", ".yaml", ".yml", ".csv", ".json"})
@@ -34,9 +35,8 @@ class BotRun:
     sha: str | None = None            # GITHUB_SHA
     on_actions_runner: bool = False   # GITHUB_ACTIONS=true: this machine is gone after the job
     run_url: str | None = None        # $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID
-    summaries: list[str] = field(default_factory=list)
     checks: list[CheckState] = field(default_factory=list)   # the check runs this run completed
-    timings: Any = None               # bot.github.timing.PhaseTimings of this run (None in unit tests)
+    timings: PhaseTimings | None = None   # this run's phase times (None in unit tests)
 
     @property
     def pull_request(self) -> PullRequest | None:
@@ -161,7 +161,7 @@ def touches_project(files: list[str], subdir: str) -> bool:
     return False
 
 
-def plan_digest(plan: Any) -> tuple[str, str]:
+def plan_digest(plan: Plan) -> tuple[str, str]:
     """(digest, "name@identifier,...") of what a prod plan would deploy: snapshots and intervals."""
     models = ",".join(f"{name}@{snap.fingerprint.identifier}" for name, snap in sorted(plan.snapshots.items()))
     intervals = ";".join(f"{b.snapshot_id.name}:{b.kind}:{list(b.intervals)}"

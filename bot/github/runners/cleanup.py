@@ -22,7 +22,7 @@ def cleanup_pr_environment(run: BotRun) -> int:
         post_comment(run, pr.number, CommentView(marker=run.marker, status=f":x: {refusal}",
                                                  gateway=run.settings.gateway))
         return 1
-    known = {getattr(e, "name", e) for e in run.context.environments()}
+    known = {e.name for e in run.context.environments()}
     code, stale = 0, STALE_AFTER_CLOSE
     how = "merged" if pr.merged else "closed"
     if env not in known and pr.is_from_fork(run.event.repo):

@@ -7,8 +7,7 @@ from bot.github.event import PullRequest
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, reply, start_check)
 from bot.github.runners.pr import approval_status
-from bot.github.sections import plan_digest as recorded_digest
-from bot.github.sections import recorded_checks
+from bot.github.sections import recorded_checks, recorded_plan_digest
 from bot.github.settings import CheckName
 from bot.github.views import CheckSummaryView, CommentView, plan_view
 from bot.plan.definition import PlanOptions
@@ -80,7 +79,7 @@ def deploy_production(run: BotRun, *, environment: str | None = None) -> int:
     run.outputs.set("deployed_sha", deployed_sha)
     view = plan_view(plan)
     done = (f":rocket: Deployed to `{env}` (plan `{plan.plan_id}`): {len(view.changes)} change(s), "
-            f"{len(getattr(result, 'evaluated', ()) or ())} batch(es) computed.")
+            f"{len(result.evaluated)} batch(es) computed.")
     status = (f":rocket: Deployed to `{env}` from {deployed_sha[:7] or 'this commit'}: plan `{plan.plan_id}`, "
               f"digest `{digest}`.")
     merged = ()
@@ -155,7 +154,7 @@ def _drift(run: BotRun, pr: PullRequest | None, digest: str, models: str) -> tup
     """What changed between the approved prod plan preview and what is about to deploy."""
     if pr is None:
         return ()
-    recorded = recorded_digest(_comment_body(run, pr))
+    recorded = recorded_plan_digest(_comment_body(run, pr))
     if recorded is None or recorded[0] == digest:
         return ()
     before = recorded[1]

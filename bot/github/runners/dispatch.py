@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from bot.github.api import WRITE_PERMISSIONS
 from bot.github.commands import Command, Reply, command_prefix, parse_comment
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
 from bot.github.runners.deploy import deploy_production
 from bot.github.runners.pr import check_required_approvers, sync_pull_request
-
-WRITE = frozenset({"admin", "maintain", "write"})
-
 
 def run_all(run: BotRun) -> int:
     event, s = run.event, run.settings
@@ -53,7 +51,7 @@ def _comment_command(run: BotRun) -> int:
     if not isinstance(parsed, Command):
         return 0
     permission = run.github.permission(comment.user)
-    if permission not in WRITE:
+    if permission not in WRITE_PERMISSIONS:
         reply(run, comment.issue_number, comment.user,
               f"ignored `{command_prefix(run.settings.command_namespace)}{parsed.name}`: it needs write "
               f"permission on this repository (yours is `{permission}`).")

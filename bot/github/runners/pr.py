@@ -8,13 +8,13 @@ from typing import Any
 from bot.errors import BotError
 from bot.github.approvals import ApprovalStatus, evaluate
 from bot.github.event import PullRequest
-from bot.github.runners.base import (BotRun, error_text, finish_check, plan_digest, post_comment,
-                                     require_lasting_storage, start_check, touches_project)
+from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
+                                     post_comment, require_lasting_storage, start_check, touches_project)
 from bot.github.settings import CheckName
 from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanView, PrEnvironmentView, TestsView,
                               diff_view, plan_view, tests_view)
 from bot.report.markdown import pluralize
-from bot.plan.definition import PlanOptions
+from bot.plan.definition import ChangeType, Plan, PlanOptions
 
 
 def _pr(run: BotRun) -> PullRequest | None:
@@ -42,7 +42,7 @@ def tests_step(run: BotRun, pr: PullRequest) -> TestsView:
     return view
 
 
-def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | None, Any, str | None]:
+def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | None, Plan | None, str | None]:
     """Plan and apply the PR environment: (what it did, the applied plan or None, error text or None)."""
     env = run.pr_environment(pr.number)
     run.outputs.set("pr_environment_name", env)
@@ -70,13 +70,13 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | 
                              backfills=view.backfills), plan, None
 
 
-def _with_models(run: BotRun, env: PrEnvironmentView, plan: Any) -> PrEnvironmentView:
+def _with_models(run: BotRun, env: PrEnvironmentView, plan: Plan | None) -> PrEnvironmentView:
     """The models that differ from prod (per the prod preview when there is one) and their views."""
     names: list[str] = []
-    for change in getattr(plan, "changes", ()) or ():
-        if str(getattr(change.change, "value", change.change)) != "removed":
+    for change in plan.changes if plan is not None else ():
+        if change.change is not ChangeType.REMOVED:
             names.append(change.name)
-        names.extend(getattr(change, "indirect_children", ()) or ())
+        names.extend(change.indirect_children)
     names = list(dict.fromkeys(names))
     views = []
     for name in names:
@@ -88,7 +88,8 @@ def _with_models(run: BotRun, env: PrEnvironmentView, plan: Any) -> PrEnvironmen
                    omitted_views=max(0, len(views) - MAX_VIEWS))
 
 
-def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Any, prod_plan: Any) -> tuple[DiffView, ...]:
+def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
+               prod_plan: Plan | None) -> tuple[DiffView, ...]:
     """Data diff against prod of the models the PR directly modifies and of their breaking children, per
     the prod plan (built here when this run made none). When the PR environment skipped backfill (the
     default) the PR's rows are computed from previews over a bounded window, writing nothing; when it was
@@ -104,7 +105,7 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Any, prod_plan: Any) ->
     return _diffs(run, prod_plan, run.pr_environment(pr.number) if backfilled else None)
 
 
-def _diffs(run: BotRun, plan: Any, env: str | None) -> tuple[DiffView, ...]:
+def _diffs(run: BotRun, plan: Plan, env: str | None) -> tuple[DiffView, ...]:
     s = run.settings
     try:
         results = run.context.preview_diff(plan, environment=env, window_days=s.table_diff_window_days,
@@ -115,7 +116,7 @@ def _diffs(run: BotRun, plan: Any, env: str | None) -> tuple[DiffView, ...]:
     return tuple(diff_view(result, samples=s.table_diff_samples) for result in results)
 
 
-def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str | None, str, Any]:
+def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str | None, str, Plan | None]:
     check = start_check(run, CheckName.PROD_PLAN, pr.head_sha)
     try:
         require_lasting_storage(run)
@@ -204,11 +205,10 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
                                                           "meshbot skipped the engine work."))
         return 0
     ok, error, applied, preview = True, None, None, None
-    if tests or environment:
-        # Unit tests and the PR environment need Spark: launch it now, while the project is parsed.
-        start_early = getattr(run.context, "start_engine_early", None)
-        if start_early is not None:
-            start_early()
+    if tests or (environment and ephemeral_storage_refusal(run) is None):
+        # Unit tests and the PR environment need Spark: launch it now, while the project is parsed
+        # (not for an environment the runner's storage refuses: that run never reaches Spark).
+        run.context.start_engine()
     if tests:
         view = replace(view, tests=tests_step(run, pr))
         ok = ok and view.tests.status == "passed"
