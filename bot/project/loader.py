@@ -114,13 +114,13 @@ def _load_sql_models(root: Path, config: ProjectConfig, *,
             data = path.read_bytes()
             key = str(path.relative_to(root))
             digest = content_key(data, context)
-            entry = cache.get(key, digest) if cache else None
-            if entry is None or not _seed_unchanged(entry.model):
-                entry = parse_model_file(path, decode_text(data, path), defaults=config.model_defaults)
+            entries = cache.get(key, digest) if cache else None
+            if entries is None or not all(_seed_unchanged(entry.model) for entry in entries):
+                entries = parse_model_file(path, decode_text(data, path), defaults=config.model_defaults)
                 if cache:
-                    cache.put(key, digest, entry)
-            parsed.append(entry)
-            digests.append(digest)
+                    cache.put(key, digest, entries)
+            parsed.extend(entries)
+            digests.extend(digest for _ in entries)
     if cache:
         cache.save()
     return parsed, digests

@@ -152,12 +152,14 @@ class MacroEvaluator:
     """Expands macros in one model's expressions; user macros receive it as first argument.
 
     `variables` holds the built-in variables (interval, @this_model, @gateway); `config_variables`
-    the project's `variables` (read by @VAR and by plain `@name`); `locals` the @DEF values.
+    the project's `variables` (read by @VAR and by plain `@name`); `blueprint_variables` those of the
+    model's blueprint (@BLUEPRINT_VAR and plain `@name`); `locals` the @DEF values.
     """
 
     def __init__(self, *, dialect: str, variables: Mapping[str, Any], config_variables: Mapping[str, Any],
                  registry: MacroRegistry = EMPTY_REGISTRY, path: Path | str | None = None,
-                 model_name: str = "", columns_of: ColumnsLookup | None = None):
+                 model_name: str = "", columns_of: ColumnsLookup | None = None,
+                 blueprint_variables: Mapping[str, Any] | None = None):
         self.dialect = dialect
         self.variables = dict(variables)
         self.config_variables = {str(k).lower(): v for k, v in config_variables.items()}
@@ -165,12 +167,17 @@ class MacroEvaluator:
         self.path = path
         self.model_name = model_name
         self.columns_of = columns_of or (lambda _name: None)
+        self.blueprint_variables = {str(k).lower(): v for k, v in (blueprint_variables or {}).items()}
         self.locals: dict[str, Any] = {}
 
     # --- API for user macros -------------------------------------------------------------
     def var(self, name: str, default: Any = None) -> Any:
         """A project variable's Python value (`variables:` in config.yaml), else `default`."""
         return self.config_variables.get(name.lower(), default)
+
+    def blueprint_var(self, name: str, default: Any = None) -> Any:
+        """A variable of this model's blueprint (an expression), else `default`."""
+        return self.blueprint_variables.get(name.lower(), default)
 
     @property
     def this_model(self) -> str:
@@ -198,14 +205,18 @@ class MacroEvaluator:
     # --- expansion -----------------------------------------------------------------------
     def lookup(self, name: str) -> Any:
         key = name.lower()
-        for scope in (self.locals, self.variables, self.config_variables):
+        for scope in self._scopes():
             if key in scope:
                 return scope[key]
         raise self.error(f"macro variable @{name} is undefined")
 
     def has_variable(self, name: str) -> bool:
         key = name.lower()
-        return any(key in scope for scope in (self.locals, self.variables, self.config_variables))
+        return any(key in scope for scope in self._scopes())
+
+    def _scopes(self) -> tuple[Mapping[str, Any], ...]:
+        """Where `@name` is looked up, first match wins: @DEF, built-ins, the blueprint, config variables."""
+        return self.locals, self.variables, self.blueprint_variables, self.config_variables
 
     def transform(self, expression: exp.Expression) -> Any:
         """Expand every macro in `expression` (mutated in place; pass a copy). Leaves first.

@@ -154,6 +154,7 @@ class Model:
     seed_content_hash: str | None = None         # SEED: sha256 of the CSV bytes
     seed_abs_path: Path | None = None
     line: int = 1                                # line of the MODEL header in `path`
+    blueprint_variables: tuple[tuple[str, str], ...] = ()   # (name, SQL value) of this model's blueprint
 
     @property
     def is_python(self) -> bool:

@@ -14,6 +14,7 @@ from bot.errors import ConfigError
 from bot.project.macros import (EMPTY_REGISTRY, MacroEvaluator, MacroRegistry, interval_variables, load_macros,
                                 macro_name)
 from bot.project.model import KindName, Model
+from bot.project.sqltext import parse_sql
 
 # Fixed dates used to render queries for fingerprints and plan diffs, so that a query's hash does
 # not depend on when the plan runs.
@@ -78,6 +79,12 @@ def _interval_variables(start: int, end: int, execution_time: int) -> Mapping[st
     return MappingProxyType(interval_variables(start=start, end=end, execution_time=execution_time))
 
 
+@functools.lru_cache(maxsize=4096)
+def _blueprint_values(pairs: tuple[tuple[str, str], ...], dialect: str) -> Mapping[str, exp.Expression]:
+    """A model's blueprint variables parsed back into expressions (shared: lookups copy them)."""
+    return MappingProxyType({name: parse_sql(sql, dialect)[0] for name, sql in pairs})
+
+
 def make_evaluator(model: Model, ctx: RenderContext, *, dialect: str | None = None) -> MacroEvaluator:
     """A macro evaluator for `model` with its interval variables and its pre-statement @DEFs applied."""
     variables = dict(_interval_variables(ctx.start, ctx.end, ctx.execution_time))
@@ -85,7 +92,8 @@ def make_evaluator(model: Model, ctx: RenderContext, *, dialect: str | None = No
     variables["gateway"] = ctx.gateway
     evaluator = MacroEvaluator(dialect=dialect or model.dialect, variables=variables,
                                config_variables=ctx.variables, registry=_registry(model, ctx),
-                               path=model.path, model_name=model.name, columns_of=_columns_lookup(ctx))
+                               path=model.path, model_name=model.name, columns_of=_columns_lookup(ctx),
+                               blueprint_variables=_blueprint_values(model.blueprint_variables, model.dialect))
     for statement in model.pre_statements:
         if macro_name(statement) == "def":
             evaluator.transform(statement.copy())

@@ -52,6 +52,7 @@ def model_to_dict(model: Model) -> dict[str, Any]:
         "seed_content_hash": model.seed_content_hash,
         "seed_abs_path": str(model.seed_abs_path) if model.seed_abs_path else None,
         "line": model.line,
+        **({"blueprint_variables": [list(p) for p in model.blueprint_variables]} if model.blueprint_variables else {}),
     }
 
 
@@ -89,6 +90,7 @@ def model_from_dict(data: dict[str, Any]) -> Model:
         seed_content_hash=data.get("seed_content_hash"),
         seed_abs_path=Path(data["seed_abs_path"]) if data.get("seed_abs_path") else None,
         line=data.get("line", 1),
+        blueprint_variables=_pairs(data.get("blueprint_variables")),
     )
 
 

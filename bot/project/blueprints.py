@@ -1,0 +1,106 @@
+"""Model blueprints: read `blueprints (...)` into variable sets and interpolate `@{name}` into model text."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from sqlglot import exp
+
+from bot.errors import ConfigError
+from bot.project.header import Prop, parse_value, value_items, value_text
+from bot.project.sqltext import to_sql
+
+Blueprint = dict[str, exp.Expression]
+
+# Quoted strings, quoted identifiers and comments are never interpolated into.
+_SKIP = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`|--[^\n]*|/\*.*?(?:\*/|\Z)"""
+_BRACED = re.compile(rf"(?P<skip>{_SKIP})|@\{{\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*\}}", re.S)
+_BARE = re.compile(rf"(?P<skip>{_SKIP})|@(?P<name>[A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()", re.S)
+
+
+def read_blueprints(prop: Prop, *, dialect: str, path: Path) -> list[Blueprint]:
+    """`blueprints ((a := x, b := 1), (a := y))` → one {name: value} mapping per blueprint.
+
+    Names are lower-cased; values stay sqlglot expressions, as written.
+    """
+    value = parse_value(prop, dialect=dialect, path=path)
+    if isinstance(value, exp.Paren) and not isinstance(value.this, exp.Tuple):
+        items = [value]   # a single blueprint holding one variable: `((a := x))`
+    else:
+        items = value_items(value)
+    blueprints = [_one_blueprint(item, prop=prop, path=path) for item in items]
+    if not blueprints:
+        raise ConfigError("`blueprints` needs at least one `(name := value, ...)` entry", path=path, line=prop.line)
+    return blueprints
+
+
+def _one_blueprint(item: exp.Expression, *, prop: Prop, path: Path) -> Blueprint:
+    if isinstance(item, exp.Paren):
+        item = item.this
+    pairs = item.expressions if isinstance(item, (exp.Tuple, exp.Array)) else [item]
+    variables: Blueprint = {}
+    for pair in pairs:
+        if not isinstance(pair, (exp.PropertyEQ, exp.EQ)) or not pair.this.name:
+            raise ConfigError(f"each blueprint is `(name := value, ...)`, got `{item.sql()}`",
+                              path=path, line=prop.line)
+        variables[pair.this.name.lower()] = pair.expression
+    return variables
+
+
+def blueprint_from_python(raw: Any, *, path: Path, dialect: str) -> Blueprint:
+    """A Python model's blueprint (a dict) as expressions: strings become names, as SQLMesh reads them."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"each blueprint of @model(blueprints=...) must be a dict, got {raw!r}", path=path)
+    return {str(key).lower(): _python_value(value) for key, value in raw.items()}
+
+
+def _python_value(value: Any) -> exp.Expression:
+    if isinstance(value, str):
+        return exp.to_identifier(value)
+    return exp.convert(value)
+
+
+def identifier_text(value: exp.Expression, dialect: str) -> str:
+    """What `@{name}` puts into an identifier: a name or string unquoted, anything else as SQL.
+
+    >>> identifier_text(exp.Literal.string("acme"), "duckdb"), identifier_text(exp.column("globex"), "duckdb")
+    ('acme', 'globex')
+    """
+    return value_text(value, dialect)
+
+
+def interpolate_braced(text: str, blueprint: Blueprint, *, dialect: str) -> str:
+    """Replace every `@{name}` of a blueprint variable (outside strings and comments) by its identifier text.
+
+    >>> interpolate_braced("name @{c}.orders -- @{c}", {"c": exp.column("acme")}, dialect="duckdb")
+    'name acme.orders -- @{c}'
+    """
+    def replace(match: re.Match) -> str:
+        name = match.group("name")
+        if name is None or name.lower() not in blueprint:
+            return match.group(0)
+        return identifier_text(blueprint[name.lower()], dialect)
+
+    return _BRACED.sub(replace, text)
+
+
+def interpolate_bare(text: str, blueprint: Blueprint, *, dialect: str) -> str:
+    """Replace `@name` of a blueprint variable (not a macro call) by the value's SQL; for header values.
+
+    >>> interpolate_bare("@n + 1", {"n": exp.Literal.number(2)}, dialect="duckdb")
+    '2 + 1'
+    """
+    def replace(match: re.Match) -> str:
+        name = match.group("name")
+        if name is None or name.lower() not in blueprint:
+            return match.group(0)
+        return to_sql(blueprint[name.lower()], dialect)
+
+    return _BARE.sub(replace, text)
+
+
+def as_sql_pairs(blueprint: Blueprint, dialect: str) -> tuple[tuple[str, str], ...]:
+    """The variables as sorted (name, SQL text) pairs: what a Model keeps and fingerprints."""
+    return tuple(sorted((name, to_sql(value, dialect)) for name, value in blueprint.items()))
