@@ -1,0 +1,117 @@
+"""Model blueprints: one file, one model per blueprint; expected values are SQLMesh 0.236.4's on DuckDB.
+
+SQLMesh ran this project with `sqlmesh plan --auto-apply` (prod), then again after the edit in
+`test_blueprints_plan_apply_and_replan_like_sqlmesh`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.context import Context
+from bot.errors import ConfigError
+from bot.plan.definition import PlanOptions
+from bot.project.loader import load_project
+from bot.project.render import render_sql
+
+PER_CUSTOMER = """\
+MODEL (
+  name @{customer}.orders,
+  kind FULL,
+  blueprints (
+    (customer := bp_acme, cust := 'acme', min_amount := 15),
+    (customer := bp_globex, cust := 'globex')
+  )
+);
+SELECT id, amount, @blueprint_var('min_amount', 0) AS min_amount, @cust AS who
+FROM bp_raw.orders
+WHERE customer = @cust AND amount >= @blueprint_var('min_amount', 0)
+"""
+FILES = {
+    "config.yaml": "model_defaults:\n  dialect: duckdb\n  start: '2024-01-01'\n",
+    "models/raw_orders.sql": """\
+MODEL (name bp_raw.orders, kind FULL);
+SELECT * FROM (VALUES (1, 'acme', 10), (2, 'acme', 20), (3, 'acme', 30), (4, 'globex', 5), (5, 'globex', 50))
+  AS t(id, customer, amount)
+""",
+    "models/per_customer.sql": PER_CUSTOMER,
+    "models/acme_total.sql": "MODEL (name bp_reports.acme_total, kind FULL);\n"
+                             "SELECT COUNT(*) AS n, SUM(amount) AS total FROM bp_acme.orders\n",
+}
+WHEN = PlanOptions(start="2024-01-01", end="2024-01-01", execution_time="2024-01-02")
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_one_model_per_blueprint_with_its_own_values_and_parents(tmp_path):
+    project = load_project(_write(tmp_path / "p", FILES), use_cache=False)
+    assert set(project.models) == {"bp_raw.orders", "bp_acme.orders", "bp_globex.orders", "bp_reports.acme_total"}
+    assert project.models["bp_reports.acme_total"].depends_on == {"bp_acme.orders"}
+    assert project.models["bp_globex.orders"].depends_on == {"bp_raw.orders"}
+    # SQLMesh's `sqlmesh render acme.orders`: `15 AS "min_amount", 'acme' AS "who"`, filter `amount >= 15`
+    assert render_sql(project.models["bp_acme.orders"]) == (
+        "SELECT `id`, `amount`, 15 AS `min_amount`, 'acme' AS `who` FROM `bp_raw`.`orders` "
+        "WHERE `customer` = 'acme' AND `amount` >= 15")
+    assert "0 AS `min_amount`, 'globex' AS `who`" in render_sql(project.models["bp_globex.orders"])
+
+
+def test_blueprints_plan_apply_and_replan_like_sqlmesh(tmp_path, clean_catalog):
+    spark = clean_catalog
+    root = _write(tmp_path / "p", FILES)
+    context = Context(root)
+    plan = context.plan("prod", options=WHEN)
+    # SQLMesh: Added Models acme.orders, globex.orders, raw.orders, reports.acme_total
+    assert sorted(c.name for c in plan.changes if c.change.value == "added") == [
+        "bp_acme.orders", "bp_globex.orders", "bp_raw.orders", "bp_reports.acme_total"]
+    fingerprints = {name: plan.snapshots[name].fingerprint for name in ("bp_acme.orders", "bp_globex.orders")}
+    assert fingerprints["bp_acme.orders"] != fingerprints["bp_globex.orders"]
+    context.apply(plan)
+
+    def rows(sql):
+        return [tuple(r) for r in spark.sql(sql).collect()]
+
+    # SQLMesh: acme.orders (2, 20, 15, acme), (3, 30, 15, acme); globex.orders (4, 5, 0, globex), (5, 50, 0, globex)
+    assert rows("SELECT * FROM bp_acme.orders ORDER BY id") == [(2, 20, 15, "acme"), (3, 30, 15, "acme")]
+    assert rows("SELECT * FROM bp_globex.orders ORDER BY id") == [(4, 5, 0, "globex"), (5, 50, 0, "globex")]
+    assert rows("SELECT * FROM bp_reports.acme_total") == [(2, 50)]
+
+    # one blueprint's value changed and one blueprint added; SQLMesh: Added initech.orders; Directly
+    # Modified acme.orders (Breaking); Indirectly Modified reports.acme_total; globex.orders untouched
+    (root / "models" / "per_customer.sql").write_text(PER_CUSTOMER.replace("min_amount := 15", "min_amount := 25")
+        .replace("(customer := bp_globex, cust := 'globex')",
+                 "(customer := bp_globex, cust := 'globex'),\n    (customer := bp_initech, cust := 'initech')"))
+    replan = Context(root).plan("prod", options=WHEN)
+    assert {c.name: (c.change.value, c.category.value if c.category else None) for c in replan.changes} == {
+        "bp_initech.orders": ("added", "breaking"),
+        "bp_acme.orders": ("directly_modified", "breaking"),
+        "bp_reports.acme_total": ("indirectly_modified", "indirect_breaking")}
+    Context(root).apply(replan)
+    # SQLMesh: acme.orders (3, 30, 25, acme); initech.orders 0 rows; reports.acme_total (1, 30)
+    assert rows("SELECT * FROM bp_acme.orders") == [(3, 30, 25, "acme")]
+    assert rows("SELECT COUNT(*) FROM bp_initech.orders") == [(0,)]
+    assert rows("SELECT * FROM bp_reports.acme_total") == [(1, 30)]
+
+
+@pytest.mark.parametrize(("blueprints", "message"), [
+    ("blueprints (x)", r"per_customer.sql:4: each blueprint is `\(name := value, ...\)`, got `x`"),
+    ("blueprints @gen()", r"per_customer.sql:4: `blueprints` generated by a macro are not supported"),
+])
+def test_malformed_blueprints_name_the_file_and_line(tmp_path, blueprints, message):
+    text = PER_CUSTOMER.replace(PER_CUSTOMER[PER_CUSTOMER.index("blueprints"):PER_CUSTOMER.index("\n);")], blueprints)
+    root = _write(tmp_path / "p", {**FILES, "models/per_customer.sql": text})
+    with pytest.raises(ConfigError, match=message):
+        load_project(root, use_cache=False)
+
+
+def test_blueprint_names_that_collide_are_a_duplicate_model_error(tmp_path):
+    text = PER_CUSTOMER.replace("(customer := bp_globex, cust := 'globex')", "(customer := bp_acme, cust := 'x')")
+    root = _write(tmp_path / "p", {**FILES, "models/per_customer.sql": text})
+    with pytest.raises(ConfigError, match=r"per_customer.sql:1: duplicate model name `bp_acme.orders`"):
+        load_project(root, use_cache=False)
