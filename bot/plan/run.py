@@ -208,4 +208,4 @@ def query_sql(*, model: Model, context_models: Mapping[str, Model], table_mappin
     start, end = interval
     return render_sql(model, start=start, end=end, execution_time=execution_time,
                       variables=variables, table_mapping=table_mapping, models=context_models,
-                      gateway=gateway, this_model=table_mapping.get(model.name))
+                      gateway=gateway, this_model=table_mapping.get(model.name), runtime_stage="evaluating")

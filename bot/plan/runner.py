@@ -73,8 +73,9 @@ class SparkRunner:
         self._first_runs.add(table)
         query_sql = None
         if model.query is not None and not model.columns and not _self_referencing(model):
-            query_sql = self._render(model, table=table, mapping=table_mapping, interval=None,
-                                     execution_time=None)
+            query_sql = render_sql(model, **self._render_kwargs(
+                model, table=table, mapping=table_mapping, interval=None, execution_time=None),
+                                   runtime_stage="creating")
         materialize.create_physical(self.engine, kind=self._kind(model), table=table,
                                     query_sql=query_sql, columns=model.columns or None,
                                     partitioned_by=model.partitioned_by)
@@ -92,6 +93,8 @@ class SparkRunner:
         start, end = interval
         kwargs = self._render_kwargs(model, table=table, mapping=table_mapping,
                                      interval=interval, execution_time=execution_time)
+        # SQLMesh renders a table's first evaluation (its table did not exist before) as `creating`
+        kwargs["runtime_stage"] = "creating" if table in self._first_runs else "evaluating"
         for statement in render_statements(model, model.pre_statements, **kwargs):
             self.engine.execute(statement)
         if model.kind.name is KindName.SEED:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-import inspect
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import sqlglot
 from sqlglot import exp
 
 from bot.errors import ConfigError
+from bot.project.macro_args import BadArgument, bind_arguments
 from bot.project.macro_builtins import BUILTINS, to_expression
 from bot.project.sqlmesh_shim import project_imports, sqlmesh_shim, unsupported_import
 from bot.project.sqltext import macro_call_name as macro_name
@@ -148,6 +148,16 @@ def _replace_tree(expression: exp.Expression, fun: Callable[[exp.Expression], An
     return new_node
 
 
+@dataclass(frozen=True)
+class EngineInfo:
+    """The part of SQLMesh's EngineAdapter that macros read."""
+
+    dialect: str
+
+
+SPARK_ENGINE = EngineInfo(dialect="spark")
+
+
 class MacroEvaluator:
     """Expands macros in one model's expressions; user macros receive it as first argument.
 
@@ -181,12 +191,41 @@ class MacroEvaluator:
 
     @property
     def this_model(self) -> str:
+        """The table this model writes (or the view read), quoted, in the model's dialect."""
         table = self.variables.get("this_model")
-        return table.sql(self.dialect) if isinstance(table, exp.Expression) else str(table)
+        return table.sql(self.dialect, identify=True, comments=False) if isinstance(table, exp.Expression) \
+            else str(table)
 
     @property
     def gateway(self) -> str:
         return str(self.variables.get("gateway", ""))
+
+    @property
+    def runtime_stage(self) -> str:
+        """SQLMesh's stage value: `loading` (fingerprints, diffs), `creating`, `evaluating`, `auditing`, ..."""
+        return str(self.variables.get("runtime_stage", "loading"))
+
+    @property
+    def this_env(self) -> str:
+        """The environment name, known in before_all and after_all statements."""
+        if "this_env" not in self.config_variables:
+            raise self.error("evaluator.this_env is only available in before_all and after_all")
+        return str(self.config_variables["this_env"])
+
+    @property
+    def engine_adapter(self) -> EngineInfo:
+        """What macros read of SQLMesh's engine adapter: the engine's `dialect` (always Spark here)."""
+        return SPARK_ENGINE
+
+    def columns_to_types(self, model_name: str | exp.Expression) -> dict[str, exp.DataType]:
+        """Declared `columns` of a model; a placeholder while loading, as SQLMesh gives before schemas exist."""
+        name = model_name.sql(self.dialect) if isinstance(model_name, exp.Expression) else str(model_name)
+        columns = self.columns_of(name.replace("`", "").replace('"', "").lower())
+        if columns:
+            return {column: exp.DataType.build(kind, dialect="spark") for column, kind in columns}
+        if self.runtime_stage == "loading":
+            return {"__schema_unavailable_at_load__": exp.DataType.build("unknown")}
+        raise self.error(f"the columns of model {name} are not known: declare its `columns`")
 
     def parse_one(self, text: str) -> exp.Expression:
         """Parse SQL text of the model's dialect; macro calls in it are expanded."""
@@ -253,8 +292,14 @@ class MacroEvaluator:
         if func is None:
             raise self.error(f"unknown macro @{name.upper()}")
         args, kwargs = _split_args(node.expressions)
+        if name not in BUILTINS:
+            bound = bind_arguments(func, self, args, kwargs)
+            if isinstance(bound, BadArgument):
+                what = f"argument `{bound.parameter}`" if bound.parameter else "arguments"
+                raise self.error(f"macro @{name.upper()}: {what}: {bound.reason}")
+            args, kwargs = list(bound[0][1:]), bound[1]
         try:
-            result = func(self, *_coerce_args(func, args), **kwargs)
+            result = func(self, *args, **kwargs)
         except ConfigError:
             raise
         except Exception as error:  # a user macro failed: name it
@@ -291,35 +336,3 @@ def _split_args(args: list[exp.Expression]) -> tuple[list[exp.Expression], dict[
     positional = [a for a in args if not isinstance(a, (exp.PropertyEQ, exp.Kwarg))]
     keywords = {a.this.name.lower(): a.expression for a in args if isinstance(a, (exp.PropertyEQ, exp.Kwarg))}
     return positional, keywords
-
-
-@functools.lru_cache(maxsize=512)
-def _annotations(func: MacroFunction) -> tuple[Any, ...]:
-    try:
-        params = list(inspect.signature(func).parameters.values())[1:]
-    except (TypeError, ValueError):
-        return ()
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
-        return ()
-    return tuple(p.annotation for p in params)
-
-
-def _coerce_args(func: MacroFunction, args: list[exp.Expression]) -> list[Any]:
-    """Convert literal arguments to Python values where a user macro annotates str/int/float/bool."""
-    hints = _annotations(func)
-    out: list[Any] = []
-    for index, arg in enumerate(args):
-        hint = hints[index] if index < len(hints) else inspect.Parameter.empty
-        out.append(_coerce(arg, hint))
-    return out
-
-
-def _coerce(arg: exp.Expression, hint: Any) -> Any:
-    hint_name = hint if isinstance(hint, str) else getattr(hint, "__name__", "")
-    if hint_name in ("str", "int", "float") and isinstance(arg, (exp.Literal, exp.Column, exp.Identifier)):
-        return {"str": str, "int": int, "float": float}[hint_name](arg.name)
-    if hint_name == "bool" and isinstance(arg, exp.Boolean):
-        return bool(arg.this)
-    if hint_name == "list" and isinstance(arg, (exp.Array, exp.Tuple)):
-        return list(arg.expressions)
-    return arg

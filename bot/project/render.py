@@ -37,17 +37,19 @@ class RenderContext:
     gateway: str = "local"
     macros: MacroRegistry | None = None
     this_model: str | None = None
+    runtime_stage: str = "loading"    # SQLMesh's RuntimeStage value: loading, creating, evaluating, ...
 
 
 def _context(*, start: int | None = None, end: int | None = None, execution_time: int | None = None,
              variables: Mapping[str, Any] | None = None, table_mapping: Mapping[str, str] | None = None,
              models: Mapping[str, Model] | None = None, gateway: str = "local",
-             macros: MacroRegistry | None = None, this_model: str | None = None) -> RenderContext:
+             macros: MacroRegistry | None = None, this_model: str | None = None,
+             runtime_stage: str = "loading") -> RenderContext:
     start = REFERENCE_START if start is None else start
     end = REFERENCE_END if end is None else end
     return RenderContext(start=start, end=end, execution_time=end if execution_time is None else execution_time,
                          variables=variables or {}, table_mapping=table_mapping or {}, models=models or {},
-                         gateway=gateway, macros=macros, this_model=this_model)
+                         gateway=gateway, macros=macros, this_model=this_model, runtime_stage=runtime_stage)
 
 
 @functools.lru_cache(maxsize=256)
@@ -90,6 +92,7 @@ def make_evaluator(model: Model, ctx: RenderContext, *, dialect: str | None = No
     variables = dict(_interval_variables(ctx.start, ctx.end, ctx.execution_time))
     variables["this_model"] = _this_model_table(ctx.this_model or ctx.table_mapping.get(model.name, model.name))
     variables["gateway"] = ctx.gateway
+    variables["runtime_stage"] = ctx.runtime_stage
     evaluator = MacroEvaluator(dialect=dialect or model.dialect, variables=variables,
                                config_variables=ctx.variables, registry=_registry(model, ctx),
                                path=model.path, model_name=model.name, columns_of=_columns_lookup(ctx),
@@ -197,7 +200,7 @@ def render_query(model: Model, *, start: int | None = None, end: int | None = No
                  execution_time: int | None = None, variables: Mapping[str, Any] | None = None,
                  table_mapping: Mapping[str, str] | None = None, models: Mapping[str, Model] | None = None,
                  gateway: str = "local", macros: MacroRegistry | None = None,
-                 this_model: str | None = None) -> exp.Query:
+                 this_model: str | None = None, runtime_stage: str = "loading") -> exp.Query:
     """The model's query as a Spark-dialect AST (a fresh copy; `model.query` is never mutated).
 
     start/end are epoch ms of the interval [start, end); None means the reference interval, and
@@ -205,11 +208,12 @@ def render_query(model: Model, *, start: int | None = None, end: int | None = No
     read (physical tables or views), keeping the alias (`... AS orders`); `@this_model` resolves to
     `this_model`, else table_mapping[model.name], else the model name. `models` lets EMBEDDED parents
     be inlined as subqueries and gives @STAR its columns. `macros` defaults to the user macros of the
-    project containing model.path.
+    project containing model.path. `runtime_stage` is what `@runtime_stage` reads (SQLMesh's stages:
+    loading, creating, evaluating, auditing, testing, before_all, after_all).
     """
     ctx = _context(start=start, end=end, execution_time=execution_time, variables=variables,
                    table_mapping=table_mapping, models=models, gateway=gateway, macros=macros,
-                   this_model=this_model)
+                   this_model=this_model, runtime_stage=runtime_stage)
     return _render(model, ctx, (model.name,))
 
 

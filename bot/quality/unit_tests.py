@@ -237,7 +237,7 @@ def _check_outputs(test: UnitTest, model: Model, *, session: "SparkSession",
         return _compare_frame(frame, test.query, ordered=False, label="query") if test.query else \
             (True, "", (), ())
     query = render_query(model, start=start, end=end, execution_time=execution, variables=variables,
-                         table_mapping=mapping, models=models)
+                         table_mapping=mapping, models=models, runtime_stage="testing")
     if execution is not None:
         query = freeze_time(query, execution)
     checks: list[tuple[str, exp.Query, TestData]] = []
