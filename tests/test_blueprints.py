@@ -39,6 +39,23 @@ SELECT * FROM (VALUES (1, 'acme', 10), (2, 'acme', 20), (3, 'acme', 30), (4, 'gl
     "models/per_customer.sql": PER_CUSTOMER,
     "models/acme_total.sql": "MODEL (name bp_reports.acme_total, kind FULL);\n"
                              "SELECT COUNT(*) AS n, SUM(amount) AS total FROM bp_acme.orders\n",
+    "models/py_bp.py": """\
+import typing as t
+
+import pandas as pd
+from sqlmesh import ExecutionContext, model
+
+
+@model(
+    "@{schema}.py_t",
+    kind="FULL",
+    blueprints=[{"schema": "bp_acme", "customer": "acme", "n": 2}, {"schema": "bp_globex", "customer": "globex", "n": 3}],
+    columns={"i": "int", "who": "text"},
+)
+def execute(context: ExecutionContext, **kwargs: t.Any) -> pd.DataFrame:
+    n = context.blueprint_var("n")
+    return pd.DataFrame({"i": list(range(n)), "who": [context.blueprint_var("customer")] * n})
+""",
 }
 WHEN = PlanOptions(start="2024-01-01", end="2024-01-01", execution_time="2024-01-02")
 
@@ -52,7 +69,8 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 def test_one_model_per_blueprint_with_its_own_values_and_parents(tmp_path):
     project = load_project(_write(tmp_path / "p", FILES), use_cache=False)
-    assert set(project.models) == {"bp_raw.orders", "bp_acme.orders", "bp_globex.orders", "bp_reports.acme_total"}
+    assert set(project.models) == {"bp_raw.orders", "bp_acme.orders", "bp_globex.orders", "bp_reports.acme_total",
+                                   "bp_acme.py_t", "bp_globex.py_t"}
     assert project.models["bp_reports.acme_total"].depends_on == {"bp_acme.orders"}
     assert project.models["bp_globex.orders"].depends_on == {"bp_raw.orders"}
     # SQLMesh's `sqlmesh render acme.orders`: `15 AS "min_amount", 'acme' AS "who"`, filter `amount >= 15`
@@ -67,11 +85,14 @@ def test_blueprints_plan_apply_and_replan_like_sqlmesh(tmp_path, clean_catalog):
     root = _write(tmp_path / "p", FILES)
     context = Context(root)
     plan = context.plan("prod", options=WHEN)
-    # SQLMesh: Added Models acme.orders, globex.orders, raw.orders, reports.acme_total
+    # SQLMesh: Added Models acme.orders, globex.orders, raw.orders, reports.acme_total, and the Python
+    # model's bp_acme.py_t and bp_globex.py_t
     assert sorted(c.name for c in plan.changes if c.change.value == "added") == [
-        "bp_acme.orders", "bp_globex.orders", "bp_raw.orders", "bp_reports.acme_total"]
-    fingerprints = {name: plan.snapshots[name].fingerprint for name in ("bp_acme.orders", "bp_globex.orders")}
-    assert fingerprints["bp_acme.orders"] != fingerprints["bp_globex.orders"]
+        "bp_acme.orders", "bp_acme.py_t", "bp_globex.orders", "bp_globex.py_t", "bp_raw.orders",
+        "bp_reports.acme_total"]
+    assert plan.snapshots["bp_acme.orders"].fingerprint != plan.snapshots["bp_globex.orders"].fingerprint
+    # the same Python source, told apart by the blueprint's values
+    assert plan.snapshots["bp_acme.py_t"].fingerprint.data_hash != plan.snapshots["bp_globex.py_t"].fingerprint.data_hash
     context.apply(plan)
 
     def rows(sql):
@@ -81,6 +102,9 @@ def test_blueprints_plan_apply_and_replan_like_sqlmesh(tmp_path, clean_catalog):
     assert rows("SELECT * FROM bp_acme.orders ORDER BY id") == [(2, 20, 15, "acme"), (3, 30, 15, "acme")]
     assert rows("SELECT * FROM bp_globex.orders ORDER BY id") == [(4, 5, 0, "globex"), (5, 50, 0, "globex")]
     assert rows("SELECT * FROM bp_reports.acme_total") == [(2, 50)]
+    # SQLMesh: bp_acme.py_t (0, acme), (1, acme); bp_globex.py_t (0..2, globex)
+    assert rows("SELECT * FROM bp_acme.py_t ORDER BY i") == [(0, "acme"), (1, "acme")]
+    assert rows("SELECT * FROM bp_globex.py_t ORDER BY i") == [(0, "globex"), (1, "globex"), (2, "globex")]
 
     # one blueprint's value changed and one blueprint added; SQLMesh: Added initech.orders; Directly
     # Modified acme.orders (Breaking); Indirectly Modified reports.acme_total; globex.orders untouched

@@ -13,6 +13,7 @@ from bot.plan.evaluator import (BatchRunner, raise_failures, task_scope_for, fin
                                 order_snapshots, run_batch)
 from bot.plan.parents import ParentCheck, model_start, require_parents
 from bot.plan.runner import PythonModelContext
+from bot.project.blueprints import python_values
 from bot.plan.schedule import run_tasks, upstream_of
 from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_python_model
@@ -194,7 +195,8 @@ def python_frame(*, engine: SparkEngine, model: Model, table_mapping: Mapping[st
     function = resolve_python_model(model)
     with spark_errors(f"evaluating {model.name}"):
         return run_python_model(
-            function, PythonModelContext(engine.session, table_mapping, variables=variables, gateway=gateway),
+            function, PythonModelContext(engine.session, table_mapping, variables=variables, gateway=gateway,
+                                         blueprint_variables=python_values(model.blueprint_variables)),
             start=start, end=end, execution_time=execution_time, columns=model.columns or None,
             name=model.name)
 

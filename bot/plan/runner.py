@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bot.faults import checkpoint
 from bot.project.config import ProjectConfig
+from bot.project.blueprints import python_values
 from bot.project.loader import AuditDefinition
 from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_python_model
@@ -103,7 +104,8 @@ class SparkRunner:
             query = run_python_model(
                 resolve_python_model(model),
                 PythonModelContext(self.engine.session, table_mapping, variables=self.config.variables,
-                                   gateway=self.gateway),
+                                   gateway=self.gateway,
+                                   blueprint_variables=python_values(model.blueprint_variables)),
                 start=start, end=end, execution_time=execution_time, columns=model.columns or None,
                 name=model.name)
         else:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
+import sqlglot
 from sqlglot import exp
 
 from bot.errors import ConfigError
@@ -50,16 +51,34 @@ def _one_blueprint(item: exp.Expression, *, prop: Prop, path: Path) -> Blueprint
 
 
 def blueprint_from_python(raw: Any, *, path: Path, dialect: str) -> Blueprint:
-    """A Python model's blueprint (a dict) as expressions: strings become names, as SQLMesh reads them."""
+    """A Python model's blueprint (a dict) as expressions; `@{name}` puts a string in unquoted."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"each blueprint of @model(blueprints=...) must be a dict, got {raw!r}", path=path)
     return {str(key).lower(): _python_value(value) for key, value in raw.items()}
 
 
 def _python_value(value: Any) -> exp.Expression:
-    if isinstance(value, str):
-        return exp.to_identifier(value)
     return exp.convert(value)
+
+
+def python_values(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """A model's stored blueprint variables as Python values (what a Python model's context returns).
+
+    >>> python_values((("n", "2"), ("who", "'acme'"), ("on", "TRUE"), ("x", "a + 1")))
+    {'n': 2, 'who': 'acme', 'on': True, 'x': 'a + 1'}
+    """
+    values: dict[str, Any] = {}
+    for name, sql in pairs:
+        node = sqlglot.parse_one(sql)
+        if isinstance(node, exp.Literal):
+            values[name] = node.name if node.is_string else (int(node.this) if node.is_int else float(node.this))
+        elif isinstance(node, exp.Boolean):
+            values[name] = bool(node.this)
+        elif isinstance(node, exp.Null):
+            values[name] = None
+        else:
+            values[name] = sql
+    return values
 
 
 def identifier_text(value: exp.Expression, dialect: str) -> str:
