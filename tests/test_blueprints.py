@@ -139,3 +139,13 @@ def test_blueprint_names_that_collide_are_a_duplicate_model_error(tmp_path):
     root = _write(tmp_path / "p", {**FILES, "models/per_customer.sql": text})
     with pytest.raises(ConfigError, match=r"per_customer.sql:1: duplicate model name `bp_acme.orders`"):
         load_project(root, use_cache=False)
+
+
+def test_python_blueprints_that_are_not_dicts_name_the_file_and_line(tmp_path):
+    source = FILES["models/py_bp.py"].replace(
+        'blueprints=[{"schema": "bp_acme", "customer": "acme", "n": 2}, {"schema": "bp_globex", "customer": "globex", "n": 3}]',
+        'blueprints="((schema := bp_acme))"')
+    root = _write(tmp_path / "p", {**FILES, "models/py_bp.py": source})
+    with pytest.raises(ConfigError, match=r"py_bp.py:7: each blueprint of @model\(blueprints=...\) must be a dict, "
+                                          r"got '\(\(schema := bp_acme\)\)'"):
+        load_project(root, use_cache=False)

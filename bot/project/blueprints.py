@@ -50,10 +50,11 @@ def _one_blueprint(item: exp.Expression, *, prop: Prop, path: Path) -> Blueprint
     return variables
 
 
-def blueprint_from_python(raw: Any, *, path: Path, dialect: str) -> Blueprint:
+def blueprint_from_python(raw: Any, *, path: Path, line: int | None = None) -> Blueprint:
     """A Python model's blueprint (a dict) as expressions; `@{name}` puts a string in unquoted."""
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"each blueprint of @model(blueprints=...) must be a dict, got {raw!r}", path=path)
+        raise ConfigError(f"each blueprint of @model(blueprints=...) must be a dict, got {raw!r}",
+                          path=path, line=line)
     return {str(key).lower(): _python_value(value) for key, value in raw.items()}
 
 

@@ -81,7 +81,7 @@ def model(name: str, *, kind: Any = None, columns: Mapping[str, str] | None = No
         depends_on=_names(depends_on), cron=cron, start=start, end=end,
         grains=_names(grain) + _names(grains), owner=owner, tags=_names(tags), audits=tuple(audits or ()),
         description=description, partitioned_by=_names(partitioned_by), enabled=enabled, is_sql=is_sql,
-        depends_on_given=depends_on is not None, ignored=tuple(sorted(ignored)), blueprints=tuple(blueprints or ()),
+        depends_on_given=depends_on is not None, ignored=tuple(sorted(ignored)), blueprints=(blueprints,) if isinstance(blueprints, str) else tuple(blueprints or ()),
         physical_properties=tuple((str(k), str(v)) for k, v in (physical_properties or {}).items()),
         session_properties=tuple((str(k), str(v)) for k, v in (session_properties or {}).items()))
 
@@ -290,8 +290,7 @@ def load_python_models(path: Path, *, defaults: ModelDefaults | None = None,
     models = []
     for key, func, spec in found:
         line = getattr(getattr(func, "__code__", None), "co_firstlineno", 1)
-        for blueprint in [blueprint_from_python(b, path=Path(path), dialect=defaults.dialect)
-                          for b in spec.blueprints] or [{}]:
+        for blueprint in [blueprint_from_python(b, path=Path(path), line=line) for b in spec.blueprints] or [{}]:
             own = _with_blueprint(spec, blueprint, defaults.dialect)
             if spec.is_sql:
                 item = _sql_model(own, func, path=Path(path), defaults=defaults, line=line,

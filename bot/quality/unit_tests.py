@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from sqlglot import exp
 
 from bot.errors import ConfigError, EngineError
+from bot.project.blueprints import python_values
 from bot.project.model import Model
 from bot.project.python_model import resolve_python_model
 from bot.project.render import render_query
@@ -229,7 +230,8 @@ def _check_outputs(test: UnitTest, model: Model, *, session: "SparkSession",
         if test.ctes:
             raise ConfigError(f"test `{test.name}`: `outputs.ctes` needs a SQL model", path=test.path,
                               line=test.line)
-        context = ExecutionContext(session, mapping, variables=variables, quote=False)
+        context = ExecutionContext(session, mapping, variables=variables, quote=False,
+                                   blueprint_variables=python_values(model.blueprint_variables))
         with spark_errors(f"running Python model {model.name}"):
             frame = run_python_model(resolve_python_model(model), context, start=start, end=end,
                                      execution_time=execution if execution is not None else end,
