@@ -11,7 +11,9 @@ from sqlglot import exp
 
 from bot.errors import ConfigError
 from bot.project.header import Prop, parse_value, value_items, value_text
-from bot.project.sqltext import to_sql
+from bot.project.macros import EMPTY_REGISTRY, MacroEvaluator, load_macros
+from bot.project.sqlmesh_shim import project_root
+from bot.project.sqltext import macro_call_name, to_sql
 
 Blueprint = dict[str, exp.Expression]
 
@@ -24,10 +26,15 @@ _BARE = re.compile(rf"(?P<skip>{_SKIP})|@(?P<name>[A-Za-z_][A-Za-z0-9_]*)\b(?!\s
 def read_blueprints(prop: Prop, *, dialect: str, path: Path) -> list[Blueprint]:
     """`blueprints ((a := x, b := 1), (a := y))` → one {name: value} mapping per blueprint.
 
-    Names are lower-cased; values stay sqlglot expressions, as written.
+    Names are lower-cased; values stay sqlglot expressions, as written. `blueprints @gen()` calls the
+    project's macro while loading; it returns that text (or expressions) instead.
     """
-    value = parse_value(prop, dialect=dialect, path=path)
-    if isinstance(value, exp.Paren) and not isinstance(value.this, exp.Tuple):
+    value: Any = parse_value(prop, dialect=dialect, path=path)
+    if macro_call_name(value) is not None:
+        value = _generated(value, prop=prop, dialect=dialect, path=path)
+    if isinstance(value, list):
+        items = value
+    elif isinstance(value, exp.Paren) and not isinstance(value.this, exp.Tuple):
         items = [value]   # a single blueprint holding one variable: `((a := x))`
     else:
         items = value_items(value)
@@ -35,6 +42,16 @@ def read_blueprints(prop: Prop, *, dialect: str, path: Path) -> list[Blueprint]:
     if not blueprints:
         raise ConfigError("`blueprints` needs at least one `(name := value, ...)` entry", path=path, line=prop.line)
     return blueprints
+
+
+def _generated(call: exp.Expression, *, prop: Prop, dialect: str, path: Path) -> Any:
+    root = project_root(path)
+    evaluator = MacroEvaluator(dialect=dialect, variables={"runtime_stage": "loading"}, config_variables={},
+                               registry=load_macros(root) if root else EMPTY_REGISTRY, path=path)
+    result = evaluator.transform(call)
+    if result is None or result == []:
+        raise ConfigError(f"`blueprints {prop.text}` produced no blueprints", path=path, line=prop.line)
+    return result
 
 
 def _one_blueprint(item: exp.Expression, *, prop: Prop, path: Path) -> Blueprint:

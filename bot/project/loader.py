@@ -117,7 +117,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, *,
             entries = cache.get(key, digest) if cache else None
             if entries is None or not all(_seed_unchanged(entry.model) for entry in entries):
                 entries = parse_model_file(path, decode_text(data, path), defaults=config.model_defaults)
-                if cache:
+                if cache and all(entry.cacheable for entry in entries):
                     cache.put(key, digest, entries)
             parsed.extend(entries)
             digests.extend(digest for _ in entries)
