@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import hashlib
 import sys
 import traceback
 import types
-import dataclasses
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
