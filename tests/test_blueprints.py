@@ -15,6 +15,7 @@ from bot.errors import ConfigError
 from bot.plan.definition import PlanOptions
 from bot.project.loader import load_project
 from bot.project.render import render_sql
+from bot.project.serialize import model_from_dict, model_to_dict
 
 PER_CUSTOMER = """\
 MODEL (
@@ -95,6 +96,10 @@ def test_one_model_per_blueprint_with_its_own_values_and_parents(tmp_path):
         "SELECT `id`, `amount`, 15 AS `min_amount`, 'acme' AS `who` FROM `bp_raw`.`orders` "
         "WHERE `customer` = 'acme' AND `amount` >= 15")
     assert "0 AS `min_amount`, 'globex' AS `who`" in render_sql(project.models["bp_globex.orders"])
+    # state keeps the blueprint with the model (a Python model's values live only there)
+    stored = model_to_dict(project.models["bp_acme.py_t"])
+    assert stored["blueprint_variables"] == [["customer", "'acme'"], ["n", "2"], ["schema", "'bp_acme'"]]
+    assert model_from_dict(stored).blueprint_variables == project.models["bp_acme.py_t"].blueprint_variables
 
 
 def test_blueprints_plan_apply_and_replan_like_sqlmesh(tmp_path, clean_catalog):
