@@ -40,6 +40,15 @@ SELECT * FROM (VALUES (1, 'acme', 10), (2, 'acme', 20), (3, 'acme', 30), (4, 'gl
     "models/per_customer.sql": PER_CUSTOMER,
     "models/acme_total.sql": "MODEL (name bp_reports.acme_total, kind FULL);\n"
                              "SELECT COUNT(*) AS n, SUM(amount) AS total FROM bp_acme.orders\n",
+    # one blueprint whose `src` is a table name read as `FROM @src`: a parent like any other
+    "models/copies.sql": """\
+MODEL (
+  name @{customer}.src_count,
+  kind FULL,
+  blueprints ((customer := bp_acme, src := bp_raw.orders, who := 'acme'))
+);
+SELECT COUNT(*) AS n FROM @src WHERE customer = @who
+""",
     # a macro generates the blueprints (SQLMesh's `blueprints @gen_regions()`)
     "macros/gen.py": """\
 from sqlmesh import macro
@@ -88,7 +97,9 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 def test_one_model_per_blueprint_with_its_own_values_and_parents(tmp_path):
     project = load_project(_write(tmp_path / "p", FILES), use_cache=False)
     assert set(project.models) == {"bp_raw.orders", "bp_acme.orders", "bp_globex.orders", "bp_reports.acme_total",
-                                   "bp_acme.py_t", "bp_globex.py_t", "bp_north.codes", "bp_south.codes"}
+                                   "bp_acme.py_t", "bp_globex.py_t", "bp_north.codes", "bp_south.codes",
+                                   "bp_acme.src_count"}
+    assert project.models["bp_acme.src_count"].depends_on == {"bp_raw.orders"}
     assert project.models["bp_reports.acme_total"].depends_on == {"bp_acme.orders"}
     assert project.models["bp_globex.orders"].depends_on == {"bp_raw.orders"}
     # SQLMesh's `sqlmesh render acme.orders`: `15 AS "min_amount", 'acme' AS "who"`, filter `amount >= 15`
@@ -110,8 +121,8 @@ def test_blueprints_plan_apply_and_replan_like_sqlmesh(tmp_path, clean_catalog):
     # SQLMesh: Added Models acme.orders, globex.orders, raw.orders, reports.acme_total, the Python
     # model's bp_acme.py_t and bp_globex.py_t, and the generated bp_north.codes and bp_south.codes
     assert sorted(c.name for c in plan.changes if c.change.value == "added") == [
-        "bp_acme.orders", "bp_acme.py_t", "bp_globex.orders", "bp_globex.py_t", "bp_north.codes", "bp_raw.orders",
-        "bp_reports.acme_total", "bp_south.codes"]
+        "bp_acme.orders", "bp_acme.py_t", "bp_acme.src_count", "bp_globex.orders", "bp_globex.py_t",
+        "bp_north.codes", "bp_raw.orders", "bp_reports.acme_total", "bp_south.codes"]
     assert plan.snapshots["bp_acme.orders"].fingerprint != plan.snapshots["bp_globex.orders"].fingerprint
     # the same Python source, told apart by the blueprint's values
     assert plan.snapshots["bp_acme.py_t"].fingerprint.data_hash != plan.snapshots["bp_globex.py_t"].fingerprint.data_hash
@@ -127,7 +138,8 @@ def test_blueprints_plan_apply_and_replan_like_sqlmesh(tmp_path, clean_catalog):
     # SQLMesh: bp_acme.py_t (0, acme), (1, acme); bp_globex.py_t (0..2, globex)
     assert rows("SELECT * FROM bp_acme.py_t ORDER BY i") == [(0, "acme"), (1, "acme")]
     assert rows("SELECT * FROM bp_globex.py_t ORDER BY i") == [(0, "globex"), (1, "globex"), (2, "globex")]
-    # SQLMesh: bp_north.codes ('N', 'N-x'); bp_south.codes ('S', 'S-x')
+    # SQLMesh: bp_acme.src_count (3,); bp_north.codes ('N', 'N-x'); bp_south.codes ('S', 'S-x')
+    assert rows("SELECT * FROM bp_acme.src_count") == [(3,)]
     assert rows("SELECT * FROM bp_north.codes") + rows("SELECT * FROM bp_south.codes") == [("N", "N-x"), ("S", "S-x")]
 
     # one blueprint's value changed and one blueprint added; SQLMesh: Added initech.orders; Directly

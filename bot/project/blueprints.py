@@ -10,10 +10,10 @@ import sqlglot
 from sqlglot import exp
 
 from bot.errors import ConfigError
-from bot.project.header import Prop, parse_value, value_items, value_text
+from bot.project.header import Prop, parse_value, value_text
 from bot.project.macros import EMPTY_REGISTRY, MacroEvaluator, load_macros
 from bot.project.sqlmesh_shim import project_root
-from bot.project.sqltext import macro_call_name, to_sql
+from bot.project.sqltext import macro_call_name, normalize_name, to_sql
 
 Blueprint = dict[str, exp.Expression]
 
@@ -34,10 +34,12 @@ def read_blueprints(prop: Prop, *, dialect: str, path: Path) -> list[Blueprint]:
         value = _generated(value, prop=prop, dialect=dialect, path=path)
     if isinstance(value, list):
         items = value
-    elif isinstance(value, exp.Paren) and not isinstance(value.this, exp.Tuple):
-        items = [value]   # a single blueprint holding one variable: `((a := x))`
+    elif isinstance(value, exp.Paren):    # one blueprint: `((a := x, b := 1))` or `((a := x))`
+        items = [value.unnest()]
+    elif isinstance(value, (exp.Tuple, exp.Array)):
+        items = list(value.expressions)
     else:
-        items = value_items(value)
+        items = [value]
     blueprints = [_one_blueprint(item, prop=prop, path=path) for item in items]
     if not blueprints:
         raise ConfigError("`blueprints` needs at least one `(name := value, ...)` entry", path=path, line=prop.line)
@@ -55,8 +57,7 @@ def _generated(call: exp.Expression, *, prop: Prop, dialect: str, path: Path) ->
 
 
 def _one_blueprint(item: exp.Expression, *, prop: Prop, path: Path) -> Blueprint:
-    if isinstance(item, exp.Paren):
-        item = item.this
+    item = item.unnest()
     pairs = item.expressions if isinstance(item, (exp.Tuple, exp.Array)) else [item]
     variables: Blueprint = {}
     for pair in pairs:
@@ -136,6 +137,22 @@ def interpolate_bare(text: str, blueprint: Blueprint, *, dialect: str) -> str:
         return to_sql(blueprint[name.lower()], dialect)
 
     return _BARE.sub(replace, text)
+
+
+def blueprint_tables(expressions: list[exp.Expression], blueprint: Blueprint, dialect: str) -> set[str]:
+    """Tables read as `FROM @name` where the blueprint's `name` is a table name: parents of the model.
+
+    >>> blueprint_tables([exp.select("*").from_("t")], {}, "duckdb")
+    set()
+    """
+    found = set()
+    for expression in expressions:
+        for table in expression.find_all(exp.Table):
+            if isinstance(table.this, exp.Parameter) and table.this.name.lower() in blueprint:
+                value = blueprint[table.this.name.lower()]
+                found.add(normalize_name(identifier_text(value, dialect) if isinstance(value, exp.Literal)
+                                         else value.sql(dialect), dialect))
+    return found
 
 
 def as_sql_pairs(blueprint: Blueprint, dialect: str) -> tuple[tuple[str, str], ...]:

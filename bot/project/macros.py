@@ -282,6 +282,8 @@ class MacroEvaluator:
         if isinstance(parent, exp.Table) and node.arg_key == "this":
             if isinstance(value, exp.Literal) and value.is_string:
                 value = exp.to_table(value.name, dialect=self.dialect)
+            elif isinstance(value, (exp.Column, exp.Dot)):   # a blueprint's `src := db.orders`
+                value = exp.to_table(value.sql(self.dialect), dialect=self.dialect)
             if isinstance(value, exp.Table):
                 _merge_table(parent, value)
                 return node

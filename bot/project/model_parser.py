@@ -15,7 +15,8 @@ from sqlglot import exp
 
 from bot.errors import ConfigError
 from bot.project.audit_parser import audits_from_blocks
-from bot.project.blueprints import Blueprint, as_sql_pairs, interpolate_bare, interpolate_braced, read_blueprints
+from bot.project.blueprints import (Blueprint, as_sql_pairs, blueprint_tables, interpolate_bare, interpolate_braced,
+                                   read_blueprints)
 from bot.project.config import ModelDefaults
 from bot.project.header import (Block, Prop, Statement, column_types, parse_body, parse_value,
                                 split_blocks, value_bool, value_items, value_names, value_pairs,
@@ -128,7 +129,8 @@ def _parse_model(path: Path, text: str, blocks: list[Block], *, defaults: ModelD
     if kind.name is KindName.SEED:
         fields.update(_seed_fields(kind.seed_path, path=path, line=props["kind"].line))
     everything = [s.expression for s in statements]
-    depends = (table_references(everything) | set(fields["depends_on_explicit"])) - {fields["name"]}
+    depends = (table_references(everything) | blueprint_tables(everything, blueprint, dialect)
+               | set(fields["depends_on_explicit"])) - {fields["name"]}
     model = Model(
         **fields, dialect=dialect, path=path, line=block.line,
         query=query_stmt.expression if query_stmt else None,
