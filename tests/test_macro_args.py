@@ -163,3 +163,11 @@ def test_coerce_rules():
     assert coerce(exp.Literal.number("1.5"), float, "duckdb") == 1.5
     with pytest.raises(CoercionError, match="expected 2 items, got 1"):
         coerce(exp.Tuple(expressions=[exp.Literal.number(1)]), tuple[int, int], "duckdb")
+
+
+def test_keyword_and_star_arguments_are_coerced_too(tmp_path):
+    # SQLMesh's `sqlmesh render typed.m2`: 'abab' AS "r", 'ccc' AS "r2", 'Column:9' AS "k"
+    model = "MODEL (name typed.m2, kind FULL);\n" \
+            "SELECT @repeat_str(text := 'ab', n := '2') AS r, @repeat_str('c', n := 3) AS r2, @kinds(y, '4', 5) AS k\n"
+    project = load_project(_write(tmp_path / "p", {**FILES, "models/m2.sql": model}), use_cache=False)
+    assert render_sql(project.models["typed.m2"]) == "SELECT 'abab' AS `r`, 'ccc' AS `r2`, 'Column:9' AS `k`"
