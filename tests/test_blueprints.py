@@ -196,3 +196,15 @@ def test_generated_blueprints_follow_the_macro_not_the_parse_cache(tmp_path):
     models = load_project(root).models
     assert {"bp_north.codes", "bp_south.codes", "bp_east.codes"} <= set(models)
     assert dict(models["bp_east.codes"].blueprint_variables) == {"code": "'E'", "region": "bp_east"}
+
+
+def test_config_variables_interpolate_into_names_without_blueprints(tmp_path):
+    # SQLMesh with `variables: {target_schema: bp_cfg, col_suffix: total}`: model `bp_cfg.t`,
+    # rendered `SELECT 1 AS "amount_total"`
+    config = "model_defaults:\n  dialect: duckdb\nvariables:\n  target_schema: bp_cfg\n  col_suffix: total\n"
+    root = _write(tmp_path / "p", {"config.yaml": config, "models/t.sql":
+                                   "MODEL (name @{target_schema}.t, kind FULL);\nSELECT 1 AS amount_@{col_suffix}\n"})
+    project = load_project(root)
+    assert render_sql(project.models["bp_cfg.t"]) == "SELECT 1 AS `amount_total`"
+    (root / "config.yaml").write_text(config.replace("bp_cfg", "bp_other"))
+    assert list(load_project(root).models) == ["bp_other.t"]    # not the cached parse

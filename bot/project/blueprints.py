@@ -100,6 +100,15 @@ def python_values(pairs: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     return values
 
 
+def scalar_variables(variables: Mapping[str, Any]) -> Blueprint:
+    """Config variables that can go into an identifier (`@{name}`): strings, numbers and booleans.
+
+    >>> {k: v.sql() for k, v in scalar_variables({"Schema": "s1", "n": 2, "xs": [1]}).items()}
+    {'schema': "'s1'", 'n': '2'}
+    """
+    return {str(k).lower(): exp.convert(v) for k, v in variables.items() if isinstance(v, (str, int, float, bool))}
+
+
 def identifier_text(value: exp.Expression, dialect: str) -> str:
     """What `@{name}` puts into an identifier: a name or string unquoted, anything else as SQL.
 

@@ -107,7 +107,7 @@ def _check_symlink(path: Path, folder: Path) -> None:
 def _load_sql_models(root: Path, config: ProjectConfig, *,
                      use_cache: bool) -> tuple[list[ParsedModel], list[str]]:
     cache = ModelCache.open(root) if use_cache else None
-    context = cache_context(root, config.model_defaults)
+    context = cache_context(root, config.model_defaults, sorted((str(k), repr(v)) for k, v in config.variables.items()))
     parsed, digests = [], []
     with paused_gc():
         for path in _files(root / "models", "*.sql"):
@@ -116,7 +116,8 @@ def _load_sql_models(root: Path, config: ProjectConfig, *,
             digest = content_key(data, context)
             entries = cache.get(key, digest) if cache else None
             if entries is None or not all(_seed_unchanged(entry.model) for entry in entries):
-                entries = parse_model_file(path, decode_text(data, path), defaults=config.model_defaults)
+                entries = parse_model_file(path, decode_text(data, path), defaults=config.model_defaults,
+                                           variables=config.variables)
                 if cache and all(entry.cacheable for entry in entries):
                     cache.put(key, digest, entries)
             parsed.extend(entries)

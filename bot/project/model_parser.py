@@ -8,7 +8,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from croniter import croniter
 from sqlglot import exp
@@ -16,7 +16,7 @@ from sqlglot import exp
 from bot.errors import ConfigError
 from bot.project.audit_parser import audits_from_blocks
 from bot.project.blueprints import (Blueprint, as_sql_pairs, blueprint_tables, interpolate_bare, interpolate_braced,
-                                   read_blueprints)
+                                   read_blueprints, scalar_variables)
 from bot.project.config import ModelDefaults
 from bot.project.header import (Block, Prop, Statement, column_types, parse_body, parse_value,
                                 split_blocks, value_bool, value_items, value_names, value_pairs,
@@ -70,22 +70,30 @@ class ParsedModel:
     cacheable: bool = True          # False when a macro generated the file's blueprints (macros may change)
 
 
-def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults) -> tuple[ParsedModel, ...]:
-    """Parse one SQL model file into its model, or one model per blueprint; problems name `path` and the line."""
+def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults,
+                     variables: Mapping[str, Any] | None = None) -> tuple[ParsedModel, ...]:
+    """Parse one SQL model file into its model, or one model per blueprint; problems name `path` and the line.
+
+    `@{name}` takes the blueprint's value, else the config variable's (`variables`).
+    """
     jinja = _JINJA.search(text)
     if jinja:
         raise ConfigError(f"Jinja in models (`{jinja.group(0)}`) is not supported by meshbot yet; "
                           "write the query in SQL with @macros", path=path, line=line_at(text, jinja.start()))
+    config_values = scalar_variables(variables or {}) if "@{" in text else {}
     blocks = _model_blocks(text, path)
     prop = next((p for p in blocks[0].props if p.key == "blueprints"), None)
     if prop is None:
+        if config_values:
+            text = interpolate_braced(text, config_values, dialect=defaults.dialect)
+            blocks = _model_blocks(text, path)
         return (_parse_model(path, text, blocks, defaults=defaults, blueprint={}),)
     dialect_prop = next((p for p in blocks[0].props if p.key == "dialect"), None)
     dialect = value_text(parse_value(dialect_prop, dialect="", path=path), "").lower() \
         if dialect_prop else defaults.dialect
     models = []
     for blueprint in read_blueprints(prop, dialect=dialect, path=path):
-        own_text = interpolate_braced(text, blueprint, dialect=dialect)
+        own_text = interpolate_braced(text, {**config_values, **blueprint}, dialect=dialect)
         models.append(_parse_model(path, own_text, _model_blocks(own_text, path), defaults=defaults,
                                    blueprint=blueprint))
     if prop.text.lstrip().startswith("@"):
