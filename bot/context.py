@@ -162,7 +162,7 @@ class Context:
             for expression in parsed:
                 for item in render_expression(expression, model=owner, dialect=dialect,
                                               variables={**self.config.variables, "this_env": environment},
-                                              gateway=self.gateway.name):
+                                              gateway=self.gateway.name, runtime_stage=key):
                     self.engine.execute(item.sql(dialect="spark"), subject=f"running `{key}` of the config")
 
     def _standalone_audits(self, mapping: dict[str, str], plan: Plan | None = None) -> list["AuditResult"]:

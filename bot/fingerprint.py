@@ -33,6 +33,8 @@ def data_hash(model: Model, rendered_sql: str) -> str:
         "seed": model.seed_content_hash,
         "python": [model.python_source, model.python_entrypoint],
     }
+    if model.blueprint_variables:   # absent otherwise, so models without blueprints keep their hashes
+        parts["blueprint"] = [list(pair) for pair in model.blueprint_variables]
     return hash_parts(_canonical(parts))
 
 

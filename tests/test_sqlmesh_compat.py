@@ -249,9 +249,6 @@ def test_custom_kind_and_missing_sqlmesh_names_are_one_clear_error(tmp_path):
     with pytest.raises(ConfigError, match=r"a.sql:3: model c.a: kind CUSTOM \(materialization `my_mat`\) "
                                           r"is not supported by meshbot"):
         load_project(root, use_cache=False)
-    (root / "models" / "a.sql").write_text("MODEL (\n  name @{n}.a,\n  blueprints ((n := x), (n := y))\n);\nSELECT 1")
-    with pytest.raises(ConfigError, match=r"a.sql:3: model blueprints .* are not supported by meshbot yet"):
-        load_project(root, use_cache=False)
     (root / "models" / "a.sql").unlink()
     (root / "models" / "b.py").write_text("from sqlmesh.core.macros import MacroEvaluator, RuntimeStage\n")
     with pytest.raises(ConfigError, match=r"b.py:1: cannot import Python model file: meshbot does not provide "

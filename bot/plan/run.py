@@ -15,6 +15,7 @@ from bot.plan.evaluator import (BatchRunner, raise_failures, task_scope_for, fin
 from bot.plan.parents import ParentCheck, model_start, require_parents
 from bot.plan.runner import PythonModelContext
 from bot.plan.schedule import run_tasks
+from bot.project.blueprints import python_values
 from bot.project.dag import upstream_of
 from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_python_model
@@ -195,7 +196,8 @@ def python_frame(*, engine: SparkEngine, model: Model, table_mapping: Mapping[st
     function = resolve_python_model(model)
     with spark_errors(f"evaluating {model.name}"):
         return run_python_model(
-            function, PythonModelContext(engine.session, table_mapping, variables=variables, gateway=gateway),
+            function, PythonModelContext(engine.session, table_mapping, variables=variables, gateway=gateway,
+                                         blueprint_variables=python_values(model.blueprint_variables)),
             start=start, end=end, execution_time=execution_time, columns=model.columns or None,
             name=model.name)
 
@@ -209,4 +211,4 @@ def query_sql(*, model: Model, context_models: Mapping[str, Model], table_mappin
     start, end = interval
     return render_sql(model, start=start, end=end, execution_time=execution_time,
                       variables=variables, table_mapping=table_mapping, models=context_models,
-                      gateway=gateway, this_model=table_mapping.get(model.name))
+                      gateway=gateway, this_model=table_mapping.get(model.name), runtime_stage="evaluating")

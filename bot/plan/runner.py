@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bot.faults import checkpoint
 from bot.project.config import ProjectConfig
+from bot.project.blueprints import python_values
 from bot.project.loader import AuditDefinition
 from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_python_model
@@ -92,6 +93,10 @@ class SparkRunner:
         start, end = interval
         kwargs = self._render_kwargs(model, table=table, mapping=table_mapping,
                                      interval=interval, execution_time=execution_time)
+        # SQLMesh renders a table's first evaluation (its table did not exist before) as `creating`,
+        # except for INCREMENTAL_BY_TIME_RANGE, whose every batch is `evaluating` (checked on 0.236.4)
+        first = table in self._first_runs and model.kind.name is not KindName.INCREMENTAL_BY_TIME_RANGE
+        kwargs["runtime_stage"] = "creating" if first else "evaluating"
         for statement in render_statements(model, model.pre_statements, **kwargs):
             self.engine.execute(statement)
         if model.kind.name is KindName.SEED:
@@ -100,7 +105,8 @@ class SparkRunner:
             query = run_python_model(
                 resolve_python_model(model),
                 PythonModelContext(self.engine.session, table_mapping, variables=self.config.variables,
-                                   gateway=self.gateway),
+                                   gateway=self.gateway,
+                                   blueprint_variables=python_values(model.blueprint_variables)),
                 start=start, end=end, execution_time=execution_time, columns=model.columns or None,
                 name=model.name)
         else:

@@ -110,7 +110,7 @@ def _check_symlink(path: Path, folder: Path) -> None:
 def _load_sql_models(root: Path, config: ProjectConfig, *,
                      use_cache: bool) -> tuple[list[ParsedModel], list[str]]:
     cache = ModelCache.open(root) if use_cache else None
-    context = cache_context(root, config.model_defaults)
+    context = cache_context(root, config.model_defaults, sorted((str(k), repr(v)) for k, v in config.variables.items()))
     jinja = JinjaSettings(variables=config.variables, gateway=config.default_gateway,
                           macros=load_jinja_macros(_files(root / "macros", "*.sql")))
     jinja_context = f"{context}|{jinja.digest()}"
@@ -120,14 +120,14 @@ def _load_sql_models(root: Path, config: ProjectConfig, *,
             data = path.read_bytes()
             key = str(path.relative_to(root))
             digest = content_key(data, jinja_context if _JINJA_MARKER.search(data) else context)
-            entry = cache.get(key, digest) if cache else None
-            if entry is None or not _seed_unchanged(entry.model):
-                entry = parse_model_file(path, decode_text(data, path), defaults=config.model_defaults,
-                                         jinja=jinja)
-                if cache:
-                    cache.put(key, digest, entry)
-            parsed.append(entry)
-            digests.append(digest)
+            entries = cache.get(key, digest) if cache else None
+            if entries is None or not all(_seed_unchanged(entry.model) for entry in entries):
+                entries = parse_model_file(path, decode_text(data, path), defaults=config.model_defaults,
+                                           variables=config.variables, jinja=jinja)
+                if cache and all(entry.cacheable for entry in entries):
+                    cache.put(key, digest, entries)
+            parsed.extend(entries)
+            digests.extend(digest for _ in entries)
     if cache:
         cache.save()
     return parsed, digests

@@ -106,6 +106,14 @@ def var(ev: MacroEvaluator, name: exp.Expression, default: exp.Expression | None
     return to_expression(value)
 
 
+def blueprint_var(ev: MacroEvaluator, name: exp.Expression, default: exp.Expression | None = None) -> Any:
+    """@BLUEPRINT_VAR('name'[, default]): a variable of the model's blueprint; its default (or NULL) when unset."""
+    value = ev.blueprint_var(_name_of(ev, name, "BLUEPRINT_VAR"))
+    if value is None:
+        return default if default is not None else exp.null()
+    return to_expression(value).copy()
+
+
 def sql(ev: MacroEvaluator, text: exp.Expression, *_: Any) -> exp.Expression:
     """@SQL('text'): the text parsed as SQL of the model's dialect."""
     if not (isinstance(text, exp.Literal) and text.is_string):
@@ -156,6 +164,7 @@ BUILTINS: dict[str, Callable[..., Any]] = {
     "if": if_,
     "each": each,
     "var": var,
+    "blueprint_var": blueprint_var,
     "sql": sql,
     "star": star,
     "generate_surrogate_key": generate_surrogate_key,

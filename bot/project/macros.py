@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-import inspect
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import sqlglot
 from sqlglot import exp
 
 from bot.errors import ConfigError
+from bot.project.macro_args import BadArgument, bind_arguments
 from bot.project.macro_builtins import BUILTINS, to_expression
 from bot.project.sqlmesh_shim import project_imports, sqlmesh_shim, unsupported_import
 from bot.project.sqltext import macro_call_name as macro_name
@@ -148,16 +148,28 @@ def _replace_tree(expression: exp.Expression, fun: Callable[[exp.Expression], An
     return new_node
 
 
+@dataclass(frozen=True)
+class EngineInfo:
+    """The part of SQLMesh's EngineAdapter that macros read."""
+
+    dialect: str
+
+
+SPARK_ENGINE = EngineInfo(dialect="spark")
+
+
 class MacroEvaluator:
     """Expands macros in one model's expressions; user macros receive it as first argument.
 
     `variables` holds the built-in variables (interval, @this_model, @gateway); `config_variables`
-    the project's `variables` (read by @VAR and by plain `@name`); `locals` the @DEF values.
+    the project's `variables` (read by @VAR and by plain `@name`); `blueprint_variables` those of the
+    model's blueprint (@BLUEPRINT_VAR and plain `@name`); `locals` the @DEF values.
     """
 
     def __init__(self, *, dialect: str, variables: Mapping[str, Any], config_variables: Mapping[str, Any],
                  registry: MacroRegistry = EMPTY_REGISTRY, path: Path | str | None = None,
-                 model_name: str = "", columns_of: ColumnsLookup | None = None):
+                 model_name: str = "", columns_of: ColumnsLookup | None = None,
+                 blueprint_variables: Mapping[str, Any] | None = None):
         self.dialect = dialect
         self.variables = dict(variables)
         self.config_variables = {str(k).lower(): v for k, v in config_variables.items()}
@@ -165,6 +177,7 @@ class MacroEvaluator:
         self.path = path
         self.model_name = model_name
         self.columns_of = columns_of or (lambda _name: None)
+        self.blueprint_variables = {str(k).lower(): v for k, v in (blueprint_variables or {}).items()}
         self.locals: dict[str, Any] = {}
 
     # --- API for user macros -------------------------------------------------------------
@@ -172,14 +185,47 @@ class MacroEvaluator:
         """A project variable's Python value (`variables:` in config.yaml), else `default`."""
         return self.config_variables.get(name.lower(), default)
 
+    def blueprint_var(self, name: str, default: Any = None) -> Any:
+        """A variable of this model's blueprint (an expression), else `default`."""
+        return self.blueprint_variables.get(name.lower(), default)
+
     @property
     def this_model(self) -> str:
+        """The table this model writes (or the view read), quoted, in the model's dialect."""
         table = self.variables.get("this_model")
-        return table.sql(self.dialect) if isinstance(table, exp.Expression) else str(table)
+        return table.sql(self.dialect, identify=True, comments=False) if isinstance(table, exp.Expression) \
+            else str(table)
 
     @property
     def gateway(self) -> str:
         return str(self.variables.get("gateway", ""))
+
+    @property
+    def runtime_stage(self) -> str:
+        """SQLMesh's stage value: `loading` (fingerprints, diffs), `creating`, `evaluating`, `auditing`, ..."""
+        return str(self.variables.get("runtime_stage", "loading"))
+
+    @property
+    def this_env(self) -> str:
+        """The environment name, known in before_all and after_all statements."""
+        if "this_env" not in self.config_variables:
+            raise self.error("evaluator.this_env is only available in before_all and after_all")
+        return str(self.config_variables["this_env"])
+
+    @property
+    def engine_adapter(self) -> EngineInfo:
+        """What macros read of SQLMesh's engine adapter: the engine's `dialect` (always Spark here)."""
+        return SPARK_ENGINE
+
+    def columns_to_types(self, model_name: str | exp.Expression) -> dict[str, exp.DataType]:
+        """Declared `columns` of a model; a placeholder while loading, as SQLMesh gives before schemas exist."""
+        name = model_name.sql(self.dialect) if isinstance(model_name, exp.Expression) else str(model_name)
+        columns = self.columns_of(name.replace("`", "").replace('"', "").lower())
+        if columns:
+            return {column: exp.DataType.build(kind, dialect="spark") for column, kind in columns}
+        if self.runtime_stage == "loading":
+            return {"__schema_unavailable_at_load__": exp.DataType.build("unknown")}
+        raise self.error(f"the columns of model {name} are not known: declare its `columns`")
 
     def parse_one(self, text: str) -> exp.Expression:
         """Parse SQL text of the model's dialect; macro calls in it are expanded."""
@@ -198,14 +244,18 @@ class MacroEvaluator:
     # --- expansion -----------------------------------------------------------------------
     def lookup(self, name: str) -> Any:
         key = name.lower()
-        for scope in (self.locals, self.variables, self.config_variables):
+        for scope in self._scopes():
             if key in scope:
                 return scope[key]
         raise self.error(f"macro variable @{name} is undefined")
 
     def has_variable(self, name: str) -> bool:
         key = name.lower()
-        return any(key in scope for scope in (self.locals, self.variables, self.config_variables))
+        return any(key in scope for scope in self._scopes())
+
+    def _scopes(self) -> tuple[Mapping[str, Any], ...]:
+        """Where `@name` is looked up, first match wins: @DEF, built-ins, the blueprint, config variables."""
+        return self.locals, self.variables, self.blueprint_variables, self.config_variables
 
     def transform(self, expression: exp.Expression) -> Any:
         """Expand every macro in `expression` (mutated in place; pass a copy). Leaves first.
@@ -232,6 +282,8 @@ class MacroEvaluator:
         if isinstance(parent, exp.Table) and node.arg_key == "this":
             if isinstance(value, exp.Literal) and value.is_string:
                 value = exp.to_table(value.name, dialect=self.dialect)
+            elif isinstance(value, (exp.Column, exp.Dot)):   # a blueprint's `src := db.orders`
+                value = exp.to_table(value.sql(self.dialect), dialect=self.dialect)
             if isinstance(value, exp.Table):
                 _merge_table(parent, value)
                 return node
@@ -242,8 +294,14 @@ class MacroEvaluator:
         if func is None:
             raise self.error(f"unknown macro @{name.upper()}")
         args, kwargs = _split_args(node.expressions)
+        if name not in BUILTINS:
+            bound = bind_arguments(func, self, args, kwargs)
+            if isinstance(bound, BadArgument):
+                what = f"argument `{bound.parameter}`" if bound.parameter else "arguments"
+                raise self.error(f"macro @{name.upper()}: {what}: {bound.reason}")
+            args, kwargs = list(bound[0][1:]), bound[1]
         try:
-            result = func(self, *_coerce_args(func, args), **kwargs)
+            result = func(self, *args, **kwargs)
         except ConfigError:
             raise
         except Exception as error:  # a user macro failed: name it
@@ -280,35 +338,3 @@ def _split_args(args: list[exp.Expression]) -> tuple[list[exp.Expression], dict[
     positional = [a for a in args if not isinstance(a, (exp.PropertyEQ, exp.Kwarg))]
     keywords = {a.this.name.lower(): a.expression for a in args if isinstance(a, (exp.PropertyEQ, exp.Kwarg))}
     return positional, keywords
-
-
-@functools.lru_cache(maxsize=512)
-def _annotations(func: MacroFunction) -> tuple[Any, ...]:
-    try:
-        params = list(inspect.signature(func).parameters.values())[1:]
-    except (TypeError, ValueError):
-        return ()
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
-        return ()
-    return tuple(p.annotation for p in params)
-
-
-def _coerce_args(func: MacroFunction, args: list[exp.Expression]) -> list[Any]:
-    """Convert literal arguments to Python values where a user macro annotates str/int/float/bool."""
-    hints = _annotations(func)
-    out: list[Any] = []
-    for index, arg in enumerate(args):
-        hint = hints[index] if index < len(hints) else inspect.Parameter.empty
-        out.append(_coerce(arg, hint))
-    return out
-
-
-def _coerce(arg: exp.Expression, hint: Any) -> Any:
-    hint_name = hint if isinstance(hint, str) else getattr(hint, "__name__", "")
-    if hint_name in ("str", "int", "float") and isinstance(arg, (exp.Literal, exp.Column, exp.Identifier)):
-        return {"str": str, "int": int, "float": float}[hint_name](arg.name)
-    if hint_name == "bool" and isinstance(arg, exp.Boolean):
-        return bool(arg.this)
-    if hint_name == "list" and isinstance(arg, (exp.Array, exp.Tuple)):
-        return list(arg.expressions)
-    return arg

@@ -157,6 +157,7 @@ class Model:
     jinja_line: int = 1                          # file line on which `jinja_query` starts
     jinja_macros: tuple[tuple[str, str], ...] = ()   # (name, definition) of the macros/*.sql macros its Jinja calls
     line: int = 1                                # line of the MODEL header in `path`
+    blueprint_variables: tuple[tuple[str, str], ...] = ()   # (name, SQL value) of this model's blueprint
 
     @property
     def is_python(self) -> bool:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from croniter import croniter
 from sqlglot import exp
 
 from bot.errors import ConfigError
 from bot.project.audit_parser import audits_from_blocks
+from bot.project.blueprints import (Blueprint, as_sql_pairs, blueprint_tables, interpolate_bare, interpolate_braced,
+                                   read_blueprints, scalar_variables)
 from bot.project.config import ModelDefaults
 from bot.project.header import (Block, Prop, Statement, column_types, parse_body, parse_value,
                                 split_blocks, value_bool, value_items, value_names, value_pairs,
@@ -38,7 +41,7 @@ BUILTIN_MACRO_FUNCTIONS = frozenset({
 _IGNORED_KEYS = frozenset({
     "stamp", "interval_unit", "allow_partials", "storage_format", "table_format", "clustered_by",
     "virtual_properties", "gateway", "signals", "references",
-    "optimize_query", "validate_query", "project", "cron_tz", "blueprints",
+    "optimize_query", "validate_query", "project", "cron_tz",
     "audits_properties", "kind_properties", "virtual_environment_mode", "mview", "column_types"})
 _TOOLING_KEYS = frozenset({"ignored_rules", "formatting"})   # read by `meshbot lint` and `meshbot format`
 _KNOWN_KEYS = frozenset({
@@ -65,22 +68,61 @@ class ParsedModel:
     macro_refs: tuple[MacroRef, ...] = ()
     audits: tuple[Any, ...] = ()    # AuditDefinitions written inline (`AUDIT (...)` after the query)
     warnings: tuple[tuple[str, int], ...] = ()   # (message, line): properties meshbot does not use
+    cacheable: bool = True          # False when a macro generated the file's blueprints (macros may change)
 
 
 def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults,
-                     jinja: JinjaSettings | None = None) -> ParsedModel:
-    """Parse one SQL model file; every problem is a ConfigError naming `path` and the line.
+                     variables: Mapping[str, Any] | None = None,
+                     jinja: JinjaSettings | None = None) -> tuple[ParsedModel, ...]:
+    """Parse one SQL model file into its model, or one model per blueprint; problems name `path` and the line.
 
-    Jinja blocks are rendered at the reference interval with `jinja`'s variables and macros: the
-    rendered query gives the parents and columns; rendering again per interval happens in bot.project.render.
+    `@{name}` takes the blueprint's value, else the config variable's (`variables`). Jinja blocks are
+    rendered at the reference interval with `jinja`'s variables and macros: the rendered query gives the
+    parents and columns; rendering again per interval happens in bot.project.render.
     """
     source = text
     text, jinja_blocks = cut_blocks(text, path=path)
-    block, audit_blocks = _model_and_audit_blocks(text, path)
+    parse = functools.partial(_parse_model, path, defaults=defaults, source=source, jinja_blocks=jinja_blocks,
+                              jinja=jinja or JinjaSettings())
+    config_values = scalar_variables(variables or {}) if "@{" in text else {}
+    blocks = _model_blocks(text, path)
+    prop = next((p for p in blocks[0].props if p.key == "blueprints"), None)
+    if prop is None:
+        if config_values:
+            text = interpolate_braced(text, config_values, dialect=defaults.dialect)
+            blocks = _model_blocks(text, path)
+        return (parse(text, blocks, blueprint={}),)
+    dialect_prop = next((p for p in blocks[0].props if p.key == "dialect"), None)
+    dialect = value_text(parse_value(dialect_prop, dialect="", path=path), "").lower() \
+        if dialect_prop else defaults.dialect
+    models = []
+    for blueprint in read_blueprints(prop, dialect=dialect, path=path):
+        own_text = interpolate_braced(text, {**config_values, **blueprint}, dialect=dialect)
+        models.append(parse(own_text, _model_blocks(own_text, path), blueprint=blueprint))
+    if prop.text.lstrip().startswith("@"):
+        models = [dataclasses.replace(item, cacheable=False) for item in models]
+    return tuple(models)
+
+
+def _model_blocks(text: str, path: Path) -> list[Block]:
+    """The MODEL block first, then the file's inline AUDIT blocks."""
+    all_blocks = split_blocks(text, keyword="MODEL", path=path, also="AUDIT")
+    blocks = [b for b in all_blocks if b.keyword == "MODEL"]
+    if len(blocks) > 1:
+        raise ConfigError("a model file holds exactly one MODEL (...) block", path=path, line=blocks[1].line)
+    return blocks + [b for b in all_blocks if b.keyword == "AUDIT"]
+
+
+def _parse_model(path: Path, text: str, blocks: list[Block], *, defaults: ModelDefaults, blueprint: Blueprint,
+                 source: str, jinja_blocks: tuple[JinjaBlock, ...], jinja: JinjaSettings) -> ParsedModel:
+    block, audit_blocks = blocks[0], blocks[1:]
     notes: list[tuple[str, int]] = []
     props = _props_by_key(block, path, notes)
     dialect = value_text(parse_value(props["dialect"], dialect="", path=path), "").lower() \
         if "dialect" in props else defaults.dialect
+    if blueprint:
+        props = {key: Prop(p.key, interpolate_bare(p.text, blueprint, dialect=dialect), p.line)
+                 for key, p in props.items()}
     statements = parse_body(block, text=text, dialect=dialect, path=path)
     fields = _header_fields(props, dialect=dialect, defaults=defaults, path=path, line=block.line)
     statements, jinja_fields = _resolve_jinja(statements, jinja_blocks, name=fields["name"], dialect=dialect,
@@ -97,26 +139,22 @@ def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults,
     if kind.name is KindName.SEED:
         fields.update(_seed_fields(kind.seed_path, path=path, line=props["kind"].line))
     everything = [s.expression for s in statements]
-    depends = (table_references(everything) | set(fields["depends_on_explicit"])) - {fields["name"]}
+    depends = (table_references(everything) | blueprint_tables(everything, blueprint, dialect)
+               | set(fields["depends_on_explicit"])) - {fields["name"]}
     model = Model(
         **fields, dialect=dialect, path=path, line=block.line,
         query=query_stmt.expression if query_stmt else None,
         query_text=query_stmt.text if query_stmt else "",
         pre_statements=pre, post_statements=post, depends_on=frozenset(depends), **jinja_fields,
+        blueprint_variables=as_sql_pairs(blueprint, dialect),
     )
     inline = tuple(audits_from_blocks(audit_blocks, text=text, path=path, default_dialect=dialect)) \
         if audit_blocks else ()
     notes += [(f"model {model.name}: kind property `{key}` is not supported by meshbot and is ignored", line)
               for key, line in ignored_kind_properties(props.get("kind"), path)]
-    return ParsedModel(model, macro_references(everything, text=source, start=0), inline, tuple(notes))
-
-
-def _model_and_audit_blocks(text: str, path: Path) -> tuple[Block, list[Block]]:
-    all_blocks = split_blocks(text, keyword="MODEL", path=path, also="AUDIT")
-    blocks = [b for b in all_blocks if b.keyword == "MODEL"]
-    if len(blocks) > 1:
-        raise ConfigError("a model file holds exactly one MODEL (...) block", path=path, line=blocks[1].line)
-    return blocks[0], [b for b in all_blocks if b.keyword == "AUDIT"]
+    refs = tuple(r for r in macro_references(everything, text=source if jinja_blocks else text, start=0)
+                 if not (r.kind == "var" and r.name in blueprint))
+    return ParsedModel(model, refs, inline, tuple(notes))
 
 
 def _around_query(statements: list[Statement], query_index: int | None) -> tuple[
@@ -126,6 +164,8 @@ def _around_query(statements: list[Statement], query_index: int | None) -> tuple
         return tuple(s.expression for s in statements), None, ()
     return (tuple(s.expression for s in statements[:query_index]), statements[query_index],
             tuple(s.expression for s in statements[query_index + 1:]))
+
+
 
 
 def _resolve_jinja(statements: list[Statement], blocks: tuple[JinjaBlock, ...], *, name: str, dialect: str,
@@ -166,10 +206,7 @@ def _props_by_key(block: Block, path: Path, notes: list[tuple[str, int]]) -> dic
     for prop in block.props:
         if prop.key in props:
             raise ConfigError(f"`{prop.key}` is set twice in the MODEL header", path=path, line=prop.line)
-        if prop.key == "blueprints":
-            raise ConfigError("model blueprints (`blueprints (...)` with @blueprint_var) are not supported "
-                              "by meshbot yet; write one model file per blueprint", path=path, line=prop.line)
-        if prop.key in _TOOLING_KEYS:
+        if prop.key == "blueprints" or prop.key in _TOOLING_KEYS:
             continue
         if prop.key not in _KNOWN_KEYS:
             what = "is not supported by meshbot" if prop.key in _IGNORED_KEYS else "is not a MODEL property"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import hashlib
 import sys
@@ -15,6 +16,7 @@ from typing import Any, Callable, Mapping
 from sqlglot import exp
 
 from bot.errors import ConfigError
+from bot.project.blueprints import Blueprint, as_sql_pairs, blueprint_from_python, interpolate_braced
 from bot.project.config import ModelDefaults, read_text
 from bot.project.model import KIND_ALIASES, AuditRef, Kind, KindName, Model, OnDestructiveChange
 from bot.project.sqlmesh_shim import project_imports, project_root, sqlmesh_shim, unsupported_import
@@ -51,6 +53,7 @@ class PythonModelSpec:
     session_properties: tuple[tuple[str, str], ...] = ()
     depends_on_given: bool = False
     ignored: tuple[str, ...] = ()     # keyword arguments meshbot does not use (warned about)
+    blueprints: tuple[Any, ...] = ()  # one model per item: a dict of variables
 
 
 def _names(value: str | list | tuple | None) -> tuple[str, ...]:
@@ -65,17 +68,20 @@ def model(name: str, *, kind: Any = None, columns: Mapping[str, str] | None = No
           owner: str | None = None, tags: list[str] | None = None, audits: list[Any] | None = None,
           description: str | None = None, partitioned_by: str | list[str] | None = None,
           enabled: bool = True, is_sql: bool = False, physical_properties: Mapping[str, Any] | None = None,
-          session_properties: Mapping[str, Any] | None = None, **ignored: Any) -> Callable[[Callable], Callable]:
+          session_properties: Mapping[str, Any] | None = None, blueprints: list[Any] | None = None,
+          **ignored: Any) -> Callable[[Callable], Callable]:
     """Declare a Python model; the decorated `execute(context, start, end, execution_time, **kwargs)`
     returns (or yields) pandas or Spark DataFrames. `kind` is 'FULL' or {'name': ..., 'time_column': ...};
     without one the kind is FULL (model_defaults.kind is not used: a VIEW cannot hold a DataFrame).
-    With `is_sql=True` the function receives a macro evaluator and returns the model's query."""
+    With `is_sql=True` the function receives a macro evaluator and returns the model's query.
+    `blueprints` (a list of dicts) makes one model per dict: `@{key}` in the name takes its value and
+    `context.blueprint_var(key)` returns it."""
     spec = PythonModelSpec(
         name=name, kind=kind, columns=tuple((str(k), str(v)) for k, v in (columns or {}).items()),
         depends_on=_names(depends_on), cron=cron, start=start, end=end,
         grains=_names(grain) + _names(grains), owner=owner, tags=_names(tags), audits=tuple(audits or ()),
         description=description, partitioned_by=_names(partitioned_by), enabled=enabled, is_sql=is_sql,
-        depends_on_given=depends_on is not None, ignored=tuple(sorted(ignored)),
+        depends_on_given=depends_on is not None, ignored=tuple(sorted(ignored)), blueprints=(blueprints,) if isinstance(blueprints, str) else tuple(blueprints or ()),
         physical_properties=tuple((str(k), str(v)) for k, v in (physical_properties or {}).items()),
         session_properties=tuple((str(k), str(v)) for k, v in (session_properties or {}).items()))
 
@@ -227,7 +233,7 @@ def _to_model(spec: PythonModelSpec, *, entrypoint: str, source: str, path: Path
 
 
 def _sql_model(spec: PythonModelSpec, func: Callable, *, path: Path, defaults: ModelDefaults,
-               line: int, variables: Mapping[str, Any]) -> Model:
+               line: int, variables: Mapping[str, Any], blueprint: Blueprint) -> Model:
     """`@model(..., is_sql=True)`: the function, given a macro evaluator, returns the query (text or
     sqlglot expression); the model is a SQL model from then on (rendered like any other)."""
     from dataclasses import replace
@@ -237,7 +243,8 @@ def _sql_model(spec: PythonModelSpec, func: Callable, *, path: Path, defaults: M
     base = _to_model(replace(spec, columns=(), depends_on_given=True), entrypoint="", source="",
                      path=path, defaults=defaults, line=line)
     evaluator = MacroEvaluator(dialect=defaults.dialect, variables={"runtime_stage": "loading"},
-                               config_variables=variables, path=path, model_name=base.name)
+                               config_variables=variables, path=path, model_name=base.name,
+                               blueprint_variables=blueprint)
     try:
         result = func(evaluator)
     except Exception as error:  # a user function: report it with the model
@@ -259,6 +266,15 @@ def _sql_model(spec: PythonModelSpec, func: Callable, *, path: Path, defaults: M
                    python_source=None, python_entrypoint=None)
 
 
+def _with_blueprint(spec: PythonModelSpec, blueprint: Blueprint, dialect: str) -> PythonModelSpec:
+    """The spec with `@{name}` in its model name and dependencies replaced by the blueprint's values."""
+    if not blueprint:
+        return spec
+    return dataclasses.replace(
+        spec, blueprints=(), name=interpolate_braced(spec.name, blueprint, dialect=dialect),
+        depends_on=tuple(interpolate_braced(n, blueprint, dialect=dialect) for n in spec.depends_on))
+
+
 def load_python_models(path: Path, *, defaults: ModelDefaults | None = None,
                        variables: Mapping[str, Any] | None = None) -> list[Model]:
     """Every @model-decorated function of the file, as Model values (in definition order).
@@ -274,12 +290,14 @@ def load_python_models(path: Path, *, defaults: ModelDefaults | None = None,
     models = []
     for key, func, spec in found:
         line = getattr(getattr(func, "__code__", None), "co_firstlineno", 1)
-        if spec.is_sql:
-            models.append(_sql_model(spec, func, path=Path(path), defaults=defaults, line=line,
-                                     variables=variables or {}))
-        else:
-            models.append(_to_model(spec, entrypoint=key, source=source, path=Path(path),
-                                    defaults=defaults, line=line))
+        for blueprint in [blueprint_from_python(b, path=Path(path), line=line) for b in spec.blueprints] or [{}]:
+            own = _with_blueprint(spec, blueprint, defaults.dialect)
+            if spec.is_sql:
+                item = _sql_model(own, func, path=Path(path), defaults=defaults, line=line,
+                                  variables=variables or {}, blueprint=blueprint)
+            else:
+                item = _to_model(own, entrypoint=key, source=source, path=Path(path), defaults=defaults, line=line)
+            models.append(dataclasses.replace(item, blueprint_variables=as_sql_pairs(blueprint, defaults.dialect)))
     for item in models:
         if item.is_python and not item.columns:
             raise ConfigError(f"Python model {item.name} must declare its `columns`", path=path)

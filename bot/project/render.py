@@ -16,7 +16,7 @@ from bot.project.jinja import (JINJA_QUERY, JinjaBlock, JinjaValues, parse_rende
 from bot.project.macros import (EMPTY_REGISTRY, MacroEvaluator, MacroRegistry, interval_variables, load_macros,
                                 macro_name)
 from bot.project.model import KindName, Model
-from bot.project.sqltext import normalize_name
+from bot.project.sqltext import normalize_name, parse_sql
 
 # Fixed dates used to render queries for fingerprints and plan diffs, so that a query's hash does
 # not depend on when the plan runs.
@@ -39,7 +39,7 @@ class RenderContext:
     gateway: str = "local"
     macros: MacroRegistry | None = None
     this_model: str | None = None
-    runtime_stage: str = "loading"      # what Jinja's `runtime_stage` says: `evaluating` while a plan runs
+    runtime_stage: str = "loading"    # SQLMesh's RuntimeStage value: loading, creating, evaluating, ...
 
 
 def _context(*, start: int | None = None, end: int | None = None, execution_time: int | None = None,
@@ -83,14 +83,22 @@ def _interval_variables(start: int, end: int, execution_time: int) -> Mapping[st
     return MappingProxyType(interval_variables(start=start, end=end, execution_time=execution_time))
 
 
+@functools.lru_cache(maxsize=4096)
+def _blueprint_values(pairs: tuple[tuple[str, str], ...], dialect: str) -> Mapping[str, exp.Expression]:
+    """A model's blueprint variables parsed back into expressions (shared: lookups copy them)."""
+    return MappingProxyType({name: parse_sql(sql, dialect)[0] for name, sql in pairs})
+
+
 def make_evaluator(model: Model, ctx: RenderContext, *, dialect: str | None = None) -> MacroEvaluator:
     """A macro evaluator for `model` with its interval variables and its pre-statement @DEFs applied."""
     variables = dict(_interval_variables(ctx.start, ctx.end, ctx.execution_time))
     variables["this_model"] = _this_model_table(ctx.this_model or ctx.table_mapping.get(model.name, model.name))
     variables["gateway"] = ctx.gateway
+    variables["runtime_stage"] = ctx.runtime_stage
     evaluator = MacroEvaluator(dialect=dialect or model.dialect, variables=variables,
                                config_variables=ctx.variables, registry=_registry(model, ctx),
-                               path=model.path, model_name=model.name, columns_of=_columns_lookup(ctx))
+                               path=model.path, model_name=model.name, columns_of=_columns_lookup(ctx),
+                               blueprint_variables=_blueprint_values(model.blueprint_variables, model.dialect))
     for statement in model.pre_statements:
         if macro_name(statement) == "def":
             evaluator.transform(statement.copy())
@@ -230,7 +238,8 @@ def render_query(model: Model, *, start: int | None = None, end: int | None = No
     read (physical tables or views), keeping the alias (`... AS orders`); `@this_model` resolves to
     `this_model`, else table_mapping[model.name], else the model name. `models` lets EMBEDDED parents
     be inlined as subqueries and gives @STAR its columns. `macros` defaults to the user macros of the
-    project containing model.path.
+    project containing model.path. `runtime_stage` is what `@runtime_stage` reads (SQLMesh's stages:
+    loading, creating, evaluating, auditing, testing, before_all, after_all).
     """
     ctx = _context(start=start, end=end, execution_time=execution_time, variables=variables,
                    table_mapping=table_mapping, models=models, gateway=gateway, macros=macros,

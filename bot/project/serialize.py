@@ -55,6 +55,7 @@ def model_to_dict(model: Model) -> dict[str, Any]:
         **({"jinja_query": model.jinja_query, "jinja_line": model.jinja_line}
            if model.jinja_query is not None else {}),
         **({"jinja_macros": [list(m) for m in model.jinja_macros]} if model.jinja_macros else {}),
+        **({"blueprint_variables": [list(p) for p in model.blueprint_variables]} if model.blueprint_variables else {}),
     }
 
 
@@ -95,6 +96,7 @@ def model_from_dict(data: dict[str, Any]) -> Model:
         jinja_query=data.get("jinja_query"),
         jinja_line=data.get("jinja_line", 1),
         jinja_macros=_pairs(data.get("jinja_macros")),
+        blueprint_variables=_pairs(data.get("blueprint_variables")),
     )
 
 

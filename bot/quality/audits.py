@@ -167,7 +167,7 @@ def audit_query(audit: ResolvedAudit, *, model: Model, relation: exp.Expression,
     rendered = render_expression(
         audit.custom.query, model=model, dialect=audit.custom.dialect, start=start, end=end,
         execution_time=execution_time, variables={**(variables or {}), **audit.args},
-        table_mapping=table_mapping, this_model=THIS_MODEL)
+        table_mapping=table_mapping, this_model=THIS_MODEL, runtime_stage="auditing")
     if len(rendered) != 1 or not isinstance(rendered[0], exp.Query):
         raise ConfigError(f"audit `{audit.name}` must be one SELECT query", path=audit.custom.path,
                           line=audit.custom.line)
@@ -233,7 +233,7 @@ def run_standalone_audits(engine: SparkEngine, *, audit_defs: Mapping[str, Audit
                       line=audit.line)
         rendered = render_expression(audit.query, model=owner, dialect=audit.dialect,
                                      execution_time=execution_time, variables=variables or {},
-                                     table_mapping=table_mapping)
+                                     table_mapping=table_mapping, runtime_stage="auditing")
         if len(rendered) != 1 or not isinstance(rendered[0], exp.Query):
             raise ConfigError(f"audit `{audit.name}` must be one SELECT query", path=audit.path, line=audit.line)
         sql = rendered[0].sql(dialect="spark", identify=True)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from sqlglot import exp
 
 from bot.errors import ConfigError, EngineError
+from bot.project.blueprints import python_values
 from bot.project.model import Model
 from bot.project.python_model import resolve_python_model
 from bot.project.render import render_query
@@ -229,7 +230,8 @@ def _check_outputs(test: UnitTest, model: Model, *, session: "SparkSession",
         if test.ctes:
             raise ConfigError(f"test `{test.name}`: `outputs.ctes` needs a SQL model", path=test.path,
                               line=test.line)
-        context = ExecutionContext(session, mapping, variables=variables, quote=False)
+        context = ExecutionContext(session, mapping, variables=variables, quote=False,
+                                   blueprint_variables=python_values(model.blueprint_variables))
         with spark_errors(f"running Python model {model.name}"):
             frame = run_python_model(resolve_python_model(model), context, start=start, end=end,
                                      execution_time=execution if execution is not None else end,
@@ -237,7 +239,7 @@ def _check_outputs(test: UnitTest, model: Model, *, session: "SparkSession",
         return _compare_frame(frame, test.query, ordered=False, label="query") if test.query else \
             (True, "", (), ())
     query = render_query(model, start=start, end=end, execution_time=execution, variables=variables,
-                         table_mapping=mapping, models=models)
+                         table_mapping=mapping, models=models, runtime_stage="testing")
     if execution is not None:
         query = freeze_time(query, execution)
     checks: list[tuple[str, exp.Query, TestData]] = []

@@ -42,8 +42,10 @@ class ExecutionContext:
     `engine_adapter`. `mapping` maps model names to the tables this run reads."""
 
     def __init__(self, session: "SparkSession", mapping: Mapping[str, str], *,
-                 variables: Mapping[str, Any] | None = None, gateway: str = "", quote: bool = True):
+                 variables: Mapping[str, Any] | None = None, gateway: str = "", quote: bool = True,
+                 blueprint_variables: Mapping[str, Any] | None = None):
         self.spark = session
+        self.blueprint_variables = {str(k).lower(): v for k, v in (blueprint_variables or {}).items()}
         self.mapping = mapping
         self.variables = {str(k).lower(): v for k, v in (variables or {}).items()}
         self.gateway = gateway
@@ -65,6 +67,10 @@ class ExecutionContext:
 
     def var(self, name: str, default: Any = None) -> Any:
         return self.variables.get(str(name).lower(), default)
+
+    def blueprint_var(self, name: str, default: Any = None) -> Any:
+        """A variable of the model's blueprint (`@model(..., blueprints=[...])`), else `default`."""
+        return self.blueprint_variables.get(str(name).lower(), default)
 
     @property
     def default_catalog(self) -> str | None:
