@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from typing import Any
 
 from bot.github.settings import CheckName
+from bot.project.timeutil import to_datetime
 from bot.report.markdown import md_escape, render
 
 COMMENT_LIMIT = 65_536
@@ -261,7 +261,7 @@ def _enum_text(value: Any) -> str:
 
 
 def _ms(value: int) -> str:
-    return datetime.fromtimestamp(value / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return to_datetime(value).strftime("%Y-%m-%d %H:%M")
 
 
 # -- size-aware rendering -----------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 import yaml
 
 from bot.errors import ConfigError
+from bot.project.timeutil import TimeParseError, check_ttl
 
 
 @dataclass(frozen=True)
@@ -286,8 +287,8 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         default_gateway=default_gateway,
         model_defaults=_parse_model_defaults(raw.get("model_defaults"), path),
         variables=dict(_mapping(raw.get("variables"), "variables", path)),
-        snapshot_ttl=str(raw.get("snapshot_ttl") or "in 1 week"),
-        environment_ttl=str(raw.get("environment_ttl") or "in 1 week"),
+        snapshot_ttl=_ttl(raw, "snapshot_ttl", text, path),
+        environment_ttl=_ttl(raw, "environment_ttl", text, path),
         physical_schema_mapping={str(k): str(v) for k, v in
                                  _mapping(raw.get("physical_schema_mapping"), "physical_schema_mapping",
                                           path).items()},
@@ -313,6 +314,16 @@ def _statements(value: Any, key: str, path: Path) -> tuple[str, ...]:
     return tuple(value)
 _MODEL_DEFAULT_KEYS = frozenset({"dialect", "kind", "cron", "start", "owner", "on_destructive_change"})
 _PLAN_KEYS = frozenset({"auto_categorize_changes", "include_unmodified"})
+
+
+def _ttl(raw: dict, key: str, text: str, path: Path) -> str:
+    """A TTL setting ('in 1 week' when absent), refused at load when it cannot be read or is not in the future."""
+    value = str(raw.get(key) or "in 1 week")
+    try:
+        check_ttl(value)
+    except TimeParseError as error:
+        raise ConfigError(f"`{key}`: {error.detail}", path=path, line=_key_line(text, key)) from None
+    return value
 
 
 def _key_line(text: str, key: str, *, indent: str = "") -> int | None:

@@ -14,11 +14,12 @@ probe of the interval. An interval with no new rows therefore leaves no stale ro
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from bot.errors import EngineError
 from bot.project.model import Kind
+from bot.project.timeutil import to_datetime
 from bot.spark.engine import SparkEngine, quote_table, spark_errors
 from bot.spark.materialize import common
 from bot.spark.types import quote_identifier
@@ -169,7 +170,7 @@ def interval_condition(column: str, data_type: str, *, fmt: str, start: int, end
 
 
 def _utc(epoch_ms: int) -> datetime:
-    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=epoch_ms)
+    return to_datetime(epoch_ms)
 
 
 def _timestamp(moment: datetime) -> str:
