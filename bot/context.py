@@ -87,15 +87,15 @@ class Context:
     def plan(self, environment: str = "prod", *, options: PlanOptions = PlanOptions()) -> Plan:
         """Compute (never apply) the plan that brings `environment` to the project's state."""
         from bot.plan.builder import build_plan
-        from bot.project.timeutil import now_ms, to_ms
+        from bot.project.timeutil import now_ms
 
         env = normalize_environment(environment)
         if not env:
             raise PlanError("environment name is empty")
-        now = to_ms(options.execution_time) if options.execution_time else now_ms()
+        # the wall clock: the plan reads a relative --execution-time ('yesterday') against it, once
         return build_plan(project_models=self.models, dag=self.project.dag,
                           rendered=self.rendered_queries(), state=self.state, environment=env,
-                          options=options, config=self.config, now_ms=now)
+                          options=options, config=self.config, now_ms=now_ms())
 
     def rendered_queries(self) -> dict[str, str]:
         """Every SQL model rendered at the reference interval, for fingerprints and diffs (cached on disk)."""
