@@ -16,7 +16,7 @@ from bot.errors import PlanError
 from bot.intervals import (Interval, format_interval, interval_unit, merge, missing_intervals,
                            subtract)
 from bot.project.model import KindName, Model
-from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, to_ms
+from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, midnight, to_ms
 from bot.snapshot import Snapshot
 from bot.state.api import SnapshotIntervals
 
@@ -26,7 +26,7 @@ def model_start(model: Model, *, default_start: str | None, execution_time: int)
     text = model.start or default_start
     if text:
         return to_ms(text, relative_base=execution_time)
-    return execution_time - execution_time % MS_PER_DAY - MS_PER_DAY
+    return midnight(execution_time) - MS_PER_DAY
 
 
 @dataclass
