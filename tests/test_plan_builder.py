@@ -381,3 +381,16 @@ def test_relative_execution_time_is_read_once(tmp_path):
     plan = Context(tmp_path / "shop").plan("prod", options=PlanOptions(execution_time="yesterday"))
     assert plan.execution_time in {before, to_ms("yesterday")}
     assert plan.execution_time % DAY == 0
+
+
+def test_dev_environment_expires_its_ttl_after_todays_midnight(state, config):
+    """SQLMesh reads `environment_ttl` against now with whole-day phrases counted from midnight."""
+    from bot.plan.evaluator import PlanEvaluator
+
+    evaluator = PlanEvaluator(state=state, runner=None, models_for=None, environment_ttl="in 2 weeks")
+    prod = plan_for(state, config, project())
+    assert evaluator.environment_for(prod).expiration_ts is None
+    dev = plan_for(state, config, project(), env="dev", include_unmodified=True)
+    before = to_ms("today") + 14 * DAY
+    expiration = evaluator.environment_for(dev).expiration_ts
+    assert expiration in {before, to_ms("today") + 14 * DAY}

@@ -126,9 +126,19 @@ def test_inclusive_end_rule(end, last: str) -> None:
     assert to_ts(exclusive_end_ms(end, relative_base=BASE) - 1, micros=999) == last
 
 
-def test_every_end_reader_uses_the_one_rule() -> None:
-    """The shim's make_inclusive, unit tests' intervals and plans all read `end` through exclusive_end_ms."""
+def test_every_end_reader_uses_the_one_rule(tmp_path) -> None:
+    """The shim's make_inclusive, `render`/`audit`/`evaluate` and plans all read `end` through exclusive_end_ms."""
+    from bot.context import Context
+    from bot.project.example import write_example
     from bot.project.sqlmesh_shim import make_inclusive
+
+    root = tmp_path / "shop"
+    write_example(root)
+    (root / "models" / "ends.sql").write_text("MODEL (name shop.ends, kind FULL);\nSELECT @end_ts AS last_moment\n")
+    context = Context(root)
+    assert "2024-01-07 23:59:59.999999" in context.render("shop.ends", start="2024-01-01", end="2024-01-07")
+    assert "2024-01-07 11:59:59.999999" in context.render("shop.ends", start="2024-01-01",
+                                                          end="2024-01-07 12:00:00")
 
     start, last = make_inclusive("2024-01-01", "2024-01-07")
     assert (start.isoformat(), last.isoformat()) == ("2024-01-01T00:00:00+00:00", "2024-01-07T23:59:59.999999+00:00")

@@ -63,7 +63,7 @@ class PlanEvaluator:
     state: StateSync
     runner: BatchRunner
     models_for: Callable[[Snapshot], Model]
-    environment_ttl: str = "in 1 week"   # dev environments expire this long after their plan
+    environment_ttl: str = "in 1 week"   # dev environments expire this long after their plan's day
     progress: ProgressCallback | None = None
     default_start: str | None = None     # model_defaults.start, for the parent-interval rule
     concurrent_tasks: int = 1            # models backfilled / tables created at once
@@ -179,7 +179,8 @@ class PlanEvaluator:
             ),
             plan_id=plan.plan_id,
             previous_plan_id=previous.plan_id if previous else None,
-            expiration_ts=None if plan.environment == "prod" else to_ms(self.environment_ttl, relative_base=now_ms()),
+            expiration_ts=None if plan.environment == "prod"
+            else to_ms(self.environment_ttl, relative_base=now_ms()),   # from today's midnight, as SQLMesh
         )
 
     def _create_tables(self, plan: Plan, mapping: Mapping[str, str]) -> None:
