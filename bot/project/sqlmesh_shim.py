@@ -144,11 +144,13 @@ def to_timestamp(value: Any, relative_base: datetime | None = None) -> int:
 
 
 def to_ds(value: Any) -> str:
-    return to_datetime(value).strftime("%Y-%m-%d")
+    from bot.project import timeutil
+    return timeutil.to_ds(to_timestamp(value))
 
 
 def to_ts(value: Any) -> str:
-    return to_datetime(value).strftime("%Y-%m-%d %H:%M:%S")
+    from bot.project import timeutil
+    return timeutil.to_ts(to_timestamp(value))
 
 
 def now() -> datetime:
