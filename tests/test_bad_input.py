@@ -48,6 +48,14 @@ def test_ttl_in_the_past_is_refused_before_anything_runs(shop):
     assert not (shop / ".meshbot").exists()
 
 
+@pytest.mark.parametrize("key", ["start", "end"])
+def test_unreadable_model_start_or_end_names_file_and_line(shop, key):
+    (shop / "models" / "odd.sql").write_text(
+        f"MODEL (\n  name shop.odd,\n  kind FULL,\n  {key} 'next tuesday-ish'\n);\n\nSELECT 1 AS x\n")
+    assert_refused(invoke(shop, "plan", "--explain"), "models/odd.sql:4", f"`{key}`",
+                   "cannot understand the time 'next tuesday-ish'")
+
+
 def test_non_utf8_audit_and_test_files_are_named(shop):
     (shop / "audits" / "latin1.sql").write_bytes(b"AUDIT (name latin1);\nSELECT 1 -- \xff\n")
     assert_refused(invoke(shop, "plan", "--explain"), "audits/latin1.sql:2", "not UTF-8")

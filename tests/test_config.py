@@ -138,6 +138,11 @@ def test_future_ttls_load(tmp_path, value):
     assert config.environment_ttl == value
 
 
+def test_unreadable_default_start_names_the_key(tmp_path):
+    with pytest.raises(ConfigError, match=r"config\.yaml: `model_defaults\.start`: cannot understand the time 'soon'"):
+        load_config(write(tmp_path, "model_defaults:\n  dialect: spark\n  start: soon\n"), environ={})
+
+
 def test_dialect_is_required(tmp_path):
     with pytest.raises(ConfigError, match=r"config\.yaml.*model_defaults\.dialect"):
         load_config(write(tmp_path, "model_defaults:\n  cron: '@daily'\n"), environ={})

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import yaml
 
 from bot.errors import ConfigError
-from bot.project.timeutil import TimeParseError, check_ttl
+from bot.project.timeutil import TimeParseError, check_ttl, to_ms
 
 
 @dataclass(frozen=True)
@@ -464,6 +464,11 @@ def _parse_model_defaults(raw: Any, path: Path) -> ModelDefaults:
     if on_change not in ("error", "warn", "allow"):
         raise ConfigError("`model_defaults.on_destructive_change` must be error, warn or allow", path=path)
     start = spec.get("start")
+    if start is not None:
+        try:
+            to_ms(str(start), relative_base=0)
+        except TimeParseError as error:
+            raise ConfigError(f"`model_defaults.start`: {error.detail}", path=path) from None
     return ModelDefaults(
         dialect=str(spec["dialect"]).lower(),
         kind=str(kind).upper() if kind else None,
