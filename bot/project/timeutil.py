@@ -18,6 +18,8 @@ _RELATIVE = re.compile(
     r"^(?:(?P<in>in)\s+)?(?P<n>\d+|an?|one)\s+(?P<unit>second|minute|hour|day|week|month|year)s?"
     r"(?:\s+(?P<ago>ago))?$"
 )
+_STEPS = {unit: relativedelta(**{f"{unit}s": 1})   # calendar-aware: a month from Jan 31 is Feb 29
+          for unit in ("second", "minute", "hour", "day", "week", "month", "year")}
 _CLOCK_UNITS = frozenset({"second", "minute", "hour"})
 _DAY_WORDS = {"yesterday": -1, "today": 0, "tomorrow": 1}
 _LOOSE_DATE = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}$")
@@ -149,10 +151,7 @@ def _relative(text: str, base: int, *, floor_days: bool) -> int | None:
     unit = match["unit"]
     # SQLMesh counts '2 days ago' from midnight, but not 'a day ago' or '2 hours ago'
     start = midnight(base) if floor_days and numeric and unit not in _CLOCK_UNITS else base
-    step = {"second": relativedelta(seconds=1), "minute": relativedelta(minutes=1),
-            "hour": relativedelta(hours=1), "day": relativedelta(days=1), "week": relativedelta(weeks=1),
-            "month": relativedelta(months=1), "year": relativedelta(years=1)}[unit]
-    return from_datetime(to_datetime(start) + step * (sign * count))
+    return from_datetime(to_datetime(start) + _STEPS[unit] * (sign * count))
 
 
 def _absolute(raw: str, base: int) -> int | None:
