@@ -97,16 +97,16 @@ class Context:
     def plan(self, environment: str = "prod", *, options: PlanOptions = PlanOptions()) -> Plan:
         """Compute (never apply) the plan that brings `environment` to the project's state."""
         from bot.plan.builder import build_plan
-        from bot.project.timeutil import now_ms, to_ms
+        from bot.project.timeutil import now_ms
 
         env = normalize_environment(environment)
         if not env:
             raise PlanError("environment name is empty")
-        now = to_ms(options.execution_time) if options.execution_time else now_ms()
         lint_warnings = self.lint().check_before_plan(self.path) if self.config.linter.enabled else ()
+        # the wall clock: the plan reads a relative --execution-time ('yesterday') against it, once
         plan = build_plan(project_models=self.models, dag=self.project.dag,
                           rendered=self.rendered_queries(), state=self.state, environment=env,
-                          options=options, config=self.config, now_ms=now)
+                          options=options, config=self.config, now_ms=now_ms())
         return replace(plan, warnings=lint_warnings + plan.warnings) if lint_warnings else plan
 
     def rendered_queries(self) -> dict[str, str]:
@@ -122,12 +122,10 @@ class Context:
         """Apply a plan: tables, backfill (unless skipped), promotion, views (SPEC §5 order)."""
         from bot.plan.evaluator import PlanEvaluator
         from bot.plan.runner import SparkRunner
-        from bot.project.timeutil import to_ms
 
         runner = self._spark_runner()
-        ttl = to_ms(self.config.environment_ttl, relative_base=0)
         evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
-                                  environment_ttl_ms=ttl, progress=progress,
+                                  environment_ttl=self.config.environment_ttl, progress=progress,
                                   default_start=self.config.model_defaults.start,
                                   concurrent_tasks=self.gateway.connection.concurrent_tasks)
         self._environment_statements(self.config.before_all, plan.environment, "before_all")
@@ -228,9 +226,8 @@ class Context:
     def evaluate(self, model_name: str, *, start: str, end: str, limit: int | None = None,
                  execution_time: str | None = None) -> list[Row]:
         """MODEL's rows for [start, end] (end date inclusive), read from prod's tables; writes nothing."""
-        from bot.plan.backfill import end_ms
         from bot.plan.run import evaluate_rows
-        from bot.project.timeutil import now_ms, to_ms
+        from bot.project.timeutil import exclusive_end_ms, now_ms, to_ms
         from bot.snapshot import view_name
 
         model = self.model(model_name)
@@ -240,7 +237,7 @@ class Context:
         mapping = {name: tables.get(name, view_name(name, "prod")) for name in self.models}
         return evaluate_rows(engine=self.engine, model=model, context_models=self.models,
                              table_mapping=mapping,
-                             interval=(to_ms(start, relative_base=now), end_ms(end, relative_base=now)),
+                             interval=(to_ms(start, relative_base=now), exclusive_end_ms(end, relative_base=now)),
                              execution_time=now, variables=self.config.variables,
                              gateway=self.gateway.name, limit=limit)
 
@@ -304,13 +301,13 @@ class Context:
     def audit(self, *, models: Sequence[str] = (), environment: str = "prod",
               start: str | None = None, end: str | None = None) -> "AuditReport":
         """Run the audits of `models` (default: all with audits) on the environment's tables."""
-        from bot.project.timeutil import to_ms
+        from bot.project.timeutil import exclusive_end_ms, to_ms
         from bot.quality.api import AuditReport
         from bot.quality.audits import run_audits
 
         names = [self.model(m).name for m in models] or [n for n, m in self.models.items() if m.audits]
         start_ms = to_ms(start) if start else None
-        end_ms = to_ms(end) + 86_400_000 if end else None
+        end_ms = exclusive_end_ms(end) if end else None
         results = []
         for name in names:
             results += run_audits(engine_or_session=self.engine, model=self.models[name],
@@ -440,13 +437,13 @@ class Context:
                environment: str = "prod") -> str:
         """The model's query as Spark SQL for [start, end], reading the environment's views."""
         from bot.project.render import render_sql
-        from bot.project.timeutil import to_ms
+        from bot.project.timeutil import exclusive_end_ms, to_ms
         from bot.snapshot import view_name
 
         model = self.model(model_name)
         env = normalize_environment(environment)
         start_ms = to_ms(start) if start else None
-        end_ms = to_ms(end) + 86_400_000 if end else None
+        end_ms = exclusive_end_ms(end) if end else None
         mapping = {name: view_name(name, env) for name in self.models}
         return render_sql(model, start=start_ms, end=end_ms, variables=self.config.variables,
                           table_mapping=mapping, models=self.models, gateway=self.gateway.name)
@@ -467,14 +464,14 @@ class Context:
 
 def _window_text(window: tuple[int, int] | None) -> str:
     """`2024-01-01 – 2024-01-07 (7 days)` for a window of whole days, else with times; None: whole query."""
-    from datetime import datetime, timezone
+    from bot.project.timeutil import MS_PER_DAY, to_datetime
 
     if window is None:
         return "whole query"
-    start, end = (datetime.fromtimestamp(ms / 1000, tz=timezone.utc) for ms in window)
-    days = (window[1] - window[0]) / 86_400_000
-    if window[0] % 86_400_000 == 0 and window[1] % 86_400_000 == 0:
-        last = datetime.fromtimestamp((window[1] - 1) / 1000, tz=timezone.utc)
+    start, end = (to_datetime(ms) for ms in window)
+    days = (window[1] - window[0]) / MS_PER_DAY
+    if window[0] % MS_PER_DAY == 0 and window[1] % MS_PER_DAY == 0:
+        last = to_datetime(window[1] - 1)
         text = f"{start:%Y-%m-%d} – {last:%Y-%m-%d}"
     else:
         text = f"{start:%Y-%m-%d %H:%M} – {end:%Y-%m-%d %H:%M}"

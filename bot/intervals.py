@@ -9,6 +9,8 @@ from typing import Iterable, Sequence
 
 from croniter import croniter
 
+from bot.project.timeutil import add_months, from_datetime, to_datetime
+
 Interval = tuple[int, int]  # [start, end) in epoch milliseconds, UTC
 
 _MINUTE = 60_000
@@ -54,14 +56,6 @@ _UNIT_MILLIS = {
 }
 
 
-def _dt(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-
-
-def _ms(value: datetime) -> int:
-    return int(round(value.timestamp() * 1000))
-
-
 @lru_cache(maxsize=256)
 def interval_unit(cron: str) -> IntervalUnit:
     """The largest unit no longer than the shortest gap between consecutive cron times.
@@ -72,7 +66,7 @@ def interval_unit(cron: str) -> IntervalUnit:
     ('month', 'five_minute')
     """
     it = croniter(cron, datetime(2024, 1, 1, tzinfo=timezone.utc))
-    ticks = [_ms(it.get_next(datetime)) for _ in range(6)]
+    ticks = [from_datetime(it.get_next(datetime)) for _ in range(6)]
     gap = min(b - a for a, b in zip(ticks, ticks[1:]))
     for unit in IntervalUnit:
         if unit.millis <= gap:
@@ -83,22 +77,20 @@ def interval_unit(cron: str) -> IntervalUnit:
 def floor_to_unit(ms: int, unit: IntervalUnit) -> int:
     """The start of the unit containing `ms`.
 
-    >>> _dt(floor_to_unit(1706789045000, IntervalUnit.MONTH)).isoformat()
+    >>> to_datetime(floor_to_unit(1706789045000, IntervalUnit.MONTH)).isoformat()
     '2024-02-01T00:00:00+00:00'
     """
     if unit is IntervalUnit.YEAR:
-        return _ms(_dt(ms).replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0))
+        return from_datetime(to_datetime(ms).replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0))
     if unit is IntervalUnit.MONTH:
-        return _ms(_dt(ms).replace(day=1, hour=0, minute=0, second=0, microsecond=0))
+        return from_datetime(to_datetime(ms).replace(day=1, hour=0, minute=0, second=0, microsecond=0))
     return ms - ms % unit.millis
 
 
 def add_units(ms: int, unit: IntervalUnit, count: int = 1) -> int:
     """`ms` moved by `count` units (calendar-aware for months and years); `ms` must be unit-aligned."""
     if unit in (IntervalUnit.YEAR, IntervalUnit.MONTH):
-        value = _dt(ms)
-        months = value.year * 12 + value.month - 1 + count * (12 if unit is IntervalUnit.YEAR else 1)
-        return _ms(value.replace(year=months // 12, month=months % 12 + 1))
+        return add_months(ms, count * (12 if unit is IntervalUnit.YEAR else 1))
     return ms + count * unit.millis
 
 
@@ -111,33 +103,33 @@ def ceil_to_unit(ms: int, unit: IntervalUnit) -> int:
 def cron_floor(cron: str, ms: int) -> int:
     """The latest cron time at or before `ms`.
 
-    >>> _dt(cron_floor("@daily", 1704112496000)).isoformat()
+    >>> to_datetime(cron_floor("@daily", 1704112496000)).isoformat()
     '2024-01-01T00:00:00+00:00'
     >>> cron_floor("@daily", 1704067200000) == 1704067200000
     True
     """
-    candidate = _ms(croniter(cron, _dt(ms) - timedelta(seconds=1)).get_next(datetime))
+    candidate = from_datetime(croniter(cron, to_datetime(ms) - timedelta(seconds=1)).get_next(datetime))
     if candidate <= ms:
         return candidate
-    return _ms(croniter(cron, _dt(ms)).get_prev(datetime))
+    return from_datetime(croniter(cron, to_datetime(ms)).get_prev(datetime))
 
 
 def cron_prev(cron: str, ms: int) -> int:
     """The last cron time strictly before `ms`.
 
-    >>> _dt(cron_prev("@daily", 1704067200000)).isoformat()
+    >>> to_datetime(cron_prev("@daily", 1704067200000)).isoformat()
     '2023-12-31T00:00:00+00:00'
     """
-    return _ms(croniter(cron, _dt(ms)).get_prev(datetime))
+    return from_datetime(croniter(cron, to_datetime(ms)).get_prev(datetime))
 
 
 def cron_next(cron: str, ms: int) -> int:
     """The first cron time strictly after `ms`.
 
-    >>> _dt(cron_next("@hourly", 1704067200000)).isoformat()
+    >>> to_datetime(cron_next("@hourly", 1704067200000)).isoformat()
     '2024-01-01T01:00:00+00:00'
     """
-    return _ms(croniter(cron, _dt(ms)).get_next(datetime))
+    return from_datetime(croniter(cron, to_datetime(ms)).get_next(datetime))
 
 
 def expand(start: int, end: int, unit: IntervalUnit) -> list[Interval]:
@@ -266,12 +258,12 @@ def format_interval(interval: Interval, unit: IntervalUnit) -> str:
     '2024-01-01 00:00:00 - 2024-01-01 05:59:59'
     """
     low, high = interval
-    last = _dt(high - 1)
+    last = to_datetime(high - 1)
     if unit.is_date_unit:
-        return f"{_dt(low):%Y-%m-%d} - {last:%Y-%m-%d}"
-    return f"{_dt(low):%Y-%m-%d %H:%M:%S} - {last:%Y-%m-%d %H:%M:%S}"
+        return f"{to_datetime(low):%Y-%m-%d} - {last:%Y-%m-%d}"
+    return f"{to_datetime(low):%Y-%m-%d %H:%M:%S} - {last:%Y-%m-%d %H:%M:%S}"
 
 
 def inclusive_end_date(interval: Interval) -> tuple[str, str]:
     """(`YYYY-MM-DD` of the start, `YYYY-MM-DD` of the last millisecond), as plan JSON lists them."""
-    return f"{_dt(interval[0]):%Y-%m-%d}", f"{_dt(interval[1] - 1):%Y-%m-%d}"
+    return f"{to_datetime(interval[0]):%Y-%m-%d}", f"{to_datetime(interval[1] - 1):%Y-%m-%d}"

@@ -39,6 +39,23 @@ def test_non_utf8_model_file_is_named(shop):
     assert_refused(invoke(shop, "plan", "--explain"), "models/latin1.sql:3", "not UTF-8", "0xe9")
 
 
+def test_ttl_in_the_past_is_refused_before_anything_runs(shop):
+    config = shop / "config.yaml"
+    config.write_text(config.read_text() + "environment_ttl: 1 week\n")
+    line = config.read_text().splitlines().index("environment_ttl: 1 week") + 1
+    assert_refused(invoke(shop, "plan", "dev", "--auto-apply"), f"config.yaml:{line}", "`environment_ttl`",
+                   "'1 week' is in the past")
+    assert not (shop / ".meshbot").exists()
+
+
+@pytest.mark.parametrize("key", ["start", "end"])
+def test_unreadable_model_start_or_end_names_file_and_line(shop, key):
+    (shop / "models" / "odd.sql").write_text(
+        f"MODEL (\n  name shop.odd,\n  kind FULL,\n  {key} 'next tuesday-ish'\n);\n\nSELECT 1 AS x\n")
+    assert_refused(invoke(shop, "plan", "--explain"), "models/odd.sql:4", f"`{key}`",
+                   "cannot understand the time 'next tuesday-ish'")
+
+
 def test_non_utf8_audit_and_test_files_are_named(shop):
     (shop / "audits" / "latin1.sql").write_bytes(b"AUDIT (name latin1);\nSELECT 1 -- \xff\n")
     assert_refused(invoke(shop, "plan", "--explain"), "audits/latin1.sql:2", "not UTF-8")

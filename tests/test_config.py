@@ -119,6 +119,30 @@ def test_config_yml_is_accepted(tmp_path):
     assert config.model_defaults.dialect == "spark"
 
 
+@pytest.mark.parametrize(("key", "value", "reason"), [
+    ("environment_ttl", "1 week", "the TTL '1 week' is in the past; write a future span such as 'in 1 week'"),
+    ("snapshot_ttl", "3 days ago", "the TTL '3 days ago' is in the past"),
+    ("snapshot_ttl", "in a while", "cannot understand the time 'in a while'"),
+])
+def test_bad_ttl_names_file_line_and_key(tmp_path, key, value, reason):
+    text = f"model_defaults:\n  dialect: spark\n{key}: {value}\n"
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text), environ={})
+    assert str(info.value).startswith(f"{tmp_path.resolve() / 'config.yaml'}:3: `{key}`: {reason}")
+
+
+@pytest.mark.parametrize("value", ["in 2 hours", "in 30 days", "in 1 month", "in 1 year"])
+def test_future_ttls_load(tmp_path, value):
+    config = load_config(write(tmp_path, f"model_defaults:\n  dialect: spark\nenvironment_ttl: {value}\n"),
+                         environ={})
+    assert config.environment_ttl == value
+
+
+def test_unreadable_default_start_names_the_key(tmp_path):
+    with pytest.raises(ConfigError, match=r"config\.yaml: `model_defaults\.start`: cannot understand the time 'soon'"):
+        load_config(write(tmp_path, "model_defaults:\n  dialect: spark\n  start: soon\n"), environ={})
+
+
 def test_dialect_is_required(tmp_path):
     with pytest.raises(ConfigError, match=r"config\.yaml.*model_defaults\.dialect"):
         load_config(write(tmp_path, "model_defaults:\n  cron: '@daily'\n"), environ={})

@@ -382,3 +382,28 @@ def test_start_less_models_follow_sqlmesh(state, tmp_path):
                           "db.b": (to_ms("2026-11-15"), to_ms("2026-11-22")),
                           "db.c": (to_ms("2026-11-15"), to_ms("2026-11-22")),
                           "db.h": (to_ms("2026-11-15"), to_ms("2026-11-22 18:00:00"))}
+
+
+def test_relative_execution_time_is_read_once(tmp_path):
+    """`--execution-time yesterday` is yesterday, not the day before (it was resolved twice)."""
+    from bot.context import Context
+    from bot.project.example import write_example
+
+    write_example(tmp_path / "shop")
+    before = to_ms("yesterday")
+    plan = Context(tmp_path / "shop").plan("prod", options=PlanOptions(execution_time="yesterday"))
+    assert plan.execution_time in {before, to_ms("yesterday")}
+    assert plan.execution_time % DAY == 0
+
+
+def test_dev_environment_expires_its_ttl_after_todays_midnight(state, config):
+    """SQLMesh reads `environment_ttl` against now with whole-day phrases counted from midnight."""
+    from bot.plan.evaluator import PlanEvaluator
+
+    evaluator = PlanEvaluator(state=state, runner=None, models_for=None, environment_ttl="in 2 weeks")
+    prod = plan_for(state, config, project())
+    assert evaluator.environment_for(prod).expiration_ts is None
+    dev = plan_for(state, config, project(), env="dev", include_unmodified=True)
+    before = to_ms("today") + 14 * DAY
+    expiration = evaluator.environment_for(dev).expiration_ts
+    assert expiration in {before, to_ms("today") + 14 * DAY}

@@ -203,6 +203,28 @@ def test_invalidate_marks_expired_and_refuses_prod_or_unknown(state):
     assert state.get_environment("old") is None and state.get_environment("prod") is not None
 
 
+JAN31 = 1_706_659_200_000   # 2024-01-31 00:00 UTC
+
+
+@pytest.mark.parametrize(("ttl", "lasts"), [
+    ("in 1 month", 29 * DAY),   # a calendar month from Jan 31 ends on Feb 29, as in SQLMesh (not 30 days)
+    ("in 1 week", 7 * DAY),
+    ("in 12 hours", DAY // 2),
+    ("1 week", 7 * DAY),        # a bare span stored before TTLs were checked keeps its length
+])
+def test_snapshot_ttl_counts_from_last_update(state, ttl, lasts):
+    snapshot = make_snapshot("db.t", 1, created_ts=JAN31 - DAY, updated_ts=JAN31, ttl=ttl)
+    state.push_snapshots([snapshot])
+    assert state.expired_snapshots(JAN31 + lasts - 1) == []
+    assert state.expired_snapshots(JAN31 + lasts) == [snapshot]
+
+
+def test_unreadable_stored_ttl_is_a_state_error(state):
+    state.push_snapshots([make_snapshot("db.t", 1, ttl="soon")])
+    with pytest.raises(StateError, match="cannot read the snapshot TTL 'soon'"):
+        state.expired_snapshots(JAN31)
+
+
 def test_expired_snapshots_versions_in_use_and_delete(state):
     now = 1_700_000_000_000 + 10 * DAY
     in_prod = make_snapshot("db.a", 1)                       # old, but referenced by prod

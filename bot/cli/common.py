@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 from functools import wraps
 from typing import Any, Callable
@@ -54,7 +53,9 @@ def iso(ms: int | None) -> str | None:
     """Epoch milliseconds as an ISO-8601 UTC timestamp (None stays None)."""
     if ms is None:
         return None
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="seconds")
+    from bot.project.timeutil import to_datetime
+
+    return to_datetime(ms).isoformat(timespec="seconds")
 
 
 def report_tests(result: Any, reporter: TerminalReporter) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from typing import Mapping
 
 from bot.diff.api import ModelDataDiff
 from bot.github.settings import CheckName
 from bot.plan.definition import Plan
 from bot.quality.api import TestSuiteResult
+from bot.project.timeutil import to_datetime
 from bot.report.markdown import md_escape, render
 
 COMMENT_LIMIT = 65_536
@@ -254,7 +254,7 @@ def _sample_label(column: str) -> str:
 
 
 def _ms(value: int) -> str:
-    return datetime.fromtimestamp(value / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return to_datetime(value).strftime("%Y-%m-%d %H:%M")
 
 
 # -- size-aware rendering -----------------------------------------------------------------------

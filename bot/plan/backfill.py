@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
@@ -13,12 +12,9 @@ from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange,
 from bot.project.config import ProjectConfig
 from bot.project.dag import DAG, select_models, topological_order
 from bot.project.model import KindName, Model
-from bot.project.timeutil import MS_PER_DAY, to_ms
+from bot.project.timeutil import exclusive_end_ms, to_ms
 from bot.snapshot import ChangeCategory, Snapshot, SnapshotId
 from bot.state.api import Environment, SnapshotIntervals, StateReader
-
-_DATE_ONLY = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
-
 
 @dataclass(frozen=True)
 class BackfillInputs:
@@ -42,16 +38,6 @@ class _Window:
     end: int | None
     execution: int
     model_starts: Mapping[str, int] = field(default_factory=dict)   # each model's effective start
-
-
-def end_ms(text: str, *, relative_base: int) -> int:
-    """An end given as a date is inclusive (the whole day); other forms are exact.
-
-    >>> end_ms("2024-01-31", relative_base=0)
-    1706745600000
-    """
-    value = to_ms(text, relative_base=relative_base)
-    return value + MS_PER_DAY if _DATE_ONLY.match(text) else value
 
 
 def restated_models(models: Mapping[str, Model], selectors: Sequence[str], *,
@@ -78,7 +64,7 @@ def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[S
     execution = (to_ms(opts.execution_time, relative_base=inputs.now_ms)
                  if opts.execution_time else inputs.now_ms)
     window = _Window(start=to_ms(opts.start, relative_base=execution) if opts.start else None,
-                     end=end_ms(opts.end, relative_base=execution) if opts.end else None,
+                     end=exclusive_end_ms(opts.end, relative_base=execution) if opts.end else None,
                      execution=execution)
     starts = model_starts(inputs.models, execution=execution, default_start=inputs.config.model_defaults.start,
                           plan_start=window.start)
@@ -197,7 +183,7 @@ def _model_window(inputs: BackfillInputs, model: Model, window: _Window) -> tupl
                              default_start=inputs.config.model_defaults.start)[model.name]
     if window.start is not None:
         start = max(start, window.start)
-    ends = [e for e in (end_ms(model.end, relative_base=base) if model.end else None, window.end)
+    ends = [e for e in (exclusive_end_ms(model.end, relative_base=base) if model.end else None, window.end)
             if e is not None]
     return start, min(ends) if ends else None
 

@@ -17,7 +17,7 @@ from bot.plan.definition import BackfillKind, Plan, ProgressCallback
 from bot.plan.parents import ParentCheck, require_parents
 from bot.plan.schedule import run_tasks
 from bot.project.dag import topological_order, upstream_of
-from bot.project.timeutil import now_ms
+from bot.project.timeutil import now_ms, to_ms
 from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, view_name
 from bot.state.api import Environment, EnvironmentSnapshot, Interval, StateSync
@@ -63,7 +63,7 @@ class PlanEvaluator:
     state: StateSync
     runner: BatchRunner
     models_for: Callable[[Snapshot], Model]
-    environment_ttl_ms: int = 7 * 86_400_000
+    environment_ttl: str = "in 1 week"   # dev environments expire this long after their plan's day
     progress: ProgressCallback | None = None
     default_start: str | None = None     # model_defaults.start, for the parent-interval rule
     concurrent_tasks: int = 1            # models backfilled / tables created at once
@@ -179,7 +179,8 @@ class PlanEvaluator:
             ),
             plan_id=plan.plan_id,
             previous_plan_id=previous.plan_id if previous else None,
-            expiration_ts=None if plan.environment == "prod" else now_ms() + self.environment_ttl_ms,
+            expiration_ts=None if plan.environment == "prod"
+            else to_ms(self.environment_ttl, relative_base=now_ms()),   # from today's midnight, as SQLMesh
             previous_snapshots=previous.snapshots if previous else (),
         )
 

@@ -15,9 +15,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 from bot.errors import PlanError
 from bot.intervals import (Interval, format_interval, interval_unit, merge, missing_intervals,
                            subtract)
-from bot.plan.backfill import end_ms
 from bot.project.model import KindName, Model
-from bot.project.timeutil import MS_PER_DAY, to_ms
+from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, midnight, to_ms
 from bot.snapshot import Snapshot
 from bot.state.api import SnapshotIntervals
 
@@ -27,7 +26,7 @@ def model_start(model: Model, *, default_start: str | None, execution_time: int)
     text = model.start or default_start
     if text:
         return to_ms(text, relative_base=execution_time)
-    return execution_time - execution_time % MS_PER_DAY - MS_PER_DAY
+    return midnight(execution_time) - MS_PER_DAY
 
 
 @dataclass
@@ -97,7 +96,7 @@ class ParentCheck:
         if parent.name not in self._reachable:
             start = model_start(model, default_start=self.default_start,
                                 execution_time=self.execution_time)
-            end = end_ms(model.end, relative_base=self.execution_time) if model.end else None
+            end = exclusive_end_ms(model.end, relative_base=self.execution_time) if model.end else None
             self._reachable[parent.name] = merge(missing_intervals(
                 start=start, end=end, cron=model.cron, recorded=[],
                 execution_time=self.execution_time))

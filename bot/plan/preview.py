@@ -13,13 +13,12 @@ from sqlglot import exp
 
 from bot.errors import BotError, ConfigError, PlanError
 from bot.intervals import Interval
-from bot.plan.backfill import end_ms
 from bot.plan.definition import ChangeType, ModelChange, Plan
 from bot.plan.evaluator import order_snapshots
 from bot.plan.run import model_start, python_frame, query_sql
 from bot.project.dag import reachable
 from bot.project.model import KindName, Model
-from bot.project.timeutil import MS_PER_DAY
+from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms
 from bot.snapshot import ChangeCategory, Snapshot, view_name
 from bot.spark.engine import SparkEngine, quote_table
 from bot.spark.materialize.common import conform_sources
@@ -166,7 +165,7 @@ class _Preview:
     def _range_end(self, model: Model) -> int:
         end = self.plan.end or self.execution_time
         if model.end:
-            end = min(end, end_ms(model.end, relative_base=self.execution_time))
+            end = min(end, exclusive_end_ms(model.end, relative_base=self.execution_time))
         return end
 
     def _start(self, model: Model) -> int:

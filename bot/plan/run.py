@@ -8,7 +8,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 from bot.errors import PlanError
 from bot.intervals import Interval, batches, format_interval, interval_unit, missing_intervals
-from bot.plan.backfill import end_ms
 from bot.plan.definition import ProgressCallback
 from bot.plan.evaluator import (BatchRunner, raise_failures, task_scope_for, finish_promotion,
                                 order_snapshots, run_batch)
@@ -20,6 +19,7 @@ from bot.project.dag import upstream_of
 from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_python_model
 from bot.project.render import render_sql
+from bot.project.timeutil import exclusive_end_ms
 from bot.quality.api import AuditResult
 from bot.snapshot import Snapshot
 from bot.spark.engine import SparkEngine, spark_errors
@@ -69,7 +69,7 @@ def due_batches(model: Model, *, recorded: Sequence[Interval], execution_time: i
     if kind.name is KindName.SEED and recorded:
         return []
     start = model_start(model, default_start=default_start, execution_time=execution_time)
-    end = end_ms(model.end, relative_base=execution_time) if model.end else None
+    end = exclusive_end_ms(model.end, relative_base=execution_time) if model.end else None
     missing = missing_intervals(start=start, end=end, cron=model.cron, recorded=recorded,
                                 lookback=kind.lookback if kind.name.is_incremental else 0,
                                 execution_time=execution_time)

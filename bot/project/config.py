@@ -12,6 +12,7 @@ from typing import Any, Mapping
 import yaml
 
 from bot.errors import ConfigError
+from bot.project.timeutil import TimeParseError, check_ttl, to_ms
 
 
 @dataclass(frozen=True)
@@ -307,8 +308,8 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         default_gateway=default_gateway,
         model_defaults=_parse_model_defaults(raw.get("model_defaults"), path),
         variables=dict(_mapping(raw.get("variables"), "variables", path)),
-        snapshot_ttl=str(raw.get("snapshot_ttl") or "in 1 week"),
-        environment_ttl=str(raw.get("environment_ttl") or "in 1 week"),
+        snapshot_ttl=_ttl(raw, "snapshot_ttl", text, path),
+        environment_ttl=_ttl(raw, "environment_ttl", text, path),
         physical_schema_mapping={str(k): str(v) for k, v in
                                  _mapping(raw.get("physical_schema_mapping"), "physical_schema_mapping",
                                           path).items()},
@@ -336,6 +337,16 @@ def _statements(value: Any, key: str, path: Path) -> tuple[str, ...]:
     return tuple(value)
 _MODEL_DEFAULT_KEYS = frozenset({"dialect", "kind", "cron", "start", "owner", "on_destructive_change"})
 _PLAN_KEYS = frozenset({"auto_categorize_changes", "include_unmodified"})
+
+
+def _ttl(raw: dict, key: str, text: str, path: Path) -> str:
+    """A TTL setting ('in 1 week' when absent), refused at load when it cannot be read or is not in the future."""
+    value = str(raw.get(key) or "in 1 week")
+    try:
+        check_ttl(value)
+    except TimeParseError as error:
+        raise ConfigError(f"`{key}`: {error.detail}", path=path, line=_key_line(text, key)) from None
+    return value
 
 
 def _key_line(text: str, key: str, *, indent: str = "") -> int | None:
@@ -476,6 +487,11 @@ def _parse_model_defaults(raw: Any, path: Path) -> ModelDefaults:
     if on_change not in ("error", "warn", "allow"):
         raise ConfigError("`model_defaults.on_destructive_change` must be error, warn or allow", path=path)
     start = spec.get("start")
+    if start is not None:
+        try:
+            to_ms(str(start), relative_base=0)
+        except TimeParseError as error:
+            raise ConfigError(f"`model_defaults.start`: {error.detail}", path=path) from None
     return ModelDefaults(
         dialect=str(spec["dialect"]).lower(),
         kind=str(kind).upper() if kind else None,

@@ -27,6 +27,7 @@ from bot.project.kinds import KIND_LEVEL_KEYS, ignored_kind_properties, parse_ki
 from bot.project.model import AuditRef, KindName, Model
 from bot.project.render import REFERENCE_END, REFERENCE_START
 from bot.project.sqltext import (line_at, macro_call_name, normalize_name, table_references, to_sql)
+from bot.project.timeutil import TimeParseError, to_ms
 
 BUILTIN_MACRO_VARIABLES = frozenset(
     f"{prefix}_{suffix}"
@@ -232,6 +233,12 @@ def _header_fields(props: dict[str, Prop], *, dialect: str, defaults: ModelDefau
     cron = text("cron", defaults.cron)
     if not _valid_cron(cron):
         raise ConfigError(f"invalid cron `{cron}`", path=path, line=props.get("cron", Prop("", "", line)).line)
+    for key in ("start", "end"):
+        if key in values:
+            try:
+                to_ms(text(key) or "", relative_base=0)
+            except TimeParseError as error:
+                raise ConfigError(f"`{key}`: {error.detail}", path=path, line=props[key].line) from None
     grain_key = "grains" if "grains" in values else "grain"
     return dict(
         name=name,

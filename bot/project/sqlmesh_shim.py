@@ -7,7 +7,7 @@ import importlib
 import importlib.util
 import sys
 import types
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any, Iterator, Union
 
 from bot.project.model import KindName
@@ -135,23 +135,27 @@ def str_to_bool(value: Any) -> bool:
     return str(value).strip().lower() in ("true", "1", "yes", "y", "on")
 
 
-def to_datetime(value: Any) -> datetime:
+def to_datetime(value: Any, relative_base: datetime | None = None) -> datetime:
     """A UTC datetime (SQLMesh's `sqlmesh.utils.date.to_datetime`)."""
-    from bot.project.timeutil import to_datetime as from_ms, to_ms
-    return from_ms(to_ms(value))
+    from bot.project import timeutil
+    base = timeutil.from_datetime(relative_base) if relative_base is not None else None
+    return timeutil.to_datetime(timeutil.to_ms(value, relative_base=base))
 
 
-def to_timestamp(value: Any) -> int:
-    from bot.project.timeutil import to_ms
-    return to_ms(value)
+def to_timestamp(value: Any, relative_base: datetime | None = None) -> int:
+    """Epoch ms (SQLMesh's `sqlmesh.utils.date.to_timestamp`)."""
+    from bot.project import timeutil
+    return timeutil.from_datetime(to_datetime(value, relative_base))
 
 
 def to_ds(value: Any) -> str:
-    return to_datetime(value).strftime("%Y-%m-%d")
+    from bot.project import timeutil
+    return timeutil.to_ds(to_timestamp(value))
 
 
 def to_ts(value: Any) -> str:
-    return to_datetime(value).strftime("%Y-%m-%d %H:%M:%S")
+    from bot.project import timeutil
+    return timeutil.to_ts(to_timestamp(value))
 
 
 def now() -> datetime:
@@ -160,12 +164,9 @@ def now() -> datetime:
 
 
 def make_inclusive(start: Any, end: Any, dialect: str = "") -> tuple[datetime, datetime]:
-    """[start, end) → (start, end - 1µs); a date-only `end` covers its whole day, as in SQLMesh."""
-    end_dt = to_datetime(end)
-    if isinstance(end, date) and not isinstance(end, datetime) or \
-            isinstance(end, str) and len(end.strip()) == 10:
-        end_dt += timedelta(days=1)
-    return to_datetime(start), end_dt - timedelta(microseconds=1)
+    """[start, end) → (start, end - 1µs); a whole-day `end` covers its whole day, as in SQLMesh."""
+    from bot.project.timeutil import inclusive_end
+    return to_datetime(start), inclusive_end(end)
 
 
 def _module(name: str) -> types.ModuleType:

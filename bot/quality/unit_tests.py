@@ -18,7 +18,7 @@ from bot.project.blueprints import python_values
 from bot.project.model import Model
 from bot.project.python_model import resolve_python_model
 from bot.project.render import render_query
-from bot.project.timeutil import to_datetime, to_ms
+from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, to_datetime, to_ms
 from bot.quality.api import TestResult, TestSuiteResult
 from bot.quality.compare import compare_rows, describe
 from bot.quality.test_files import TestData, UnitTest, load_test_files
@@ -28,9 +28,6 @@ from bot.spark.python_eval import to_spark_df
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-DAY_MS = 86_400_000
-_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 TestModelContext = ExecutionContext   # `context` of a Python model under test: inputs are views
@@ -192,19 +189,11 @@ def interval(test: UnitTest) -> tuple[int, int, int | None]:
     """(start ms, exclusive end ms, execution time ms or None); a date-only end covers its whole day."""
     start = to_ms(test.start) if test.start is not None else 0
     if test.end is None:
-        end = start + DAY_MS if test.start is not None else DAY_MS
+        end = start + MS_PER_DAY if test.start is not None else MS_PER_DAY
     else:
-        end = to_ms(test.end)
-        if _is_date_only(test.end):
-            end += DAY_MS
+        end = exclusive_end_ms(test.end)
     execution = to_ms(test.execution_time) if test.execution_time is not None else None
     return start, end, execution
-
-
-def _is_date_only(value: Any) -> bool:
-    if isinstance(value, datetime):
-        return False
-    return isinstance(value, date) or (isinstance(value, str) and bool(_DATE_ONLY.match(value.strip())))
 
 
 def freeze_time(query: exp.Expression, execution_time: int) -> exp.Expression:

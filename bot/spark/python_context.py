@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from bot.errors import EngineError
+from bot.project.timeutil import to_datetime
 from bot.spark.engine import quote_table
 from bot.spark.python_eval import to_spark_df
 
@@ -83,9 +84,7 @@ def interval_datetimes(start: int, end: int, execution_time: int) -> tuple[datet
     >>> [d.isoformat() for d in interval_datetimes(1704067200000, 1704153600000, 1704153600000)]
     ['2024-01-01T00:00:00+00:00', '2024-01-01T23:59:59.999999+00:00', '2024-01-02T00:00:00+00:00']
     """
-    def moment(ms: int) -> datetime:
-        return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=ms)
-    return moment(start), moment(end) - timedelta(microseconds=1), moment(execution_time)
+    return to_datetime(start), to_datetime(end) - timedelta(microseconds=1), to_datetime(execution_time)
 
 
 def run_python_model(function: Callable[..., Any], context: ExecutionContext, *, start: int, end: int,

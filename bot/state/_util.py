@@ -1,8 +1,7 @@
-"""Small helpers shared by the state repositories: chunking, write transactions and the clock."""
+"""Small helpers shared by the state repositories: chunking and write transactions."""
 
 from __future__ import annotations
 
-import time
 from contextlib import contextmanager
 from typing import Iterator, Sequence, TypeVar
 
@@ -21,11 +20,6 @@ def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
     """
     for index in range(0, len(items), size):
         yield items[index:index + size]
-
-
-def now_ms() -> int:
-    """The current time in epoch milliseconds."""
-    return int(time.time() * 1000)
 
 
 @contextmanager

@@ -7,8 +7,9 @@ from typing import Iterable
 
 import sqlalchemy as sa
 
+from bot.project.timeutil import now_ms
 from bot.state._interval_math import replay
-from bot.state._util import chunks, now_ms, write_transaction
+from bot.state._util import chunks, write_transaction
 from bot.state.api import Interval, SnapshotIntervals
 from bot.state.tables import Tables
 

@@ -7,8 +7,9 @@ from typing import Iterable
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from bot.errors import StateError
+from bot.project.timeutil import TimeParseError, expires_ms
 from bot.snapshot import Snapshot, SnapshotId
-from bot.state._ttl import ttl_ms
 from bot.state._util import chunks, write_transaction
 from bot.state.serialize import row_to_snapshot, snapshot_to_row
 from bot.state.tables import Tables
@@ -72,7 +73,7 @@ class SnapshotState:
             snapshot_id = SnapshotId(name, identifier)
             if snapshot_id in keep:
                 continue
-            if ignore_ttl or max(created_ts, updated_ts) + ttl_ms(ttl) <= now_ms:
+            if ignore_ttl or _expiry(ttl, since=max(created_ts, updated_ts)) <= now_ms:
                 expired.append(snapshot_id)
         return sorted(expired)
 
@@ -80,3 +81,13 @@ class SnapshotState:
         key = sa.tuple_(self.table.c.name, self.table.c.identifier)
         for part in chunks(sorted(set(ids))):
             conn.execute(sa.delete(self.table).where(key.in_([(i.name, i.identifier) for i in part])))
+
+
+def _expiry(ttl: str, *, since: int) -> int:
+    """When a snapshot last touched at `since` expires; a bare span stored before TTLs were checked
+    ('1 week', which reads as a week ago) keeps the length it was meant to have."""
+    try:
+        moment = expires_ms(ttl, since=since)
+    except TimeParseError:
+        raise StateError(f"cannot read the snapshot TTL {ttl!r}; expected something like 'in 1 week'") from None
+    return since + abs(moment - since)

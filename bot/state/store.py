@@ -7,9 +7,9 @@ from typing import Iterable
 import sqlalchemy as sa
 
 from bot.errors import StateError
+from bot.project import timeutil
 from bot.snapshot import Snapshot, SnapshotId
 from bot.state import versions
-from bot.state import _util
 from bot.state._util import write_transaction
 from bot.state.api import Environment, Interval, SnapshotIntervals
 from bot.state.environments import EnvironmentState
@@ -123,11 +123,11 @@ class SqlStateSync:
 
     def finalize(self, environment_name: str, plan_id: str) -> None:
         self._current()
-        self._environments.finalize(environment_name, plan_id, now_ms=_util.now_ms())
+        self._environments.finalize(environment_name, plan_id, now_ms=timeutil.now_ms())
 
     def invalidate_environment(self, name: str) -> None:
         self._current()
-        self._environments.invalidate(name, now_ms=_util.now_ms())
+        self._environments.invalidate(name, now_ms=timeutil.now_ms())
 
     def expired_environments(self, now_ms: int) -> list[Environment]:
         self._current()

@@ -14,11 +14,12 @@ probe of the interval. An interval with no new rows therefore leaves no stale ro
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from bot.errors import EngineError
 from bot.project.model import Kind
+from bot.project.timeutil import from_datetime, to_datetime
 from bot.spark.engine import SparkEngine, quote_table, spark_errors
 from bot.spark.materialize import common
 from bot.spark.types import quote_identifier
@@ -104,7 +105,7 @@ def _watermark(engine: SparkEngine, table: str, *, column: str, data_type: str, 
             moment = datetime.strptime(latest, fmt).replace(tzinfo=timezone.utc)
         except ValueError:
             return None
-        watermark = int((moment - _utc(0)).total_seconds() * 1000) + 1
+        watermark = from_datetime(moment) + 1
     else:
         watermark = int(latest) + 1
     engine.watermarks[key] = watermark
@@ -155,21 +156,17 @@ def interval_condition(column: str, data_type: str, *, fmt: str, start: int, end
     if end <= start:
         raise EngineError(f"empty interval [{start}, {end}) for time column `{column}`")
     col = quote_identifier(column)
-    first, last, stop = _utc(start), _utc(end - 1), _utc(end)
+    first, last, stop = to_datetime(start), to_datetime(end - 1), to_datetime(end)
     upper = data_type.upper()
     if upper == "DATE":
         return f"{col} BETWEEN DATE'{first:%Y-%m-%d}' AND DATE'{last:%Y-%m-%d}'"
     if upper.startswith("TIMESTAMP"):
         literal = "TIMESTAMP_NTZ" if upper == "TIMESTAMP_NTZ" else "TIMESTAMP"
-        return f"{col} >= {literal}'{_timestamp(_utc(start))}' AND {col} < {literal}'{_timestamp(stop)}'"
+        return f"{col} >= {literal}'{_timestamp(to_datetime(start))}' AND {col} < {literal}'{_timestamp(stop)}'"
     low, high = first.strftime(fmt), last.strftime(fmt)
     if upper in _INTEGER_TYPES:
         return f"{col} BETWEEN {int(low)} AND {int(high)}"
     return f"{col} BETWEEN {_string(low)} AND {_string(high)}"
-
-
-def _utc(epoch_ms: int) -> datetime:
-    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=epoch_ms)
 
 
 def _timestamp(moment: datetime) -> str:

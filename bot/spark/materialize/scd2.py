@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from bot.errors import EngineError
 from bot.project.model import Kind, KindName
+from bot.project.timeutil import to_datetime
 from bot.spark.engine import SparkEngine, quote_table, spark_errors
 from bot.spark.materialize import common
 from bot.spark.types import quote_identifier as q
@@ -102,7 +102,7 @@ def _watched(kind: Kind, names: list[str], keys: list[str], *, table: str) -> li
 
 
 def _timestamp(epoch_ms: int) -> str:
-    moment = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=epoch_ms)
+    moment = to_datetime(epoch_ms)
     return f"TIMESTAMP'{moment:%Y-%m-%d %H:%M:%S.%f}'"
 
 
