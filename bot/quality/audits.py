@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -19,9 +19,6 @@ from bot.quality.api import AuditResult, BuiltInAudit
 from bot.quality.checks import BY_NAME
 from bot.quality.checks._args import is_true
 from bot.spark.engine import SparkEngine
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 SAMPLE_SIZE = 5
 NON_BLOCKING_SUFFIX = "_non_blocking"
@@ -39,7 +36,7 @@ class ResolvedAudit:
     custom: AuditDefinition | None = None
 
 
-def run_audits(*, engine_or_session: "SparkEngine | SparkSession", model: Model,
+def run_audits(*, engine: SparkEngine, model: Model,
                audit_defs: Mapping[str, AuditDefinition] | None = None, table: str,
                start: int | None = None, end: int | None = None, execution_time: int | None = None,
                variables: Mapping[str, Any] | None = None,
@@ -53,7 +50,6 @@ def run_audits(*, engine_or_session: "SparkEngine | SparkSession", model: Model,
     Raises nothing for failed audits (see bot.quality.api.raise_for_audits); a Spark error is an
     EngineError naming the audit and model.
     """
-    engine = engine_or_session if isinstance(engine_or_session, SparkEngine) else SparkEngine(engine_or_session)
     relation = audited_relation(engine, model=model, table=table, start=start, end=end)
     pairs = []
     for ref in model.audits:
@@ -70,7 +66,7 @@ def _count_together(engine: SparkEngine, queries: list[exp.Query]) -> list[int] 
     """Every audit's violation count from one UNION ALL query (one Spark action instead of one per
     audit); None when there is a single audit or the combined query fails, so that each audit then
     runs on its own and an error names the audit."""
-    if len(queries) < 2 or not isinstance(engine, SparkEngine):
+    if len(queries) < 2:
         return None
     parts = [exp.select(exp.alias_(exp.Literal.number(index), "audit", quoted=True),
                         exp.alias_(exp.Count(this=exp.Star()), "violations", quoted=True))
@@ -98,7 +94,7 @@ def _evaluate(engine: SparkEngine, audit: ResolvedAudit, model: Model, query: ex
         sample = engine.fetch(sql, limit=SAMPLE_SIZE, subject=subject) if count else []
     except EngineError:
         raise
-    except Exception as error:  # noqa: BLE001 - engines other than SparkEngine: name the audit
+    except Exception as error:  # noqa: BLE001 - whatever else the query raised: name the audit
         raise EngineError(f"{subject}: {error}") from error
     return AuditResult(audit=audit.name, model=model.name, blocking=audit.blocking,
                        violation_count=count, sample_rows=tuple(sample), query=sql)

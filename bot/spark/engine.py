@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 _MAX_MESSAGE_LINES = 4
-_SHARED: dict[int, "SparkEngine"] = {}
-_SHARED_GUARD = threading.Lock()
 
 
 def split_table(name: str) -> list[str]:
@@ -114,15 +112,6 @@ def error_class(exc: BaseException) -> str | None:
 
 class SparkEngine:
     """DDL, DML and queries on one SparkSession; table listings are cached per schema."""
-
-    @classmethod
-    def for_session(cls, session: "SparkSession") -> "SparkEngine":
-        """The process-wide engine of `session`, so every caller shares one set of cached listings."""
-        with _SHARED_GUARD:
-            engine = _SHARED.get(id(session))
-            if engine is None or engine.session is not session:
-                engine = _SHARED[id(session)] = cls(session)
-            return engine
 
     def __init__(self, session: "SparkSession"):
         self.session = session
@@ -278,6 +267,12 @@ class SparkEngine:
         """(name, type) of a table or view as `DataFrame.dtypes` spells them (`decimal(10,2)`, `string`)."""
         return [(field.name, field.dataType.simpleString()) for field in self._schema(table).fields]
 
+    def query_dtypes(self, sql: str, *, subject: str = "analyzing query") -> list[tuple[str, str]]:
+        """(name, type) of a query's output as `DataFrame.dtypes` spells them; analysis only, no Spark job."""
+        frame = self.dataframe(sql, subject=subject)
+        with spark_errors(subject):
+            return list(frame.dtypes)
+
     def _schema(self, table: str) -> "StructType":
         key = table.lower()
         if key not in self._columns:
@@ -293,8 +288,19 @@ class SparkEngine:
 
     def fetch(self, sql: str, *, limit: int | None = None, subject: str = "running query") -> list[dict[str, Any]]:
         """Run a query and return its rows as dicts; `limit` is applied in Spark."""
+        return self.collect(self.dataframe(sql, subject=subject), limit=limit, subject=subject)
+
+    def fetch_one(self, sql: str, *, subject: str = "running query") -> dict[str, Any]:
+        """The first row of a query that always returns one (an aggregate without GROUP BY)."""
+        rows = self.fetch(sql, subject=subject)
+        if not rows:
+            raise EngineError(f"{subject}: the query returned no row")
+        return rows[0]
+
+    def collect(self, frame: "DataFrame", *, limit: int | None = None,
+                subject: str = "running query") -> list[dict[str, Any]]:
+        """The rows of a DataFrame (a Python model's, a query's) as dicts; `limit` is applied in Spark."""
         with spark_errors(subject):
-            frame = self.session.sql(sql)
             if limit is not None:
                 frame = frame.limit(limit)
             return [row.asDict(recursive=True) for row in frame.collect()]

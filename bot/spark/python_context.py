@@ -8,7 +8,9 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from bot.errors import EngineError
-from bot.spark.engine import quote_table
+from bot.project.model import Model
+from bot.project.python_model import resolve_python_model
+from bot.spark.engine import SparkEngine, quote_table
 from bot.spark.python_eval import to_spark_df
 
 if TYPE_CHECKING:
@@ -103,6 +105,20 @@ def run_python_model(function: Callable[..., Any], context: ExecutionContext, *,
         raise EngineError(f"Python model {name}: {error}") from None
 
 
+def python_model_frame(engine: SparkEngine, model: Model, *, mapping: Mapping[str, str], start: int,
+                       end: int, execution_time: int, variables: Mapping[str, Any] | None = None,
+                       gateway: str = "", quote: bool = True) -> "DataFrame":
+    """A Python model's rows for [start, end) as one lazy Spark DataFrame, cast to its declared columns.
+
+    `mapping` gives the tables `context.resolve_table` returns (quoted unless `quote` is False, as in
+    unit tests whose inputs are temporary views). The model's own errors, and Spark's, pass through:
+    callers name the model and interval in their own words.
+    """
+    context = ExecutionContext(engine.session, mapping, variables=variables, gateway=gateway, quote=quote)
+    return run_python_model(resolve_python_model(model), context, start=start, end=end,
+                            execution_time=execution_time, columns=model.columns or None, name=model.name)
+
+
 def _accepts(function: Callable[..., Any], name: str) -> bool:
     try:
         params = inspect.signature(function).parameters.values()
@@ -112,11 +128,12 @@ def _accepts(function: Callable[..., Any], name: str) -> bool:
 
 
 @contextlib.contextmanager
-def session_properties(session: "SparkSession", properties: Sequence[tuple[str, str]]) -> Iterator[None]:
-    """A model's `session_properties` set on the Spark session while it is evaluated, then restored."""
+def session_properties(engine: SparkEngine, properties: Sequence[tuple[str, str]]) -> Iterator[None]:
+    """A model's `session_properties` set on the engine's Spark session while it is evaluated, then restored."""
     if not properties:
         yield
         return
+    session = engine.session
     previous = {key: session.conf.get(key, None) for key, _ in properties}
     for key, value in properties:
         session.conf.set(key, value)
