@@ -88,3 +88,22 @@ def test_unknown_key_column_is_a_plan_error(spark, tables):
     with pytest.raises(PlanError, match="key column.*nope.*source"):
         table_diff(engine=SparkEngine(spark), source_table=tables[0], target_table=tables[1], keys=["nope"],
                    model="db.x")
+
+
+
+def test_backquoted_names_with_a_dot_and_a_space_are_compared_as_named(spark):
+    """A user may name relations whose names hold a dot or a space; each side is read as that one relation."""
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW `orders.v1` AS "
+              "SELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(id, name)")
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW `orders v2` AS "
+              "SELECT * FROM VALUES (1, 'a'), (2, 'B'), (3, 'c') AS t(id, name)")
+    try:
+        result = table_diff(engine=SparkEngine(spark), source_table="`orders.v1`",
+                            target_table="`orders v2`", keys=["id"])
+    finally:
+        spark.catalog.dropTempView("orders.v1")
+        spark.catalog.dropTempView("orders v2")
+    rows = result.rows
+    assert (rows.source_count, rows.target_count, rows.joined_count) == (2, 3, 2)
+    assert (rows.full_match_count, rows.target_only_count) == (1, 1)
+    assert (result.source_table, result.target_table) == ("`orders.v1`", "`orders v2`")
