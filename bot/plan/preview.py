@@ -237,7 +237,7 @@ class _Preview:
                                        start=window[0], end=window[1])
         source = (relation if isinstance(relation, exp.Expression)
                   else exp.to_table(quote_table(relation), dialect="spark"))
-        select = exp.select(exp.Star()).from_(source).where(exp.condition(condition, dialect="spark"))
+        select = exp.select(exp.Star()).from_(source).where(condition)
         return PreviewSide(select, tuple(columns))
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Mapping
 
 import sqlglot
@@ -14,11 +13,11 @@ from bot.project.loader import AuditDefinition
 from bot.project.model import AuditRef, KindName, Model
 from bot.project.render import render_expression
 from bot.project.sqltext import parse_sql
-from bot.project.timeutil import to_datetime
 from bot.quality.api import AuditResult, BuiltInAudit
 from bot.quality.checks import BY_NAME
 from bot.quality.checks._args import is_true
 from bot.spark.engine import SparkEngine
+from bot.spark.materialize.incremental_time import interval_condition
 
 SAMPLE_SIZE = 5
 NON_BLOCKING_SUFFIX = "_non_blocking"
@@ -186,32 +185,17 @@ def _substitute_this_model(query: exp.Query, relation: exp.Expression) -> exp.Qu
 
 def audited_relation(engine: SparkEngine, *, model: Model, table: str, start: int | None,
                      end: int | None) -> exp.Expression:
-    """`table`, or for an INCREMENTAL_BY_TIME_RANGE model with an interval, its [start, end) slice."""
+    """`table`, or for an INCREMENTAL_BY_TIME_RANGE model with an interval, its [start, end) slice
+    (the rows a backfill of that interval writes)."""
     target = exp.to_table(table, dialect="spark")
     column = model.kind.time_column
     if model.kind.name is not KindName.INCREMENTAL_BY_TIME_RANGE or column is None \
             or start is None or end is None:
         return target
-    types = {name.lower(): typ.lower() for name, typ in engine.columns(table)}
-    low, high = _bounds(types.get(column.lower(), "timestamp"), model.kind.time_column_format,
-                        start, end)
-    between = exp.Between(this=exp.column(column, quoted=True), low=low, high=high)
-    return exp.select(exp.Star()).from_(target).where(between).subquery(THIS_MODEL)
-
-
-def _bounds(column_type: str, fmt: str, start: int, end: int) -> tuple[exp.Expression, exp.Expression]:
-    """Inclusive bounds of [start, end) as literals of the time column's type."""
-    first = to_datetime(start).replace(tzinfo=None)
-    last = to_datetime(end).replace(tzinfo=None) - timedelta(microseconds=1)
-    if column_type == "date":
-        return (exp.cast(exp.Literal.string(first.date().isoformat()), "DATE"),
-                exp.cast(exp.Literal.string(last.date().isoformat()), "DATE"))
-    if column_type.startswith("timestamp"):
-        return (exp.cast(exp.Literal.string(first.isoformat(sep=" ")), "TIMESTAMP"),
-                exp.cast(exp.Literal.string(last.isoformat(sep=" ")), "TIMESTAMP"))
-    if column_type in ("int", "bigint", "smallint", "tinyint"):
-        return exp.Literal.number(first.strftime(fmt)), exp.Literal.number(last.strftime(fmt))
-    return exp.Literal.string(first.strftime(fmt)), exp.Literal.string(last.strftime(fmt))
+    types = {name.lower(): typ for name, typ in engine.columns(table)}
+    condition = interval_condition(column, types.get(column.lower(), "TIMESTAMP"),
+                                   fmt=model.kind.time_column_format, start=start, end=end)
+    return exp.select(exp.Star()).from_(target).where(condition).subquery(THIS_MODEL)
 
 
 def run_standalone_audits(engine: SparkEngine, *, audit_defs: Mapping[str, AuditDefinition],

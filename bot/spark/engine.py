@@ -54,6 +54,26 @@ def quote_table(name: str) -> str:
     return ".".join(quote_identifier(part) for part in split_table(name))
 
 
+def table_expression(name: str) -> exp.Table:
+    """A `[catalog.]schema.table` name as a sqlglot Table whose parts are quoted when generated.
+
+    >>> spark_sql(table_expression("`my.db`.t"))
+    '`my.db`.`t`'
+    """
+    *qualifiers, table = split_table(name)
+    catalog, db = ([None, None] + qualifiers)[-2:]
+    return exp.table_(table, db=db, catalog=catalog, quoted=True)
+
+
+def spark_sql(expression: exp.Expression) -> str:
+    """Spark SQL text of a sqlglot expression, every identifier quoted.
+
+    >>> spark_sql(exp.select("a").from_("t"))
+    'SELECT `a` FROM `t`'
+    """
+    return expression.sql(dialect="spark", identify=True)
+
+
 def spark_message(exc: BaseException) -> str:
     """Return the first meaningful line(s) of a Spark/py4j error, without the JVM stack trace.
 
