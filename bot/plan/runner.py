@@ -7,6 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from sqlglot import exp
+
 from bot.faults import checkpoint
 from bot.project.config import ProjectConfig
 from bot.project.loader import AuditDefinition
@@ -17,7 +19,7 @@ from bot.quality.api import AuditResult
 from bot.quality.audits import run_audits
 from bot.snapshot import Snapshot
 from bot.spark import materialize
-from bot.spark.engine import SparkEngine, quote_table
+from bot.spark.engine import SparkEngine, spark_sql, table_expression
 from bot.spark.python_context import physical_properties_sql, python_model_frame, session_properties
 from bot.state.api import Interval
 
@@ -122,7 +124,7 @@ class SparkRunner:
                       threads=self.concurrent_tasks)
 
     def _create_view(self, view: str, table: str) -> None:
-        self.engine.create_view(view, f"SELECT * FROM {quote_table(table)}")
+        self.engine.create_view(view, spark_sql(exp.select(exp.Star()).from_(table_expression(table))))
         checkpoint("between-views")
 
     def drop_views(self, views: Iterable[str]) -> None:

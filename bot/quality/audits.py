@@ -16,7 +16,7 @@ from bot.project.sqltext import parse_sql
 from bot.quality.api import AuditResult, BuiltInAudit
 from bot.quality.checks import BY_NAME
 from bot.quality.checks._args import is_true
-from bot.spark.engine import SparkEngine
+from bot.spark.engine import SparkEngine, spark_sql
 from bot.spark.materialize.incremental_time import interval_condition
 
 SAMPLE_SIZE = 5
@@ -74,7 +74,7 @@ def _count_together(engine: SparkEngine, queries: list[exp.Query]) -> list[int] 
     for part in parts[1:]:
         combined = exp.union(combined, part, distinct=False)
     try:
-        rows = engine.fetch(combined.sql(dialect="spark", identify=True), subject="running audits")
+        rows = engine.fetch(spark_sql(combined), subject="running audits")
         by_index = {int(row["audit"]): int(row["violations"]) for row in rows}
         return [by_index[index] for index in range(len(queries))]
     except Exception:  # noqa: BLE001 - rerun one by one for a precise error
@@ -83,13 +83,11 @@ def _count_together(engine: SparkEngine, queries: list[exp.Query]) -> list[int] 
 
 def _evaluate(engine: SparkEngine, audit: ResolvedAudit, model: Model, query: exp.Query, *,
               count: int | None = None) -> AuditResult:
-    sql = query.sql(dialect="spark", identify=True)
-    count_sql = (exp.select(exp.alias_(exp.Count(this=exp.Star()), "violations", quoted=True))
-                 .from_(query.subquery("__audit")).sql(dialect="spark", identify=True))
+    sql = spark_sql(query)
     subject = f"running audit {audit.name} on model {model.name}"
     try:
         if count is None:
-            count = int(next(iter(engine.fetch(count_sql, subject=subject)[0].values())))
+            count = _violations(engine, query, subject=subject)
         sample = engine.fetch(sql, limit=SAMPLE_SIZE, subject=subject) if count else []
     except EngineError:
         raise
@@ -97,6 +95,13 @@ def _evaluate(engine: SparkEngine, audit: ResolvedAudit, model: Model, query: ex
         raise EngineError(f"{subject}: {error}") from error
     return AuditResult(audit=audit.name, model=model.name, blocking=audit.blocking,
                        violation_count=count, sample_rows=tuple(sample), query=sql)
+
+
+def _violations(engine: SparkEngine, query: exp.Query, *, subject: str) -> int:
+    """How many rows the audit query returns (its violations)."""
+    count = exp.select(exp.alias_(exp.Count(this=exp.Star()), "violations", quoted=True))
+    row = engine.fetch_one(spark_sql(count.from_(query.subquery("__audit"))), subject=subject)
+    return int(row["violations"])
 
 
 def resolve_audit(ref: AuditRef, *, model: Model,
@@ -216,10 +221,9 @@ def run_standalone_audits(engine: SparkEngine, *, audit_defs: Mapping[str, Audit
                                      table_mapping=table_mapping)
         if len(rendered) != 1 or not isinstance(rendered[0], exp.Query):
             raise ConfigError(f"audit `{audit.name}` must be one SELECT query", path=audit.path, line=audit.line)
-        sql = rendered[0].sql(dialect="spark", identify=True)
+        sql = spark_sql(rendered[0])
         subject = f"running standalone audit {audit.name}"
-        count = int(next(iter(engine.fetch(f"SELECT COUNT(*) AS `violations` FROM ({sql}) AS `__audit`",
-                                           subject=subject)[0].values())))
+        count = _violations(engine, rendered[0], subject=subject)
         sample = engine.fetch(sql, limit=SAMPLE_SIZE, subject=subject) if count else []
         results.append(AuditResult(audit=audit.name, model="standalone", blocking=audit.blocking,
                                    violation_count=count, sample_rows=tuple(sample), query=sql))
