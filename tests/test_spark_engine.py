@@ -7,7 +7,8 @@ import uuid
 import pytest
 
 from bot.errors import EngineError
-from bot.spark.engine import SparkEngine, quote_table, spark_message
+from bot.spark.engine import SparkEngine, spark_message
+from bot.spark.sql import quote_table
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def test_catalog_listing_is_cached_and_kept_in_sync(engine):
     schema = _schema()
     assert engine.existing_objects(schema) == set()
     engine.create_schemas([schema, schema.upper()])
-    engine.create_table(f"{schema}.Orders", columns_sql="`id` INT, `amount` DECIMAL(10, 2)")
+    engine.create_table(f"{schema}.Orders", columns=[("id", "INT"), ("amount", "DECIMAL(10, 2)")])
     engine.create_view(f"{schema}.v", f"SELECT id FROM {quote_table(schema + '.orders')}")
     assert engine.existing_objects(schema) == {"orders", "v"}
     assert engine.table_exists(f"{schema}.ORDERS") and not engine.table_exists(f"{schema}.nope")

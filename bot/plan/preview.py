@@ -20,7 +20,8 @@ from bot.plan.run import model_start, query_sql
 from bot.project.model import KindName, Model
 from bot.project.timeutil import MS_PER_DAY
 from bot.snapshot import ChangeCategory, Snapshot, view_name
-from bot.spark.engine import SparkEngine, quote_table, spark_errors
+from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.sql import quote_table
 from bot.spark.materialize.incremental_time import interval_condition, time_column
 from bot.spark.materialize.seed import read_seed
 from bot.spark.python_context import python_model_frame

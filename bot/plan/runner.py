@@ -19,7 +19,8 @@ from bot.quality.api import AuditResult
 from bot.quality.audits import run_audits
 from bot.snapshot import Snapshot
 from bot.spark import materialize
-from bot.spark.engine import SparkEngine, spark_sql, table_expression
+from bot.spark.engine import SparkEngine
+from bot.spark.sql import spark_sql, table_expression
 from bot.spark.python_context import physical_properties_sql, python_model_frame, session_properties
 from bot.state.api import Interval
 

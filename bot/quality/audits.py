@@ -16,7 +16,8 @@ from bot.project.sqltext import parse_sql
 from bot.quality.api import AuditResult, BuiltInAudit
 from bot.quality.checks import BY_NAME
 from bot.quality.checks._args import is_true
-from bot.spark.engine import SparkEngine, spark_sql
+from bot.spark.engine import SparkEngine
+from bot.spark.sql import spark_sql
 from bot.spark.materialize.incremental_time import interval_condition
 
 SAMPLE_SIZE = 5

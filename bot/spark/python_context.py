@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from bot.errors import EngineError
 from bot.project.model import Model
 from bot.project.python_model import resolve_python_model
-from bot.spark.engine import SparkEngine, quote_table
+from bot.spark.engine import SparkEngine
+from bot.spark.sql import quote_table
 from bot.spark.python_eval import to_spark_df
 
 if TYPE_CHECKING:

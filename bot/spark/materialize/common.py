@@ -11,10 +11,10 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from bot.errors import EngineError
-from bot.spark.engine import (SparkEngine, error_class, quote_table, spark_errors, spark_sql, split_table,
-                              table_expression)
+from bot.spark.engine import SparkEngine, error_class, spark_errors
+from bot.spark.sql import quote_table, spark_sql, split_table, table_expression
 from bot.spark.python_eval import conform, to_spark_df
-from bot.spark.types import columns_ddl, data_type, quote_identifier, schema_columns
+from bot.spark.types import data_type, quote_identifier, schema_columns, to_spark_type
 
 __all__ = ["conform"]
 
@@ -103,7 +103,7 @@ def add_new_columns(engine: SparkEngine, query: Any, *, table: str, columns: Col
     if not added:
         return list(columns)
     new = [(name, kind) for name, kind in typed if name.lower() in added]
-    engine.add_columns(table, columns_sql=columns_ddl(new, dialect=None))
+    engine.add_columns(table, columns=new)
     return engine.columns(table)
 
 
@@ -126,8 +126,8 @@ def create_table(engine: SparkEngine, *, table: str, columns: Columns, partition
     """Create an empty Parquet table if absent; declared types go through sqlglot, schema types do not."""
     if engine.table_exists(table):
         return
-    ddl = columns_ddl(columns, dialect="spark" if normalize_types else None)
-    engine.create_table(table, columns_sql=ddl, partitioned_by=partitioned_by)
+    typed = [(name, to_spark_type(kind)) for name, kind in columns] if normalize_types else list(columns)
+    engine.create_table(table, columns=typed, partitioned_by=partitioned_by)
 
 
 def ensure_table(engine: SparkEngine, *, table: str, frame: "DataFrame") -> None:
