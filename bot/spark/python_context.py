@@ -7,12 +7,14 @@ import inspect
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
+from sqlglot import exp
+
 from bot.errors import EngineError
 from bot.project.model import Model
 from bot.project.python_model import resolve_python_model
 from bot.spark.engine import SparkEngine
-from bot.spark.sql import quote_table
 from bot.spark.python_eval import to_spark_df
+from bot.spark.sql import quote_table, spark_sql, table_expression
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -151,12 +153,11 @@ def session_properties(engine: SparkEngine, properties: Sequence[tuple[str, str]
 def physical_properties_sql(table: str, properties: Sequence[tuple[str, str]]) -> str:
     """`physical_properties` as table properties of the model's physical table.
 
-    >>> physical_properties_sql("db.t__1", [("owner_team", "data")])
-    "ALTER TABLE `db`.`t__1` SET TBLPROPERTIES ('owner_team' = 'data')"
+    >>> physical_properties_sql("db.t__1", [("owner_team", "data"), ("note", "it's")])
+    "ALTER TABLE `db`.`t__1` SET TBLPROPERTIES ('owner_team'='data', 'note'='it\\\\'s')"
     """
-    pairs = ", ".join(f"'{_escape(k)}' = '{_escape(v)}'" for k, v in properties)
-    return f"ALTER TABLE {quote_table(table)} SET TBLPROPERTIES ({pairs})"
-
-
-def _escape(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("'", "\\'")
+    pairs = [exp.Property(this=exp.Literal.string(str(key)), value=exp.Literal.string(str(value)))
+             for key, value in properties]
+    statement = exp.Alter(this=table_expression(table), kind="TABLE",
+                          actions=[exp.AlterSet(expressions=[exp.Properties(expressions=pairs)])])
+    return spark_sql(statement)
