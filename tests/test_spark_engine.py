@@ -74,3 +74,18 @@ def test_errors_name_the_subject_and_carry_no_java_stack(engine):
     with pytest.raises(EngineError, match=r"reading columns of no_db\.t: \[TABLE_OR_VIEW_NOT_FOUND\]"):
         engine.columns("no_db.t")
     assert "\n" not in str(pytest.raises(EngineError, engine.fetch, "SELECT nope FROM range(1)").value)
+
+
+def test_generated_ddl_quotes_odd_column_names_and_keeps_spark_types(engine):
+    """Column names with a space or a backtick reach the DDL quoted; types sqlglot does not model stay as given."""
+    schema = _schema()
+    engine.create_schemas([schema])
+    table = f"{schema}.odd"
+    engine.create_table(table, columns=[("order id", "INT"), ("we`ird", "STRUCT<`a b`: DECIMAL(10,2)>"),
+                                        ("p", "STRING")], partitioned_by=["p"])
+    engine.add_columns(table, columns=[("span", "INTERVAL DAY TO SECOND"), ("at", "TIMESTAMP_NTZ")])
+    assert engine.columns(table) == [("order id", "INT"), ("we`ird", "STRUCT<`a b`: DECIMAL(10,2)>"),
+                                     ("span", "INTERVAL DAY TO SECOND"), ("at", "TIMESTAMP_NTZ"), ("p", "STRING")]
+    assert engine.partition_columns(table) == ["p"]
+    engine.rename_table(table, f"{schema}.odd2")
+    assert engine.existing_objects(schema) == {"odd2"}
