@@ -111,9 +111,8 @@ def _create_inputs(test: UnitTest, *, engine: SparkEngine, models: Mapping[str, 
         upstream = models.get(name)
         declared = tuple(upstream.columns) if upstream is not None else ()
         sql = input_sql(data, declared, test=test, name=name)
-        subject = f"creating input `{name}` of test {test.name}"
-        with spark_errors(subject):
-            engine.register_temp_view(view, engine.dataframe(sql, subject=subject))
+        rows = engine.dataframe(sql, subject=f"creating input `{name}` of test {test.name}")
+        engine.register_temp_view(view, rows)
         views.append(view)
         mapping[name] = view
     return mapping
