@@ -29,7 +29,7 @@ from table_diff import best_of  # noqa: E402
 from bot.context import Context  # noqa: E402
 from bot.plan.definition import PlanOptions  # noqa: E402
 from bot.project.example import EXAMPLE_DIR  # noqa: E402
-from bot.spark.engine import quote_table  # noqa: E402
+from bot.spark.sql import quote_table  # noqa: E402
 from bot.spark.session import stop_session  # noqa: E402
 
 START = date(2024, 1, 1)

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.diff.api import table_diff  # noqa: E402
 from bot.project.config import SparkConnection  # noqa: E402
+from bot.spark.engine import SparkEngine  # noqa: E402
 from bot.spark.session import get_session, stop_session  # noqa: E402
 
 COLUMNS = """
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         spark.sql(floor_sql_text).collect()   # warm up file listing and JIT
         floor_s, floor_row = best_of(args.repeat, lambda: spark.sql(floor_sql_text).collect()[0])
         diff_s, result = best_of(args.repeat, lambda: table_diff(
-            session=spark, source_table="bench.source", target_table="bench.target", keys=["id"]))
+            engine=SparkEngine(spark), source_table="bench.source", target_table="bench.target", keys=["id"]))
         rows = result.rows
         assert rows.joined_count == floor_row["joined_count"], (rows, floor_row)
         assert rows.full_match_count == floor_row["full_match_count"], (rows, floor_row)

@@ -121,8 +121,6 @@ class Context:
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         """Apply a plan: tables, backfill (unless skipped), promotion, views (SPEC §5 order)."""
         from bot.plan.evaluator import PlanEvaluator
-        from bot.plan.runner import SparkRunner
-
         runner = self._spark_runner()
         evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
                                   environment_ttl=self.config.environment_ttl, progress=progress,
@@ -295,7 +293,7 @@ class Context:
         """Run the project's YAML unit tests on Spark (one session for all of them)."""
         from bot.quality.unit_tests import run_tests
 
-        return run_tests(project=self.project, session=self.engine.session,
+        return run_tests(project=self.project, engine=self.engine,
                          patterns=patterns, files=files)
 
     def audit(self, *, models: Sequence[str] = (), environment: str = "prod",
@@ -310,7 +308,7 @@ class Context:
         end_ms = exclusive_end_ms(end) if end else None
         results = []
         for name in names:
-            results += run_audits(engine_or_session=self.engine, model=self.models[name],
+            results += run_audits(engine=self.engine, model=self.models[name],
                                   audit_defs=self.project.audits,
                                   table=self.table_in(environment, name), start=start_ms,
                                   end=end_ms, variables=self.config.variables)
@@ -342,7 +340,7 @@ class Context:
         if not source_table or not target_table:
             raise PlanError("table_diff needs a MODEL, or both --source-table and --target-table")
         keys = resolve_keys(model=name or f"{source_table}:{target_table}", on=on, grains=grains)
-        return table_diff(session=self.engine.session, source_table=source_table,
+        return table_diff(engine=self.engine, source_table=source_table,
                           target_table=target_table, keys=keys, skip_columns=skip, where=where,
                           decimals=decimals, show_sample=show_sample, limit=limit,
                           source_label=source, target_label=target, model=name)
@@ -377,7 +375,6 @@ class Context:
                 raise PlanError(f"environment `{environment}` does not exist")
             env_tables = {s.name: s.table_name for s in env.snapshots}
         runner = self._spark_runner()
-        session = self.engine.session
         out: list[ModelDataDiff] = []
         with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,
                                context_models=self.models, variables=self.config.variables,
@@ -393,14 +390,14 @@ class Context:
                     continue
                 if not target.keys:
                     schema, source_count, target_count = count_rows(
-                        session, source_table=target.base, target_table=target.change)
+                        self.engine, source_table=target.base, target_table=target.change)
                     out.append(replace(base, schema=schema, source_count=source_count,
                                        target_count=target_count,
                                        note="rows not compared one by one: the model has neither a grain "
                                             "nor a unique_key to match them on; only counts and schema"))
                     continue
                 try:
-                    result = table_diff(session=session, source_table=target.base,
+                    result = table_diff(engine=self.engine, source_table=target.base,
                                         target_table=target.change, keys=target.keys, decimals=decimals,
                                         show_sample=show_sample, limit=limit, source_label="prod",
                                         target_label="PR", model=target.name)

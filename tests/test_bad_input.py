@@ -163,7 +163,7 @@ def test_table_diff_api_checks_tables_and_filter_before_using_spark():
     from bot.errors import PlanError
 
     with pytest.raises(PlanError, match="holds a `;`"):
-        table_diff(session=None, source_table="shop.a", target_table="shop.b", keys=["id"],
+        table_diff(engine=None, source_table="shop.a", target_table="shop.b", keys=["id"],
                    where="id > 0; DROP TABLE shop.a")
     with pytest.raises(PlanError, match="not a table name"):
-        table_diff(session=None, source_table="shop.a", target_table="shop.b WHERE 1=1", keys=["id"])
+        table_diff(engine=None, source_table="shop.a", target_table="shop.b WHERE 1=1", keys=["id"])

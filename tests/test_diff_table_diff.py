@@ -9,6 +9,7 @@ import pytest
 from bot.diff.api import resolve_keys, table_diff, to_json
 from bot.diff.rows import RowDiffQuery, stats_sql
 from bot.errors import PlanError
+from bot.spark.engine import SparkEngine
 
 SOURCE = """
 SELECT * FROM VALUES
@@ -34,8 +35,8 @@ def tables(spark):
 
 
 def test_table_diff_counts_every_kind_of_difference(spark, tables):
-    result = table_diff(session=spark, source_table=tables[0], target_table=tables[1], keys=["id"],
-                        show_sample=True, limit=10, source_label="prod", target_label="dev")
+    result = table_diff(engine=SparkEngine(spark), source_table=tables[0], target_table=tables[1],
+                        keys=["id"], show_sample=True, limit=10, source_label="prod", target_label="dev")
     assert result.schema.added == (("extra", "date"),)
     assert result.schema.removed == (("dropped", "string"),)
     assert result.schema.modified == (("qty", "int", "bigint"),)
@@ -57,8 +58,8 @@ def test_table_diff_counts_every_kind_of_difference(spark, tables):
 
 
 def test_table_diff_decimals_skip_where_and_json(spark, tables):
-    result = table_diff(session=spark, source_table=tables[0], target_table=tables[1], keys=["id"],
-                        skip_columns=["name", "extra"], where="id <= 3", decimals=9)
+    result = table_diff(engine=SparkEngine(spark), source_table=tables[0], target_table=tables[1],
+                        keys=["id"], skip_columns=["name", "extra"], where="id <= 3", decimals=9)
     assert result.rows.samples is None
     assert json.loads(json.dumps(to_json(result))) == {
         "schema": {"added": [], "removed": [["dropped", "string"]],
@@ -85,5 +86,24 @@ def test_missing_keys_name_the_model_and_suggest_o():
 
 def test_unknown_key_column_is_a_plan_error(spark, tables):
     with pytest.raises(PlanError, match="key column.*nope.*source"):
-        table_diff(session=spark, source_table=tables[0], target_table=tables[1], keys=["nope"],
+        table_diff(engine=SparkEngine(spark), source_table=tables[0], target_table=tables[1], keys=["nope"],
                    model="db.x")
+
+
+
+def test_backquoted_names_with_a_dot_and_a_space_are_compared_as_named(spark):
+    """A user may name relations whose names hold a dot or a space; each side is read as that one relation."""
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW `orders.v1` AS "
+              "SELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(id, name)")
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW `orders v2` AS "
+              "SELECT * FROM VALUES (1, 'a'), (2, 'B'), (3, 'c') AS t(id, name)")
+    try:
+        result = table_diff(engine=SparkEngine(spark), source_table="`orders.v1`",
+                            target_table="`orders v2`", keys=["id"])
+    finally:
+        spark.catalog.dropTempView("orders.v1")
+        spark.catalog.dropTempView("orders v2")
+    rows = result.rows
+    assert (rows.source_count, rows.target_count, rows.joined_count) == (2, 3, 2)
+    assert (rows.full_match_count, rows.target_only_count) == (1, 1)
+    assert (result.source_table, result.target_table) == ("`orders.v1`", "`orders v2`")

@@ -88,7 +88,6 @@ def test_view_and_materialized_view(schema):
 
 def test_partitioned_full_overwrite_replaces_every_partition_and_self_reads_need_columns(schema):
     engine, db = schema
-    assert SparkEngine.for_session(engine.session) is SparkEngine.for_session(engine.session)
     table = f"{db}.parts__1"
     kind = Kind(name=KindName.FULL)
     create_physical(engine, kind=kind, table=table, query_sql=None, columns=[("v", "INT"), ("p", "STRING")],

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import ConfigError, QualityError
+from bot.spark.engine import SparkEngine
 from bot.project.config import load_config
 from bot.project.loader import load_audits
 from bot.project.model import AuditRef, Kind, KindName, Model
@@ -65,7 +66,7 @@ def audited(spark):
 
 def test_every_built_in_audit_fails_and_passes(spark, audited):
     model = _model(*(_ref(name, args) for name, args, _ in CASES))
-    results = run_audits(engine_or_session=spark, model=model, table=audited)
+    results = run_audits(engine=SparkEngine(spark), model=model, table=audited)
     got = [(r.audit, r.violation_count) for r in results]
     assert got == [(name, count) for name, _, count in CASES]
     assert all(r.blocking for r in results)
@@ -80,7 +81,7 @@ def test_non_blocking_audits_warn_and_blocking_ones_raise(spark, audited):
     model = _model(_ref("not_null_non_blocking", {"columns": "(id)"}),
                    _ref("not_empty_string", {"column": "name", "blocking": "false"}),
                    _ref("accepted_values", {"column": "status", "is_in": "('open')"}))
-    results = run_audits(engine_or_session=spark, model=model, table=audited)
+    results = run_audits(engine=SparkEngine(spark), model=model, table=audited)
     assert [(r.audit, r.blocking, r.violation_count) for r in results] == [
         ("not_null", False, 1), ("not_empty_string", False, 1), ("accepted_values", True, 2)]
     with pytest.raises(QualityError) as info:
@@ -99,8 +100,8 @@ def test_incremental_audit_sees_only_the_interval(spark, audited):
     model = _model(_ref("not_null", {"columns": "(id)"}), kind=kind)
     day = 86_400_000
     jan3 = 1704240000000
-    [late] = run_audits(engine_or_session=spark, model=model, table=audited, start=jan3, end=jan3 + day)
-    [early] = run_audits(engine_or_session=spark, model=model, table=audited,
+    [late] = run_audits(engine=SparkEngine(spark), model=model, table=audited, start=jan3, end=jan3 + day)
+    [early] = run_audits(engine=SparkEngine(spark), model=model, table=audited,
                          start=jan3 - 2 * day, end=jan3)
     assert (late.violation_count, early.violation_count) == (1, 0)
     assert "BETWEEN CAST('2024-01-03' AS DATE) AND CAST('2024-01-03' AS DATE)" in late.query
@@ -118,7 +119,7 @@ def test_custom_audit_file_with_args_and_defaults(spark, audited, tmp_path):
     model = _model(_ref("above_max", {"column": "amount"}),
                    _ref("above_max", {"column": "amount", "max_value": "5"}),
                    _ref("warn_status", {"bad": "'bogus'"}))
-    results = run_audits(engine_or_session=spark, model=model, audit_defs=defs, table=audited)
+    results = run_audits(engine=SparkEngine(spark), model=model, audit_defs=defs, table=audited)
     assert [(r.audit, r.blocking, r.violation_count) for r in results] == [
         ("above_max", True, 1), ("above_max", True, 3), ("warn_status", False, 1)]
     assert results[0].sample_rows[0]["amount"] == 30
@@ -126,6 +127,6 @@ def test_custom_audit_file_with_args_and_defaults(spark, audited, tmp_path):
 
 def test_unknown_audit_or_missing_argument_is_a_config_error(spark, audited):
     with pytest.raises(ConfigError, match=r"models/t.sql.*db\.t uses unknown audit `nope`"):
-        run_audits(engine_or_session=spark, model=_model(_ref("nope", {})), table=audited)
+        run_audits(engine=SparkEngine(spark), model=_model(_ref("nope", {})), table=audited)
     with pytest.raises(ConfigError, match="audit `not_null` of model db.t: missing argument.*columns"):
-        run_audits(engine_or_session=spark, model=_model(_ref("not_null", {})), table=audited)
+        run_audits(engine=SparkEngine(spark), model=_model(_ref("not_null", {})), table=audited)

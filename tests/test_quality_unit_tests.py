@@ -8,6 +8,7 @@ from textwrap import dedent
 import pytest
 
 from bot.errors import ConfigError
+from bot.spark.engine import SparkEngine
 from bot.project.loader import load_project
 from bot.quality.test_files import load_test_file
 from bot.quality.unit_tests import run_tests
@@ -122,7 +123,7 @@ def _project(root: Path, tests: str = TESTS) -> Path:
 @pytest.fixture(scope="module")
 def suite(spark, tmp_path_factory):
     project = load_project(_project(tmp_path_factory.mktemp("unit")), use_cache=False)
-    result = run_tests(project=project, session=spark)
+    result = run_tests(project=project, engine=SparkEngine(spark))
     return {r.name: r for r in result.results}, result
 
 
@@ -165,10 +166,10 @@ def test_order_by_and_unexpected_columns_fail(suite):
 
 def test_pattern_and_file_selection(spark, tmp_path):
     project = load_project(_project(tmp_path), use_cache=False)
-    only = run_tests(project=project, session=spark, patterns=["*query_input"],
+    only = run_tests(project=project, engine=SparkEngine(spark), patterns=["*query_input"],
                      files=["tests/test_shop.yaml"])
     assert [r.name for r in only.results] == ["test_top_query_input"] and only.passed
-    assert run_tests(project=project, session=spark, patterns=["nothing"]).results == ()
+    assert run_tests(project=project, engine=SparkEngine(spark), patterns=["nothing"]).results == ()
 
 
 @pytest.mark.parametrize("body, message", [
@@ -195,10 +196,10 @@ def test_unknown_model_is_a_config_error(spark, tmp_path):
           outputs: {query: []}
     """)), use_cache=False)
     with pytest.raises(ConfigError, match=r"test_shop.yaml:2: test `t_unknown`: unknown model `shop.nope`"):
-        run_tests(project=project, session=spark)
+        run_tests(project=project, engine=SparkEngine(spark))
 
 
 def test_example_project_tests_pass(spark):
     example = Path(__file__).resolve().parent.parent / "bot" / "project" / "example"
-    result = run_tests(project=load_project(example, use_cache=False), session=spark)
+    result = run_tests(project=load_project(example, use_cache=False), engine=SparkEngine(spark))
     assert result.results and result.passed, [r.message for r in result.failures]

@@ -7,7 +7,8 @@ import uuid
 import pytest
 
 from bot.errors import EngineError
-from bot.spark.engine import SparkEngine, quote_table, spark_message
+from bot.spark.engine import SparkEngine, spark_message
+from bot.spark.sql import quote_table
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def test_catalog_listing_is_cached_and_kept_in_sync(engine):
     schema = _schema()
     assert engine.existing_objects(schema) == set()
     engine.create_schemas([schema, schema.upper()])
-    engine.create_table(f"{schema}.Orders", columns_sql="`id` INT, `amount` DECIMAL(10, 2)")
+    engine.create_table(f"{schema}.Orders", columns=[("id", "INT"), ("amount", "DECIMAL(10, 2)")])
     engine.create_view(f"{schema}.v", f"SELECT id FROM {quote_table(schema + '.orders')}")
     assert engine.existing_objects(schema) == {"orders", "v"}
     assert engine.table_exists(f"{schema}.ORDERS") and not engine.table_exists(f"{schema}.nope")
@@ -73,3 +74,18 @@ def test_errors_name_the_subject_and_carry_no_java_stack(engine):
     with pytest.raises(EngineError, match=r"reading columns of no_db\.t: \[TABLE_OR_VIEW_NOT_FOUND\]"):
         engine.columns("no_db.t")
     assert "\n" not in str(pytest.raises(EngineError, engine.fetch, "SELECT nope FROM range(1)").value)
+
+
+def test_generated_ddl_quotes_odd_column_names_and_keeps_spark_types(engine):
+    """Column names with a space or a backtick reach the DDL quoted; types sqlglot does not model stay as given."""
+    schema = _schema()
+    engine.create_schemas([schema])
+    table = f"{schema}.odd"
+    engine.create_table(table, columns=[("order id", "INT"), ("we`ird", "STRUCT<`a b`: DECIMAL(10,2)>"),
+                                        ("p", "STRING")], partitioned_by=["p"])
+    engine.add_columns(table, columns=[("span", "INTERVAL DAY TO SECOND"), ("at", "TIMESTAMP_NTZ")])
+    assert engine.columns(table) == [("order id", "INT"), ("we`ird", "STRUCT<`a b`: DECIMAL(10,2)>"),
+                                     ("span", "INTERVAL DAY TO SECOND"), ("at", "TIMESTAMP_NTZ"), ("p", "STRING")]
+    assert engine.partition_columns(table) == ["p"]
+    engine.rename_table(table, f"{schema}.odd2")
+    assert engine.existing_objects(schema) == {"odd2"}

@@ -13,7 +13,7 @@ from bot.diff.schema import SchemaDiff, schema_diff
 from bot.errors import PlanError
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from bot.spark.engine import SparkEngine
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,8 @@ class DiffSide(Protocol):
     def columns(self) -> tuple[tuple[str, str], ...]: ...
 
 
-def _columns(session: "SparkSession", side: str | DiffSide, skip: set[str]) -> list[tuple[str, str]]:
-    columns = session.table(side).dtypes if isinstance(side, str) else side.columns
+def _columns(engine: "SparkEngine", side: str | DiffSide, skip: set[str]) -> list[tuple[str, str]]:
+    columns = engine.dtypes(side) if isinstance(side, str) else side.columns
     return [(n, t) for n, t in columns if n.lower() not in skip]
 
 
@@ -79,15 +79,15 @@ def _relation(side: str | DiffSide) -> str | exp.Query:
     return side if isinstance(side, str) else side.relation
 
 
-def count_rows(session: "SparkSession", *, source_table: str | DiffSide, target_table: str | DiffSide,
+def count_rows(engine: "SparkEngine", *, source_table: str | DiffSide, target_table: str | DiffSide,
                skip_columns: Sequence[str] = ()) -> tuple[SchemaDiff, int, int]:
     """Schema diff and both row counts (one query) of two sides that have no key to join on."""
     skip = {c.lower() for c in skip_columns}
-    source, target = _columns(session, source_table, skip), _columns(session, target_table, skip)
+    source, target = _columns(engine, source_table, skip), _columns(engine, target_table, skip)
     counts = [exp.alias_(exp.select(exp.Count(this=exp.Star())).from_(relation(_relation(side), alias))
                          .subquery(), alias, quoted=True)
               for side, alias in ((source_table, "source_count"), (target_table, "target_count"))]
-    row = session.sql(exp.select(*counts).sql(dialect="spark", identify=True)).collect()[0]
+    row = engine.fetch_one(exp.select(*counts).sql(dialect="spark", identify=True), subject="counting rows")
     return schema_diff(source, target), int(row["source_count"]), int(row["target_count"])
 
 
@@ -104,7 +104,7 @@ def resolve_keys(*, model: str, on: Sequence[str] = (), grains: Sequence[str] = 
     return keys
 
 
-def table_diff(*, session: "SparkSession", source_table: str | DiffSide, target_table: str | DiffSide,
+def table_diff(*, engine: "SparkEngine", source_table: str | DiffSide, target_table: str | DiffSide,
                keys: Sequence[str], skip_columns: Sequence[str] = (), where: str | None = None,
                decimals: int = 3, show_sample: bool = False, limit: int = 20,
                source_label: str | None = None, target_label: str | None = None,
@@ -125,7 +125,7 @@ def table_diff(*, session: "SparkSession", source_table: str | DiffSide, target_
     if not keys:
         raise PlanError(f"table_diff of {what} needs key columns: pass one or more with `-o COLUMN`")
     skip = {c.lower() for c in skip_columns}
-    source, target = _columns(session, source_table, skip), _columns(session, target_table, skip)
+    source, target = _columns(engine, source_table, skip), _columns(engine, target_table, skip)
     schema = schema_diff(source, target)
     _check_keys(keys, source, target, what)
     key_set = {k.lower() for k in keys}
@@ -134,7 +134,7 @@ def table_diff(*, session: "SparkSession", source_table: str | DiffSide, target_
                     if n.lower() in target_types and n.lower() not in key_set)
     spec = RowDiffQuery(source_table=_relation(source_table), target_table=_relation(target_table),
                         keys=tuple(keys), columns=columns, where=where, decimals=decimals)
-    rows = row_diff(session, spec, show_sample=show_sample, limit=limit)
+    rows = row_diff(engine, spec, show_sample=show_sample, limit=limit)
     return TableDiffResult(source_table=_label(source_table), target_table=_label(target_table),
                            source_label=source_label or _label(source_table),
                            target_label=target_label or _label(target_table), keys=tuple(keys),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from sqlglot import exp
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from bot.spark.engine import SparkEngine
 
 S, T = "s", "t"
 PRESENT = "__meshbot_present"     # TRUE on every row of a side, NULL after the outer join when absent
@@ -61,15 +61,15 @@ class RowDiffQuery:
     decimals: int = 3
 
 
-def row_diff(session: "SparkSession", spec: RowDiffQuery, *, show_sample: bool = False,
+def row_diff(engine: "SparkEngine", spec: RowDiffQuery, *, show_sample: bool = False,
              limit: int = 20) -> RowDiff:
     """Run the one aggregate query (plus three sample queries when asked) and return the statistics."""
-    row = session.sql(stats_sql(spec)).collect()[0].asDict()
+    row = engine.fetch_one(stats_sql(spec), subject="comparing rows")
     joined = int(row["joined_count"] or 0)
     pct = {name: (100.0 * int(row[f"match_{i}"] or 0) / joined if joined else 0.0)
            for i, (name, _, _) in enumerate(spec.columns)}
     full = int(row["full_match_count"] or 0)
-    samples = _samples(session, spec, limit) if show_sample else None
+    samples = _samples(engine, spec, limit) if show_sample else None
     return RowDiff(
         source_count=_int(row["source_count"]), target_count=_int(row["target_count"]),
         joined_count=joined, full_match_count=full, partial_match_count=joined - full,
@@ -93,7 +93,7 @@ def _col(name: str, side: str) -> exp.Column:
 
 def relation(side: str | exp.Query, alias: str = "__meshbot_side") -> exp.Expression:
     """A FROM item for `side`: the table itself, or the query as an aliased subquery."""
-    return exp.to_table(side) if isinstance(side, str) else side.subquery(alias)
+    return exp.to_table(side, dialect="spark") if isinstance(side, str) else side.subquery(alias)
 
 
 def _side(table: str | exp.Query, keys: Sequence[str], where: str | None) -> exp.Select:
@@ -212,8 +212,8 @@ def _keys_ordered(keys: Sequence[str], side: str) -> list[exp.Expression]:
     return [exp.Ordered(this=_col(k, side), nulls_first=True) for k in keys]
 
 
-def _samples(session: "SparkSession", spec: RowDiffQuery, limit: int) -> DiffSamples:
-    rows = {kind: tuple(r.asDict(recursive=True) for r in session.sql(sql).collect())
+def _samples(engine: "SparkEngine", spec: RowDiffQuery, limit: int) -> DiffSamples:
+    rows = {kind: tuple(engine.fetch(sql, subject=f"sampling {kind.replace('_', '-')} rows"))
             for kind, sql in sample_sqls(spec, limit).items()}
     return DiffSamples(source_only=rows["source_only"], target_only=rows["target_only"],
                        changed=rows["changed"])

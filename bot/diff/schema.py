@@ -23,12 +23,6 @@ class SchemaDiff:
     def has_changes(self) -> bool:
         return bool(self.added or self.removed or self.modified)
 
-    @property
-    def common_columns(self) -> tuple[str, ...]:
-        """Columns present on both sides (source spelling, source order)."""
-        target_names = {name.lower() for name, _ in self.target}
-        return tuple(name for name, _ in self.source if name.lower() in target_names)
-
 
 def schema_diff(source: Iterable[tuple[str, str]], target: Iterable[tuple[str, str]]) -> SchemaDiff:
     """Compare two schemas given as (column, type) pairs; names compare case-insensitively.

@@ -19,7 +19,6 @@ import json
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bot.errors import GithubError
 from bot.github.api import CheckRun

@@ -15,15 +15,17 @@ from bot.errors import BotError, ConfigError, PlanError
 from bot.intervals import Interval
 from bot.plan.definition import ChangeType, ModelChange, Plan
 from bot.plan.evaluator import order_snapshots
-from bot.plan.run import model_start, python_frame, query_sql
+from bot.plan.run import model_start, query_sql
 from bot.project.dag import reachable
 from bot.project.model import KindName, Model
 from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms
 from bot.snapshot import ChangeCategory, Snapshot, view_name
-from bot.spark.engine import SparkEngine, quote_table
+from bot.spark.engine import SparkEngine, spark_errors
 from bot.spark.materialize.common import conform_sources
+from bot.spark.sql import quote_table
 from bot.spark.materialize.incremental_time import interval_condition, time_column
 from bot.spark.materialize.seed import read_seed
+from bot.spark.python_context import python_model_frame
 from bot.state.api import StateReader
 
 FULL_SCOPES = ("whole", "skip")
@@ -134,9 +136,10 @@ class _Preview:
                                                            columns=model.columns or None))
         elif model.is_python:
             try:
-                frame = python_frame(engine=self.engine, model=model, table_mapping=mapping, interval=interval,
-                                     execution_time=self.execution_time, variables=self.variables,
-                                     gateway=self.gateway)
+                with spark_errors(f"evaluating {model.name}"):
+                    frame = python_model_frame(self.engine, model, mapping=mapping, start=interval[0],
+                                               end=interval[1], execution_time=self.execution_time,
+                                               variables=self.variables, gateway=self.gateway)
             except BotError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the model's own code failed: say so, keep diffing others
@@ -244,7 +247,7 @@ class _Preview:
             self._relation(model, rows, mapping, window)
             return self._windowed(model, rows, self.engine.dtypes(rows), window)
         sql = self._query(model, mapping, window)
-        columns = self.engine.dataframe(sql, subject=f"previewing {model.name}").dtypes
+        columns = self.engine.query_dtypes(sql, subject=f"previewing {model.name}")
         query = exp.maybe_parse(sql, dialect="spark").subquery("__meshbot_rows")
         return self._windowed(model, query, columns, window)
 
@@ -256,7 +259,7 @@ class _Preview:
                                        start=window[0], end=window[1])
         source = (relation if isinstance(relation, exp.Expression)
                   else exp.to_table(quote_table(relation), dialect="spark"))
-        select = exp.select(exp.Star()).from_(source).where(exp.condition(condition, dialect="spark"))
+        select = exp.select(exp.Star()).from_(source).where(condition)
         return PreviewSide(select, tuple(columns))
 
 

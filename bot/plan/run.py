@@ -12,18 +12,15 @@ from bot.plan.definition import ProgressCallback
 from bot.plan.evaluator import (BatchRunner, raise_failures, task_scope_for, finish_promotion,
                                 order_snapshots, run_batch)
 from bot.plan.parents import ParentCheck, model_start, require_parents
-from bot.plan.runner import PythonModelContext
 from bot.plan.schedule import run_tasks
-from bot.project.blueprints import python_values
 from bot.project.dag import upstream_of
 from bot.project.model import KindName, Model
-from bot.project.python_model import resolve_python_model
 from bot.project.render import render_sql
 from bot.project.timeutil import exclusive_end_ms
 from bot.quality.api import AuditResult
 from bot.snapshot import Snapshot
 from bot.spark.engine import SparkEngine, spark_errors
-from bot.spark.python_context import run_python_model
+from bot.spark.python_context import python_model_frame
 from bot.state.api import Environment, StateSync
 
 
@@ -177,29 +174,14 @@ def evaluate_rows(*, engine: SparkEngine, model: Model, context_models: Mapping[
                   ) -> list[dict[str, Any]]:
     """Rows of `model` for `interval`, read from the mapped tables; writes nothing, runs no statements."""
     if model.is_python:
-        frame = python_frame(engine=engine, model=model, table_mapping=table_mapping, interval=interval,
-                             execution_time=execution_time, variables=variables, gateway=gateway)
+        start, end = interval
         with spark_errors(f"evaluating {model.name}"):
-            if limit is not None:
-                frame = frame.limit(limit)
-            return [row.asDict(recursive=True) for row in frame.collect()]
+            frame = python_model_frame(engine, model, mapping=table_mapping, start=start, end=end,
+                                       execution_time=execution_time, variables=variables, gateway=gateway)
+        return engine.collect(frame, limit=limit, subject=f"evaluating {model.name}")
     sql = query_sql(model=model, context_models=context_models, table_mapping=table_mapping,
                     interval=interval, execution_time=execution_time, variables=variables, gateway=gateway)
     return engine.fetch(sql, limit=limit, subject=f"evaluating {model.name}")
-
-
-def python_frame(*, engine: SparkEngine, model: Model, table_mapping: Mapping[str, str],
-                 interval: Interval, execution_time: int, variables: Mapping[str, Any] | None = None,
-                 gateway: str = "") -> Any:
-    """A Python model's rows for `interval` as a Spark DataFrame (cast to its declared columns)."""
-    start, end = interval
-    function = resolve_python_model(model)
-    with spark_errors(f"evaluating {model.name}"):
-        return run_python_model(
-            function, PythonModelContext(engine.session, table_mapping, variables=variables, gateway=gateway,
-                                         blueprint_variables=python_values(model.blueprint_variables)),
-            start=start, end=end, execution_time=execution_time, columns=model.columns or None,
-            name=model.name)
 
 
 def query_sql(*, model: Model, context_models: Mapping[str, Model], table_mapping: Mapping[str, str],

@@ -7,27 +7,24 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from sqlglot import exp
+
 from bot.faults import checkpoint
 from bot.project.config import ProjectConfig
-from bot.project.blueprints import python_values
 from bot.project.loader import AuditDefinition
 from bot.project.model import KindName, Model
-from bot.project.python_model import resolve_python_model
 from bot.project.render import render_sql, render_statements
 from bot.project.serialize import model_from_dict, model_to_dict
 from bot.quality.api import AuditResult
 from bot.quality.audits import run_audits
 from bot.snapshot import Snapshot
 from bot.spark import materialize
-from bot.spark.engine import SparkEngine, quote_table
-from bot.spark.python_context import (ExecutionContext, physical_properties_sql, run_python_model,
-                                      session_properties)
+from bot.spark.engine import SparkEngine
+from bot.spark.sql import spark_sql, table_expression
+from bot.spark.python_context import physical_properties_sql, python_model_frame, session_properties
 from bot.state.api import Interval
 
 VIEW_THREADS = 4      # the default of connection.concurrent_tasks
-
-
-PythonModelContext = ExecutionContext   # the name other modules import
 
 
 @dataclass
@@ -84,7 +81,7 @@ class SparkRunner:
 
     def evaluate(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
                  table_mapping: Mapping[str, str], execution_time: int) -> None:
-        with session_properties(self.engine.session, model.session_properties):
+        with session_properties(self.engine, model.session_properties):
             self._evaluate(model, table=table, interval=interval, table_mapping=table_mapping,
                            execution_time=execution_time)
 
@@ -102,13 +99,9 @@ class SparkRunner:
         if model.kind.name is KindName.SEED:
             query: Any = None
         elif model.is_python:
-            query = run_python_model(
-                resolve_python_model(model),
-                PythonModelContext(self.engine.session, table_mapping, variables=self.config.variables,
-                                   gateway=self.gateway,
-                                   blueprint_variables=python_values(model.blueprint_variables)),
-                start=start, end=end, execution_time=execution_time, columns=model.columns or None,
-                name=model.name)
+            query = python_model_frame(self.engine, model, mapping=table_mapping, start=start, end=end,
+                                       execution_time=execution_time, variables=self.config.variables,
+                                       gateway=self.gateway)
         else:
             query = render_sql(model, **kwargs)
         materialize.evaluate(self.engine, kind=self._kind(model), table=table, query=query,
@@ -122,7 +115,7 @@ class SparkRunner:
               execution_time: int) -> Sequence[AuditResult]:
         if not model.audits:
             return ()
-        return run_audits(engine_or_session=self.engine, model=model, audit_defs=self.audits,
+        return run_audits(engine=self.engine, model=model, audit_defs=self.audits,
                           table=table, start=interval[0], end=interval[1],
                           execution_time=execution_time, variables=self.config.variables)
 
@@ -136,7 +129,7 @@ class SparkRunner:
                       threads=self.concurrent_tasks)
 
     def _create_view(self, view: str, table: str) -> None:
-        self.engine.create_view(view, f"SELECT * FROM {quote_table(table)}")
+        self.engine.create_view(view, spark_sql(exp.select(exp.Star()).from_(table_expression(table))))
         checkpoint("between-views")
 
     def drop_views(self, views: Iterable[str]) -> None:

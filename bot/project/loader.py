@@ -6,26 +6,23 @@ import errno
 import fnmatch
 import hashlib
 import os
-import importlib
-import importlib.util
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
-
-from sqlglot import exp
+from typing import Any, Iterable, Mapping
 
 from bot.errors import ConfigError
 from bot.project.audit_parser import AuditDefinition, audits_from_blocks
 from bot.project.cache import ModelCache, cache_context, content_key, paused_gc
 from bot.project.config import ProjectConfig, decode_text, load_config, read_text, read_yaml
 from bot.project.dag import DAG
-from bot.project.header import (parse_body, parse_value, spark_type, split_blocks, value_items, value_pairs,
-                                value_text)
+from bot.project.header import spark_type, split_blocks
 from bot.project.jinja import JinjaSettings, load_jinja_macros
+from bot.project.macros import known_macro_names
 from bot.project.model import AuditRef, Kind, KindName, Model
 from bot.project.model_parser import (BUILTIN_MACRO_FUNCTIONS, BUILTIN_MACRO_VARIABLES, ParsedModel,
                                       parse_model_file)
+from bot.project.python_model import load_python_models
 from bot.project.sqltext import normalize_name, parse_sql, preprocess_macros, to_sql
 from bot.project.warn import project_warning
 
@@ -141,29 +138,18 @@ def _seed_unchanged(model: Model) -> bool:
         hashlib.sha256(path.read_bytes()).hexdigest() == model.seed_content_hash
 
 
-def _optional_function(module: str, name: str) -> Callable[..., Any] | None:
-    """A function from another part of the project that may not be written yet."""
-    if importlib.util.find_spec(module) is None:
-        return None
-    return getattr(importlib.import_module(module), name, None)
-
-
 def _load_python_models(root: Path, config: ProjectConfig) -> list[Model]:
     files = _files(root / "models", "*.py")
     if not files:
         return []
-    loader = _optional_function("bot.project.python_model", "load_python_models")
-    if loader is None:
-        return []
     return [model for path in files
-            for model in loader(path, defaults=config.model_defaults, variables=config.variables)]
+            for model in load_python_models(path, defaults=config.model_defaults, variables=config.variables)]
 
 
 def _check_macros(root: Path, config: ProjectConfig, parsed: list[ParsedModel]) -> None:
     if not any(p.macro_refs for p in parsed):
         return
-    known_fn = _optional_function("bot.project.macros", "known_macro_names")
-    user = {n.lower() for n in known_fn(root)} if known_fn else _user_macro_names(root)
+    user = {n.lower() for n in known_macro_names(root)}
     variables = {str(k).lower() for k in config.variables}
     for item in parsed:
         for ref in item.macro_refs:
@@ -175,13 +161,6 @@ def _check_macros(root: Path, config: ProjectConfig, parsed: list[ParsedModel]) 
             raise ConfigError(f"unknown {what} `@{ref.name}` in model `{item.model.name}`"
                               " (not a built-in, a macros/*.py function or a config variable)",
                               path=item.model.path, line=ref.line)
-
-
-def _user_macro_names(root: Path) -> set[str]:
-    names: set[str] = set()
-    for path in _files(root / "macros", "*.py"):
-        names.update(m.lower() for m in re.findall(r"^def\s+(\w+)", read_text(path), re.M))
-    return names
 
 
 def _index_models(models: Iterable[Model]) -> dict[str, Model]:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -14,14 +13,12 @@ from bot.project.loader import AuditDefinition
 from bot.project.model import AuditRef, KindName, Model
 from bot.project.render import render_expression
 from bot.project.sqltext import parse_sql
-from bot.project.timeutil import to_datetime
 from bot.quality.api import AuditResult, BuiltInAudit
 from bot.quality.checks import BY_NAME
 from bot.quality.checks._args import is_true
 from bot.spark.engine import SparkEngine
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from bot.spark.sql import spark_sql
+from bot.spark.materialize.incremental_time import interval_condition
 
 SAMPLE_SIZE = 5
 NON_BLOCKING_SUFFIX = "_non_blocking"
@@ -39,7 +36,7 @@ class ResolvedAudit:
     custom: AuditDefinition | None = None
 
 
-def run_audits(*, engine_or_session: "SparkEngine | SparkSession", model: Model,
+def run_audits(*, engine: SparkEngine, model: Model,
                audit_defs: Mapping[str, AuditDefinition] | None = None, table: str,
                start: int | None = None, end: int | None = None, execution_time: int | None = None,
                variables: Mapping[str, Any] | None = None,
@@ -53,7 +50,6 @@ def run_audits(*, engine_or_session: "SparkEngine | SparkSession", model: Model,
     Raises nothing for failed audits (see bot.quality.api.raise_for_audits); a Spark error is an
     EngineError naming the audit and model.
     """
-    engine = engine_or_session if isinstance(engine_or_session, SparkEngine) else SparkEngine(engine_or_session)
     relation = audited_relation(engine, model=model, table=table, start=start, end=end)
     pairs = []
     for ref in model.audits:
@@ -70,7 +66,7 @@ def _count_together(engine: SparkEngine, queries: list[exp.Query]) -> list[int] 
     """Every audit's violation count from one UNION ALL query (one Spark action instead of one per
     audit); None when there is a single audit or the combined query fails, so that each audit then
     runs on its own and an error names the audit."""
-    if len(queries) < 2 or not isinstance(engine, SparkEngine):
+    if len(queries) < 2:
         return None
     parts = [exp.select(exp.alias_(exp.Literal.number(index), "audit", quoted=True),
                         exp.alias_(exp.Count(this=exp.Star()), "violations", quoted=True))
@@ -79,7 +75,7 @@ def _count_together(engine: SparkEngine, queries: list[exp.Query]) -> list[int] 
     for part in parts[1:]:
         combined = exp.union(combined, part, distinct=False)
     try:
-        rows = engine.fetch(combined.sql(dialect="spark", identify=True), subject="running audits")
+        rows = engine.fetch(spark_sql(combined), subject="running audits")
         by_index = {int(row["audit"]): int(row["violations"]) for row in rows}
         return [by_index[index] for index in range(len(queries))]
     except Exception:  # noqa: BLE001 - rerun one by one for a precise error
@@ -88,20 +84,25 @@ def _count_together(engine: SparkEngine, queries: list[exp.Query]) -> list[int] 
 
 def _evaluate(engine: SparkEngine, audit: ResolvedAudit, model: Model, query: exp.Query, *,
               count: int | None = None) -> AuditResult:
-    sql = query.sql(dialect="spark", identify=True)
-    count_sql = (exp.select(exp.alias_(exp.Count(this=exp.Star()), "violations", quoted=True))
-                 .from_(query.subquery("__audit")).sql(dialect="spark", identify=True))
+    sql = spark_sql(query)
     subject = f"running audit {audit.name} on model {model.name}"
     try:
         if count is None:
-            count = int(next(iter(engine.fetch(count_sql, subject=subject)[0].values())))
+            count = _violations(engine, query, subject=subject)
         sample = engine.fetch(sql, limit=SAMPLE_SIZE, subject=subject) if count else []
     except EngineError:
         raise
-    except Exception as error:  # noqa: BLE001 - engines other than SparkEngine: name the audit
+    except Exception as error:  # noqa: BLE001 - whatever else the query raised: name the audit
         raise EngineError(f"{subject}: {error}") from error
     return AuditResult(audit=audit.name, model=model.name, blocking=audit.blocking,
                        violation_count=count, sample_rows=tuple(sample), query=sql)
+
+
+def _violations(engine: SparkEngine, query: exp.Query, *, subject: str) -> int:
+    """How many rows the audit query returns (its violations)."""
+    count = exp.select(exp.alias_(exp.Count(this=exp.Star()), "violations", quoted=True))
+    row = engine.fetch_one(spark_sql(count.from_(query.subquery("__audit"))), subject=subject)
+    return int(row["violations"])
 
 
 def resolve_audit(ref: AuditRef, *, model: Model,
@@ -190,32 +191,17 @@ def _substitute_this_model(query: exp.Query, relation: exp.Expression) -> exp.Qu
 
 def audited_relation(engine: SparkEngine, *, model: Model, table: str, start: int | None,
                      end: int | None) -> exp.Expression:
-    """`table`, or for an INCREMENTAL_BY_TIME_RANGE model with an interval, its [start, end) slice."""
+    """`table`, or for an INCREMENTAL_BY_TIME_RANGE model with an interval, its [start, end) slice
+    (the rows a backfill of that interval writes)."""
     target = exp.to_table(table, dialect="spark")
     column = model.kind.time_column
     if model.kind.name is not KindName.INCREMENTAL_BY_TIME_RANGE or column is None \
             or start is None or end is None:
         return target
-    types = {name.lower(): typ.lower() for name, typ in engine.columns(table)}
-    low, high = _bounds(types.get(column.lower(), "timestamp"), model.kind.time_column_format,
-                        start, end)
-    between = exp.Between(this=exp.column(column, quoted=True), low=low, high=high)
-    return exp.select(exp.Star()).from_(target).where(between).subquery(THIS_MODEL)
-
-
-def _bounds(column_type: str, fmt: str, start: int, end: int) -> tuple[exp.Expression, exp.Expression]:
-    """Inclusive bounds of [start, end) as literals of the time column's type."""
-    first = to_datetime(start).replace(tzinfo=None)
-    last = to_datetime(end).replace(tzinfo=None) - timedelta(microseconds=1)
-    if column_type == "date":
-        return (exp.cast(exp.Literal.string(first.date().isoformat()), "DATE"),
-                exp.cast(exp.Literal.string(last.date().isoformat()), "DATE"))
-    if column_type.startswith("timestamp"):
-        return (exp.cast(exp.Literal.string(first.isoformat(sep=" ")), "TIMESTAMP"),
-                exp.cast(exp.Literal.string(last.isoformat(sep=" ")), "TIMESTAMP"))
-    if column_type in ("int", "bigint", "smallint", "tinyint"):
-        return exp.Literal.number(first.strftime(fmt)), exp.Literal.number(last.strftime(fmt))
-    return exp.Literal.string(first.strftime(fmt)), exp.Literal.string(last.strftime(fmt))
+    types = {name.lower(): typ for name, typ in engine.columns(table)}
+    condition = interval_condition(column, types.get(column.lower(), "TIMESTAMP"),
+                                   fmt=model.kind.time_column_format, start=start, end=end)
+    return exp.select(exp.Star()).from_(target).where(condition).subquery(THIS_MODEL)
 
 
 def run_standalone_audits(engine: SparkEngine, *, audit_defs: Mapping[str, AuditDefinition],
@@ -236,10 +222,9 @@ def run_standalone_audits(engine: SparkEngine, *, audit_defs: Mapping[str, Audit
                                      table_mapping=table_mapping, runtime_stage="auditing")
         if len(rendered) != 1 or not isinstance(rendered[0], exp.Query):
             raise ConfigError(f"audit `{audit.name}` must be one SELECT query", path=audit.path, line=audit.line)
-        sql = rendered[0].sql(dialect="spark", identify=True)
+        sql = spark_sql(rendered[0])
         subject = f"running standalone audit {audit.name}"
-        count = int(next(iter(engine.fetch(f"SELECT COUNT(*) AS `violations` FROM ({sql}) AS `__audit`",
-                                           subject=subject)[0].values())))
+        count = _violations(engine, rendered[0], subject=subject)
         sample = engine.fetch(sql, limit=SAMPLE_SIZE, subject=subject) if count else []
         results.append(AuditResult(audit=audit.name, model="standalone", blocking=audit.blocking,
                                    violation_count=count, sample_rows=tuple(sample), query=sql))

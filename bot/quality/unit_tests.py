@@ -5,7 +5,6 @@ from __future__ import annotations
 import fnmatch
 import re
 import time
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -14,38 +13,35 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from sqlglot import exp
 
 from bot.errors import ConfigError, EngineError
-from bot.project.blueprints import python_values
 from bot.project.model import Model
-from bot.project.python_model import resolve_python_model
 from bot.project.render import render_query
 from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, to_datetime, to_ms
 from bot.quality.api import TestResult, TestSuiteResult
 from bot.quality.compare import compare_rows, describe
 from bot.quality.test_files import TestData, UnitTest, load_test_files
-from bot.spark.engine import spark_errors
-from bot.spark.python_context import ExecutionContext, run_python_model
-from bot.spark.python_eval import to_spark_df
+from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.python_context import ExecutionContext, python_model_frame
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 
 TestModelContext = ExecutionContext   # `context` of a Python model under test: inputs are views
 
 
-def run_tests(*, project: Any, session: "SparkSession", patterns: Sequence[str] = (),
+def run_tests(*, project: Any, engine: SparkEngine, patterns: Sequence[str] = (),
               files: Sequence[str | Path] = ()) -> TestSuiteResult:
     """Run the project's unit tests (all of them, or those in `files`) whose name matches `patterns`.
 
     `project` is a bot.project.loader.Project (uses root, test_files, models, config.variables).
-    A pattern with `*?[` is a glob on the test name, otherwise a substring. All tests share `session`.
+    A pattern with `*?[` is a glob on the test name, otherwise a substring. All tests share `engine`.
     Raises ConfigError for a malformed test file; a failing test is a result, not an exception.
     """
     began = time.perf_counter()
     paths = _test_paths(project, files)
     tests = [t for t in load_test_files(paths) if selected(t.name, patterns)]
     variables = dict(getattr(project.config, "variables", {}) or {})
-    results = tuple(run_test(t, session=session, models=project.models, variables=variables)
+    results = tuple(run_test(t, engine=engine, models=project.models, variables=variables)
                     for t in tests)
     return TestSuiteResult(results=results, seconds=time.perf_counter() - began)
 
@@ -75,7 +71,7 @@ def selected(name: str, patterns: Sequence[str]) -> bool:
                for p in patterns)
 
 
-def run_test(test: UnitTest, *, session: "SparkSession", models: Mapping[str, Model],
+def run_test(test: UnitTest, *, engine: SparkEngine, models: Mapping[str, Model],
              variables: Mapping[str, Any] | None = None) -> TestResult:
     """Run one test; Spark errors while running the model become a failed result."""
     began = time.perf_counter()
@@ -85,8 +81,8 @@ def run_test(test: UnitTest, *, session: "SparkSession", models: Mapping[str, Mo
                           line=test.line)
     views: list[str] = []
     try:
-        mapping = _create_inputs(test, session=session, models=models, views=views)
-        outcome = _check_outputs(test, model, session=session, models=models, mapping=mapping,
+        mapping = _create_inputs(test, engine=engine, models=models, views=views)
+        outcome = _check_outputs(test, model, engine=engine, models=models, mapping=mapping,
                                  variables={**(variables or {}), **test.variables})
     except (EngineError, ConfigError) as error:
         if isinstance(error, ConfigError) and error.location is not None:
@@ -94,7 +90,7 @@ def run_test(test: UnitTest, *, session: "SparkSession", models: Mapping[str, Mo
         outcome = (False, f"error: {error}", (), ())
     finally:
         for view in views:
-            session.catalog.dropTempView(view)
+            engine.drop_temp_view(view)
     passed, details, expected, actual = outcome
     header = f"{test.name} ({test.path}:{test.line}) on model {test.model}"
     return TestResult(name=test.name, file=test.path, model=test.model, passed=passed,
@@ -102,7 +98,7 @@ def run_test(test: UnitTest, *, session: "SparkSession", models: Mapping[str, Mo
                       actual_rows=actual, seconds=time.perf_counter() - began)
 
 
-def _create_inputs(test: UnitTest, *, session: "SparkSession", models: Mapping[str, Model],
+def _create_inputs(test: UnitTest, *, engine: SparkEngine, models: Mapping[str, Model],
                    views: list[str]) -> dict[str, str]:
     """One temporary view per input; returns {upstream model name: view name}."""
     mapping: dict[str, str] = {}
@@ -111,8 +107,8 @@ def _create_inputs(test: UnitTest, *, session: "SparkSession", models: Mapping[s
         upstream = models.get(name)
         declared = tuple(upstream.columns) if upstream is not None else ()
         sql = input_sql(data, declared, test=test, name=name)
-        with spark_errors(f"creating input `{name}` of test {test.name}"):
-            session.sql(sql).createOrReplaceTempView(view)
+        rows = engine.dataframe(sql, subject=f"creating input `{name}` of test {test.name}")
+        engine.register_temp_view(view, rows)
         views.append(view)
         mapping[name] = view
     return mapping
@@ -211,7 +207,7 @@ def freeze_time(query: exp.Expression, execution_time: int) -> exp.Expression:
     return query.transform(replace)
 
 
-def _check_outputs(test: UnitTest, model: Model, *, session: "SparkSession",
+def _check_outputs(test: UnitTest, model: Model, *, engine: SparkEngine,
                    models: Mapping[str, Model], mapping: Mapping[str, str],
                    variables: Mapping[str, Any]) -> tuple[bool, str, tuple, tuple]:
     start, end, execution = interval(test)
@@ -219,14 +215,14 @@ def _check_outputs(test: UnitTest, model: Model, *, session: "SparkSession",
         if test.ctes:
             raise ConfigError(f"test `{test.name}`: `outputs.ctes` needs a SQL model", path=test.path,
                               line=test.line)
-        context = ExecutionContext(session, mapping, variables=variables, quote=False,
-                                   blueprint_variables=python_values(model.blueprint_variables))
         with spark_errors(f"running Python model {model.name}"):
-            frame = run_python_model(resolve_python_model(model), context, start=start, end=end,
-                                     execution_time=execution if execution is not None else end,
-                                     columns=model.columns or None, name=model.name)
-        return _compare_frame(frame, test.query, ordered=False, label="query") if test.query else \
-            (True, "", (), ())
+            frame = python_model_frame(engine, model, mapping=mapping, start=start, end=end,
+                                       execution_time=execution if execution is not None else end,
+                                       variables=variables, quote=False)
+        if test.query is None:
+            return True, "", (), ()
+        return _compare_frame(engine, frame, test.query, ordered=False, label="query",
+                              subject=f"running Python model {model.name}")
     query = render_query(model, start=start, end=end, execution_time=execution, variables=variables,
                          table_mapping=mapping, models=models, runtime_stage="testing")
     if execution is not None:
@@ -237,9 +233,10 @@ def _check_outputs(test: UnitTest, model: Model, *, session: "SparkSession",
     checks += [(f"CTE {name}", _cte_query(query, name, test), data) for name, data in test.ctes]
     outcomes = []
     for label, sql_query, data in checks:
-        with spark_errors(f"running {label} of model {model.name}"):
-            frame = session.sql(sql_query.sql(dialect="spark", identify=True))
-            outcomes.append(_compare_frame(frame, data, ordered=_is_ordered(sql_query, test), label=label))
+        subject = f"running {label} of model {model.name}"
+        frame = engine.dataframe(sql_query.sql(dialect="spark", identify=True), subject=subject)
+        outcomes.append(_compare_frame(engine, frame, data, ordered=_is_ordered(sql_query, test), label=label,
+                                       subject=subject))
         if not outcomes[-1][0]:
             return outcomes[-1]
     return outcomes[0] if outcomes else (True, "", (), ())
@@ -269,13 +266,13 @@ def _cte_query(query: exp.Query, name: str, test: UnitTest) -> exp.Query:
     return select
 
 
-def _compare_frame(frame: "DataFrame", data: TestData, *, ordered: bool,
-                   label: str) -> tuple[bool, str, tuple, tuple]:
-    actual = tuple(row.asDict(recursive=True) for row in frame.collect())
+def _compare_frame(engine: SparkEngine, frame: "DataFrame", data: TestData, *, ordered: bool,
+                   label: str, subject: str) -> tuple[bool, str, tuple, tuple]:
+    actual = tuple(engine.collect(frame, subject=subject))
     expected, expected_columns = data.rows, data.columns
     if data.query is not None:   # expected rows given as a query
-        expected_frame = frame.sparkSession.sql(data.query)
-        expected = tuple(row.asDict(recursive=True) for row in expected_frame.collect())
+        expected_frame = engine.dataframe(data.query, subject=subject)
+        expected = tuple(engine.collect(expected_frame, subject=subject))
         expected_columns = tuple(expected_frame.columns)
     comparison = compare_rows(expected=expected, actual=actual, expected_columns=expected_columns,
                               actual_columns=frame.columns, partial=data.partial, ordered=ordered)

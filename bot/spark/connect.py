@@ -7,7 +7,6 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
-from urllib.request import proxy_bypass_environment
 
 from bot.errors import EngineError
 
@@ -63,9 +62,3 @@ def check_reachable(url: str, *, timeout: float = 10.0) -> None:
         reason = exc.strerror or type(exc).__name__
         raise EngineError(f"could not reach Spark Connect at {url} (connection.remote): {reason}; "
                           "is the server running (sbin/start-connect-server.sh)?") from None
-
-
-def _through_proxy(host: str) -> bool:
-    if not any(os.environ.get(name) for name in _PROXY_VARIABLES):
-        return False
-    return not proxy_bypass_environment(host)

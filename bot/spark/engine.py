@@ -5,55 +5,20 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 
 from bot.errors import EngineError
-from bot.spark.types import quote_identifier, schema_columns
+from bot.spark.sql import column_defs, parse_query, quote_table, spark_sql, split_table, table_expression
+from bot.spark.types import schema_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 _MAX_MESSAGE_LINES = 4
-_SHARED: dict[int, "SparkEngine"] = {}
-_SHARED_GUARD = threading.Lock()
-
-
-def split_table(name: str) -> list[str]:
-    """Split a `catalog.schema.table` name into its parts (backtick-quoted parts may contain dots).
-
-    >>> split_table("db.t")
-    ['db', 't']
-    >>> split_table("`my.db`.t")
-    ['my.db', 't']
-    """
-    text = name.strip()
-    if "`" in text:
-        try:
-            table = exp.to_table(text, dialect="spark")
-        except (SqlglotError, ValueError) as exc:
-            raise EngineError(f"invalid table name `{name}`") from exc
-        parts = [part.name for part in table.parts]
-    else:
-        parts = text.split(".")
-    if not 1 <= len(parts) <= 3 or any(not part or "\n" in part or "\x00" in part for part in parts):
-        raise EngineError(f"invalid table name `{name}`: expected [catalog.]schema.table")
-    return parts
-
-
-def quote_table(name: str) -> str:
-    """Quote every part of a table name for Spark SQL.
-
-    >>> quote_table("a.b.c")
-    '`a`.`b`.`c`'
-    >>> quote_table("sqlmesh__db.db__orders__123")
-    '`sqlmesh__db`.`db__orders__123`'
-    """
-    return ".".join(quote_identifier(part) for part in split_table(name))
 
 
 def spark_message(exc: BaseException) -> str:
@@ -114,15 +79,6 @@ def error_class(exc: BaseException) -> str | None:
 
 class SparkEngine:
     """DDL, DML and queries on one SparkSession; table listings are cached per schema."""
-
-    @classmethod
-    def for_session(cls, session: "SparkSession") -> "SparkEngine":
-        """The process-wide engine of `session`, so every caller shares one set of cached listings."""
-        with _SHARED_GUARD:
-            engine = _SHARED.get(id(session))
-            if engine is None or engine.session is not session:
-                engine = _SHARED[id(session)] = cls(session)
-            return engine
 
     def __init__(self, session: "SparkSession"):
         self.session = session
@@ -190,13 +146,14 @@ class SparkEngine:
             if key in known:
                 continue
             with spark_errors(f"creating schema {name}"):
-                self.session.sql(f"CREATE SCHEMA IF NOT EXISTS {quote_table(name)}")
+                self.session.sql(spark_sql(exp.Create(this=table_expression(name), kind="SCHEMA", exists=True)))
             known.add(key)
             self._objects[key] = set()
 
     def drop_schema(self, name: str, *, cascade: bool = True) -> None:
         with spark_errors(f"dropping schema {name}"):
-            self.session.sql(f"DROP SCHEMA IF EXISTS {quote_table(name)}{' CASCADE' if cascade else ''}")
+            self.session.sql(spark_sql(exp.Drop(tables=[table_expression(name)], kind="SCHEMA", exists=True,
+                                                cascade=cascade)))
         self._objects.pop(name.lower(), None)
         self._forget_all()
         if self._schemas is not None:
@@ -278,6 +235,12 @@ class SparkEngine:
         """(name, type) of a table or view as `DataFrame.dtypes` spells them (`decimal(10,2)`, `string`)."""
         return [(field.name, field.dataType.simpleString()) for field in self._schema(table).fields]
 
+    def query_dtypes(self, sql: str, *, subject: str = "analyzing query") -> list[tuple[str, str]]:
+        """(name, type) of a query's output as `DataFrame.dtypes` spells them; analysis only, no Spark job."""
+        frame = self.dataframe(sql, subject=subject)
+        with spark_errors(subject):
+            return list(frame.dtypes)
+
     def _schema(self, table: str) -> "StructType":
         key = table.lower()
         if key not in self._columns:
@@ -293,8 +256,19 @@ class SparkEngine:
 
     def fetch(self, sql: str, *, limit: int | None = None, subject: str = "running query") -> list[dict[str, Any]]:
         """Run a query and return its rows as dicts; `limit` is applied in Spark."""
+        return self.collect(self.dataframe(sql, subject=subject), limit=limit, subject=subject)
+
+    def fetch_one(self, sql: str, *, subject: str = "running query") -> dict[str, Any]:
+        """The first row of a query that always returns one (an aggregate without GROUP BY)."""
+        rows = self.fetch(sql, subject=subject)
+        if not rows:
+            raise EngineError(f"{subject}: the query returned no row")
+        return rows[0]
+
+    def collect(self, frame: "DataFrame", *, limit: int | None = None,
+                subject: str = "running query") -> list[dict[str, Any]]:
+        """The rows of a DataFrame (a Python model's, a query's) as dicts; `limit` is applied in Spark."""
         with spark_errors(subject):
-            frame = self.session.sql(sql)
             if limit is not None:
                 frame = frame.limit(limit)
             return [row.asDict(recursive=True) for row in frame.collect()]
@@ -306,21 +280,25 @@ class SparkEngine:
 
     # ----------------------------------------------------------------- objects
     def create_view(self, view: str, select_sql: str, *, replace: bool = True) -> None:
-        verb = "CREATE OR REPLACE VIEW" if replace else "CREATE VIEW IF NOT EXISTS"
+        statement = exp.Create(this=table_expression(view), kind="VIEW", replace=replace, exists=not replace,
+                               expression=parse_query(select_sql, f"creating view {view}"))
         with spark_errors(f"creating view {view}"):
-            self.session.sql(f"{verb} {quote_table(view)} AS {select_sql}")
+            self.session.sql(spark_sql(statement))
         self._note(view, exists=True)
 
     def drop_view(self, view: str) -> None:
         with spark_errors(f"dropping view {view}"):
-            self.session.sql(f"DROP VIEW IF EXISTS {quote_table(view)}")
+            self.session.sql(spark_sql(exp.Drop(tables=[table_expression(view)], kind="VIEW", exists=True)))
         self._note(view, exists=False)
 
     # ----------------------------------------------------------- temporary views
     def create_temp_view(self, name: str, select_sql: str) -> None:
         """CREATE OR REPLACE TEMPORARY VIEW: lives in this session only, nothing reaches the warehouse."""
+        statement = exp.Create(this=exp.table_(name, quoted=True), kind="VIEW", replace=True,
+                               expression=parse_query(select_sql, f"creating temporary view {name}"),
+                               properties=exp.Properties(expressions=[exp.TemporaryProperty()]))
         with spark_errors(f"creating temporary view {name}"):
-            self.session.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_identifier(name)} AS {select_sql}")
+            self.session.sql(spark_sql(statement))
         self._columns.pop(name.lower(), None)
 
     def register_temp_view(self, name: str, frame: "DataFrame") -> None:
@@ -336,31 +314,38 @@ class SparkEngine:
 
     def drop_table(self, table: str) -> None:
         with spark_errors(f"dropping table {table}"):
-            self.session.sql(f"DROP TABLE IF EXISTS {quote_table(table)}")
+            self.session.sql(spark_sql(exp.Drop(tables=[table_expression(table)], kind="TABLE", exists=True)))
         self._note(table, exists=False)
 
-    def create_table(self, table: str, *, columns_sql: str, partitioned_by: Iterable[str] = ()) -> None:
-        """CREATE TABLE IF NOT EXISTS as Parquet from a column DDL list; no Spark job runs."""
+    def create_table(self, table: str, *, columns: Sequence[tuple[str, str]],
+                     partitioned_by: Iterable[str] = ()) -> None:
+        """CREATE TABLE IF NOT EXISTS as Parquet from (name, Spark type) pairs; no Spark job runs."""
         partitioned_by = list(partitioned_by)
-        partitions = ", ".join(quote_identifier(col) for col in partitioned_by)
-        sql = (f"CREATE TABLE IF NOT EXISTS {quote_table(table)} ({columns_sql}) USING parquet"
-               + (f" PARTITIONED BY ({partitions})" if partitions else ""))
+        properties: list[exp.Expression] = [exp.FileFormatProperty(this=exp.Var(this="parquet"))]
+        if partitioned_by:
+            properties.append(exp.PartitionedByProperty(this=exp.Schema(
+                expressions=[exp.to_identifier(name, quoted=True) for name in partitioned_by])))
+        statement = exp.Create(this=exp.Schema(this=table_expression(table), expressions=column_defs(columns)),
+                               kind="TABLE", exists=True, properties=exp.Properties(expressions=properties))
         with spark_errors(f"creating table {table}"):
-            self.session.sql(sql)
+            self.session.sql(spark_sql(statement))
         self._note(table, exists=True)
         self._partitions[table.lower()] = partitioned_by
 
-    def add_columns(self, table: str, *, columns_sql: str) -> None:
+    def add_columns(self, table: str, *, columns: Sequence[tuple[str, str]]) -> None:
         """ALTER TABLE ... ADD COLUMNS (existing rows read NULL); rows are unchanged, so the watermark stays."""
+        statement = exp.Alter(this=table_expression(table), kind="TABLE",
+                              actions=[exp.Schema(expressions=column_defs(columns))])
         with spark_errors(f"adding columns to {table}"):
-            self.session.sql(f"ALTER TABLE {quote_table(table)} ADD COLUMNS ({columns_sql})")
+            self.session.sql(spark_sql(statement))
         key = table.lower()
         self._columns.pop(key, None)
         self._partitions.pop(key, None)
 
     def rename_table(self, source: str, target: str) -> None:
         with spark_errors(f"renaming {source} to {target}"):
-            self.session.sql(f"ALTER TABLE {quote_table(source)} RENAME TO {quote_table(target)}")
+            self.session.sql(spark_sql(exp.Alter(this=table_expression(source), kind="TABLE",
+                                                 actions=[exp.AlterRename(this=table_expression(target))])))
         self._note(source, exists=False)
         self._note(target, exists=True)
 
@@ -372,7 +357,7 @@ class SparkEngine:
         key = table.lower()
         if key not in self._partitions:
             with spark_errors(f"describing {table}"):
-                rows = self.session.sql(f"DESCRIBE TABLE {quote_table(table)}").collect()
+                rows = self.session.sql(spark_sql(exp.Describe(this=table_expression(table)))).collect()
             self._partitions[key] = _partition_names([row[0] for row in rows])
         return list(self._partitions[key])
 

@@ -7,10 +7,16 @@ import inspect
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
+from sqlglot import exp
+
 from bot.errors import EngineError
+from bot.project.blueprints import python_values
+from bot.project.model import Model
+from bot.project.python_model import resolve_python_model
 from bot.project.timeutil import to_datetime
-from bot.spark.engine import quote_table
+from bot.spark.engine import SparkEngine
 from bot.spark.python_eval import to_spark_df
+from bot.spark.sql import quote_table, spark_sql, table_expression
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -108,6 +114,21 @@ def run_python_model(function: Callable[..., Any], context: ExecutionContext, *,
         raise EngineError(f"Python model {name}: {error}") from None
 
 
+def python_model_frame(engine: SparkEngine, model: Model, *, mapping: Mapping[str, str], start: int,
+                       end: int, execution_time: int, variables: Mapping[str, Any] | None = None,
+                       gateway: str = "", quote: bool = True) -> "DataFrame":
+    """A Python model's rows for [start, end) as one lazy Spark DataFrame, cast to its declared columns.
+
+    `mapping` gives the tables `context.resolve_table` returns (quoted unless `quote` is False, as in
+    unit tests whose inputs are temporary views). The model's own errors, and Spark's, pass through:
+    callers name the model and interval in their own words.
+    """
+    context = ExecutionContext(engine.session, mapping, variables=variables, gateway=gateway, quote=quote,
+                               blueprint_variables=python_values(model.blueprint_variables))
+    return run_python_model(resolve_python_model(model), context, start=start, end=end,
+                            execution_time=execution_time, columns=model.columns or None, name=model.name)
+
+
 def _accepts(function: Callable[..., Any], name: str) -> bool:
     try:
         params = inspect.signature(function).parameters.values()
@@ -117,11 +138,12 @@ def _accepts(function: Callable[..., Any], name: str) -> bool:
 
 
 @contextlib.contextmanager
-def session_properties(session: "SparkSession", properties: Sequence[tuple[str, str]]) -> Iterator[None]:
-    """A model's `session_properties` set on the Spark session while it is evaluated, then restored."""
+def session_properties(engine: SparkEngine, properties: Sequence[tuple[str, str]]) -> Iterator[None]:
+    """A model's `session_properties` set on the engine's Spark session while it is evaluated, then restored."""
     if not properties:
         yield
         return
+    session = engine.session
     previous = {key: session.conf.get(key, None) for key, _ in properties}
     for key, value in properties:
         session.conf.set(key, value)
@@ -138,12 +160,11 @@ def session_properties(session: "SparkSession", properties: Sequence[tuple[str, 
 def physical_properties_sql(table: str, properties: Sequence[tuple[str, str]]) -> str:
     """`physical_properties` as table properties of the model's physical table.
 
-    >>> physical_properties_sql("db.t__1", [("owner_team", "data")])
-    "ALTER TABLE `db`.`t__1` SET TBLPROPERTIES ('owner_team' = 'data')"
+    >>> physical_properties_sql("db.t__1", [("owner_team", "data"), ("note", "it's")])
+    "ALTER TABLE `db`.`t__1` SET TBLPROPERTIES ('owner_team'='data', 'note'='it\\\\'s')"
     """
-    pairs = ", ".join(f"'{_escape(k)}' = '{_escape(v)}'" for k, v in properties)
-    return f"ALTER TABLE {quote_table(table)} SET TBLPROPERTIES ({pairs})"
-
-
-def _escape(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("'", "\\'")
+    pairs = [exp.Property(this=exp.Literal.string(str(key)), value=exp.Literal.string(str(value)))
+             for key, value in properties]
+    statement = exp.Alter(this=table_expression(table), kind="TABLE",
+                          actions=[exp.AlterSet(expressions=[exp.Properties(expressions=pairs)])])
+    return spark_sql(statement)

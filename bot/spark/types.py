@@ -50,6 +50,16 @@ def to_spark_type(type_text: str, *, dialect: str = "spark") -> str:
     return _STORABLE.get(text.upper(), text)
 
 
+def data_type(type_text: str) -> exp.DataType:
+    """A Spark type string (`DECIMAL(10,2)`, `TIMESTAMP_NTZ`, a struct) as a sqlglot DataType, kept as
+    written when sqlglot does not know it, for casts in generated SQL.
+
+    >>> data_type("decimal(10,2)").sql("spark"), data_type("INTERVAL DAY TO SECOND").sql("spark")
+    ('DECIMAL(10, 2)', 'INTERVAL DAY TO SECOND')
+    """
+    return exp.DataType.build(type_text, dialect="spark", udt=True)
+
+
 def columns_ddl(columns: Sequence[tuple[str, str]], *, dialect: str | None = "spark") -> str:
     """Return a `name TYPE, ...` column list for CREATE TABLE, every name quoted.
 

@@ -7,12 +7,16 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
 from bot.errors import EngineError
-from bot.spark.engine import SparkEngine, error_class, quote_table, spark_errors, split_table
+from bot.spark.engine import SparkEngine, error_class, spark_errors
+from bot.spark.sql import quote_table, spark_sql, split_table, table_expression
 from bot.spark.python_eval import conform, to_spark_df
+from bot.spark.types import data_type, quote_identifier, schema_columns, to_spark_type
 
 __all__ = ["conform"]
-from bot.spark.types import columns_ddl, quote_identifier, schema_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -99,7 +103,7 @@ def add_new_columns(engine: SparkEngine, query: Any, *, table: str, columns: Col
     if not added:
         return list(columns)
     new = [(name, kind) for name, kind in typed if name.lower() in added]
-    engine.add_columns(table, columns_sql=columns_ddl(new, dialect=None))
+    engine.add_columns(table, columns=new)
     return engine.columns(table)
 
 
@@ -122,8 +126,8 @@ def create_table(engine: SparkEngine, *, table: str, columns: Columns, partition
     """Create an empty Parquet table if absent; declared types go through sqlglot, schema types do not."""
     if engine.table_exists(table):
         return
-    ddl = columns_ddl(columns, dialect="spark" if normalize_types else None)
-    engine.create_table(table, columns_sql=ddl, partitioned_by=partitioned_by)
+    typed = [(name, to_spark_type(kind)) for name, kind in columns] if normalize_types else list(columns)
+    engine.create_table(table, columns=typed, partitioned_by=partitioned_by)
 
 
 def ensure_table(engine: SparkEngine, *, table: str, frame: "DataFrame") -> None:
@@ -148,7 +152,7 @@ def prepare_table(engine: SparkEngine, query: Any, *, table: str) -> list[tuple[
 
 
 def batch_sql(engine: SparkEngine, query_sql: str, *, table: str, columns: Columns,
-              condition: str | None = None, fresh: bool = False) -> str:
+              condition: exp.Expression | None = None, fresh: bool = False) -> exp.Select:
     """One SELECT of the query's rows conformed to `columns` (renamed, cast), filtered by `condition`.
 
     The query's output names come from the last analysis of a query of the same shape for this
@@ -160,10 +164,16 @@ def batch_sql(engine: SparkEngine, query_sql: str, *, table: str, columns: Colum
         outputs = list(engine.dataframe(query_sql, subject=f"evaluating {table}").columns)
         _remember(engine, table, query_sql, outputs)
     sources = conform_sources(outputs, columns)
-    select = ", ".join(f"CAST({quote_identifier(src)} AS {kind}) AS {quote_identifier(name)}"
-                       for src, (name, kind) in zip(sources, columns))
-    sql = f"SELECT {select} FROM (\n{query_sql}\n) AS `__meshbot_query`"
-    return f"SELECT * FROM ({sql}) AS `__meshbot_rows` WHERE {condition}" if condition else sql
+    try:
+        query = exp.maybe_parse(query_sql, dialect="spark")
+    except SqlglotError as error:
+        raise EngineError(f"evaluating {table}: cannot read the query: {error}") from None
+    casts = [exp.alias_(exp.cast(exp.column(src, quoted=True), data_type(kind)), name, quoted=True)
+             for src, (name, kind) in zip(sources, columns)]
+    rows = exp.select(*casts).from_(query.subquery("__meshbot_query"))
+    if condition is None:
+        return rows
+    return exp.select(exp.Star()).from_(rows.subquery("__meshbot_rows")).where(condition.copy())
 
 
 def conform_sources(available: Sequence[str], columns: Columns) -> list[str]:
@@ -184,7 +194,7 @@ def conform_sources(available: Sequence[str], columns: Columns) -> list[str]:
 
 
 def write_query(engine: SparkEngine, *, table: str, query_sql: str, columns: Columns,
-                condition: str | None = None, replace: bool) -> None:
+                condition: exp.Expression | None = None, replace: bool) -> None:
     """INSERT (OVERWRITE when `replace`) the conformed query into `table` as one SQL statement.
 
     A stale remembered output (the statement fails analysis) is retried once with a fresh one;
@@ -192,16 +202,16 @@ def write_query(engine: SparkEngine, *, table: str, query_sql: str, columns: Col
     """
     remembered = _remembered(engine, table, query_sql) is not None
     for fresh in ((False, True) if remembered else (True,)):
-        sql = batch_sql(engine, query_sql, table=table, columns=columns, condition=condition, fresh=fresh)
-        verb = "INSERT OVERWRITE TABLE" if replace else "INSERT INTO"
+        rows = batch_sql(engine, query_sql, table=table, columns=columns, condition=condition, fresh=fresh)
         try:
             with spark_errors(f"writing {table}"), static_overwrite(engine, table, active=replace):
-                engine.session.sql(f"{verb} {quote_table(table)} {sql}")
+                engine.session.sql(spark_sql(exp.insert(rows, table_expression(table), overwrite=replace)))
             return
         except EngineError as exc:
             cause = exc.__context__
             if replace and (error_class(cause) or "").startswith("UNSUPPORTED_OVERWRITE"):
-                overwrite(engine, table=table, frame=engine.dataframe(sql, subject=f"evaluating {table}"))
+                frame = engine.dataframe(spark_sql(rows), subject=f"evaluating {table}")
+                overwrite(engine, table=table, frame=frame)
                 return
             if fresh or not _is_analysis_error(cause):
                 raise
@@ -283,14 +293,14 @@ def recover_swap(engine: SparkEngine, table: str) -> None:
         engine.rename_table(swap, table)
 
 
-def null_safe_join(keys: Sequence[str], left: str, right: str) -> str:
+def null_safe_join(keys: Sequence[str], left: str, right: str) -> exp.Expression:
     """A NULL-safe equality predicate over key columns.
 
-    >>> null_safe_join(["id", "ds"], "t", "s")
-    '`t`.`id` <=> `s`.`id` AND `t`.`ds` <=> `s`.`ds`'
+    >>> spark_sql(null_safe_join(["id", "ds"], "t", "s"))
+    '`t`.`id` IS NOT DISTINCT FROM `s`.`id` AND `t`.`ds` IS NOT DISTINCT FROM `s`.`ds`'
     """
-    return " AND ".join(f"{quote_identifier(left)}.{quote_identifier(key)} <=> "
-                        f"{quote_identifier(right)}.{quote_identifier(key)}" for key in keys)
+    return exp.and_(*(exp.NullSafeEQ(this=exp.column(key, table=left, quoted=True),
+                                     expression=exp.column(key, table=right, quoted=True)) for key in keys))
 
 
 def resolve_keys(keys: Sequence[str], columns: Columns, *, table: str, what: str = "unique_key") -> list[str]:

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sqlglot import exp
+
 from bot.project.model import Kind
-from bot.spark.engine import SparkEngine, quote_table, spark_errors
+from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.sql import spark_sql, table_expression
 from bot.spark.materialize import common, full
-from bot.spark.types import quote_identifier
 
 
 def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None,
@@ -46,10 +48,14 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
 def merge_sql(*, table: str, staged: str, keys: Sequence[str]) -> str:
     """Old rows whose key is not staged, then every staged row.
 
-    >>> print(merge_sql(table="db.t", staged="db.s", keys=["id"]))
-    SELECT `t`.* FROM `db`.`t` AS `t` LEFT ANTI JOIN `db`.`s` AS `s` ON `t`.`id` <=> `s`.`id`
-    UNION ALL SELECT * FROM `db`.`s`
+    >>> kept, staged = merge_sql(table="db.t", staged="db.s", keys=["id"]).split(" UNION ALL ")
+    >>> print(kept)
+    SELECT `t`.* FROM `db`.`t` AS `t` LEFT ANTI JOIN `db`.`s` AS `s` ON `t`.`id` IS NOT DISTINCT FROM `s`.`id`
+    >>> print(staged)
+    SELECT * FROM `db`.`s`
     """
-    return (f"SELECT {quote_identifier('t')}.* FROM {quote_table(table)} AS `t` "
-            f"LEFT ANTI JOIN {quote_table(staged)} AS `s` ON {common.null_safe_join(keys, 't', 's')}\n"
-            f"UNION ALL SELECT * FROM {quote_table(staged)}")
+    kept = (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("t", quoted=True)))
+            .from_(exp.alias_(table_expression(table), "t", table=True, quoted=True))
+            .join(exp.alias_(table_expression(staged), "s", table=True, quoted=True),
+                  on=common.null_safe_join(keys, "t", "s"), join_type="LEFT ANTI"))
+    return spark_sql(exp.union(kept, exp.select(exp.Star()).from_(table_expression(staged)), distinct=False))

@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sqlglot import exp
+
 from bot.errors import EngineError
 from bot.project.model import Kind
-from bot.spark.engine import SparkEngine, quote_table, spark_errors
+from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.sql import quote_table, spark_sql, table_expression
 from bot.spark.materialize import common, full
 
 
@@ -29,9 +32,9 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
     engine.session.conf.set(key, "dynamic")
     try:
         if isinstance(query, str):
-            sql = common.batch_sql(engine, query, table=table, columns=columns, fresh=True)
+            rows = common.batch_sql(engine, query, table=table, columns=columns, fresh=True)
             with spark_errors(f"writing {table}"):
-                engine.session.sql(f"INSERT OVERWRITE TABLE {quote_table(table)} {sql}")
+                engine.session.sql(spark_sql(exp.insert(rows, table_expression(table), overwrite=True)))
             return
         frame = common.conformed(engine, common.source_frame(engine, query, table=table), table=table)
         with spark_errors(f"writing {table}"):

@@ -17,12 +17,14 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from sqlglot import exp
+
 from bot.errors import EngineError
 from bot.project.model import Kind
 from bot.project.timeutil import from_datetime, to_datetime
-from bot.spark.engine import SparkEngine, quote_table, spark_errors
+from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.sql import spark_sql, table_expression
 from bot.spark.materialize import common
-from bot.spark.types import quote_identifier
 
 _EMPTY = -(2**62)  # watermark of an empty table: every interval is new
 _INTEGER_TYPES = ("TINYINT", "SMALLINT", "INT", "BIGINT", "BYTE", "SHORT", "LONG", "INTEGER")
@@ -59,7 +61,8 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
         engine.watermarks[table.lower()] = max(end, watermark)
 
 
-def _write(engine: SparkEngine, *, table: str, query: Any, columns, condition: str, replace: bool) -> None:
+def _write(engine: SparkEngine, *, table: str, query: Any, columns, condition: exp.Expression,
+           replace: bool) -> None:
     """Write the interval's rows: one INSERT statement for SQL, the DataFrame writer otherwise."""
     if isinstance(query, str):
         common.write_query(engine, table=table, query_sql=query, columns=columns,
@@ -72,15 +75,15 @@ def _write(engine: SparkEngine, *, table: str, query: Any, columns, condition: s
         common.append(engine, table=table, frame=frame)
 
 
-def _rows(engine: SparkEngine, *, table: str, query: Any, columns, condition: str):
+def _rows(engine: SparkEngine, *, table: str, query: Any, columns, condition: exp.Expression):
     """The interval's conformed rows as a lazy DataFrame."""
     if isinstance(query, str):
-        sql = common.batch_sql(engine, query, table=table, columns=columns, condition=condition,
-                               fresh=True)
-        return engine.dataframe(sql, subject=f"evaluating {table}")
+        rows = common.batch_sql(engine, query, table=table, columns=columns, condition=condition,
+                                fresh=True)
+        return engine.dataframe(spark_sql(rows), subject=f"evaluating {table}")
     frame = common.source_frame(engine, query, table=table)
     with spark_errors(f"evaluating {table}"):
-        return common.conform(frame, columns).where(condition)
+        return common.conform(frame, columns).where(spark_sql(condition))
 
 
 def _watermark(engine: SparkEngine, table: str, *, column: str, data_type: str, fmt: str) -> int | None:
@@ -89,15 +92,16 @@ def _watermark(engine: SparkEngine, table: str, *, column: str, data_type: str, 
     known = engine.watermarks.get(key)     # .get: another thread's DDL may clear the caches
     if known is not None:
         return known
-    col, upper = quote_identifier(column), data_type.upper()
+    latest_time, upper = exp.Max(this=exp.column(column, quoted=True)), data_type.upper()
     if upper == "DATE":
-        expression = f"unix_date(MAX({col})) * 86400000"
+        expression = exp.Mul(this=exp.Anonymous(this="UNIX_DATE", expressions=[latest_time]),
+                             expression=exp.Literal.number(86_400_000))
     elif upper.startswith("TIMESTAMP"):
-        expression = f"unix_millis(CAST(MAX({col}) AS TIMESTAMP))"
+        expression = exp.func("unix_millis", exp.cast(latest_time, "TIMESTAMP"))
     else:
-        expression = f"CAST(MAX({col}) AS STRING)"
-    with spark_errors(f"reading {table}"):
-        latest = engine.session.table(quote_table(table)).selectExpr(expression).collect()[0][0]
+        expression = exp.cast(latest_time, "STRING")
+    query = exp.select(exp.alias_(expression, "latest", quoted=True)).from_(table_expression(table))
+    latest = engine.fetch_one(spark_sql(query), subject=f"reading {table}")["latest"]
     if latest is None:
         watermark = _EMPTY
     elif isinstance(latest, str):
@@ -112,19 +116,21 @@ def _watermark(engine: SparkEngine, table: str, *, column: str, data_type: str, 
     return watermark
 
 
-def _has_rows(engine: SparkEngine, table: str, condition: str) -> bool:
-    with spark_errors(f"reading {table}"):
-        return bool(engine.session.table(quote_table(table)).where(condition).limit(1).collect())
+def _has_rows(engine: SparkEngine, table: str, condition: exp.Expression) -> bool:
+    query = exp.select(exp.Star()).from_(table_expression(table)).where(condition)
+    return bool(engine.fetch(spark_sql(query), limit=1, subject=f"reading {table}"))
 
 
-def _replace_interval(engine: SparkEngine, *, table: str, new_rows, condition: str) -> None:
+def _replace_interval(engine: SparkEngine, *, table: str, new_rows, condition: exp.Expression) -> None:
     """Rewrite the table as (rows outside the interval) UNION ALL (new rows) into a swapped-in copy.
 
     The query appears once and the target is only replaced after the copy is written, so a query
     that reads the table itself needs no staging.
     """
+    outside = exp.not_(exp.func("COALESCE", exp.paren(condition.copy()), exp.false()))
+    kept = engine.dataframe(spark_sql(exp.select(exp.Star()).from_(table_expression(table)).where(outside)),
+                            subject=f"writing {table}")
     with spark_errors(f"writing {table}"):
-        kept = engine.session.table(quote_table(table)).where(f"NOT COALESCE(({condition}), FALSE)")
         combined = kept.unionByName(new_rows)
     common.swap_in(engine, table=table, frame=combined)
 
@@ -141,37 +147,44 @@ def time_column(kind: Kind, columns: Sequence[tuple[str, str]], *, table: str) -
                       f"({', '.join(name for name, _ in columns)})")
 
 
-def interval_condition(column: str, data_type: str, *, fmt: str, start: int, end: int) -> str:
-    """A Spark SQL predicate selecting the rows of [start, end) (epoch ms) for a time column.
+def interval_condition(column: str, data_type: str, *, fmt: str, start: int, end: int) -> exp.Expression:
+    """Which rows of a time column fall in [start, end) (epoch ms): a predicate on the column's own type.
 
-    >>> interval_condition("ds", "STRING", fmt="%Y-%m-%d", start=1704067200000, end=1704240000000)
+    Dates and formatted values (`time_column_format`, as strings or integers) compare inclusively with
+    the first and last unit of the interval; timestamps compare with its start and exclusive end.
+
+    >>> def sql(*args, **kwargs): return interval_condition(*args, **kwargs).sql(dialect="spark")
+    >>> sql("ds", "STRING", fmt="%Y-%m-%d", start=1704067200000, end=1704240000000)
     "`ds` BETWEEN '2024-01-01' AND '2024-01-02'"
-    >>> interval_condition("d", "DATE", fmt="%Y-%m-%d", start=1704067200000, end=1704153600000)
-    "`d` BETWEEN DATE'2024-01-01' AND DATE'2024-01-01'"
-    >>> interval_condition("t", "TIMESTAMP", fmt="%Y-%m-%d", start=1704067200000, end=1704153600000)
-    "`t` >= TIMESTAMP'2024-01-01 00:00:00' AND `t` < TIMESTAMP'2024-01-02 00:00:00'"
-    >>> interval_condition("k", "INT", fmt="%Y%m%d", start=1704067200000, end=1704153600000)
+    >>> sql("d", "DATE", fmt="%Y-%m-%d", start=1704067200000, end=1704153600000)
+    "`d` BETWEEN CAST('2024-01-01' AS DATE) AND CAST('2024-01-01' AS DATE)"
+    >>> sql("t", "TIMESTAMP", fmt="%Y-%m-%d", start=1704067200000, end=1704153600000)
+    "`t` >= CAST('2024-01-01 00:00:00' AS TIMESTAMP) AND `t` < CAST('2024-01-02 00:00:00' AS TIMESTAMP)"
+    >>> sql("k", "INT", fmt="%Y%m%d", start=1704067200000, end=1704153600000)
     '`k` BETWEEN 20240101 AND 20240101'
     """
     if end <= start:
         raise EngineError(f"empty interval [{start}, {end}) for time column `{column}`")
-    col = quote_identifier(column)
-    first, last, stop = to_datetime(start), to_datetime(end - 1), to_datetime(end)
+    col = exp.column(column, quoted=True)
+    first, last = to_datetime(start), to_datetime(end - 1)
     upper = data_type.upper()
     if upper == "DATE":
-        return f"{col} BETWEEN DATE'{first:%Y-%m-%d}' AND DATE'{last:%Y-%m-%d}'"
+        return exp.Between(this=col, low=_typed(f"{first:%Y-%m-%d}", "DATE"),
+                           high=_typed(f"{last:%Y-%m-%d}", "DATE"))
     if upper.startswith("TIMESTAMP"):
         literal = "TIMESTAMP_NTZ" if upper == "TIMESTAMP_NTZ" else "TIMESTAMP"
-        return f"{col} >= {literal}'{_timestamp(to_datetime(start))}' AND {col} < {literal}'{_timestamp(stop)}'"
+        return exp.and_(exp.GTE(this=col, expression=_typed(_timestamp(first), literal)),
+                        exp.LT(this=col.copy(), expression=_typed(_timestamp(to_datetime(end)), literal)))
     low, high = first.strftime(fmt), last.strftime(fmt)
     if upper in _INTEGER_TYPES:
-        return f"{col} BETWEEN {int(low)} AND {int(high)}"
-    return f"{col} BETWEEN {_string(low)} AND {_string(high)}"
+        return exp.Between(this=col, low=exp.Literal.number(int(low)), high=exp.Literal.number(int(high)))
+    return exp.Between(this=col, low=exp.Literal.string(low), high=exp.Literal.string(high))
+
+
+def _typed(text: str, data_type: str) -> exp.Expression:
+    return exp.cast(exp.Literal.string(text), exp.DataType.build(data_type, dialect="spark"))
 
 
 def _timestamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S" + (".%f" if moment.microsecond else ""))
 
-
-def _string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

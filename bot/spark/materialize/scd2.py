@@ -19,14 +19,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlglot import exp
+
 from bot.errors import EngineError
 from bot.project.model import Kind, KindName
 from bot.project.timeutil import to_datetime
-from bot.spark.engine import SparkEngine, quote_table, spark_errors
+from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.sql import spark_sql, table_expression
 from bot.spark.materialize import common
-from bot.spark.types import quote_identifier as q
 
-EPOCH_START = "TIMESTAMP'1970-01-01 00:00:00'"
 _PRESENT = "__meshbot_present"
 
 
@@ -82,15 +83,15 @@ class _Spec:
     keys: list[str]
     updated_at: str | None
     watched: list[str]
-    execution_ts: str
+    execution_ts: exp.Expression
 
     @property
     def vf(self) -> str:
-        return q(self.kind.valid_from_name)
+        return self.kind.valid_from_name
 
     @property
     def vt(self) -> str:
-        return q(self.kind.valid_to_name)
+        return self.kind.valid_to_name
 
 
 def _watched(kind: Kind, names: list[str], keys: list[str], *, table: str) -> list[str]:
@@ -101,50 +102,69 @@ def _watched(kind: Kind, names: list[str], keys: list[str], *, table: str) -> li
     return common.resolve_keys(kind.scd_columns, [(n, "") for n in names], table=table, what="columns")
 
 
-def _timestamp(epoch_ms: int) -> str:
+def _timestamp(epoch_ms: int) -> exp.Expression:
     moment = to_datetime(epoch_ms)
-    return f"TIMESTAMP'{moment:%Y-%m-%d %H:%M:%S.%f}'"
+    return _timestamp_literal(f"{moment:%Y-%m-%d %H:%M:%S.%f}")
+
+
+def _timestamp_literal(text: str) -> exp.Expression:
+    return exp.cast(exp.Literal.string(text), "TIMESTAMP")
+
+
+def _col(name: str, side: str | None = None) -> exp.Column:
+    return exp.column(name, table=side, quoted=True)
+
+
+def _null_timestamp() -> exp.Expression:
+    return exp.cast(exp.null(), "TIMESTAMP")
+
+
+def _absent(side: str) -> exp.Expression:
+    return exp.Is(this=_col(_PRESENT, side), expression=exp.null())
 
 
 def first_load_sql(spec: _Spec) -> str:
     """Every staged row opens at 1970-01-01."""
-    cols = ", ".join(q(name) for name in spec.names)
-    return f"SELECT {cols}, {EPOCH_START} AS {spec.vf}, CAST(NULL AS TIMESTAMP) AS {spec.vt} " \
-           f"FROM {quote_table(spec.staged)}"
+    return spark_sql(exp.select(*(_col(name) for name in spec.names),
+                                exp.alias_(_timestamp_literal("1970-01-01 00:00:00"), spec.vf, quoted=True),
+                                exp.alias_(_null_timestamp(), spec.vt, quoted=True))
+                     .from_(table_expression(spec.staged)))
 
 
 def history_sql(spec: _Spec) -> str:
     """The whole new history: closed versions, current versions (maybe closed now), new versions."""
-    table, staged = quote_table(spec.table), quote_table(spec.staged)
-    cols = ", ".join(q(name) for name in spec.names)
-    c_cols = ", ".join(f"`c`.{q(name)}" for name in spec.names)
-    s_cols = ", ".join(f"`s`.{q(name)}" for name in spec.names)
+    flagged = exp.alias_(exp.true(), _PRESENT, quoted=True)
+    current = (exp.select(exp.Star(), flagged).from_(table_expression(spec.table))
+               .where(exp.Is(this=_col(spec.vt), expression=exp.null())))
+    staged = exp.select(exp.Star(), flagged.copy()).from_(table_expression(spec.staged))
     join = common.null_safe_join(spec.keys, "c", "s")
     changed, change_time = _change(spec)
-    hard_delete = spec.execution_ts if spec.kind.invalidate_hard_deletes else f"`c`.{spec.vt}"
-    new_key_time = f"CAST(`s`.{q(spec.updated_at)} AS TIMESTAMP)" if spec.updated_at else spec.execution_ts
-    return f"""
-WITH `c` AS (SELECT *, TRUE AS `{_PRESENT}` FROM {table} WHERE {spec.vt} IS NULL),
-`s` AS (SELECT *, TRUE AS `{_PRESENT}` FROM {staged})
-SELECT {cols}, {spec.vf}, {spec.vt} FROM {table} WHERE {spec.vt} IS NOT NULL
-UNION ALL
-SELECT {c_cols}, `c`.{spec.vf},
-  CASE WHEN `s`.`{_PRESENT}` IS NULL THEN {hard_delete}
-       WHEN {changed} THEN {change_time} ELSE `c`.{spec.vt} END
-FROM `c` LEFT JOIN `s` ON {join}
-UNION ALL
-SELECT {s_cols}, CASE WHEN `c`.`{_PRESENT}` IS NULL THEN {new_key_time} ELSE {change_time} END,
-  CAST(NULL AS TIMESTAMP)
-FROM `s` LEFT JOIN `c` ON {join}
-WHERE `c`.`{_PRESENT}` IS NULL OR ({changed})"""
+    hard_delete = spec.execution_ts if spec.kind.invalidate_hard_deletes else _col(spec.vt, "c")
+    new_key_time = (exp.cast(_col(spec.updated_at, "s"), "TIMESTAMP") if spec.updated_at
+                    else spec.execution_ts)
+    is_closed = exp.not_(exp.paren(exp.Is(this=_col(spec.vt), expression=exp.null())))
+    closed = (exp.select(*(_col(name) for name in [*spec.names, spec.vf, spec.vt]))
+              .from_(table_expression(spec.table)).where(is_closed))
+    valid_to = (exp.Case().when(_absent("s"), hard_delete.copy())
+                .when(changed.copy(), change_time.copy()).else_(_col(spec.vt, "c")))
+    kept = (exp.select(*(_col(name, "c") for name in spec.names), _col(spec.vf, "c"), valid_to)
+            .from_("c").join("s", on=join.copy(), join_type="LEFT"))
+    valid_from = exp.Case().when(_absent("c"), new_key_time.copy()).else_(change_time.copy())
+    opened = (exp.select(*(_col(name, "s") for name in spec.names), valid_from, _null_timestamp())
+              .from_("s").join("c", on=join.copy(), join_type="LEFT")
+              .where(exp.or_(_absent("c"), exp.paren(changed.copy()))))
+    history = exp.union(exp.union(closed, kept, distinct=False), opened, distinct=False)
+    return spark_sql(history.with_("c", as_=current).with_("s", as_=staged))
 
 
-def _change(spec: _Spec) -> tuple[str, str]:
+def _change(spec: _Spec) -> tuple[exp.Expression, exp.Expression]:
     """(predicate that the staged row is a new version of the current one, time of the change)."""
     if spec.updated_at:
-        new = f"CAST(`s`.{q(spec.updated_at)} AS TIMESTAMP)"
-        return f"COALESCE({new} > CAST(`c`.{q(spec.updated_at)} AS TIMESTAMP), FALSE)", new
+        new = exp.cast(_col(spec.updated_at, "s"), "TIMESTAMP")
+        newer = exp.GT(this=new, expression=exp.cast(_col(spec.updated_at, "c"), "TIMESTAMP"))
+        return exp.func("COALESCE", newer, exp.false()), new.copy()
     if not spec.watched:
-        return "FALSE", spec.execution_ts
-    differs = " OR ".join(f"NOT (`c`.{q(name)} <=> `s`.{q(name)})" for name in spec.watched)
-    return f"({differs})", spec.execution_ts
+        return exp.false(), spec.execution_ts
+    differs = exp.or_(*(exp.not_(exp.paren(exp.NullSafeEQ(this=_col(name, "c"), expression=_col(name, "s"))))
+                        for name in spec.watched))
+    return exp.paren(differs), spec.execution_ts

@@ -1,0 +1,80 @@
+"""Spark SQL through sqlglot: table names split and quoted, statements generated in the spark dialect."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from bot.errors import EngineError
+from bot.spark.types import data_type, quote_identifier
+
+
+def split_table(name: str) -> list[str]:
+    """Split a `catalog.schema.table` name into its parts (backtick-quoted parts may contain dots).
+
+    >>> split_table("db.t")
+    ['db', 't']
+    >>> split_table("`my.db`.t")
+    ['my.db', 't']
+    """
+    text = name.strip()
+    if "`" in text:
+        try:
+            table = exp.to_table(text, dialect="spark")
+        except (SqlglotError, ValueError) as exc:
+            raise EngineError(f"invalid table name `{name}`") from exc
+        parts = [part.name for part in table.parts]
+    else:
+        parts = text.split(".")
+    if not 1 <= len(parts) <= 3 or any(not part or "\n" in part or "\x00" in part for part in parts):
+        raise EngineError(f"invalid table name `{name}`: expected [catalog.]schema.table")
+    return parts
+
+
+def quote_table(name: str) -> str:
+    """Quote every part of a table name for Spark SQL.
+
+    >>> quote_table("a.b.c")
+    '`a`.`b`.`c`'
+    >>> quote_table("sqlmesh__db.db__orders__123")
+    '`sqlmesh__db`.`db__orders__123`'
+    """
+    return ".".join(quote_identifier(part) for part in split_table(name))
+
+
+def table_expression(name: str) -> exp.Table:
+    """A `[catalog.]schema.table` name as a sqlglot Table whose parts are quoted when generated.
+
+    >>> spark_sql(table_expression("`my.db`.t"))
+    '`my.db`.`t`'
+    """
+    *qualifiers, table = split_table(name)
+    catalog, db = ([None, None] + qualifiers)[-2:]
+    return exp.table_(table, db=db, catalog=catalog, quoted=True)
+
+
+def spark_sql(expression: exp.Expression) -> str:
+    """Spark SQL text of a sqlglot expression, every identifier quoted.
+
+    >>> spark_sql(exp.select("a").from_("t"))
+    'SELECT `a` FROM `t`'
+    """
+    return expression.sql(dialect="spark", identify=True)
+
+
+def column_defs(columns: Sequence[tuple[str, str]]) -> list[exp.ColumnDef]:
+    """Column definitions of CREATE TABLE / ADD COLUMNS from (name, Spark type) pairs, names quoted."""
+    if not columns:
+        raise EngineError("a table needs at least one column")
+    return [exp.ColumnDef(this=exp.to_identifier(name, quoted=True), kind=data_type(kind))
+            for name, kind in columns]
+
+
+def parse_query(select_sql: str, subject: str) -> exp.Query:
+    """Query text as a sqlglot query; text sqlglot cannot read is an EngineError naming `subject`."""
+    try:
+        return exp.maybe_parse(select_sql, dialect="spark")
+    except SqlglotError as error:
+        raise EngineError(f"{subject}: cannot read the query: {error}") from None
