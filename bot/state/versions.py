@@ -49,8 +49,3 @@ def _write_version(conn: sa.Connection, tables: Tables, version: int) -> None:
     conn.execute(sa.delete(tables.versions))
     conn.execute(sa.insert(tables.versions).values(schema_version=version, meshbot_version=__version__))
 
-
-def stored_meshbot_version(engine: sa.Engine, tables: Tables) -> str | None:
-    """The meshbot version that last migrated this state, if any."""
-    with engine.connect() as conn:
-        return conn.execute(sa.select(tables.versions.c.meshbot_version)).scalar()
