@@ -156,45 +156,29 @@ def test_settings_for_the_pr_data_diff():
         load_settings({"table_diff_full_scope": "sample"})
 
 
-def test_preview_is_cast_to_declared_columns_like_a_backfill(spark, tmp_path):
-    """A model declaring `columns` has those types in prod; its preview is cast the same way, so an
-    unchanged column is neither a schema change nor a value change (DECIMAL(12,2) vs the query's DOUBLE)."""
+def test_previews_are_cast_to_declared_columns_and_reach_past_a_non_breaking_change(spark, tmp_path):
+    """Two rules of the PR data diff, on one applied shop:
+
+    - a model declaring `columns` has those types in prod; its preview is cast the same way, so an
+      unchanged column is neither a schema change nor a value change (DECIMAL(12,2) vs the query's DOUBLE);
+    - orders (breaking) → customer_revenue (non-breaking: adds a column) → top_customers: SQLMesh 0.236.4
+      calls top_customers Indirect Non-breaking (checked on DuckDB with the same shape), but its rows
+      change with the orders it reads, so it is compared too.
+    """
     before = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
     root = tmp_path / "shop"
     write_example(root)
-    model = root / "models" / "order_amounts.sql"
+    amounts = root / "models" / "order_amounts.sql"
     query = ("MODEL (name shop.order_amounts, kind FULL, grain order_id,\n"
              "  columns (order_id INT, amount DECIMAL(12, 2), ds STRING));\n"
-             "SELECT order_id, CAST(amount AS DOUBLE) * 1.0 AS amount, ds FROM shop.orders")
-    model.write_text(query)
+             "SELECT order_id, CAST(amount AS DOUBLE) * 1.0 AS amount, ds FROM shop.raw_orders")
+    amounts.write_text(query)
     try:
         context = Context(root)
         context.apply(context.plan("prod", options=PlanOptions(skip_tests=True)))
         prod_types = dict(spark.table(context.table_in("prod", "shop.order_amounts")).dtypes)
         assert prod_types["amount"] == "decimal(12,2)"
-        model.write_text(query + " WHERE order_id > 1")
-        context, plan = _plan(root)
-        (result,) = [d for d in context.preview_diff(plan) if d.model == "shop.order_amounts"]
-        orders = _seed(root, "raw_orders")
-        assert not result.schema.added and not result.schema.removed and not result.schema.modified
-        assert result.rows.source_only_count == sum(1 for r in orders if int(r["order_id"]) <= 1)
-        assert result.rows.joined_count == result.rows.full_match_count == len(orders) - 1
-        assert result.rows.column_match_pct == {"amount": 100.0, "ds": 100.0}
-    finally:
-        for name in sorted({row[0] for row in spark.sql("SHOW DATABASES").collect()} - before):
-            spark.sql(f"DROP DATABASE IF EXISTS `{name}` CASCADE")
-
-
-def test_children_downstream_of_a_breaking_change_are_compared_through_a_non_breaking_one(spark, tmp_path):
-    """orders (breaking) → customer_revenue (non-breaking: adds a column) → top_customers. SQLMesh 0.236.4
-    calls top_customers Indirect Non-breaking (checked on DuckDB with the same shape), but its rows change
-    with the orders it reads: the PR's data diff compares it too."""
-    before = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
-    root = tmp_path / "shop"
-    write_example(root)
-    try:
-        context = Context(root)
-        context.apply(context.plan("prod", options=PlanOptions(skip_tests=True)))
+        amounts.write_text(query + " WHERE order_id > 1")
         orders = root / "models" / "orders.sql"
         orders.write_text(orders.read_text().replace("@end_ds", "@end_ds AND amount > 20"))
         revenue = root / "models" / "customer_revenue.sql"
@@ -205,8 +189,15 @@ def test_children_downstream_of_a_breaking_change_are_compared_through_a_non_bre
         assert categories["shop.orders"] == ("directly_modified", "breaking")
         assert categories["shop.customer_revenue"] == ("directly_modified", "non_breaking")
         assert categories["shop.top_customers"] == ("indirectly_modified", "indirect_non_breaking")
-
         results = {d.model: d for d in context.preview_diff(plan)}
+
+        cast = results["shop.order_amounts"]
+        raw = _seed(root, "raw_orders")
+        assert not cast.schema.added and not cast.schema.removed and not cast.schema.modified
+        assert cast.rows.source_only_count == sum(1 for r in raw if int(r["order_id"]) <= 1)
+        assert cast.rows.joined_count == cast.rows.full_match_count == len(raw) - 1
+        assert cast.rows.column_match_pct == {"amount": 100.0, "ds": 100.0}
+
         top = results["shop.top_customers"]
         assert top.reason == "breaking change upstream" and top.compared
         expected = sum(1 for _, _, total in _revenue_without_small_orders(root).values() if total >= 100)
