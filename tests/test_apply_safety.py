@@ -135,17 +135,22 @@ class _Killed(BaseException):
     """Stands in for SIGKILL in-process: no `except Exception` handler sees it."""
 
 
-def test_run_finishes_a_promotion_a_killed_plan_left_unfinalized(project, monkeypatch):
+def _kill_after_state_write(monkeypatch) -> None:
+    """The next apply dies right after writing the environment row, before any view changes."""
     import bot.plan.evaluator as evaluator
-
-    (project / "models" / "other.sql").write_text("MODEL (name aps.other, kind FULL);\nSELECT 7 AS answer\n")
-    context = Context(project)
 
     def kill(point: str) -> None:
         if point == "after-state-write":
             raise _Killed(point)
 
     monkeypatch.setattr(evaluator, "checkpoint", kill)
+
+
+def test_run_finishes_a_promotion_a_killed_plan_left_unfinalized(project, monkeypatch):
+    (project / "models" / "other.sql").write_text("MODEL (name aps.other, kind FULL);\nSELECT 7 AS answer\n")
+    context = Context(project)
+
+    _kill_after_state_write(monkeypatch)
     plan = context.plan("prod", options=WHEN)
     with pytest.raises(_Killed):
         context.apply(plan)
@@ -164,16 +169,10 @@ def test_run_finishes_a_promotion_a_killed_plan_left_unfinalized(project, monkey
 def test_a_killed_promotion_that_removed_a_model_drops_its_view_when_finished(project, monkeypatch):
     """The row naming the new models is written before the views change; killed there, the next plan
     or run finishes the promotion, including dropping the view of the model the plan removed."""
-    import bot.plan.evaluator as evaluator
-
     (project / "models" / "other.sql").unlink()
     context = Context(project)
 
-    def kill(point: str) -> None:
-        if point == "after-state-write":
-            raise _Killed(point)
-
-    monkeypatch.setattr(evaluator, "checkpoint", kill)
+    _kill_after_state_write(monkeypatch)
     plan = context.plan("prod", options=WHEN)
     assert [c.name for c in plan.changes] == ["aps.other"]
     with pytest.raises(_Killed):

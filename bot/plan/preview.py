@@ -16,13 +16,13 @@ from bot.intervals import Interval
 from bot.plan.definition import ChangeType, ModelChange, Plan
 from bot.plan.evaluator import order_snapshots
 from bot.plan.run import model_start, query_sql
-from bot.project.dag import reachable
+from bot.project.dag import children_of, reachable
 from bot.project.model import KindName, Model
 from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms
 from bot.snapshot import ChangeCategory, Snapshot, view_name
 from bot.spark.engine import SparkEngine, spark_errors
 from bot.spark.materialize.common import conform_sources
-from bot.spark.sql import quote_table
+from bot.spark.sql import parse_query, quote_table
 from bot.spark.materialize.incremental_time import interval_condition, time_column
 from bot.spark.materialize.seed import read_seed
 from bot.spark.python_context import python_model_frame
@@ -87,6 +87,7 @@ def diff_targets(plan: Plan) -> dict[str, str]:
     parents = {name: [p.name for p in snapshot.parents] for name, snapshot in plan.snapshots.items()}
     breaking = {c.name for c in plan.changes
                 if c.change is ChangeType.DIRECTLY_MODIFIED and c.category is ChangeCategory.BREAKING}
+    below_breaking = reachable(children_of(parents), breaking) if breaking else set()
     out: dict[str, str] = {}
     for change in plan.changes:
         if change.snapshot is None:
@@ -94,7 +95,7 @@ def diff_targets(plan: Plan) -> dict[str, str]:
         if change.change is ChangeType.DIRECTLY_MODIFIED:
             out[change.name] = DIRECT
         elif change.change is ChangeType.INDIRECTLY_MODIFIED and (
-                change.category in _BREAKING or breaking & reachable(parents, [change.name])):
+                change.category in _BREAKING or change.name in below_breaking):
             out[change.name] = BREAKING_CHILD
     return out
 
@@ -161,7 +162,7 @@ class _Preview:
         casts = [exp.alias_(exp.cast(exp.column(source, quoted=True),
                                      exp.DataType.build(data_type, dialect="spark")), name, quoted=True)
                  for source, (name, data_type) in zip(sources, model.columns)]
-        query = exp.maybe_parse(sql, dialect="spark").subquery("__meshbot_query")
+        query = parse_query(sql, f"previewing {model.name}").subquery("__meshbot_query")
         return exp.select(*casts).from_(query).sql(dialect="spark", identify=True)
 
     # -- scope -----------------------------------------------------------------------------
@@ -248,7 +249,7 @@ class _Preview:
             return self._windowed(model, rows, self.engine.dtypes(rows), window)
         sql = self._query(model, mapping, window)
         columns = self.engine.query_dtypes(sql, subject=f"previewing {model.name}")
-        query = exp.maybe_parse(sql, dialect="spark").subquery("__meshbot_rows")
+        query = parse_query(sql, f"previewing {model.name}").subquery("__meshbot_rows")
         return self._windowed(model, query, columns, window)
 
     def _windowed(self, model: Model, relation: str | exp.Expression, columns: Sequence[tuple[str, str]],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -124,13 +124,7 @@ def interpolate_braced(text: str, blueprint: Blueprint, *, dialect: str) -> str:
     >>> interpolate_braced("name @{c}.orders -- @{c}", {"c": exp.column("acme")}, dialect="duckdb")
     'name acme.orders -- @{c}'
     """
-    def replace(match: re.Match) -> str:
-        name = match.group("name")
-        if name is None or name.lower() not in blueprint:
-            return match.group(0)
-        return identifier_text(blueprint[name.lower()], dialect)
-
-    return _BRACED.sub(replace, text)
+    return _interpolate(_BRACED, text, blueprint, lambda value: identifier_text(value, dialect))
 
 
 def interpolate_bare(text: str, blueprint: Blueprint, *, dialect: str) -> str:
@@ -139,13 +133,19 @@ def interpolate_bare(text: str, blueprint: Blueprint, *, dialect: str) -> str:
     >>> interpolate_bare("@n + 1", {"n": exp.Literal.number(2)}, dialect="duckdb")
     '2 + 1'
     """
-    def replace(match: re.Match) -> str:
+    return _interpolate(_BARE, text, blueprint, lambda value: to_sql(value, dialect))
+
+
+def _interpolate(pattern: re.Pattern[str], text: str, blueprint: Blueprint,
+                 render: Callable[[exp.Expression], str]) -> str:
+    """Each `name` match of a blueprint variable replaced by `render(value)`; other matches kept."""
+    def replace(match: re.Match[str]) -> str:
         name = match.group("name")
         if name is None or name.lower() not in blueprint:
             return match.group(0)
-        return to_sql(blueprint[name.lower()], dialect)
+        return render(blueprint[name.lower()])
 
-    return _BARE.sub(replace, text)
+    return pattern.sub(replace, text)
 
 
 def blueprint_tables(expressions: list[exp.Expression], blueprint: Blueprint, dialect: str) -> set[str]:

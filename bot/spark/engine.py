@@ -84,7 +84,7 @@ class SparkEngine:
         self.session = session
         self._objects: dict[str, set[str]] = {}
         self._schemas: set[str] | None = None
-        self._columns: dict[str, "StructType"] = {}
+        self._table_schemas: dict[str, "StructType"] = {}
         self._partitions: dict[str, list[str]] = {}
         # Output column names of the query last written into a table (same model version, so the
         # same names batch after batch); lets a batch's write skip a separate analysis.
@@ -201,11 +201,11 @@ class SparkEngine:
     def _forget(self, table: str) -> None:
         # query_outputs describe the model's query, not the table, so DDL on the table keeps them
         key = table.lower()
-        for cache in (self._columns, self._partitions, self.watermarks):
+        for cache in (self._table_schemas, self._partitions, self.watermarks):
             cache.pop(key, None)
 
     def _forget_all(self) -> None:
-        for cache in (self._columns, self._partitions, self.query_outputs, self.query_shapes,
+        for cache in (self._table_schemas, self._partitions, self.query_outputs, self.query_shapes,
                       self.watermarks):
             cache.clear()
 
@@ -243,10 +243,10 @@ class SparkEngine:
 
     def _schema(self, table: str) -> "StructType":
         key = table.lower()
-        if key not in self._columns:
+        if key not in self._table_schemas:
             with spark_errors(f"reading columns of {table}"):
-                self._columns[key] = self.session.table(quote_table(table)).schema
-        return self._columns[key]
+                self._table_schemas[key] = self.session.table(quote_table(table)).schema
+        return self._table_schemas[key]
 
     def execute(self, sql: str, *, subject: str = "executing SQL") -> None:
         """Run a statement; cached columns and watermarks are forgotten since it may be DDL."""
@@ -299,18 +299,18 @@ class SparkEngine:
                                properties=exp.Properties(expressions=[exp.TemporaryProperty()]))
         with spark_errors(f"creating temporary view {name}"):
             self.session.sql(spark_sql(statement))
-        self._columns.pop(name.lower(), None)
+        self._table_schemas.pop(name.lower(), None)
 
     def register_temp_view(self, name: str, frame: "DataFrame") -> None:
         """Register a DataFrame (a Python model's or a seed's rows) as a session-only temporary view."""
         with spark_errors(f"creating temporary view {name}"):
             frame.createOrReplaceTempView(name)
-        self._columns.pop(name.lower(), None)
+        self._table_schemas.pop(name.lower(), None)
 
     def drop_temp_view(self, name: str) -> None:
         with spark_errors(f"dropping temporary view {name}"):
             self.session.catalog.dropTempView(name)
-        self._columns.pop(name.lower(), None)
+        self._table_schemas.pop(name.lower(), None)
 
     def drop_table(self, table: str) -> None:
         with spark_errors(f"dropping table {table}"):
@@ -339,7 +339,7 @@ class SparkEngine:
         with spark_errors(f"adding columns to {table}"):
             self.session.sql(spark_sql(statement))
         key = table.lower()
-        self._columns.pop(key, None)
+        self._table_schemas.pop(key, None)
         self._partitions.pop(key, None)
 
     def rename_table(self, source: str, target: str) -> None:

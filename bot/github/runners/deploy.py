@@ -31,11 +31,12 @@ def deploy_production(run: BotRun, *, environment: str | None = None) -> int:
     deployed_sha = pr.head_sha if command and pr else (run.event.sha or run.sha or sha)
     check = start_check(run, CheckName.PROD_DEPLOY, sha) if sha else None
 
-    def finish(conclusion: str, summary: str, details: tuple[str, ...] = (), status: str = "") -> int:
+    def finish(conclusion: str, summary: str, details: tuple[str, ...] = (), status: str = "", *,
+               comment: bool = True) -> int:
         if check is not None:
             finish_check(run, check, name=CheckName.PROD_DEPLOY, sha=sha, conclusion=conclusion,
                          view=CheckSummaryView(summary=summary, details=details))
-        if pr is not None:
+        if pr is not None and comment:
             post_comment(run, pr.number, CommentView(
                 marker=run.marker, status=status, gateway=run.settings.gateway, head_sha=pr.head_sha,
                 deploy="\n\n".join((summary,) + details), drop=("hint",) if conclusion == "success" else ()))
@@ -60,12 +61,8 @@ def deploy_production(run: BotRun, *, environment: str | None = None) -> int:
         return finish("failure", f":x: The plan for `{env}` could not be built.", (error_text(error),))
     if plan.is_up_to_date and not command:
         # e.g. the push of a PR that `/deploy` already deployed and merged: keep its deploy report
-        summary = f":white_check_mark: `{env}` already serves this commit's models: nothing to deploy."
-        if check is not None:
-            finish_check(run, check, name=CheckName.PROD_DEPLOY, sha=sha, conclusion="success",
-                         view=CheckSummaryView(summary=summary))
-        run.outputs.summary(summary)
-        return 0
+        return finish("success", f":white_check_mark: `{env}` already serves this commit's models: "
+                                 "nothing to deploy.", comment=False)
     digest, models = plan_digest(plan)
     drift = _drift(run, pr, digest, models)
     if drift and run.settings.require_approved_plan:

@@ -8,11 +8,10 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 
 from bot.errors import EngineError
 from bot.spark.engine import SparkEngine, error_class, spark_errors
-from bot.spark.sql import quote_table, spark_sql, split_table, table_expression
+from bot.spark.sql import parse_query, quote_table, spark_sql, split_table, table_expression
 from bot.spark.python_eval import conform, to_spark_df
 from bot.spark.types import data_type, quote_identifier, schema_columns, to_spark_type
 
@@ -164,10 +163,7 @@ def batch_sql(engine: SparkEngine, query_sql: str, *, table: str, columns: Colum
         outputs = list(engine.dataframe(query_sql, subject=f"evaluating {table}").columns)
         _remember(engine, table, query_sql, outputs)
     sources = conform_sources(outputs, columns)
-    try:
-        query = exp.maybe_parse(query_sql, dialect="spark")
-    except SqlglotError as error:
-        raise EngineError(f"evaluating {table}: cannot read the query: {error}") from None
+    query = parse_query(query_sql, f"evaluating {table}")
     casts = [exp.alias_(exp.cast(exp.column(src, quoted=True), data_type(kind)), name, quoted=True)
              for src, (name, kind) in zip(sources, columns)]
     rows = exp.select(*casts).from_(query.subquery("__meshbot_query"))
