@@ -49,6 +49,24 @@ LOCAL_DEFAULTS: dict[str, str] = {
     **SESSION_DEFAULTS,
 }
 
+# Without Hadoop's native library (pyspark ships none) every chmod and permission read on the local
+# file system starts a process (`chmod`, `ls -ld`) from the JVM. Hive's permission inheritance costs
+# four of them per CREATE TABLE and the committer's `_SUCCESS` marker two per write; neither means
+# anything in meshbot's own warehouse under `.meshbot/`, so they are off there (benchmarks/README.md).
+EMBEDDED_WAREHOUSE_DEFAULTS: dict[str, str] = {
+    "spark.hadoop.hive.warehouse.subdir.inherit.perms": "false",
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+}
+
+# Every Spark statement loads freshly generated classes, which keeps HotSpot's C2 compiler
+# recompiling the same framework code: on small statements (DDL, a day's batch) C2 took about a
+# core of its own, as much CPU as the statement itself. Tier-4 thresholds 10-30x the defaults
+# (5000 / 600 / 15000) leave C2 to code that is really hot: per-row loops over millions of rows
+# ran as fast as before (benchmarks/README.md). Users' own `spark.driver.extraJavaOptions` come
+# after these and win.
+DRIVER_JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=100000", "-XX:Tier4MinInvocationThreshold=20000",
+                      "-XX:Tier4CompileThreshold=150000")
+
 
 def get_session(connection: SparkConnection, *, state_dir: Path) -> "SparkSession":
     """Return the process's SparkSession, creating it on first use.
@@ -111,6 +129,8 @@ def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
         "spark.hadoop.hive.metastore.schema.verification": "false",
     })
     embedded = _embedded_catalog(settings, dict(connection.config))
+    if embedded:
+        settings.update(EMBEDDED_WAREHOUSE_DEFAULTS)
     settings.update(dict(connection.config))
     settings["spark.driver.extraJavaOptions"] = java_options(
         state_dir, settings.get("spark.driver.extraJavaOptions", ""), verbose=verbose)
@@ -176,14 +196,14 @@ def _refuse_foreign_catalog(session: "SparkSession", state_dir: Path) -> None:
 
 
 def java_options(state_dir: Path, user_options: str = "", *, verbose: bool = False) -> str:
-    """The driver JVM's options: Derby's home and (unless verbose) meshbot's log4j profile, then the user's.
+    """The driver JVM's options: Derby's home, JIT thresholds, meshbot's log4j profile (not if verbose), the user's.
 
     >>> java_options(Path("/p/.meshbot"), "-Xss4m")  # doctest: +ELLIPSIS
-    '-Dderby.system.home=/p/.meshbot -Dlog4j2.configurationFile=file:...log4j2.properties -Xss4m'
-    >>> java_options(Path("/p/.meshbot"), verbose=True)
-    '-Dderby.system.home=/p/.meshbot'
+    '-Dderby.system.home=/p/.meshbot -XX:Tier4InvocationThreshold=100000 ... -Xss4m'
+    >>> java_options(Path("/p/.meshbot"), verbose=True)  # doctest: +ELLIPSIS
+    '-Dderby.system.home=/p/.meshbot -XX:Tier4InvocationThreshold=100000 ...=150000'
     """
-    options = [f"-Dderby.system.home={state_dir}"]
+    options = [f"-Dderby.system.home={state_dir}", *DRIVER_JIT_OPTIONS]
     if not verbose:
         options.append(f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}")
     if user_options.strip():
