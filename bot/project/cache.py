@@ -206,8 +206,9 @@ class ModelCache:
         self._new[key] = entry
         return value
 
-    def put(self, key: str, digest: str, value: Any) -> None:
-        data = dumps(value)
+    def put(self, key: str, digest: str, value: Any, *, pickled: bytes | None = None) -> None:
+        """Store `value`; `pickled` is dumps(value) when the caller already has it."""
+        data = pickled if pickled is not None else dumps(value)
         if data is not None:
             self._new[key] = (digest, data)
         self._dirty = True

@@ -1,0 +1,75 @@
+"""Run one task over many items in forked worker processes (a cold load: parsing and rendering models)."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import threading
+from typing import Any, Callable
+
+MIN_ITEMS = 64     # fewer items than this are done serially: a fork and a transfer cost more than they save
+MAX_WORKERS = 8
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not Linux
+        return os.cpu_count() or 1
+
+
+def worker_count(items: int) -> int:
+    """How many worker processes to use for `items` tasks; 0 means doing them here, serially.
+
+    Only with the fork start method (workers inherit the loaded modules, the settings and the models,
+    and cost ~10 ms each) and when this process runs a single thread: a lock another thread holds at
+    the fork (Spark's py4j, a scheduler) would stay held forever in the child.
+    """
+    if items < MIN_ITEMS or "fork" not in multiprocessing.get_all_start_methods() or \
+            threading.active_count() > 1:
+        return 0
+    workers = min(_cpus(), MAX_WORKERS, items)
+    return workers if workers > 1 else 0
+
+
+def fork_map(task: Callable[[int], Any], count: int, workers: int) -> list[Any]:
+    """[task(0), ..., task(count - 1)] computed in `workers` forked processes, in order.
+
+    A result is None where the task returned None, raised, or its worker died: the caller does those
+    items itself, so errors are raised (and results built) exactly as by a serial loop. Results travel
+    pickled: `task` should return bytes or plain values.
+    """
+    context = multiprocessing.get_context("fork")
+    bounds = [count * i // workers for i in range(workers + 1)]
+    started = []
+    for start, stop in zip(bounds, bounds[1:]):
+        receiver, sender = context.Pipe(duplex=False)
+        process = context.Process(target=_work, args=(task, start, stop, sender), daemon=True)
+        process.start()
+        sender.close()
+        started.append((start, stop, receiver, process))
+    results: list[Any] = [None] * count
+    try:
+        for start, stop, receiver, _ in started:
+            try:
+                results[start:stop] = receiver.recv()
+            except (EOFError, OSError):   # the worker died (killed, out of memory): done here instead
+                pass
+    finally:
+        for _, _, receiver, process in started:
+            receiver.close()
+            process.join()
+    return results
+
+
+def _work(task: Callable[[int], Any], start: int, stop: int, sender: Any) -> None:
+    gc.freeze()   # the inherited objects are never collected here: no need to scan (and copy) them
+    results = []
+    for index in range(start, stop):
+        try:
+            results.append(task(index))
+        except Exception:   # the parent does this item again and raises the error itself
+            results.append(None)
+    sender.send(results)
+    sender.close()
