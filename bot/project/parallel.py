@@ -13,18 +13,30 @@ MAX_WORKERS = 8
 
 
 def _cpus() -> int:
+    """CPUs this process may run on that other processes are not keeping busy.
+
+    Measured by the 1-minute load average, which counts this process too: on a machine already
+    busy (a shared CI runner, a Spark job), workers only compete for the same CPUs, and their
+    transfers and duplicated set-up make the load slower than a serial one.
+    """
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:   # not Linux
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:   # no load average here
+        return cpus
+    return max(0, min(cpus, round(cpus + 1 - busy)))
 
 
 def worker_count(items: int) -> int:
     """How many worker processes to use for `items` tasks; 0 means doing them here, serially.
 
     Only with the fork start method (workers inherit the loaded modules, the settings and the models,
-    and cost ~10 ms each) and when this process runs a single thread: a lock another thread holds at
-    the fork (Spark's py4j, a scheduler) would stay held forever in the child.
+    and cost ~10 ms each), with at least two idle CPUs, and when this process runs a single thread:
+    a lock another thread holds at the fork (Spark's py4j, a scheduler) would stay held forever in
+    the child.
     """
     if items < MIN_ITEMS or "fork" not in multiprocessing.get_all_start_methods() or \
             threading.active_count() > 1:

@@ -15,7 +15,7 @@ import pickle
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from bot.project.cache import cache_context, has_query
+from bot.project.cache import cache_context, frozen_gc, has_query
 from bot.project.model import KindName, Model
 from bot.project.parallel import fork_map, worker_count
 
@@ -110,13 +110,14 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
     def render(name: str) -> str:
         return normalized_query_sql(models[name], variables=variables, models=models, gateway=gateway)
 
-    done.update(_render_in_workers([name for name in keyed if name not in done], render))
     new: dict[str, tuple[str, str]] = {}
     result: dict[str, str] = {}
-    for name, key in keyed.items():   # a render the workers could not do raises its error here, in order
-        sql = result[name] = done[name] if name in done else render(name)
-        if key is not None:
-            new[name] = (key, sql)
+    with frozen_gc():
+        done.update(_render_in_workers([name for name in keyed if name not in done], render))
+        for name, key in keyed.items():   # a render the workers could not do raises its error here, in order
+            sql = result[name] = done[name] if name in done else render(name)
+            if key is not None:
+                new[name] = (key, sql)
     if use_cache and new != old:
         _write(path, new)
     return result
