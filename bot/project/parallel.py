@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import threading
 from typing import Any, Callable
@@ -38,8 +37,7 @@ def worker_count(items: int) -> int:
     a lock another thread holds at the fork (Spark's py4j, a scheduler) would stay held forever in
     the child.
     """
-    if items < MIN_ITEMS or "fork" not in multiprocessing.get_all_start_methods() or \
-            threading.active_count() > 1:
+    if items < MIN_ITEMS or not hasattr(os, "fork") or threading.active_count() > 1:
         return 0
     workers = min(_cpus(), MAX_WORKERS, items)
     return workers if workers > 1 else 0
@@ -52,6 +50,8 @@ def fork_map(task: Callable[[int], Any], count: int, workers: int) -> list[Any]:
     items itself, so errors are raised (and results built) exactly as by a serial loop. Results travel
     pickled: `task` should return bytes or plain values.
     """
+    import multiprocessing   # here: every meshbot command imports the loader, few fork
+
     context = multiprocessing.get_context("fork")
     bounds = [count * i // workers for i in range(workers + 1)]
     started = []
