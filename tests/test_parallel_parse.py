@@ -67,6 +67,7 @@ def mode(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(loader, "fork_map", counted)
     monkeypatch.setattr(render_cache, "fork_map", counted)
     monkeypatch.setattr(parallel, "_cpus", lambda: 3)
+    monkeypatch.delenv("MESHBOT_WORKERS", raising=False)
 
     def set_mode(forking: bool) -> list[int]:
         monkeypatch.setattr(parallel, "MIN_ITEMS", 2 if forking else 10**9)
@@ -144,11 +145,16 @@ def test_workers_raise_the_serial_render_error(tmp_path, mode):
 
 
 def test_few_files_or_a_single_cpu_stay_serial(monkeypatch):
+    monkeypatch.delenv("MESHBOT_WORKERS", raising=False)
     monkeypatch.setattr(parallel, "MIN_ITEMS", 64)
     monkeypatch.setattr(parallel, "_cpus", lambda: 2)
     assert parallel.worker_count(63) == 0
     assert parallel.worker_count(64) == 2
     monkeypatch.setattr(parallel, "_cpus", lambda: 1)
+    assert parallel.worker_count(1000) == 0
+    monkeypatch.setenv("MESHBOT_WORKERS", "4")
+    assert parallel.worker_count(1000) == 4
+    monkeypatch.setenv("MESHBOT_WORKERS", "0")
     assert parallel.worker_count(1000) == 0
 
 

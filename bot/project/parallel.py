@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 MIN_ITEMS = 64     # fewer items than this are done serially: a fork and a transfer cost more than they save
 MAX_WORKERS = 8
+WORKERS_VARIABLE = "MESHBOT_WORKERS"   # a number of workers instead of the idle-CPU estimate (0: none)
 
 
 def _cpus() -> int:
@@ -35,11 +36,12 @@ def worker_count(items: int) -> int:
     Only with the fork start method (workers inherit the loaded modules, the settings and the models,
     and cost ~10 ms each), with at least two idle CPUs, and when this process runs a single thread:
     a lock another thread holds at the fork (Spark's py4j, a scheduler) would stay held forever in
-    the child.
+    the child. MESHBOT_WORKERS=N sets the number of idle CPUs instead (0 or 1: always serial).
     """
     if items < MIN_ITEMS or not hasattr(os, "fork") or threading.active_count() > 1:
         return 0
-    workers = min(_cpus(), MAX_WORKERS, items)
+    chosen = os.environ.get(WORKERS_VARIABLE, "").strip()
+    workers = min(int(chosen) if chosen.isdigit() else _cpus(), MAX_WORKERS, items)
     return workers if workers > 1 else 0
 
 
