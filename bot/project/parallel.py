@@ -55,32 +55,31 @@ def fork_map(task: Callable[[int], Any], count: int, workers: int) -> list[Any]:
     import multiprocessing   # here: every meshbot command imports the loader, few fork
 
     context = multiprocessing.get_context("fork")
-    bounds = [count * i // workers for i in range(workers + 1)]
     started = []
-    for start, stop in zip(bounds, bounds[1:]):
+    for first in range(workers):   # worker k takes items k, k + workers, ...: similar files spread out
         receiver, sender = context.Pipe(duplex=False)
-        process = context.Process(target=_work, args=(task, start, stop, sender), daemon=True)
+        process = context.Process(target=_work, args=(task, range(first, count, workers), sender), daemon=True)
         process.start()
         sender.close()
-        started.append((start, stop, receiver, process))
+        started.append((first, receiver, process))
     results: list[Any] = [None] * count
     try:
-        for start, stop, receiver, _ in started:
+        for first, receiver, _ in started:
             try:
-                results[start:stop] = receiver.recv()
+                results[first::workers] = receiver.recv()
             except (EOFError, OSError):   # the worker died (killed, out of memory): done here instead
                 pass
     finally:
-        for _, _, receiver, process in started:
+        for _, receiver, process in started:
             receiver.close()
             process.join()
     return results
 
 
-def _work(task: Callable[[int], Any], start: int, stop: int, sender: Any) -> None:
+def _work(task: Callable[[int], Any], indexes: range, sender: Any) -> None:
     gc.freeze()   # the inherited objects are never collected here: no need to scan (and copy) them
     results = []
-    for index in range(start, stop):
+    for index in indexes:
         try:
             results.append(task(index))
         except Exception:   # the parent does this item again and raises the error itself
