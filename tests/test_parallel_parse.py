@@ -67,6 +67,7 @@ def mode(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(loader, "fork_map", counted)
     monkeypatch.setattr(render_cache, "fork_map", counted)
     monkeypatch.setattr(parallel, "_cpus", lambda: 3)
+    monkeypatch.setattr(parallel, "_single_threaded", lambda: True)   # a Spark test before left py4j threads
     monkeypatch.delenv("MESHBOT_WORKERS", raising=False)
 
     def set_mode(forking: bool) -> list[int]:
@@ -144,8 +145,9 @@ def test_workers_raise_the_serial_render_error(tmp_path, mode):
     assert "z_boom" in serial
 
 
-def test_few_files_or_a_single_cpu_stay_serial(monkeypatch):
+def test_few_files_a_single_cpu_or_other_threads_stay_serial(monkeypatch):
     monkeypatch.delenv("MESHBOT_WORKERS", raising=False)
+    monkeypatch.setattr(parallel, "_single_threaded", lambda: True)
     monkeypatch.setattr(parallel, "MIN_ITEMS", 64)
     monkeypatch.setattr(parallel, "_cpus", lambda: 2)
     assert parallel.worker_count(63) == 0
@@ -155,6 +157,9 @@ def test_few_files_or_a_single_cpu_stay_serial(monkeypatch):
     monkeypatch.setenv("MESHBOT_WORKERS", "4")
     assert parallel.worker_count(1000) == 4
     monkeypatch.setenv("MESHBOT_WORKERS", "0")
+    assert parallel.worker_count(1000) == 0
+    monkeypatch.setenv("MESHBOT_WORKERS", "4")
+    monkeypatch.setattr(parallel, "_single_threaded", lambda: False)
     assert parallel.worker_count(1000) == 0
 
 

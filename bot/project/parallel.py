@@ -30,6 +30,10 @@ def _cpus() -> int:
     return max(0, min(cpus, round(cpus + 1 - busy)))
 
 
+def _single_threaded() -> bool:
+    return threading.active_count() == 1
+
+
 def worker_count(items: int) -> int:
     """How many worker processes to use for `items` tasks; 0 means doing them here, serially.
 
@@ -38,7 +42,7 @@ def worker_count(items: int) -> int:
     a lock another thread holds at the fork (Spark's py4j, a scheduler) would stay held forever in
     the child. MESHBOT_WORKERS=N sets the number of idle CPUs instead (0 or 1: always serial).
     """
-    if items < MIN_ITEMS or not hasattr(os, "fork") or threading.active_count() > 1:
+    if items < MIN_ITEMS or not hasattr(os, "fork") or not _single_threaded():
         return 0
     chosen = os.environ.get(WORKERS_VARIABLE, "").strip()
     workers = min(int(chosen) if chosen.isdigit() else _cpus(), MAX_WORKERS, items)
