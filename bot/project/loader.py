@@ -163,7 +163,7 @@ class _SqlFile:
 
 def _parse_in_workers(misses: list[_SqlFile],
                       parse: Callable[[_SqlFile], tuple[ParsedModel, ...]]) -> dict[str, bytes]:
-    """Cache key -> the file's parsed entries as the cache pickles them, parsed in worker processes.
+    """Cache key -> the file's parsed entries as the cache pickles them, parsed with worker processes.
 
     Empty when there are too few files to pay for the workers. A file missing from the result (an
     error, an entry that cannot be pickled) is parsed again by the caller, raising the same error.

@@ -35,7 +35,7 @@ def _single_threaded() -> bool:
 
 
 def worker_count(items: int) -> int:
-    """How many worker processes to use for `items` tasks; 0 means doing them here, serially.
+    """How many processes (this one and forked workers) share `items` tasks; 0: this one alone.
 
     Only with the fork start method (workers inherit the loaded modules, the settings and the models,
     and cost ~10 ms each), with at least two idle CPUs, and when this process runs a single thread:
@@ -50,43 +50,60 @@ def worker_count(items: int) -> int:
 
 
 def fork_map(task: Callable[[int], Any], count: int, workers: int) -> list[Any]:
-    """[task(0), ..., task(count - 1)] computed in `workers` forked processes, in order.
+    """[task(0), ..., task(count - 1)], computed by this process and `workers - 1` forked ones.
 
-    A result is None where the task returned None, raised, or its worker died: the caller does those
-    items itself, so errors are raised (and results built) exactly as by a serial loop. Results travel
-    pickled: `task` should return bytes or plain values.
+    Each takes the next item from a shared counter, so a process the machine slows down takes fewer.
+    A result is None where the task returned None, raised, or its process died: the caller does
+    those items again itself, so errors are raised (and results built) exactly as by a serial loop.
+    Results of the forked processes travel pickled: `task` should return bytes or plain values.
     """
     import multiprocessing   # here: every meshbot command imports the loader, few fork
 
     context = multiprocessing.get_context("fork")
+    counter = context.Value("q", 0)
     started = []
-    for first in range(workers):   # worker k takes items k, k + workers, ...: similar files spread out
-        receiver, sender = context.Pipe(duplex=False)
-        process = context.Process(target=_work, args=(task, range(first, count, workers), sender), daemon=True)
-        process.start()
-        sender.close()
-        started.append((first, receiver, process))
-    results: list[Any] = [None] * count
     try:
-        for first, receiver, _ in started:
+        for _ in range(workers - 1):
+            receiver, sender = context.Pipe(duplex=False)
+            process = context.Process(target=_child, args=(task, count, counter, sender), daemon=True)
+            process.start()
+            sender.close()
+            started.append((receiver, process))
+        done = _work(task, count, counter)
+        for receiver, _ in started:
             try:
-                results[first::workers] = receiver.recv()
-            except (EOFError, OSError):   # the worker died (killed, out of memory): done here instead
+                done += receiver.recv()
+            except (EOFError, OSError):   # the process died (killed, out of memory): its items stay None
                 pass
+    except BaseException:   # interrupted here: the workers' results are not wanted any more
+        for _, process in started:
+            process.terminate()
+        raise
     finally:
-        for _, receiver, process in started:
+        for receiver, process in started:
             receiver.close()
             process.join()
+    results: list[Any] = [None] * count
+    for index, result in done:
+        results[index] = result
     return results
 
 
-def _work(task: Callable[[int], Any], indexes: range, sender: Any) -> None:
-    gc.freeze()   # the inherited objects are never collected here: no need to scan (and copy) them
-    results = []
-    for index in indexes:
+def _work(task: Callable[[int], Any], count: int, counter: Any) -> list[tuple[int, Any]]:
+    done = []
+    while True:
+        with counter.get_lock():
+            index = counter.value
+            counter.value = index + 1
+        if index >= count:
+            return done
         try:
-            results.append(task(index))
-        except Exception:   # the parent does this item again and raises the error itself
-            results.append(None)
-    sender.send(results)
+            done.append((index, task(index)))
+        except Exception:   # the caller does this item again and raises the error itself
+            done.append((index, None))
+
+
+def _child(task: Callable[[int], Any], count: int, counter: Any, sender: Any) -> None:
+    gc.freeze()   # the inherited objects are never collected here: no need to scan (and copy) them
+    sender.send(_work(task, count, counter))
     sender.close()
