@@ -35,7 +35,7 @@ def _single_threaded() -> bool:
 
 
 def worker_count(items: int) -> int:
-    """How many processes (this one and forked workers) share `items` tasks; 0: this one alone.
+    """How many worker processes to fork for `items` tasks; 0 means doing them here, serially.
 
     Only with the fork start method (workers inherit the loaded modules, the settings and the models,
     and cost ~10 ms each), with at least two idle CPUs, and when this process runs a single thread:
@@ -50,9 +50,12 @@ def worker_count(items: int) -> int:
 
 
 def fork_map(task: Callable[[int], Any], count: int, workers: int) -> list[Any]:
-    """[task(0), ..., task(count - 1)], computed by this process and `workers - 1` forked ones.
+    """[task(0), ..., task(count - 1)], computed by `workers` forked processes.
 
     Each takes the next item from a shared counter, so a process the machine slows down takes fewer.
+    This process only waits: what its share would leave in memory (parse garbage, unpickled ASTs)
+    would stay for the rest of the command.
+
     A result is None where the task returned None, raised, or its process died: the caller does
     those items again itself, so errors are raised (and results built) exactly as by a serial loop.
     Results of the forked processes travel pickled: `task` should return bytes or plain values.
@@ -63,13 +66,13 @@ def fork_map(task: Callable[[int], Any], count: int, workers: int) -> list[Any]:
     counter = context.Value("q", 0)
     started = []
     try:
-        for _ in range(workers - 1):
+        for _ in range(workers):
             receiver, sender = context.Pipe(duplex=False)
             process = context.Process(target=_child, args=(task, count, counter, sender), daemon=True)
             process.start()
             sender.close()
             started.append((receiver, process))
-        done = _work(task, count, counter)
+        done: list[tuple[int, Any]] = []
         for receiver, _ in started:
             try:
                 done += receiver.recv()
