@@ -20,6 +20,8 @@ import contextlib, io, json, sys
 import bot.project.loader as loader
 import bot.project.render as render
 import bot.project.cache as cache
+import bot.project.parallel as parallel
+parallel.MIN_ITEMS = 10**9   # no worker processes: the counts below are kept in this one
 counts = {"parsed": 0, "rendered": 0, "asts": 0}
 loads_ast = cache._loads_ast
 def counting_loads_ast(*a, **k):

@@ -6,14 +6,15 @@ import errno
 import fnmatch
 import hashlib
 import os
+import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from bot.errors import ConfigError
 from bot.project.audit_parser import AuditDefinition, audits_from_blocks
-from bot.project.cache import ModelCache, cache_context, content_key, paused_gc
+from bot.project.cache import ModelCache, cache_context, content_key, dumps, paused_gc
 from bot.project.config import ProjectConfig, decode_text, load_config, read_text, read_yaml
 from bot.project.dag import DAG
 from bot.project.header import spark_type, split_blocks
@@ -22,6 +23,7 @@ from bot.project.macros import known_macro_names
 from bot.project.model import AuditRef, Kind, KindName, Model
 from bot.project.model_parser import (BUILTIN_MACRO_FUNCTIONS, BUILTIN_MACRO_VARIABLES, ParsedModel,
                                       parse_model_file)
+from bot.project.parallel import fork_map, worker_count
 from bot.project.python_model import load_python_models
 from bot.project.sqltext import normalize_name, parse_sql, preprocess_macros, to_sql
 from bot.project.warn import project_warning
@@ -113,21 +115,64 @@ def _load_sql_models(root: Path, config: ProjectConfig, *,
     jinja_context = f"{context}|{jinja.digest()}"
     parsed, digests = [], []
     with paused_gc():
+        files, unreadable = [], None
         for path in _files(root / "models", "*.sql"):
-            data = path.read_bytes()
+            try:
+                data = path.read_bytes()
+            except OSError as error:   # raised after the files before it are parsed, as a serial loop would
+                unreadable = error
+                break
             key = str(path.relative_to(root))
             digest = content_key(data, jinja_context if _JINJA_MARKER.search(data) else context)
             entries = cache.get(key, digest) if cache else None
-            if entries is None or not all(_seed_unchanged(entry.model) for entry in entries):
-                entries = parse_model_file(path, decode_text(data, path), defaults=config.model_defaults,
-                                           variables=config.variables, jinja=jinja)
+            if entries is not None and not all(_seed_unchanged(entry.model) for entry in entries):
+                entries = None
+            files.append(_SqlFile(path, key, digest, data, entries))
+
+        def parse(file: _SqlFile) -> tuple[ParsedModel, ...]:
+            return parse_model_file(file.path, decode_text(file.data, file.path), defaults=config.model_defaults,
+                                    variables=config.variables, jinja=jinja)
+
+        pickled = _parse_in_workers([f for f in files if f.entries is None], parse)
+        for file in files:
+            entries = file.entries
+            if entries is None:
+                blob = pickled.get(file.key)
+                entries = pickle.loads(blob) if blob is not None else parse(file)
                 if cache and all(entry.cacheable for entry in entries):
-                    cache.put(key, digest, entries)
+                    cache.put(file.key, file.digest, entries, pickled=blob)
             parsed.extend(entries)
-            digests.extend(digest for _ in entries)
+            digests.extend(file.digest for _ in entries)
+        if unreadable is not None:
+            raise unreadable
     if cache:
         cache.save()
     return parsed, digests
+
+
+@dataclass(frozen=True)
+class _SqlFile:
+    """A models/*.sql file being loaded: its cache key and content digest, and its cached entries if any."""
+
+    path: Path
+    key: str
+    digest: str
+    data: bytes
+    entries: tuple[ParsedModel, ...] | None
+
+
+def _parse_in_workers(misses: list[_SqlFile],
+                      parse: Callable[[_SqlFile], tuple[ParsedModel, ...]]) -> dict[str, bytes]:
+    """Cache key -> the file's parsed entries as the cache pickles them, parsed with worker processes.
+
+    Empty when there are too few files to pay for the workers. A file missing from the result (an
+    error, an entry that cannot be pickled) is parsed again by the caller, raising the same error.
+    """
+    workers = worker_count(len(misses))
+    if not workers:
+        return {}
+    blobs = fork_map(lambda index: dumps(parse(misses[index])), len(misses), workers)
+    return {file.key: blob for file, blob in zip(misses, blobs) if blob is not None}
 
 
 def _seed_unchanged(model: Model) -> bool:

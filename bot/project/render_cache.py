@@ -13,10 +13,11 @@ import hashlib
 import os
 import pickle
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from bot.project.cache import cache_context, has_query
+from bot.project.cache import cache_context, frozen_gc, has_query
 from bot.project.model import KindName, Model
+from bot.project.parallel import fork_map, worker_count
 
 RENDER_CACHE_FILE = Path(".meshbot") / "cache" / "rendered.pickle"
 
@@ -102,20 +103,32 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
     keys = _Keys(models, sources, base)
     path = Path(root) / RENDER_CACHE_FILE
     old = _read(path) if use_cache else {}
+    keyed = {name: keys.key(name) for name, model in models.items() if has_query(model)}
+    done = {name: old[name][1] for name, key in keyed.items()
+            if key is not None and name in old and old[name][0] == key}
+
+    def render(name: str) -> str:
+        return normalized_query_sql(models[name], variables=variables, models=models, gateway=gateway)
+
     new: dict[str, tuple[str, str]] = {}
     result: dict[str, str] = {}
-    for name, model in models.items():
-        if not has_query(model):
-            continue
-        key = keys.key(name)
-        hit = old.get(name)
-        if key is not None and hit is not None and hit[0] == key:
-            sql = hit[1]
-        else:
-            sql = normalized_query_sql(model, variables=variables, models=models, gateway=gateway)
-        result[name] = sql
-        if key is not None:
-            new[name] = (key, sql)
+    with frozen_gc():
+        done.update(_render_in_workers([name for name in keyed if name not in done], render))
+        for name, key in keyed.items():   # a render the workers could not do raises its error here, in order
+            sql = result[name] = done[name] if name in done else render(name)
+            if key is not None:
+                new[name] = (key, sql)
     if use_cache and new != old:
         _write(path, new)
     return result
+
+
+def _render_in_workers(names: list[str], render: Callable[[str], str]) -> dict[str, str]:
+    """Model name -> render(name), computed in worker processes; empty when too few to pay for them."""
+    workers = worker_count(len(names))
+    if not workers:
+        return {}
+    done = {names[0]: render(names[0])}   # here, before the fork: loads the user macros once
+    rendered = fork_map(lambda index: render(names[index + 1]), len(names) - 1, workers)
+    done.update((name, sql) for name, sql in zip(names[1:], rendered) if sql is not None)
+    return done

@@ -1,0 +1,112 @@
+"""Run one task over many items in forked worker processes (a cold load: parsing and rendering models)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+from typing import Any, Callable
+
+MIN_ITEMS = 64     # fewer items than this are done serially: a fork and a transfer cost more than they save
+MAX_WORKERS = 8
+WORKERS_VARIABLE = "MESHBOT_WORKERS"   # a number of workers instead of the idle-CPU estimate (0: none)
+
+
+def _cpus() -> int:
+    """CPUs this process may run on that other processes are not keeping busy.
+
+    Measured by the 1-minute load average, which counts this process too: on a machine already
+    busy (a shared CI runner, a Spark job), workers only compete for the same CPUs, and their
+    transfers and duplicated set-up make the load slower than a serial one.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:   # not Linux
+        cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:   # no load average here
+        return cpus
+    return max(0, min(cpus, round(cpus + 1 - busy)))
+
+
+def _single_threaded() -> bool:
+    return threading.active_count() == 1
+
+
+def worker_count(items: int) -> int:
+    """How many worker processes to fork for `items` tasks; 0 means doing them here, serially.
+
+    Only with the fork start method (workers inherit the loaded modules, the settings and the models,
+    and cost ~10 ms each), with at least two idle CPUs, and when this process runs a single thread:
+    a lock another thread holds at the fork (Spark's py4j, a scheduler) would stay held forever in
+    the child. MESHBOT_WORKERS=N sets the number of idle CPUs instead (0 or 1: always serial).
+    """
+    if items < MIN_ITEMS or not hasattr(os, "fork") or not _single_threaded():
+        return 0
+    chosen = os.environ.get(WORKERS_VARIABLE, "").strip()
+    workers = min(int(chosen) if chosen.isdigit() else _cpus(), MAX_WORKERS, items)
+    return workers if workers > 1 else 0
+
+
+def fork_map(task: Callable[[int], Any], count: int, workers: int) -> list[Any]:
+    """[task(0), ..., task(count - 1)], computed by `workers` forked processes.
+
+    Each takes the next item from a shared counter, so a process the machine slows down takes fewer.
+    This process only waits: what its share would leave in memory (parse garbage, unpickled ASTs)
+    would stay for the rest of the command.
+
+    A result is None where the task returned None, raised, or its process died: the caller does
+    those items again itself, so errors are raised (and results built) exactly as by a serial loop.
+    Results of the forked processes travel pickled: `task` should return bytes or plain values.
+    """
+    import multiprocessing   # here: every meshbot command imports the loader, few fork
+
+    context = multiprocessing.get_context("fork")
+    counter = context.Value("q", 0)
+    started = []
+    try:
+        for _ in range(workers):
+            receiver, sender = context.Pipe(duplex=False)
+            process = context.Process(target=_child, args=(task, count, counter, sender), daemon=True)
+            process.start()
+            sender.close()
+            started.append((receiver, process))
+        done: list[tuple[int, Any]] = []
+        for receiver, _ in started:
+            try:
+                done += receiver.recv()
+            except (EOFError, OSError):   # the process died (killed, out of memory): its items stay None
+                pass
+    except BaseException:   # interrupted here: the workers' results are not wanted any more
+        for _, process in started:
+            process.terminate()
+        raise
+    finally:
+        for receiver, process in started:
+            receiver.close()
+            process.join()
+    results: list[Any] = [None] * count
+    for index, result in done:
+        results[index] = result
+    return results
+
+
+def _work(task: Callable[[int], Any], count: int, counter: Any) -> list[tuple[int, Any]]:
+    done = []
+    while True:
+        with counter.get_lock():
+            index = counter.value
+            counter.value = index + 1
+        if index >= count:
+            return done
+        try:
+            done.append((index, task(index)))
+        except Exception:   # the caller does this item again and raises the error itself
+            done.append((index, None))
+
+
+def _child(task: Callable[[int], Any], count: int, counter: Any, sender: Any) -> None:
+    gc.freeze()   # the inherited objects are never collected here: no need to scan (and copy) them
+    sender.send(_work(task, count, counter))
+    sender.close()
