@@ -58,15 +58,6 @@ EMBEDDED_WAREHOUSE_DEFAULTS: dict[str, str] = {
     "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
 }
 
-# Every Spark statement loads freshly generated classes, which keeps HotSpot's C2 compiler
-# recompiling the same framework code: on small statements (DDL, a day's batch) C2 took about a
-# core of its own, as much CPU as the statement itself. Tier-4 thresholds 10-30x the defaults
-# (5000 / 600 / 15000) leave C2 to code that is really hot: per-row loops over millions of rows
-# ran as fast as before (benchmarks/README.md). Users' own `spark.driver.extraJavaOptions` come
-# after these and win.
-DRIVER_JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=100000", "-XX:Tier4MinInvocationThreshold=20000",
-                      "-XX:Tier4CompileThreshold=150000")
-
 
 def get_session(connection: SparkConnection, *, state_dir: Path) -> "SparkSession":
     """Return the process's SparkSession, creating it on first use.
@@ -196,14 +187,14 @@ def _refuse_foreign_catalog(session: "SparkSession", state_dir: Path) -> None:
 
 
 def java_options(state_dir: Path, user_options: str = "", *, verbose: bool = False) -> str:
-    """The driver JVM's options: Derby's home, JIT thresholds, meshbot's log4j profile (not if verbose), the user's.
+    """The driver JVM's options: Derby's home and (unless verbose) meshbot's log4j profile, then the user's.
 
     >>> java_options(Path("/p/.meshbot"), "-Xss4m")  # doctest: +ELLIPSIS
-    '-Dderby.system.home=/p/.meshbot -XX:Tier4InvocationThreshold=100000 ... -Xss4m'
-    >>> java_options(Path("/p/.meshbot"), verbose=True)  # doctest: +ELLIPSIS
-    '-Dderby.system.home=/p/.meshbot -XX:Tier4InvocationThreshold=100000 ...=150000'
+    '-Dderby.system.home=/p/.meshbot -Dlog4j2.configurationFile=file:...log4j2.properties -Xss4m'
+    >>> java_options(Path("/p/.meshbot"), verbose=True)
+    '-Dderby.system.home=/p/.meshbot'
     """
-    options = [f"-Dderby.system.home={state_dir}", *DRIVER_JIT_OPTIONS]
+    options = [f"-Dderby.system.home={state_dir}"]
     if not verbose:
         options.append(f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}")
     if user_options.strip():
