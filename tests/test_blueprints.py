@@ -6,8 +6,6 @@ SQLMesh ran this project with `sqlmesh plan --auto-apply` (prod), then again aft
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from bot.context import Context
@@ -16,6 +14,8 @@ from bot.plan.definition import PlanOptions
 from bot.project.loader import load_project
 from bot.project.render import render_sql
 from bot.project.serialize import model_from_dict, model_to_dict
+
+from project_files import write_files
 
 PER_CUSTOMER = """\
 MODEL (
@@ -87,15 +87,8 @@ def execute(context: ExecutionContext, **kwargs: t.Any) -> pd.DataFrame:
 WHEN = PlanOptions(start="2024-01-01", end="2024-01-01", execution_time="2024-01-02")
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
-
-
 def test_one_model_per_blueprint_with_its_own_values_and_parents(tmp_path):
-    project = load_project(_write(tmp_path / "p", FILES), use_cache=False)
+    project = load_project(write_files(tmp_path / "p", FILES), use_cache=False)
     assert set(project.models) == {"bp_raw.orders", "bp_acme.orders", "bp_globex.orders", "bp_reports.acme_total",
                                    "bp_acme.py_t", "bp_globex.py_t", "bp_north.codes", "bp_south.codes",
                                    "bp_acme.src_count"}
@@ -115,7 +108,7 @@ def test_one_model_per_blueprint_with_its_own_values_and_parents(tmp_path):
 
 def test_blueprints_plan_apply_and_replan_like_sqlmesh(tmp_path, clean_catalog):
     spark = clean_catalog
-    root = _write(tmp_path / "p", FILES)
+    root = write_files(tmp_path / "p", FILES)
     context = Context(root)
     plan = context.plan("prod", options=WHEN)
     # SQLMesh: Added Models acme.orders, globex.orders, raw.orders, reports.acme_total, the Python
@@ -165,14 +158,14 @@ def test_blueprints_plan_apply_and_replan_like_sqlmesh(tmp_path, clean_catalog):
 ])
 def test_malformed_blueprints_name_the_file_and_line(tmp_path, blueprints, message):
     text = PER_CUSTOMER.replace(PER_CUSTOMER[PER_CUSTOMER.index("blueprints"):PER_CUSTOMER.index("\n);")], blueprints)
-    root = _write(tmp_path / "p", {**FILES, "models/per_customer.sql": text})
+    root = write_files(tmp_path / "p", {**FILES, "models/per_customer.sql": text})
     with pytest.raises(ConfigError, match=message):
         load_project(root, use_cache=False)
 
 
 def test_blueprint_names_that_collide_are_a_duplicate_model_error(tmp_path):
     text = PER_CUSTOMER.replace("(customer := bp_globex, cust := 'globex')", "(customer := bp_acme, cust := 'x')")
-    root = _write(tmp_path / "p", {**FILES, "models/per_customer.sql": text})
+    root = write_files(tmp_path / "p", {**FILES, "models/per_customer.sql": text})
     with pytest.raises(ConfigError, match=r"per_customer.sql:1: duplicate model name `bp_acme.orders`"):
         load_project(root, use_cache=False)
 
@@ -181,14 +174,14 @@ def test_python_blueprints_that_are_not_dicts_name_the_file_and_line(tmp_path):
     source = FILES["models/py_bp.py"].replace(
         'blueprints=[{"schema": "bp_acme", "customer": "acme", "n": 2}, {"schema": "bp_globex", "customer": "globex", "n": 3}]',
         'blueprints="((schema := bp_acme))"')
-    root = _write(tmp_path / "p", {**FILES, "models/py_bp.py": source})
+    root = write_files(tmp_path / "p", {**FILES, "models/py_bp.py": source})
     with pytest.raises(ConfigError, match=r"py_bp.py:7: each blueprint of @model\(blueprints=...\) must be a dict, "
                                           r"got '\(\(schema := bp_acme\)\)'"):
         load_project(root, use_cache=False)
 
 
 def test_generated_blueprints_follow_the_macro_not_the_parse_cache(tmp_path):
-    root = _write(tmp_path / "p", FILES)
+    root = write_files(tmp_path / "p", FILES)
     assert {"bp_north.codes", "bp_south.codes"} <= set(load_project(root).models)
     macro = root / "macros" / "gen.py"
     macro.write_text(macro.read_text().replace("(region := bp_south, code := 'S')",
@@ -202,7 +195,7 @@ def test_config_variables_interpolate_into_names_without_blueprints(tmp_path):
     # SQLMesh with `variables: {target_schema: bp_cfg, col_suffix: total}`: model `bp_cfg.t`,
     # rendered `SELECT 1 AS "amount_total"`
     config = "model_defaults:\n  dialect: duckdb\nvariables:\n  target_schema: bp_cfg\n  col_suffix: total\n"
-    root = _write(tmp_path / "p", {"config.yaml": config, "models/t.sql":
+    root = write_files(tmp_path / "p", {"config.yaml": config, "models/t.sql":
                                    "MODEL (name @{target_schema}.t, kind FULL);\nSELECT 1 AS amount_@{col_suffix}\n"})
     project = load_project(root)
     assert render_sql(project.models["bp_cfg.t"]) == "SELECT 1 AS `amount_total`"

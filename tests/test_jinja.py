@@ -20,6 +20,8 @@ from bot.project.loader import load_project
 from bot.project.render import normalized_query_sql, render_sql, render_statements
 from bot.project.serialize import model_from_dict, model_to_dict
 
+from project_files import write_files
+
 DAY = 86_400_000
 JAN_2 = 1_704_153_600_000
 OPTIONS = PlanOptions(start="2024-01-01", end="2024-01-04", execution_time="2024-01-05")
@@ -67,13 +69,6 @@ JINJA_END;
 }
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
-
-
 def _edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text
@@ -86,7 +81,7 @@ def _rows(spark, sql: str) -> list[tuple]:
 
 def test_jinja_project_plans_and_applies_with_sqlmeshs_results(tmp_path, clean_catalog):
     spark = clean_catalog
-    root = _write(tmp_path / "jj", FILES)
+    root = write_files(tmp_path / "jj", FILES)
     spark.sql("CREATE DATABASE IF NOT EXISTS jj_log")
     spark.sql("CREATE TABLE jj_log.runs (start_ds STRING, end_ds STRING) USING parquet")
     context = Context(root)
@@ -134,7 +129,7 @@ def _fingerprints(root: Path):
 
 
 def test_jinja_edits_change_the_fingerprints_of_the_models_using_them(tmp_path):
-    root = _write(tmp_path / "fp", FILES)
+    root = write_files(tmp_path / "fp", FILES)
     before = _fingerprints(root)
     _edit(root / "models" / "totals.sql", "FROM jj.raw", "-- a comment\n{# a Jinja comment #}\nFROM jj.raw")
     comment = _fingerprints(root)
@@ -159,7 +154,7 @@ def test_jinja_edits_change_the_fingerprints_of_the_models_using_them(tmp_path):
 
 
 def test_jinja_renders_each_interval_with_sqlmeshs_names(tmp_path):
-    root = _write(tmp_path / "r", {**FILES, "models/names.sql": """\
+    root = write_files(tmp_path / "r", {**FILES, "models/names.sql": """\
 MODEL (name jj.names, kind FULL);
 JINJA_QUERY_BEGIN;
 SELECT '{{ start_date }}|{{ end_ts }}|{{ execution_ds }}|{{ latest_ds }}|{{ start_epoch }}' AS dates,
@@ -194,7 +189,7 @@ JINJA_END;
     ("SELECT {{ 1 + }} AS a", 3, r"cannot render Jinja"),
 ])
 def test_jinja_errors_name_the_model_file_and_line(tmp_path, body, line, message):
-    root = _write(tmp_path / "e", {"config.yaml": "model_defaults:\n  dialect: duckdb\n",
+    root = write_files(tmp_path / "e", {"config.yaml": "model_defaults:\n  dialect: duckdb\n",
                                    "models/bad.sql": f"MODEL (name e.bad);\nJINJA_QUERY_BEGIN;\n{body}\nJINJA_END;\n"})
     with pytest.raises(ConfigError, match=message) as failure:
         load_project(root, use_cache=False)
@@ -203,18 +198,18 @@ def test_jinja_errors_name_the_model_file_and_line(tmp_path, body, line, message
 
 
 def test_unclosed_block_and_bad_macro_file_are_errors_with_their_line(tmp_path):
-    root = _write(tmp_path / "u", {"config.yaml": "model_defaults:\n  dialect: duckdb\n",
+    root = write_files(tmp_path / "u", {"config.yaml": "model_defaults:\n  dialect: duckdb\n",
                                    "models/a.sql": "MODEL (name u.a);\n\nJINJA_QUERY_BEGIN;\nSELECT 1\n"})
     with pytest.raises(ConfigError, match=r"a.sql:3: `JINJA_QUERY_BEGIN` has no matching JINJA_END"):
         load_project(root, use_cache=False)
-    _write(root, {"models/a.sql": "MODEL (name u.a);\nJINJA_QUERY_BEGIN;\nSELECT {{ m() }} AS x\nJINJA_END;\n",
+    write_files(root, {"models/a.sql": "MODEL (name u.a);\nJINJA_QUERY_BEGIN;\nSELECT {{ m() }} AS x\nJINJA_END;\n",
                   "macros/m.sql": "{% macro m() %}\n{% if %}\n{% endmacro %}\n"})
     with pytest.raises(ConfigError, match=r"m.sql:2: Jinja syntax error"):
         load_project(root, use_cache=False)
 
 
 def test_macros_call_each_other_and_rendering_is_sandboxed(tmp_path):
-    root = _write(tmp_path / "s", {
+    root = write_files(tmp_path / "s", {
         "config.yaml": "model_defaults:\n  dialect: duckdb\nvariables:\n  k: 5\n",
         "macros/math.sql": "{% macro double(x) %}{{ x }} * 2{% endmacro %}\n"
                            "{% macro shifted(x) %}({{ double(x) }} + {{ var('k') }}){% endmacro %}\n",
@@ -223,7 +218,7 @@ def test_macros_call_each_other_and_rendering_is_sandboxed(tmp_path):
     model = load_project(root, use_cache=False).models["s.a"]
     assert [name for name, _ in model.jinja_macros] == ["double", "shifted"]
     assert render_sql(model, variables={"k": 5}) == "SELECT (3 * 2 + 5) AS `v`"
-    _write(root, {"models/a.sql": "MODEL (name s.a);\nJINJA_QUERY_BEGIN;\n"
+    write_files(root, {"models/a.sql": "MODEL (name s.a);\nJINJA_QUERY_BEGIN;\n"
                                   "SELECT '{{ ''.__class__.__mro__ }}' AS v\nJINJA_END;\n"})
     with pytest.raises(ConfigError, match=r"a.sql:3: model s.a: cannot render Jinja: access to attribute "
                                           r"'__class__' of 'str' object is unsafe"):

@@ -7,8 +7,6 @@ SQLMesh ran this project with `sqlmesh plan --auto-apply`, then `sqlmesh plan --
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from sqlglot import exp
 
@@ -18,6 +16,8 @@ from bot.plan.definition import PlanOptions
 from bot.project.loader import load_project
 from bot.project.macro_args import CoercionError, coerce
 from bot.project.render import render_sql
+
+from project_files import write_files
 
 MACROS = '''\
 import typing as t
@@ -111,16 +111,9 @@ WHEN = PlanOptions(start="2024-01-01", end="2024-01-01", execution_time="2024-01
 ROW = "SELECT r, CAST(f AS DOUBLE), p, c, tot, s, q, k, u1, u2, st, ct, rs FROM typed.m"
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
-
-
 def test_typed_macro_arguments_and_stages_give_sqlmeshs_row(tmp_path, clean_catalog):
     spark = clean_catalog
-    root = _write(tmp_path / "p", FILES)
+    root = write_files(tmp_path / "p", FILES)
     context = Context(root)
     context.apply(context.plan("prod", options=WHEN))
     # SQLMesh: ('ababab', 3.5, 1, 'x|y', 6, 'a = 1 AND b', 'Column:t.col', 'Add:5', 'int', 'str',
@@ -137,7 +130,7 @@ def test_typed_macro_arguments_and_stages_give_sqlmeshs_row(tmp_path, clean_cata
 
 
 def test_fingerprint_render_is_the_loading_stage(tmp_path):
-    project = load_project(_write(tmp_path / "p", FILES), use_cache=False)
+    project = load_project(write_files(tmp_path / "p", FILES), use_cache=False)
     sql = render_sql(project.models["typed.m"], models=project.models)
     assert "'loading' AS `st`" in sql and "'loading' AS `rs`" in sql
 
@@ -149,7 +142,7 @@ def test_fingerprint_render_is_the_loading_stage(tmp_path):
     ("@pick(true)", r"macro @PICK: arguments: missing a required argument: 'a'"),
 ])
 def test_a_failed_coercion_names_macro_argument_and_model_file(tmp_path, call, message):
-    root = _write(tmp_path / "p", {**FILES, "models/m.sql": f"MODEL (name typed.m, kind FULL);\nSELECT {call} AS x\n"})
+    root = write_files(tmp_path / "p", {**FILES, "models/m.sql": f"MODEL (name typed.m, kind FULL);\nSELECT {call} AS x\n"})
     project = load_project(root, use_cache=False)
     with pytest.raises(ConfigError, match=message + r" in model typed.m") as caught:
         render_sql(project.models["typed.m"])
@@ -169,5 +162,5 @@ def test_keyword_and_star_arguments_are_coerced_too(tmp_path):
     # SQLMesh's `sqlmesh render typed.m2`: 'abab' AS "r", 'ccc' AS "r2", 'Column:9' AS "k"
     model = "MODEL (name typed.m2, kind FULL);\n" \
             "SELECT @repeat_str(text := 'ab', n := '2') AS r, @repeat_str('c', n := 3) AS r2, @kinds(y, '4', 5) AS k\n"
-    project = load_project(_write(tmp_path / "p", {**FILES, "models/m2.sql": model}), use_cache=False)
+    project = load_project(write_files(tmp_path / "p", {**FILES, "models/m2.sql": model}), use_cache=False)
     assert render_sql(project.models["typed.m2"]) == "SELECT 'abab' AS `r`, 'ccc' AS `r2`, 'Column:9' AS `k`"

@@ -16,6 +16,8 @@ from bot.project.loader import load_project
 from bot.project.render_cache import reference_queries
 from bot.project.serialize import model_to_dict
 
+from project_files import write_files
+
 CONFIG = """\
 model_defaults:
   dialect: spark
@@ -47,12 +49,7 @@ FILES = {
 
 
 def _project(root: Path, extra: dict[str, str] | None = None) -> Path:
-    (root / "config.yaml").parent.mkdir(parents=True, exist_ok=True)
-    (root / "config.yaml").write_text(CONFIG)
-    for name, text in {**FILES, **(extra or {})}.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
+    return write_files(root, {"config.yaml": CONFIG, **FILES, **(extra or {})})
 
 
 @pytest.fixture

@@ -1,13 +1,11 @@
 """A SQLMesh project run unchanged on Spark; every expected value is what SQLMesh 0.236.4 gave on DuckDB.
 
-The project (written by `_write_project`) was run with
+The project (written by `write_files`) was run with
 `sqlmesh plan dev --auto-apply --start 2024-01-01 --end 2024-01-04` after creating `ext.customers`
 and `ext.regions`; the counts and rows below are SQLMesh's.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
@@ -17,6 +15,8 @@ from bot.plan.definition import PlanOptions
 from bot.project.loader import load_project
 from bot.project.model import KindName
 from bot.spark.python_context import ExecutionContext, run_python_model
+
+from project_files import write_files
 
 FILES = {
     "config.yaml": """\
@@ -132,16 +132,9 @@ def execute(context, start, end, execution_time, **kwargs):
 }
 
 
-def _write_project(root: Path, files: dict[str, str] = FILES) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
-
-
 def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_catalog):
     spark = clean_catalog
-    root = _write_project(tmp_path / "compat", {**FILES, **SPARK_ONLY})
+    root = write_files(tmp_path / "compat", {**FILES, **SPARK_ONLY})
     spark.sql("CREATE DATABASE IF NOT EXISTS ext")
     spark.sql("CREATE TABLE ext.customers USING parquet AS "
               "SELECT * FROM VALUES (1, 'ann'), (2, 'bob'), (3, 'cy') AS t(customer_id, name)")
@@ -224,7 +217,7 @@ def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_ca
 
 
 def test_unsupported_settings_are_warnings_naming_file_and_line(tmp_path, capsys):
-    root = _write_project(tmp_path / "w", {
+    root = write_files(tmp_path / "w", {
         "config.yaml": "model_defaults:\n  dialect: duckdb\n  optimize_query: false\nui:\n  enabled: true\n",
         "models/a.sql": "MODEL (\n  name w.a,\n  kind INCREMENTAL_BY_UNIQUE_KEY (unique_key id, when_matched x),\n"
                         "  signals (ready()),\n  colour 'blue'\n);\nSELECT 1 AS id",
@@ -243,7 +236,7 @@ def test_unsupported_settings_are_warnings_naming_file_and_line(tmp_path, capsys
 
 
 def test_custom_kind_and_missing_sqlmesh_names_are_one_clear_error(tmp_path):
-    root = _write_project(tmp_path / "c", {
+    root = write_files(tmp_path / "c", {
         "config.yaml": "model_defaults:\n  dialect: duckdb\n",
         "models/a.sql": "MODEL (\n  name c.a,\n  kind CUSTOM (materialization 'my_mat')\n);\nSELECT 1 AS id"})
     with pytest.raises(ConfigError, match=r"a.sql:3: model c.a: kind CUSTOM \(materialization `my_mat`\) "
@@ -259,7 +252,7 @@ def test_custom_kind_and_missing_sqlmesh_names_are_one_clear_error(tmp_path):
 def test_project_root_is_importable_from_macros(tmp_path):
     from bot.project.render import render_sql
 
-    root = _write_project(tmp_path / "m", {
+    root = write_files(tmp_path / "m", {
         "config.yaml": "model_defaults:\n  dialect: duckdb\n",
         "macros/__init__.py": "",
         "macros/utils.py": "def double_sql(text):\n    return f'{text} * 2'\n",
@@ -274,7 +267,7 @@ def test_project_root_is_importable_from_macros(tmp_path):
 def test_config_py_with_a_sqlmesh_config_object(tmp_path):
     from bot.project.config import load_config
 
-    root = _write_project(tmp_path / "p", {
+    root = write_files(tmp_path / "p", {
         "config.py": "from sqlmesh.core.config import Config, ModelDefaultsConfig\n\n"
                      "config = Config(\n    model_defaults=ModelDefaultsConfig(dialect='duckdb', start='2024-01-01'),\n"
                      "    variables={'factor': 2},\n    after_all=['SELECT 1'],\n)\n",
