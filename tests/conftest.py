@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import shutil
+import tempfile
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -42,38 +46,86 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
         if item.get_closest_marker("spark") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+    # Modules without Spark run first, while the JVMs start (below); each module stays in one piece.
+    spark_modules = {item.path for item in items if item.get_closest_marker("spark")}
+    items.sort(key=lambda item: item.path in spark_modules)
+
+
+# --------------------------------------------------------------------------------------------
+# The run's Spark session and Spark Connect server take 10-20 s each to start: when collection
+# ends, the ones the selected tests need start on a thread, and the fixtures wait for them.
+# --------------------------------------------------------------------------------------------
+
+_STARTING: dict[str, Future] = {}
+_CLEANUPS: list = []
+_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="conftest-spark")
+
+
+def _temporary_directory(prefix: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    _CLEANUPS.append(lambda: shutil.rmtree(path, ignore_errors=True))
+    return path
+
+
+def _start_session(state_dir: Path):
+    from bot.project.config import SparkConnection
+    from bot.spark.session import get_session
+
+    return get_session(SparkConnection(master="local[2]",
+                                       config=(("spark.sql.shuffle.partitions", "2"),
+                                               ("spark.default.parallelism", "2"))),
+                       state_dir=state_dir)
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
+    needed = set().union(*(getattr(item, "fixturenames", ()) for item in session.items))
+    if needed & {"spark", "spark_state_dir", "clean_catalog"}:
+        # Imported here rather than on the thread, so that a test forking meanwhile never copies a
+        # half-held import lock into its child.
+        importlib.import_module("pyspark.sql")
+        from bot.spark.session import stop_session
+
+        state_dir = _temporary_directory("meshbot-test-spark-")
+        _CLEANUPS.append(stop_session)   # runs before the directory goes (cleanups run last first)
+        _STARTING["spark_state_dir"] = Future()
+        _STARTING["spark_state_dir"].set_result(state_dir)
+        _STARTING["spark"] = _STARTER.submit(_start_session, state_dir)
+    if "connect_server" in needed:
+        from spark_servers import start_connect, stop
+
+        server = start_connect(_temporary_directory("meshbot-test-connect-"))
+        _CLEANUPS.append(lambda: stop(server))
+        _STARTING["connect_server"] = Future()
+        _STARTING["connect_server"].set_result(server)
+
+
+def pytest_sessionfinish(session):
+    _STARTER.shutdown(wait=True)
+    while _CLEANUPS:
+        _CLEANUPS.pop()()
 
 
 @pytest.fixture(scope="session")
-def spark_state_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("spark_state")
+def spark_state_dir() -> Path:
+    """Where the run's session keeps its Derby catalog and warehouse."""
+    return _STARTING["spark_state_dir"].result()
 
 
 @pytest.fixture(scope="session")
 def spark(spark_state_dir):
     """The single SparkSession of this test run; every Context in the process reuses it."""
-    from bot.project.config import SparkConnection
-    from bot.spark.session import get_session, stop_session
-
-    session = get_session(SparkConnection(master="local[2]",
-                                          config=(("spark.sql.shuffle.partitions", "2"),
-                                                  ("spark.default.parallelism", "2"))),
-                          state_dir=spark_state_dir)
-    yield session
-    stop_session()
+    return _STARTING["spark"].result()
 
 
 @pytest.fixture(scope="session")
-def connect_server(tmp_path_factory):
-    """A Spark Connect server (its own warehouse and Derby metastore), started once for the modules that
-    need a catalog shared by several meshbot processes; models there use their own schema names."""
-    from spark_servers import start_connect, stop, wait_for_connect
+def connect_server():
+    """A Spark Connect server (its own warehouse and Derby metastore), for the modules that need a
+    catalog shared by several meshbot processes; models there use their own schema names."""
+    from spark_servers import wait_for_connect
 
-    server = start_connect(tmp_path_factory.mktemp("connect_server"))
-    try:
-        yield wait_for_connect(server)
-    finally:
-        stop(server)
+    return wait_for_connect(_STARTING["connect_server"].result())
 
 
 @pytest.fixture

@@ -125,15 +125,41 @@ def _drop(url: str, schemas: list[str]) -> None:
     subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=300)
 
 
+class CleanRun:
+    """The same project planned without faults, in the background beside the killed runs: its schema
+    holds the rows every run must end up serving."""
+
+    def __init__(self, root: Path, schema: str) -> None:
+        self.schema = schema
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env.pop("MESHBOT_KILL_AT", None)
+        self._process = subprocess.Popen([sys.executable, "-m", "bot", "-p", str(root), *PLAN], cwd=ROOT, env=env,
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self._output: str | None = None
+
+    def wait(self) -> str:
+        if self._output is None:
+            self._output, _ = self._process.communicate(timeout=600)
+        assert self._process.returncode == 0, self._output
+        return self.schema
+
+    def stop(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+
+
 @pytest.fixture(scope="module")
 def clean(connect_server, tmp_path_factory):
-    """The same project planned once without faults: its schema, for the rows every run must match."""
     schema = f"fm{uuid.uuid4().hex[:6]}_clean"
     root = _project(tmp_path_factory.mktemp("clean") / "p", schema, connect_server.url,
                     {"type": "sqlite", "database": ".meshbot/state.db"})
-    _ok(root, *PLAN)
-    yield schema
-    _drop(connect_server.url, [schema])
+    run = CleanRun(root, schema)
+    try:
+        yield run
+    finally:
+        run.stop()
+        _drop(connect_server.url, [schema])
 
 
 @pytest.mark.slow
@@ -159,7 +185,7 @@ def test_sigkill_at_every_step_of_a_plan_then_one_rerun_serves_the_clean_rows(
             assert again_code == 0, f"{point}: re-run failed:\n{again_output}"
             if point in ("after-state-write", "between-views"):   # the row was written, its views not
                 assert "was not finalized" in again_output, again_output
-        served = _served(url, {"clean": clean, **schemas})
+        served = _served(url, {"clean": clean.wait(), **schemas})
         expected = served.pop("clean")
         assert expected["S.events"] and expected["S.daily"]
         for point, rows in served.items():

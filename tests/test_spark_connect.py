@@ -14,7 +14,7 @@ import pytest
 from bot.errors import EngineError
 from bot.project.example import EXAMPLE_DIR, write_example
 from bot.spark.connect import parse_remote
-from spark_servers import JVM_LINES, PYTHON, ROOT, Server, free_port, start_standalone, stop, wait_until
+from spark_servers import JVM_LINES, PYTHON, QUICK_JVM, ROOT, Server, free_port, start_standalone, stop, wait_until
 
 # A Python model that works on Spark DataFrames, then hands back pandas: both directions of
 # client-side conversion go through the session (Arrow batches over gRPC on Spark Connect).
@@ -76,8 +76,8 @@ def _meshbot(project: Path, *args: str) -> subprocess.CompletedProcess:
     return result
 
 
-def _fetch(project: Path, sql: str, *gateway: str) -> list[dict]:
-    return json.loads(_meshbot(project, *gateway, "fetchdf", "--json", sql).stdout)
+def _fetch(project: Path, sql: str) -> list[dict]:
+    return json.loads(_meshbot(project, "fetchdf", "--json", sql).stdout)
 
 
 def _seed(name: str) -> list[dict[str, str]]:
@@ -95,15 +95,19 @@ def _expected_revenue() -> dict[str, tuple[int, float]]:
     return {name: (count, round(revenue, 2)) for name, (count, revenue) in totals.items()}
 
 
-def _plan_and_check(project: Path, *gateway: str) -> None:
-    """Plan prod (unit tests, audits, backfill of every kind), then read the values back through meshbot
-    (on `gateway`, e.g. ("--gateway", "reader"), when given). Only meshbot's own lines are printed."""
+REVENUE_SQL = ("SELECT name, order_count, ROUND(revenue, 2) AS revenue FROM {customer} UNION ALL "
+               "SELECT CONCAT('country ', country), orders, ROUND(revenue, 2) FROM {country}")
+
+
+def _plan(project: Path) -> None:
+    """Plan prod (unit tests, audits, backfill of every kind); only meshbot's own lines are printed."""
     result = _meshbot(project, "plan", "--auto-apply", "--execution-time", "2024-01-10")
     assert "Environment `prod` updated: 7 batch(es) evaluated" in result.stdout
     assert not JVM_LINES.search(result.stdout + result.stderr), result.stdout + result.stderr
-    rows = _fetch(project, "SELECT name, order_count, ROUND(revenue, 2) AS revenue FROM shop.customer_revenue "
-                           "UNION ALL SELECT CONCAT('country ', country), orders, ROUND(revenue, 2) "
-                           "FROM shop.country_revenue", *gateway)
+
+
+def _check_revenue(rows: list[dict]) -> None:
+    """Rows of REVENUE_SQL hold each customer's and each country's orders and revenue from the seeds."""
     got = {row["name"]: (row["order_count"], row["revenue"]) for row in rows}
     expected = _expected_revenue()
     assert {name: value for name, value in got.items() if not name.startswith("country ")} == expected
@@ -116,6 +120,12 @@ def _plan_and_check(project: Path, *gateway: str) -> None:
         country: (count, round(revenue, 2)) for country, (count, revenue) in by_country.items()}
 
 
+def _physical_table(warehouse: Path, model: str) -> str:
+    """The Parquet directory of the one physical table of `shop.<model>` in an embedded warehouse."""
+    (table,) = (warehouse / "sqlmesh__shop.db").glob(f"shop__{model}__*")
+    return f"parquet.`{table}`"
+
+
 # --------------------------------------------------------------------------------------------
 # Tests
 # --------------------------------------------------------------------------------------------
@@ -123,7 +133,9 @@ def _plan_and_check(project: Path, *gateway: str) -> None:
 @pytest.mark.spark   # Spark servers and meshbot subprocesses
 def test_plan_runs_through_spark_connect_on_the_servers_catalog(connect_server, tmp_path):
     project = _project(tmp_path / "shop", f"      remote: {connect_server.url}\n")
-    _plan_and_check(project)
+    _plan(project)
+    _check_revenue(_fetch(project, REVENUE_SQL.format(customer="shop.customer_revenue",
+                                                      country="shop.country_revenue")))
     # The server owns catalog and warehouse: the project holds only meshbot's state.
     assert (connect_server.directory / "warehouse" / "sqlmesh__shop.db").is_dir()
     assert not (project / ".meshbot" / "metastore_db").exists()
@@ -141,23 +153,24 @@ def test_plan_runs_through_spark_connect_on_the_servers_catalog(connect_server, 
 
 
 @pytest.mark.spark   # Spark servers and meshbot subprocesses
-def test_plan_runs_on_a_standalone_master_with_executors_on_the_worker(standalone_master, tmp_path):
+def test_plan_runs_on_a_standalone_master_with_executors_on_the_worker(standalone_master, spark, tmp_path):
     connection = (f"      master: {standalone_master.url}\n"
                   "      config:\n        spark.executor.memory: 512m\n        spark.cores.max: 1\n"
-                  "        spark.executor.extraJavaOptions: -XX:TieredStopAtLevel=1\n")
+                  f"        spark.driver.extraJavaOptions: {QUICK_JVM}\n"
+                  f"        spark.executor.extraJavaOptions: {QUICK_JVM}\n")
     project = _project(tmp_path / "shop", connection)
-    # The values are read back by a local session on the same metastore and warehouse, which
-    # spares a second executor launch on this loaded machine.
-    config = project / "config.yaml"
-    config.write_text(config.read_text().replace("\ndefault_gateway:", (
-        "  reader:\n    connection:\n      type: spark\n      master: local[1]\n"
-        "\ndefault_gateway:")))
-    _plan_and_check(project, "--gateway", "reader")
+    _plan(project)
     # Tasks ran in an executor the worker launched for meshbot's application, not in the driver.
     executor_logs = list((standalone_master.directory / "work").glob("app-*/*/stderr"))
     assert executor_logs, standalone_master.log()
     assert any("Finished task" in path.read_text(errors="replace") for path in executor_logs)
+    # The executors wrote the tables' files into the project's warehouse (the catalog stays the driver's,
+    # in .meshbot/metastore_db): this run's own session reads them, sparing a third JVM start.
     assert (project / ".meshbot" / "metastore_db").is_dir()
+    warehouse = project / ".meshbot" / "warehouse"
+    sql = REVENUE_SQL.format(customer=_physical_table(warehouse, "customer_revenue"),
+                             country=_physical_table(warehouse, "country_revenue"))
+    _check_revenue([row.asDict() for row in spark.sql(sql).collect()])
 
 
 def test_unreachable_connect_server_fails_at_once_naming_the_url(tmp_path):

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 # Where the JVM's stdout and stderr go for a session this process starts (quiet mode), under state_dir.
 JVM_LOG = "spark.log"
+# Under state_dir: the absolute warehouse path the embedded catalog was made for, so a copied project
+# is refused before a JVM starts (the catalog's own check below needs a running session).
+CATALOG_OWNER = "catalog_owner"
 _LOCK = threading.Lock()
 _SESSION: "SparkSession | None" = None
 
@@ -121,6 +124,7 @@ def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
     })
     embedded = _embedded_catalog(settings, dict(connection.config))
     if embedded:
+        _refuse_copied_catalog(state_dir)
         settings.update(EMBEDDED_WAREHOUSE_DEFAULTS)
     settings.update(dict(connection.config))
     settings["spark.driver.extraJavaOptions"] = java_options(
@@ -153,18 +157,49 @@ def _embedded_catalog(defaults: dict[str, str], user: dict[str, str]) -> bool:
     return not any(key in user and user[key] != defaults.get(key) for key in overrides)
 
 
+def _refuse_copied_catalog(state_dir: Path) -> None:
+    """Refuse at once when `catalog_owner` says the catalog under `state_dir` was made for another warehouse."""
+    warehouse = (state_dir / "warehouse").resolve()
+    try:
+        recorded = (state_dir / CATALOG_OWNER).read_text().strip()
+    except OSError:
+        return   # no record (a catalog from before it was kept): the running session's check decides
+    if recorded and (state_dir / "metastore_db").is_dir() and Path(recorded) != warehouse:
+        raise EngineError(_foreign_catalog_message(state_dir, f"it was made for the warehouse {recorded}"))
+
+
 def _refuse_foreign_catalog(session: "SparkSession", state_dir: Path) -> None:
     """Stop before any write when the embedded catalog places databases in another project's warehouse.
 
     The Derby metastore stores absolute locations: a project copied (or moved) with its `.meshbot/`
     still has `default` and every meshbot database in the original's warehouse, so its tables
-    would be written, overwritten and dropped there.
+    would be written, overwritten and dropped there. Once checked, the warehouse is recorded in
+    `catalog_owner` so that the next copy is refused before its JVM starts.
+    """
+    warehouse = (state_dir / "warehouse").resolve()
+    foreign = foreign_databases(session.catalog.listDatabases(), warehouse)
+    if not foreign:
+        owner = state_dir / CATALOG_OWNER
+        if not owner.is_file() or owner.read_text().strip() != str(warehouse):
+            owner.write_text(f"{warehouse}\n")
+        return
+    session.stop()
+    name, location = foreign[0]
+    others = f" (and {len(foreign) - 1} more database(s))" if len(foreign) > 1 else ""
+    raise EngineError(_foreign_catalog_message(
+        state_dir, f"database `{name}` lives in {location}{others}, outside this project's warehouse {warehouse}"))
+
+
+def foreign_databases(databases, warehouse: Path) -> list[tuple[str, Path]]:
+    """(name, location) of the catalog's databases that live in another project's meshbot warehouse.
+
+    `databases` are Spark's `catalog.listDatabases()` entries; `default` counts wherever it lives
+    outside `warehouse`, other databases only when they sit in some `.meshbot/warehouse`.
     """
     from urllib.parse import unquote, urlparse
 
-    warehouse = (state_dir / "warehouse").resolve()
     foreign = []
-    for database in session.catalog.listDatabases():
+    for database in databases:
         uri = urlparse(database.locationUri or "")
         if uri.scheme not in ("", "file"):
             continue
@@ -173,17 +208,14 @@ def _refuse_foreign_catalog(session: "SparkSession", state_dir: Path) -> None:
             continue
         if database.name == "default" or "/.meshbot/warehouse" in location.as_posix():
             foreign.append((database.name, location))
-    if not foreign:
-        return
-    session.stop()
-    name, location = foreign[0]
-    others = f" (and {len(foreign) - 1} more database(s))" if len(foreign) > 1 else ""
-    raise EngineError(
-        f"the catalog in {state_dir / 'metastore_db'} belongs to another copy of this project: "
-        f"database `{name}` lives in {location}{others}, outside this project's warehouse {warehouse}, "
-        f"so meshbot would write into that project's tables. Nothing was written. Copy a project "
-        f"without its .meshbot/ directory, or remove {state_dir} here (catalog, warehouse and "
-        "SQLite state of this copy) and plan again")
+    return foreign
+
+
+def _foreign_catalog_message(state_dir: Path, evidence: str) -> str:
+    return (f"the catalog in {state_dir / 'metastore_db'} belongs to another copy of this project: "
+            f"{evidence}, so meshbot would write into that project's tables. Nothing was written. Copy a "
+            f"project without its .meshbot/ directory, or remove {state_dir} here (catalog, warehouse and "
+            "SQLite state of this copy) and plan again")
 
 
 def java_options(state_dir: Path, user_options: str = "", *, verbose: bool = False) -> str:
@@ -297,6 +329,7 @@ def jvm_output_tail(log_path: Path, lines: int = 15) -> str:
 
 # Lines the JVM launcher and Spark print on every start; never the reason a start failed.
 _LAUNCHER_NOTICES = ("WARNING: Using incubator modules", "Picked up JAVA_TOOL_OPTIONS", "Picked up _JAVA_OPTIONS",
+                     "NOTE: Picked up JDK_JAVA_OPTIONS",
                      "Setting default log level", "To adjust logging level", "Using Spark's default log4j profile")
 
 
