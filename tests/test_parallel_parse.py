@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,24 @@ def test_few_files_a_single_cpu_or_other_threads_stay_serial(monkeypatch):
     monkeypatch.setenv("MESHBOT_WORKERS", "4")
     monkeypatch.setattr(parallel, "_single_threaded", lambda: False)
     assert parallel.worker_count(1000) == 0
+
+
+def test_a_process_busy_right_now_counts_against_the_idle_cpus():
+    """Counted at this moment, not over the last minute: a spinning process is seen while it runs."""
+    import subprocess
+    import sys
+    import time
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        deadline = time.monotonic() + 10
+        while parallel._runnable_elsewhere() == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)   # until the child is scheduled (it stays runnable from then on)
+        assert parallel._runnable_elsewhere() >= 1
+        assert parallel._cpus() <= len(os.sched_getaffinity(0)) - 1
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 def test_fork_map_keeps_order_and_leaves_failures_to_the_caller():

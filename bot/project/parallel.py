@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import time
 from typing import Any, Callable
 
 MIN_ITEMS = 64     # fewer items than this are done serially: a fork and a transfer cost more than they save
@@ -13,21 +14,41 @@ WORKERS_VARIABLE = "MESHBOT_WORKERS"   # a number of workers instead of the idle
 
 
 def _cpus() -> int:
-    """CPUs this process may run on that other processes are not keeping busy.
+    """CPUs this process may run on that other processes are not keeping busy right now.
 
-    Measured by the 1-minute load average, which counts this process too: on a machine already
-    busy (a shared CI runner, a Spark job), workers only compete for the same CPUs, and their
-    transfers and duplicated set-up make the load slower than a serial one.
+    On a machine already busy (a shared CI runner, a Spark job), workers only compete for the same
+    CPUs, and their transfers and duplicated set-up make the load slower than a serial one.
     """
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:   # not Linux
         cpus = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except OSError:   # no load average here
-        return cpus
-    return max(0, min(cpus, round(cpus + 1 - busy)))
+    busy = _runnable_elsewhere()
+    if busy is None:
+        try:
+            busy = os.getloadavg()[0] - 1   # the 1-minute average, this process included
+        except OSError:   # no load average here
+            return cpus
+    return max(0, min(cpus, round(cpus - busy)))
+
+
+def _runnable_elsewhere(readings: int = 3) -> int | None:
+    """Threads of other processes runnable at this moment: the median of a few readings of Linux's
+    count in /proc/loadavg (`running/total`), less this process. None where there is no such file.
+
+    The 1-minute load average would still count the work of the minute before (a `pip install`,
+    the previous command), which has ended by now.
+    """
+    counts = []
+    for reading in range(readings):
+        try:
+            with open("/proc/loadavg", encoding="ascii") as handle:
+                counts.append(int(handle.read().split()[3].split("/")[0]) - 1)
+        except (OSError, ValueError, IndexError):
+            return None
+        if reading < readings - 1:
+            time.sleep(0.002)
+    return sorted(counts)[len(counts) // 2]
 
 
 def _single_threaded() -> bool:
@@ -38,9 +59,9 @@ def worker_count(items: int) -> int:
     """How many worker processes to fork for `items` tasks; 0 means doing them here, serially.
 
     Only with the fork start method (workers inherit the loaded modules, the settings and the models,
-    and cost ~10 ms each), with at least two idle CPUs, and when this process runs a single thread:
-    a lock another thread holds at the fork (Spark's py4j, a scheduler) would stay held forever in
-    the child. MESHBOT_WORKERS=N sets the number of idle CPUs instead (0 or 1: always serial).
+    and cost ~10 ms each), with at least two CPUs idle at that moment, and when this process runs a
+    single thread: a lock another thread holds at the fork (Spark's py4j, a scheduler) would stay
+    held forever in the child. MESHBOT_WORKERS=N sets the number of idle CPUs instead (0 or 1: serial).
     """
     if items < MIN_ITEMS or not hasattr(os, "fork") or not _single_threaded():
         return 0
