@@ -12,7 +12,8 @@ import signal
 import subprocess
 import sys
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,30 +30,22 @@ POSTGRES_POINTS = ("mid-backfill:2", "after-state-write", "between-views")
 PLAN = ("plan", "--auto-apply", "--execution-time", "2024-01-04")
 
 
-@pytest.fixture
-def state_for(request):
-    """backend → a function giving each project its own state_connection (fresh PostgreSQL schemas)."""
-    backend = request.param
-    created: list[str] = []
+def _state(backend: str) -> dict:
+    """A project's state_connection: its own SQLite file, or a fresh PostgreSQL schema (made by the migration)."""
+    if backend == "sqlite":
+        return {"type": "sqlite", "database": ".meshbot/state.db"}
+    return {"type": "postgres", "host": "127.0.0.1", "port": 5432, "user": "postgres",
+            "database": "test", "schema": f"meshbot_fm_{uuid.uuid4().hex[:8]}"}
 
-    def make(name: str) -> dict:
-        if backend == "sqlite":
-            return {"type": "sqlite", "database": ".meshbot/state.db"}
-        schema = f"meshbot_fm_{uuid.uuid4().hex[:8]}"
-        created.append(schema)
-        return {"type": "postgres", "host": "127.0.0.1", "port": 5432, "user": "postgres",
-                "database": "test", "schema": schema}
 
-    make.backend = backend
-    yield make
-    if created:
-        import sqlalchemy as sa
+def _drop_postgres_schemas(schemas: list[str]) -> None:
+    import sqlalchemy as sa
 
-        engine = sa.create_engine("postgresql+psycopg2://postgres@127.0.0.1:5432/test")
-        with engine.begin() as conn:
-            for schema in created:
-                conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        engine.dispose()
+    engine = sa.create_engine("postgresql+psycopg2://postgres@127.0.0.1:5432/test")
+    with engine.begin() as conn:
+        for schema in schemas:
+            conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    engine.dispose()
 
 
 def _project(root: Path, schema: str, url: str, state: dict) -> Path:
@@ -125,72 +118,63 @@ def _drop(url: str, schemas: list[str]) -> None:
     subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=300)
 
 
-class CleanRun:
-    """The same project planned without faults, in the background beside the killed runs: its schema
-    holds the rows every run must end up serving."""
+@dataclass
+class Case:
+    """One kill point on one state backend: its own project and schema, and its runs once they ended."""
 
-    def __init__(self, root: Path, schema: str) -> None:
-        self.schema = schema
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        env.pop("MESHBOT_KILL_AT", None)
-        self._process = subprocess.Popen([sys.executable, "-m", "bot", "-p", str(root), *PLAN], cwd=ROOT, env=env,
-                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self._output: str | None = None
-
-    def wait(self) -> str:
-        if self._output is None:
-            self._output, _ = self._process.communicate(timeout=600)
-        assert self._process.returncode == 0, self._output
-        return self.schema
-
-    def stop(self) -> None:
-        if self._process.poll() is None:
-            self._process.kill()
-            self._process.wait()
+    backend: str
+    point: str
+    root: Path
+    schema: str
+    state: dict
+    outcome: Future
 
 
 @pytest.fixture(scope="module")
-def clean(connect_server, tmp_path_factory):
-    schema = f"fm{uuid.uuid4().hex[:6]}_clean"
-    root = _project(tmp_path_factory.mktemp("clean") / "p", schema, connect_server.url,
-                    {"type": "sqlite", "database": ".meshbot/state.db"})
-    run = CleanRun(root, schema)
+def matrix(connect_server, tmp_path_factory):
+    """Every case of both backends, plus the same project planned without faults (the rows every run must
+    end up serving), queued at once on two lanes: a backend's test waits only for its own cases."""
+    url, tag = connect_server.url, uuid.uuid4().hex[:6]
+    base = tmp_path_factory.mktemp("fault_matrix")
+    clean_schema = f"fm{tag}_clean"
+    clean_root = _project(base / "clean", clean_schema, url, _state("sqlite"))
+    pool = ThreadPoolExecutor(max_workers=2)
+    clean = pool.submit(_meshbot, clean_root, *PLAN)
+    cases: list[Case] = []
+    for backend, points in (("sqlite", POINTS), ("postgres", POSTGRES_POINTS)):
+        for point in points:
+            schema, state = f"fm{tag}_{len(cases)}", _state(backend)
+            root = _project(base / f"p{len(cases)}", schema, url, state)
+            cases.append(Case(backend, point, root, schema, state, pool.submit(_kill_then_rerun, root, point)))
     try:
-        yield run
+        yield clean, clean_schema, cases
     finally:
-        run.stop()
-        _drop(connect_server.url, [schema])
+        pool.shutdown(wait=True, cancel_futures=True)
+        _drop(url, [clean_schema, *(case.schema for case in cases)])
+        _drop_postgres_schemas([case.state["schema"] for case in cases if case.backend == "postgres"])
+
+
+def _kill_then_rerun(root: Path, point: str) -> tuple[int, str, int, str]:
+    return _meshbot(root, *PLAN, kill_at=point) + _meshbot(root, *PLAN)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("state_for", ["sqlite", "postgres"], indirect=True)
-def test_sigkill_at_every_step_of_a_plan_then_one_rerun_serves_the_clean_rows(
-        state_for, connect_server, clean, tmp_path):
-    tag = uuid.uuid4().hex[:6]
-    url = connect_server.url
-    points = POSTGRES_POINTS if state_for.backend == "postgres" else POINTS
-    schemas = {point: f"fm{tag}_{i}" for i, point in enumerate(points)}
-    states = {point: state_for(point) for point in points}
-    roots = {point: _project(tmp_path / f"p{i}", schemas[point], url, states[point])
-             for i, point in enumerate(points)}
-
-    def kill_then_rerun(point: str) -> tuple[int, str, int, str]:
-        return _meshbot(roots[point], *PLAN, kill_at=point) + _meshbot(roots[point], *PLAN)
-
-    try:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            outcomes = dict(zip(points, pool.map(kill_then_rerun, points)))
-        for point, (code, output, again_code, again_output) in outcomes.items():
-            assert code == -signal.SIGKILL, f"{point}: not killed:\n{output}"
-            assert again_code == 0, f"{point}: re-run failed:\n{again_output}"
-            if point in ("after-state-write", "between-views"):   # the row was written, its views not
-                assert "was not finalized" in again_output, again_output
-        served = _served(url, {"clean": clean.wait(), **schemas})
-        expected = served.pop("clean")
-        assert expected["S.events"] and expected["S.daily"]
-        for point, rows in served.items():
-            assert rows == expected, point
-        for point, root in roots.items():   # nothing is left to finish
-            assert _unfinalized(root, states[point]) == [], point
-    finally:
-        _drop(url, list(schemas.values()))
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_sigkill_at_every_step_of_a_plan_then_one_rerun_serves_the_clean_rows(backend, matrix, connect_server):
+    clean, clean_schema, cases = matrix
+    cases = [case for case in cases if case.backend == backend]
+    for case in cases:
+        code, output, again_code, again_output = case.outcome.result()
+        assert code == -signal.SIGKILL, f"{case.point}: not killed:\n{output}"
+        assert again_code == 0, f"{case.point}: re-run failed:\n{again_output}"
+        if case.point in ("after-state-write", "between-views"):   # the row was written, its views not
+            assert "was not finalized" in again_output, again_output
+    clean_code, clean_output = clean.result()
+    assert clean_code == 0, clean_output
+    served = _served(connect_server.url, {"clean": clean_schema, **{case.point: case.schema for case in cases}})
+    expected = served.pop("clean")
+    assert expected["S.events"] and expected["S.daily"]
+    for point, rows in served.items():
+        assert rows == expected, point
+    for case in cases:   # nothing is left to finish
+        assert _unfinalized(case.root, case.state) == [], case.point
