@@ -19,7 +19,7 @@ POSTGRES = dict(host="127.0.0.1", port=5432, user="postgres", database="test")
 # marker; `spark` implies `slow`, so `pytest -m "not slow"` is the fast lane without any JVM.
 # Modules that start Spark some other way (a meshbot subprocess, a Context without the fixture)
 # say so with `pytestmark = pytest.mark.spark` or `pytest.mark.slow`.
-SPARK_FIXTURES = frozenset({"spark", "spark_state_dir", "clean_catalog", "connect_server"})
+SPARK_FIXTURES = frozenset({"spark", "spark_state_dir", "clean_catalog", "connect_server", "standalone_master"})
 POSTGRES_FIXTURES = frozenset({"postgres_schema", "state_database"})
 
 
@@ -52,8 +52,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 # --------------------------------------------------------------------------------------------
-# The run's Spark session and Spark Connect server take 10-20 s each to start: when collection
-# ends, the ones the selected tests need start on a thread, and the fixtures wait for them.
+# The run's Spark session, the Spark Connect server and the standalone cluster take 5-20 s each to
+# start: when collection ends, the ones the selected tests need start (the session on a thread, the
+# servers as processes) while the modules without Spark run, and the fixtures wait for them.
 # --------------------------------------------------------------------------------------------
 
 _STARTING: dict[str, Future] = {}
@@ -92,13 +93,18 @@ def pytest_collection_finish(session):
         _STARTING["spark_state_dir"] = Future()
         _STARTING["spark_state_dir"].set_result(state_dir)
         _STARTING["spark"] = _STARTER.submit(_start_session, state_dir)
-    if "connect_server" in needed:
-        from spark_servers import start_connect, stop
+    from spark_servers import start_connect, start_standalone, stop
 
+    if "connect_server" in needed:
         server = start_connect(_temporary_directory("meshbot-test-connect-"))
         _CLEANUPS.append(lambda: stop(server))
         _STARTING["connect_server"] = Future()
         _STARTING["connect_server"].set_result(server)
+    if "standalone_master" in needed:
+        cluster = start_standalone(_temporary_directory("meshbot-test-standalone-"))
+        _CLEANUPS.append(lambda: stop(cluster))
+        _STARTING["standalone_master"] = Future()
+        _STARTING["standalone_master"].set_result(cluster)
 
 
 def pytest_sessionfinish(session):
@@ -126,6 +132,17 @@ def connect_server():
     from spark_servers import wait_for_connect
 
     return wait_for_connect(_STARTING["connect_server"].result())
+
+
+@pytest.fixture(scope="session")
+def standalone_master():
+    """A standalone Spark master with one worker (1 core, 1 GiB), registered and ready."""
+    from spark_servers import wait_until
+
+    cluster = _STARTING["standalone_master"].result()
+    wait_until(cluster, lambda: "Successfully registered with master" in cluster.log(),
+               "standalone master and worker")
+    return cluster
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 from bot.errors import EngineError
 from bot.project.example import EXAMPLE_DIR, write_example
 from bot.spark.connect import parse_remote
-from spark_servers import JVM_LINES, PYTHON, QUICK_JVM, ROOT, Server, free_port, start_standalone, stop, wait_until
+from spark_servers import JVM_LINES, PYTHON, QUICK_JVM, ROOT, free_port
 
 # A Python model that works on Spark DataFrames, then hands back pandas: both directions of
 # client-side conversion go through the session (Arrow batches over gRPC on Spark Connect).
@@ -33,23 +33,6 @@ def execute(context, start, end, execution_time, **kwargs):
     joined = orders.join(customers, "customer_id").groupBy("country")
     return joined.agg(F.sum("amount").alias("revenue"), F.count("*").alias("orders")).toPandas()
 '''
-
-
-@pytest.fixture(scope="module")
-def _standalone(tmp_path_factory):
-    server = start_standalone(tmp_path_factory.mktemp("standalone"))
-    try:
-        yield server
-    finally:
-        stop(server)
-
-
-@pytest.fixture(scope="module")
-def standalone_master(_standalone) -> Server:
-    server = _standalone
-    wait_until(server, lambda: "Successfully registered with master" in server.log(),
-                "standalone master and worker")
-    return server
 
 
 # --------------------------------------------------------------------------------------------
