@@ -7,11 +7,8 @@ import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-import jinja2
-from jinja2 import meta, nodes
-from jinja2.sandbox import SandboxedEnvironment
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
@@ -19,6 +16,9 @@ from bot.errors import ConfigError
 from bot.project.config import read_text
 from bot.project.macros import interval_variables
 from bot.project.sqltext import line_at, parse_sql
+
+if TYPE_CHECKING:
+    import jinja2
 
 JINJA_QUERY = "JINJA_QUERY"
 JINJA_STATEMENT = "JINJA_STATEMENT"
@@ -110,6 +110,10 @@ class JinjaMacros:
 
 
 def _names(source: str) -> set[str]:
+    import jinja2
+    from jinja2 import meta, nodes
+    from jinja2.sandbox import SandboxedEnvironment
+
     try:
         tree = SandboxedEnvironment(extensions=_EXTENSIONS).parse(source)
     except jinja2.TemplateSyntaxError:
@@ -121,7 +125,13 @@ def load_jinja_macros(files: Iterable[Path]) -> JinjaMacros:
     """Every `{% macro name(...) %}` of the files (a project's macros/*.sql); a name defined twice is an error."""
     definitions: dict[str, str] = {}
     where: dict[str, Path] = {}
-    for path in files:
+    paths = list(files)
+    if not paths:
+        return JinjaMacros(definitions)
+    import jinja2   # here, as in the other functions: a project without Jinja never imports it
+    from jinja2.sandbox import SandboxedEnvironment
+
+    for path in paths:
         text = read_text(path)
         try:
             SandboxedEnvironment(extensions=_EXTENSIONS).parse(text)
@@ -170,6 +180,9 @@ class JinjaValues:
 def render_jinja(block: JinjaBlock, *, values: JinjaValues, macros: tuple[tuple[str, str], ...],
                  path: Path, model_name: str) -> str:
     """The block rendered in a sandbox; a syntax error or an undefined name is a ConfigError with the file line."""
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
     env = SandboxedEnvironment(extensions=_EXTENSIONS, undefined=jinja2.StrictUndefined)
     env.globals.update(values.as_globals())
     try:
