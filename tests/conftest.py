@@ -68,6 +68,14 @@ def _temporary_directory(prefix: str) -> Path:
     return path
 
 
+def pytest_sessionstart(session):
+    # Some machines set PYTHONDONTWRITEBYTECODE: then each of the ~40 meshbot processes the tests start
+    # compiles meshbot's modules again. Child processes share compiled files in a temporary folder
+    # instead (never in the checkout), as an installed meshbot would have them.
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+        os.environ.setdefault("PYTHONPYCACHEPREFIX", str(_temporary_directory("meshbot-test-pycache-")))
+
+
 def _start_session(state_dir: Path):
     from bot.project.config import SparkConnection
     from bot.spark.session import get_session
