@@ -7,8 +7,9 @@ import os
 import shutil
 import tempfile
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,8 @@ def pytest_collection_modifyitems(config, items):
 # servers as processes) while the modules without Spark run, and the fixtures wait for them.
 # --------------------------------------------------------------------------------------------
 
-_STARTING: dict[str, Future] = {}
+# Fixture name -> what it returns: a started server, a directory, or (for `spark`) a Future.
+_READY: dict[str, Any] = {}
 _CLEANUPS: list = []
 _STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="conftest-spark")
 
@@ -98,21 +100,18 @@ def pytest_collection_finish(session):
 
         state_dir = _temporary_directory("meshbot-test-spark-")
         _CLEANUPS.append(stop_session)   # runs before the directory goes (cleanups run last first)
-        _STARTING["spark_state_dir"] = Future()
-        _STARTING["spark_state_dir"].set_result(state_dir)
-        _STARTING["spark"] = _STARTER.submit(_start_session, state_dir)
+        _READY["spark_state_dir"] = state_dir
+        _READY["spark"] = _STARTER.submit(_start_session, state_dir)
     from spark_servers import start_connect, start_standalone, stop
 
     if "connect_server" in needed:
         server = start_connect(_temporary_directory("meshbot-test-connect-"))
         _CLEANUPS.append(lambda: stop(server))
-        _STARTING["connect_server"] = Future()
-        _STARTING["connect_server"].set_result(server)
+        _READY["connect_server"] = server
     if "standalone_master" in needed:
         cluster = start_standalone(_temporary_directory("meshbot-test-standalone-"))
         _CLEANUPS.append(lambda: stop(cluster))
-        _STARTING["standalone_master"] = Future()
-        _STARTING["standalone_master"].set_result(cluster)
+        _READY["standalone_master"] = cluster
 
 
 def pytest_sessionfinish(session):
@@ -124,13 +123,13 @@ def pytest_sessionfinish(session):
 @pytest.fixture(scope="session")
 def spark_state_dir() -> Path:
     """Where the run's session keeps its Derby catalog and warehouse."""
-    return _STARTING["spark_state_dir"].result()
+    return _READY["spark_state_dir"]
 
 
 @pytest.fixture(scope="session")
 def spark(spark_state_dir):
     """The single SparkSession of this test run; every Context in the process reuses it."""
-    return _STARTING["spark"].result()
+    return _READY["spark"].result()
 
 
 @pytest.fixture(scope="session")
@@ -139,7 +138,7 @@ def connect_server():
     catalog shared by several meshbot processes; models there use their own schema names."""
     from spark_servers import wait_for_connect
 
-    return wait_for_connect(_STARTING["connect_server"].result())
+    return wait_for_connect(_READY["connect_server"])
 
 
 @pytest.fixture(scope="session")
@@ -147,7 +146,7 @@ def standalone_master():
     """A standalone Spark master with one worker (1 core, 1 GiB), registered and ready."""
     from spark_servers import wait_until
 
-    cluster = _STARTING["standalone_master"].result()
+    cluster = _READY["standalone_master"]
     wait_until(cluster, lambda: "Successfully registered with master" in cluster.log(),
                "standalone master and worker")
     return cluster

@@ -66,12 +66,6 @@ def _meshbot(root: Path, *args: str, kill_at: str | None = None) -> tuple[int, s
     return done.returncode, done.stdout + done.stderr
 
 
-def _ok(root: Path, *args: str) -> str:
-    code, output = _meshbot(root, *args)
-    assert code == 0, output
-    return output
-
-
 def _served(url: str, schemas: dict[str, str]) -> dict[str, dict]:
     """Rows each project's prod views serve (schema names made comparable; a missing view says so)."""
     script = f"""
@@ -118,7 +112,7 @@ def _drop(url: str, schemas: list[str]) -> None:
     subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=300)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Case:
     """One kill point on one state backend: its own project and schema, and its runs once they ended."""
 
