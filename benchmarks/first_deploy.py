@@ -1,6 +1,7 @@
 """Benchmark: a first deploy, `meshbot plan --auto-apply --skip-backfill` of N models, per concurrent_tasks.
 
 Usage: .venv/bin/python benchmarks/first_deploy.py [--models 100] [--concurrent-tasks 4,1] [--dir PATH]
+       [--spark-config KEY=VALUE ...]
 Generates plan_scale.py's layered project (N models: FULL / VIEW / INCREMENTAL_BY_TIME_RANGE over
 1-3 parents of the two layers above) on `local[2]`, then, for each `concurrent_tasks` value in the
 order given, copies it to a fresh directory (no state, no catalog) and runs the CLI in a child
@@ -12,6 +13,7 @@ Issue 12 target: 1000 models <= 60 s, 2000 models <= 2.2x the 1000-model time.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -27,11 +29,21 @@ def _load() -> str:
     return " ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
+def _config_block(settings: list[str]) -> str:
+    if not settings:
+        return ""
+    pairs = [setting.split("=", 1) for setting in settings]
+    return "      config:\n" + "".join(f"        {key}: {json.dumps(value)}\n" for key, value in pairs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=100)
     parser.add_argument("--concurrent-tasks", default="4,1")
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--spark-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting added to the connection's `config` (repeatable), to measure a JVM or "
+                             "metastore option")
     args = parser.parse_args()
     base = args.dir or Path(tempfile.mkdtemp(prefix="meshbot_deploy_"))
     template = base / "template"
@@ -44,7 +56,8 @@ def main() -> None:
             shutil.rmtree(root)
         shutil.copytree(template, root)
         (root / "config.yaml").write_text(
-            config.replace("      master: local[2]\n", f"      master: local[2]\n      concurrent_tasks: {value}\n"))
+            config.replace("      master: local[2]\n", f"      master: local[2]\n      concurrent_tasks: {value}\n"
+                           + _config_block(args.spark_config)))
         load = _load()
         measured = plan_scale.run_cli(root, "plan", "--auto-apply", "--skip-backfill", "--no-prompts")
         results.append((value, measured.wall, measured.cpu, load))

@@ -88,10 +88,19 @@ class Context:
 
     @cached_property
     def engine(self) -> "SparkEngine":
+        return self._new_engine()
+
+    def _new_engine(self, *, catalog_only: bool = False) -> "SparkEngine":
         from bot.spark.engine import SparkEngine
         from bot.spark.session import get_session
 
-        return SparkEngine(get_session(self.gateway.connection, state_dir=self.path / ".meshbot"))
+        return SparkEngine(get_session(self.gateway.connection, state_dir=self.path / ".meshbot",
+                                       catalog_only=catalog_only))
+
+    def _start_engine_for_catalog(self) -> None:
+        """Start Spark for catalog statements only (see get_session), unless this context has it already."""
+        if "engine" not in self.__dict__:
+            self.__dict__["engine"] = self._new_engine(catalog_only=True)
 
     # -- plans --------------------------------------------------------------------------
     def plan(self, environment: str = "prod", *, options: PlanOptions = PlanOptions()) -> Plan:
@@ -121,6 +130,8 @@ class Context:
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         """Apply a plan: tables, backfill (unless skipped), promotion, views (SPEC §5 order)."""
         from bot.plan.evaluator import PlanEvaluator
+        if self._catalog_only(plan):
+            self._start_engine_for_catalog()
         runner = self._spark_runner()
         evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
                                   environment_ttl=self.config.environment_ttl, progress=progress,
@@ -135,6 +146,12 @@ class Context:
                            evaluated=tuple(log.evaluated), views_created=log.views_created,
                            skipped_backfill=plan.options.skip_backfill,
                            audit_warnings=tuple(log.audit_warnings))
+
+    def _catalog_only(self, plan: Plan) -> bool:
+        """True when applying `plan` writes no data and reads none: no batch, no audit to run."""
+        standalone = (not plan.options.skip_backfill
+                      and any(audit.standalone for audit in self.project.audits.values()))
+        return not plan.backfills and not plan.audit_only and not standalone
 
     def _environment_statements(self, statements: Sequence[str], environment: str, key: str) -> None:
         """config's `before_all`/`after_all`: each statement in the project dialect, with macros
@@ -195,12 +212,14 @@ class Context:
             return None
         from bot.plan.janitor import run_janitor
 
+        self._start_engine_for_catalog()
         return run_janitor(state=self.state, engine=self.engine, snapshots=False)
 
     def janitor(self, *, ignore_ttl: bool = False) -> "JanitorResult":
         """Remove expired environments and snapshots (SPEC §6)."""
         from bot.plan.janitor import run_janitor
 
+        self._start_engine_for_catalog()
         return run_janitor(state=self.state, engine=self.engine, ignore_ttl=ignore_ttl)
 
     # -- operations ---------------------------------------------------------------------
@@ -248,6 +267,7 @@ class Context:
         """Drop every meshbot view, table and schema, and the state tables. Irreversible."""
         from bot.plan.janitor import destroy_all
 
+        self._start_engine_for_catalog()
         result = destroy_all(state=self.state, engine=self.engine)
         self.close()
         del self.__dict__["state"]

@@ -62,19 +62,23 @@ EMBEDDED_WAREHOUSE_DEFAULTS: dict[str, str] = {
 }
 
 
-def get_session(connection: SparkConnection, *, state_dir: Path) -> "SparkSession":
+def get_session(connection: SparkConnection, *, state_dir: Path, catalog_only: bool = False) -> "SparkSession":
     """Return the process's SparkSession, creating it on first use.
 
     Sessions this process starts (`master`: local or a cluster URL) keep an embedded Derby
     metastore and, unless `config` sets `spark.sql.warehouse.dir`, the warehouse under `state_dir`
     (the project's `.meshbot/`), so tables survive between runs. With `remote` (Spark Connect)
     the server owns the catalog and warehouse; only SESSION_DEFAULTS and `config` are sent.
+
+    `catalog_only` says the process will run only catalog statements (tables, views, drops: a
+    deploy without backfill, a janitor): a driver JVM started for it compiles with C1 alone (see
+    `java_options`). A session already running is returned as it is.
     """
     global _SESSION
     with _LOCK:
         if _SESSION is not None and not _is_stopped(_SESSION):
             return _SESSION
-        _SESSION = _build(connection, state_dir)
+        _SESSION = _build(connection, state_dir, catalog_only=catalog_only)
         return _SESSION
 
 
@@ -96,7 +100,7 @@ def _is_stopped(session: "SparkSession") -> bool:
         return True
 
 
-def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
+def _build(connection: SparkConnection, state_dir: Path, *, catalog_only: bool = False) -> "SparkSession":
     from pyspark.sql import SparkSession
 
     verbose = is_verbose()
@@ -128,7 +132,7 @@ def _build(connection: SparkConnection, state_dir: Path) -> "SparkSession":
         settings.update(EMBEDDED_WAREHOUSE_DEFAULTS)
     settings.update(dict(connection.config))
     settings["spark.driver.extraJavaOptions"] = java_options(
-        state_dir, settings.get("spark.driver.extraJavaOptions", ""), verbose=verbose)
+        state_dir, settings.get("spark.driver.extraJavaOptions", ""), verbose=verbose, catalog_only=catalog_only)
     builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -218,17 +222,30 @@ def _foreign_catalog_message(state_dir: Path, evidence: str) -> str:
             "SQLite state of this copy) and plan again")
 
 
-def java_options(state_dir: Path, user_options: str = "", *, verbose: bool = False) -> str:
-    """The driver JVM's options: Derby's home and (unless verbose) meshbot's log4j profile, then the user's.
+# A JVM that only runs catalog statements never runs long enough for HotSpot's C2 compiler to pay:
+# every statement walks a large body of Spark, Hive, DataNucleus and Derby code, which C2 keeps
+# recompiling on a core of its own (as much CPU as the statements themselves). C1 alone made a
+# 300-model first deploy 1.5x faster on 2 cores (benchmarks/README.md); data work keeps C2.
+CATALOG_ONLY_JIT = "-XX:TieredStopAtLevel=1"
+
+
+def java_options(state_dir: Path, user_options: str = "", *, verbose: bool = False,
+                 catalog_only: bool = False) -> str:
+    """The driver JVM's options: Derby's home, (unless verbose) meshbot's log4j profile and (for a
+    catalog-only session) the C1-only compiler, then the user's, which win over meshbot's.
 
     >>> java_options(Path("/p/.meshbot"), "-Xss4m")  # doctest: +ELLIPSIS
     '-Dderby.system.home=/p/.meshbot -Dlog4j2.configurationFile=file:...log4j2.properties -Xss4m'
     >>> java_options(Path("/p/.meshbot"), verbose=True)
     '-Dderby.system.home=/p/.meshbot'
+    >>> java_options(Path("/p/.meshbot"), "-XX:TieredStopAtLevel=4", verbose=True, catalog_only=True)
+    '-Dderby.system.home=/p/.meshbot -XX:TieredStopAtLevel=1 -XX:TieredStopAtLevel=4'
     """
     options = [f"-Dderby.system.home={state_dir}"]
     if not verbose:
         options.append(f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}")
+    if catalog_only:
+        options.append(CATALOG_ONLY_JIT)
     if user_options.strip():
         options.append(user_options.strip())
     return " ".join(options)
