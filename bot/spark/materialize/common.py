@@ -201,7 +201,7 @@ def write_query(engine: SparkEngine, *, table: str, query_sql: str, columns: Col
         rows = batch_sql(engine, query_sql, table=table, columns=columns, condition=condition, fresh=fresh)
         try:
             with spark_errors(f"writing {table}"), static_overwrite(engine, table, active=replace):
-                engine.session.sql(spark_sql(exp.insert(rows, table_expression(table), overwrite=replace)))
+                engine.sql(spark_sql(exp.insert(rows, table_expression(table), overwrite=replace)))
             return
         except EngineError as exc:
             cause = exc.__context__

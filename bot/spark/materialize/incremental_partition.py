@@ -34,7 +34,7 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
         if isinstance(query, str):
             rows = common.batch_sql(engine, query, table=table, columns=columns, fresh=True)
             with spark_errors(f"writing {table}"):
-                engine.session.sql(spark_sql(exp.insert(rows, table_expression(table), overwrite=True)))
+                engine.sql(spark_sql(exp.insert(rows, table_expression(table), overwrite=True)))
             return
         frame = common.conformed(engine, common.source_frame(engine, query, table=table), table=table)
         with spark_errors(f"writing {table}"):
