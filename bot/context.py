@@ -39,6 +39,15 @@ class ApplyResult:
     audit_warnings: tuple["AuditResult", ...] = ()
 
 
+def _import_plan_modules() -> None:
+    """Import what a plan needs after the load (state and its SQLAlchemy, the plan builder), while
+    worker processes parse a cold project and this process would only wait."""
+    import importlib
+
+    for module in ("bot.plan.builder", "bot.state.connect"):
+        importlib.import_module(module)
+
+
 class Context:
     """Composition root: loads the project lazily; state and Spark start only when first needed.
 
@@ -66,7 +75,7 @@ class Context:
     def project(self) -> "Project":
         from bot.project.loader import load_project
 
-        return load_project(self.path, config=self.config)
+        return load_project(self.path, config=self.config, while_parsing=_import_plan_modules)
 
     def load(self) -> None:
         """Parse the project now rather than on the first call that needs it."""

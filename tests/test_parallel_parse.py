@@ -58,9 +58,9 @@ def mode(monkeypatch: pytest.MonkeyPatch):
     """mode(True) forks workers for even a few files (counting the forks), mode(False) never forks."""
     forks: list[int] = []
 
-    def counted(task, count, workers):
+    def counted(task, count, workers, **options):
         forks.append(workers)
-        return parallel.fork_map(task, count, workers)
+        return parallel.fork_map(task, count, workers, **options)
 
     monkeypatch.setattr(loader, "fork_map", counted)
     monkeypatch.setattr(render_cache, "fork_map", counted)
@@ -186,3 +186,22 @@ def test_fork_map_keeps_order_and_leaves_failures_to_the_caller():
         return None if index == 7 else index * 10
 
     assert parallel.fork_map(task, 11, 3) == [0, 10, 20, 30, 40, None, 60, None, 80, 90, 100]
+
+
+def test_fork_map_runs_meanwhile_once_in_this_process_and_keeps_the_results():
+    calls: list[int] = []
+    results = parallel.fork_map(lambda index: index + 1, 6, 2, meanwhile=lambda: calls.append(os.getpid()))
+    assert results == [1, 2, 3, 4, 5, 6]
+    assert calls == [os.getpid()]
+
+
+def test_only_a_load_that_parses_in_workers_runs_its_while_parsing_work(tmp_path, mode):
+    """The Context imports the plan's modules there; a serial load has no waiting to fill."""
+    root = _project(tmp_path / "p")
+    calls: list[str] = []
+    mode(False)
+    serial = load_project(root, use_cache=False, while_parsing=lambda: calls.append("serial"))
+    mode(True)
+    forked = load_project(root, use_cache=False, while_parsing=lambda: calls.append("workers"))
+    assert calls == ["workers"]
+    assert sorted(forked.models) == sorted(serial.models)

@@ -49,11 +49,16 @@ class Project:
     source_digests: Mapping[str, str] = field(default_factory=dict)
 
 
-def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: bool = True) -> Project:
-    """Read every project file under `root`; any invalid file is a ConfigError naming it (and the line)."""
+def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: bool = True,
+                 while_parsing: Callable[[], None] | None = None) -> Project:
+    """Read every project file under `root`; any invalid file is a ConfigError naming it (and the line).
+
+    `while_parsing` runs while worker processes parse the model files (a cold load of a large
+    project), when this process would only wait; it must start no thread. Otherwise it is not called.
+    """
     root = Path(root).resolve()
     config = config or load_config(root)
-    parsed, digests = _load_sql_models(root, config, use_cache=use_cache)
+    parsed, digests = _load_sql_models(root, config, use_cache=use_cache, while_parsing=while_parsing)
     _check_macros(root, config, parsed)
     for item in parsed:
         for message, line in getattr(item, "warnings", ()):
@@ -106,8 +111,8 @@ def _check_symlink(path: Path, folder: Path) -> None:
                           "remove the link (meshbot does not follow symlinked folders)", path=path)
 
 
-def _load_sql_models(root: Path, config: ProjectConfig, *,
-                     use_cache: bool) -> tuple[list[ParsedModel], list[str]]:
+def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool,
+                     while_parsing: Callable[[], None] | None = None) -> tuple[list[ParsedModel], list[str]]:
     cache = ModelCache.open(root) if use_cache else None
     context = cache_context(root, config.model_defaults, sorted((str(k), repr(v)) for k, v in config.variables.items()))
     jinja = JinjaSettings(variables=config.variables, gateway=config.default_gateway,
@@ -133,7 +138,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, *,
             return parse_model_file(file.path, decode_text(file.data, file.path), defaults=config.model_defaults,
                                     variables=config.variables, jinja=jinja)
 
-        pickled = _parse_in_workers([f for f in files if f.entries is None], parse)
+        pickled = _parse_in_workers([f for f in files if f.entries is None], parse, while_parsing)
         for file in files:
             entries = file.entries
             if entries is None:
@@ -161,8 +166,8 @@ class _SqlFile:
     entries: tuple[ParsedModel, ...] | None
 
 
-def _parse_in_workers(misses: list[_SqlFile],
-                      parse: Callable[[_SqlFile], tuple[ParsedModel, ...]]) -> dict[str, bytes]:
+def _parse_in_workers(misses: list[_SqlFile], parse: Callable[[_SqlFile], tuple[ParsedModel, ...]],
+                      meanwhile: Callable[[], None] | None = None) -> dict[str, bytes]:
     """Cache key -> the file's parsed entries as the cache pickles them, parsed with worker processes.
 
     Empty when there are too few files to pay for the workers. A file missing from the result (an
@@ -171,7 +176,7 @@ def _parse_in_workers(misses: list[_SqlFile],
     workers = worker_count(len(misses))
     if not workers:
         return {}
-    blobs = fork_map(lambda index: dumps(parse(misses[index])), len(misses), workers)
+    blobs = fork_map(lambda index: dumps(parse(misses[index])), len(misses), workers, meanwhile=meanwhile)
     return {file.key: blob for file, blob in zip(misses, blobs) if blob is not None}
 
 

@@ -70,12 +70,14 @@ def worker_count(items: int) -> int:
     return workers if workers > 1 else 0
 
 
-def fork_map(task: Callable[[int], Any], count: int, workers: int) -> list[Any]:
+def fork_map(task: Callable[[int], Any], count: int, workers: int, *,
+             meanwhile: Callable[[], None] | None = None) -> list[Any]:
     """[task(0), ..., task(count - 1)], computed by `workers` forked processes.
 
     Each takes the next item from a shared counter, so a process the machine slows down takes fewer.
-    This process only waits: what its share would leave in memory (parse garbage, unpickled ASTs)
-    would stay for the rest of the command.
+    This process does none of the items: what its share would leave in memory (parse garbage,
+    unpickled ASTs) would stay for the rest of the command. It runs `meanwhile` (work the command
+    needs next, e.g. imports; it must start no thread) once the workers are started, then waits.
 
     A result is None where the task returned None, raised, or its process died: the caller does
     those items again itself, so errors are raised (and results built) exactly as by a serial loop.
@@ -93,6 +95,8 @@ def fork_map(task: Callable[[int], Any], count: int, workers: int) -> list[Any]:
             process.start()
             sender.close()
             started.append((receiver, process))
+        if meanwhile is not None:
+            meanwhile()
         done: list[tuple[int, Any]] = []
         for receiver, _ in started:
             try:
