@@ -10,22 +10,8 @@ import bot.spark.session as session_module
 from bot.context import Context
 from bot.plan.definition import PlanOptions
 from bot.spark.session import CATALOG_ONLY_JIT, java_options
+from ops_project import CONFIG
 from project_files import write_files
-
-CONFIG = """
-gateways:
-  local:
-    connection:
-      type: spark
-      master: local[2]
-    state_connection:
-      type: sqlite
-      database: .meshbot/state.db
-default_gateway: local
-model_defaults:
-  dialect: spark
-  start: '2024-01-01'
-"""
 
 FILES = {
     "config.yaml": CONFIG,
