@@ -157,7 +157,8 @@ class Context:
                            audit_warnings=tuple(log.audit_warnings))
 
     def _catalog_only(self, plan: Plan) -> bool:
-        """True when applying `plan` writes no data and reads none: no batch, no audit to run."""
+        """True when applying `plan` runs no batch and no audit: only tables, views and state.
+        (The config's before_all/after_all statements still run; they are taken to be small.)"""
         standalone = (not plan.options.skip_backfill
                       and any(audit.standalone for audit in self.project.audits.values()))
         return not plan.backfills and not plan.audit_only and not standalone

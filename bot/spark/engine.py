@@ -163,7 +163,7 @@ class SparkEngine:
     def drop_schema(self, name: str, *, cascade: bool = True) -> None:
         with spark_errors(f"dropping schema {name}"):
             self.sql(spark_sql(exp.Drop(tables=[table_expression(name)], kind="SCHEMA", exists=True,
-                                                cascade=cascade)))
+                                        cascade=cascade)))
         self._objects.pop(name.lower(), None)
         self._forget_all()
         if self._schemas is not None:
@@ -355,7 +355,7 @@ class SparkEngine:
     def rename_table(self, source: str, target: str) -> None:
         with spark_errors(f"renaming {source} to {target}"):
             self.sql(spark_sql(exp.Alter(this=table_expression(source), kind="TABLE",
-                                                 actions=[exp.AlterRename(this=table_expression(target))])))
+                                         actions=[exp.AlterRename(this=table_expression(target))])))
         self._note(source, exists=False)
         self._note(target, exists=True)
 
