@@ -12,6 +12,7 @@ from sqlglot import exp
 
 from bot.errors import EngineError
 from bot.spark.sql import column_defs, parse_query, quote_table, spark_sql, split_table, table_expression
+from bot.spark.stand_ins import table_key
 from bot.spark.types import schema_columns
 
 if TYPE_CHECKING:
@@ -86,6 +87,9 @@ class SparkEngine:
         self._schemas: set[str] | None = None
         self._table_schemas: dict[str, "StructType"] = {}
         self._partitions: dict[str, list[str]] = {}
+        # (name, type) of each table this engine created, in the catalog's order, keyed by
+        # stand_ins.table_key: queries over them are analyzed against stand-ins (no metastore call).
+        self.created_columns: dict[str, list[tuple[str, str]]] = {}
         # Output column names of the query last written into a table (same model version, so the
         # same names batch after batch); lets a batch's write skip a separate analysis.
         self.query_outputs: dict[str, list[str]] = {}
@@ -213,10 +217,11 @@ class SparkEngine:
         key = table.lower()
         for cache in (self._table_schemas, self._partitions, self.watermarks):
             cache.pop(key, None)
+        self.created_columns.pop(table_key(split_table(table)), None)
 
     def _forget_all(self) -> None:
         for cache in (self._table_schemas, self._partitions, self.query_outputs, self.query_shapes,
-                      self.watermarks):
+                      self.watermarks, self.created_columns):
             cache.clear()
 
     def note_created(self, table: str) -> None:
@@ -289,12 +294,17 @@ class SparkEngine:
             return self.sql(sql)
 
     # ----------------------------------------------------------------- objects
-    def create_view(self, view: str, select_sql: str, *, replace: bool = True) -> None:
+    def create_view(self, view: str, select_sql: str, *, replace: bool = True,
+                    columns: Sequence[tuple[str, str]] | None = None) -> None:
+        """CREATE [OR REPLACE] VIEW; `columns`, when the caller knows the query's output, are kept
+        like a created table's (`created_columns`)."""
         statement = exp.Create(this=table_expression(view), kind="VIEW", replace=replace, exists=not replace,
                                expression=parse_query(select_sql, f"creating view {view}"))
         with spark_errors(f"creating view {view}"):
             self.sql(spark_sql(statement))
         self._note(view, exists=True)
+        if columns:
+            self.created_columns[table_key(split_table(view))] = list(columns)
 
     def drop_view(self, view: str) -> None:
         with spark_errors(f"dropping view {view}"):
@@ -341,6 +351,7 @@ class SparkEngine:
             self.sql(spark_sql(statement))
         self._note(table, exists=True)
         self._partitions[table.lower()] = partitioned_by
+        self.created_columns[table_key(split_table(table))] = catalog_order(columns, partitioned_by)
 
     def add_columns(self, table: str, *, columns: Sequence[tuple[str, str]]) -> None:
         """ALTER TABLE ... ADD COLUMNS (existing rows read NULL); rows are unchanged, so the watermark stays."""
@@ -351,6 +362,7 @@ class SparkEngine:
         key = table.lower()
         self._table_schemas.pop(key, None)
         self._partitions.pop(key, None)
+        self.created_columns.pop(table_key(split_table(table)), None)
 
     def rename_table(self, source: str, target: str) -> None:
         with spark_errors(f"renaming {source} to {target}"):
@@ -370,6 +382,19 @@ class SparkEngine:
                 rows = self.sql(spark_sql(exp.Describe(this=table_expression(table)))).collect()
             self._partitions[key] = _partition_names([row[0] for row in rows])
         return list(self._partitions[key])
+
+
+def catalog_order(columns: Sequence[tuple[str, str]], partitioned_by: Sequence[str]) -> list[tuple[str, str]]:
+    """A new table's columns in the order Spark's catalog keeps them: partition columns last, in
+    PARTITIONED BY order (matched without case).
+
+    >>> catalog_order([("ds", "STRING"), ("id", "INT"), ("kind", "STRING")], ["KIND", "ds"])
+    [('id', 'INT'), ('kind', 'STRING'), ('ds', 'STRING')]
+    """
+    by_name = {name.lower(): (name, kind) for name, kind in columns}
+    partitions = [by_name[name.lower()] for name in partitioned_by if name.lower() in by_name]
+    keys = {name.lower() for name, _ in partitions}
+    return [column for column in columns if column[0].lower() not in keys] + partitions
 
 
 def _partition_names(described: list[str]) -> list[str]:

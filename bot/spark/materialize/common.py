@@ -13,6 +13,7 @@ from bot.errors import EngineError
 from bot.spark.engine import SparkEngine, error_class, spark_errors
 from bot.spark.sql import parse_query, quote_table, spark_sql, split_table, table_expression
 from bot.spark.python_eval import conform, to_spark_df
+from bot.spark.stand_ins import with_stand_ins
 from bot.spark.types import data_type, quote_identifier, schema_columns, to_spark_type
 
 __all__ = ["conform"]
@@ -38,11 +39,34 @@ def source_frame(engine: SparkEngine, query: Any, *, table: str) -> "DataFrame":
 
 
 def query_columns(engine: SparkEngine, query_sql: str, *, table: str) -> list[tuple[str, str]]:
-    """(name, Spark type) of a query's output, from analysis only (no Spark job)."""
-    frame = engine.dataframe(query_sql, subject=f"analyzing the query of {table}")
-    columns = schema_columns(frame.schema)
+    """(name, Spark type) of a query's output, from analysis only (no Spark job).
+
+    Tables this engine created are read from stand-ins of their columns (`stand_ins`), so a
+    first deploy analyzes each model without reading its parents from the metastore; if that
+    analysis fails, the real one runs and its error is the one reported.
+    """
+    subject = f"analyzing the query of {table}"
+    columns = _stand_in_analysis(engine, query_sql, subject=subject)
+    if columns is None:
+        columns = schema_columns(engine.dataframe(query_sql, subject=subject).schema)
     _remember(engine, table, query_sql, [name for name, _ in columns])
     return columns
+
+
+def stand_in_columns(engine: SparkEngine, query_sql: str, *, table: str) -> list[tuple[str, str]] | None:
+    """A query's output columns when every table it reads has stand-ins (an analysis without any
+    metastore call), else None."""
+    return _stand_in_analysis(engine, query_sql, subject=f"analyzing the query of {table}", every_table=True)
+
+
+def _stand_in_analysis(engine: SparkEngine, query_sql: str, *, subject: str,
+                       every_table: bool = False) -> list[tuple[str, str]] | None:
+    probe = with_stand_ins(query_sql, engine.created_columns, every_table=every_table)
+    if probe is None:
+        return None
+    with contextlib.suppress(EngineError), spark_errors(subject):
+        return schema_columns(engine.dataframe(probe, subject=subject).schema)
+    return None
 
 
 def query_shape(query_sql: str) -> str:

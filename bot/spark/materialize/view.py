@@ -8,7 +8,7 @@ from typing import Any
 from bot.errors import EngineError
 from bot.project.model import Kind
 from bot.spark.engine import SparkEngine
-from bot.spark.materialize import full
+from bot.spark.materialize import common, full
 
 
 def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None,
@@ -19,7 +19,9 @@ def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None
         return
     if not query_sql:
         raise EngineError(f"creating view {table}: the model has no SQL query")
-    engine.create_view(table, query_sql)
+    # Known columns let the children's analyses read a stand-in instead of this view (whose own
+    # analysis would otherwise repeat, down through every view it reads).
+    engine.create_view(table, query_sql, columns=common.stand_in_columns(engine, query_sql, table=table))
 
 
 def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,
