@@ -1,5 +1,5 @@
 """Which driver JVM a command asks for: work that only touches the catalog (a deploy without backfill,
-the janitor) asks for a catalog-only JVM (C1 compiler alone); anything that reads or writes data keeps
+the janitor) asks for a catalog-only JVM (C1 compiler alone, shorter stack traces); anything that reads or writes data keeps
 HotSpot's default; a session already running is used as it is."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import bot.spark.session as session_module
 from bot.context import Context
 from bot.plan.definition import PlanOptions
-from bot.spark.session import CATALOG_ONLY_JIT, java_options
+from bot.spark.session import CATALOG_ONLY_JVM, java_options
 from ops_project import CONFIG
 from project_files import write_files
 
@@ -67,7 +67,9 @@ def test_a_context_that_started_spark_keeps_its_session(project, asked):
     assert asked == [False]
 
 
-def test_the_catalog_only_compiler_comes_before_the_users_options_so_theirs_win(tmp_path):
-    options = java_options(tmp_path, "-XX:TieredStopAtLevel=4", verbose=True, catalog_only=True).split()
-    assert options.index(CATALOG_ONLY_JIT) < options.index("-XX:TieredStopAtLevel=4")
-    assert CATALOG_ONLY_JIT not in java_options(tmp_path, verbose=True).split()
+def test_the_catalog_only_options_come_before_the_users_so_theirs_win(tmp_path):
+    options = java_options(tmp_path, "-XX:TieredStopAtLevel=4 -XX:MaxJavaStackTraceDepth=0", verbose=True,
+                           catalog_only=True).split()
+    assert options.index("-XX:TieredStopAtLevel=1") < options.index("-XX:TieredStopAtLevel=4")
+    assert options.index("-XX:MaxJavaStackTraceDepth=64") < options.index("-XX:MaxJavaStackTraceDepth=0")
+    assert not set(CATALOG_ONLY_JVM) & set(java_options(tmp_path, verbose=True).split())

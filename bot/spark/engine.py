@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -108,14 +109,28 @@ class SparkEngine:
             return self._locks.setdefault(table.lower(), threading.Lock())
 
     def sql(self, statement: str) -> "DataFrame":
-        """`session.sql(statement)` in fewer JVM round trips: every statement meshbot runs goes through here.
+        """`session.sql(statement)` in one JVM round trip: every statement meshbot runs goes through here.
 
-        Called without `args`, pyspark builds an empty Java array through `PythonUtils`, a short name
-        the JVM resolves by trying each package pyspark imported (a search of the whole class path per
-        miss) on every call, plus three more round trips; an empty `args` mapping goes straight to the
-        statement. Same parse, same result (checked with `?`, `:name` and variant paths).
+        pyspark's `sql()` costs more round trips than the statement: without `args` it builds an
+        empty Java array through `PythonUtils`, a short name the JVM resolves by trying each package
+        pyspark imported (a search of the whole class path per miss), and with `args={}` it creates
+        a Java map first (and later tells the JVM to free it). The session's own Java `sql(String)`
+        is what both end up calling; a Spark Connect session has no JVM here and goes through `sql()`.
         """
-        return self.session.sql(statement, args={})
+        java_session = self._java_session
+        if java_session is None:
+            return self.session.sql(statement)
+        return self._classic_frame(java_session.sql(statement), self.session)
+
+    @functools.cached_property
+    def _java_session(self) -> Any:
+        return getattr(self.session, "_jsparkSession", None)
+
+    @functools.cached_property
+    def _classic_frame(self) -> Any:
+        from pyspark.sql.classic.dataframe import DataFrame
+
+        return DataFrame
 
     # ------------------------------------------------------------ scheduler pools
     _JOB_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
