@@ -14,9 +14,12 @@ from sqlglot import exp
 from bot.errors import EngineError
 from bot.spark.sql import column_defs, parse_query, quote_table, spark_sql, split_table, table_expression
 from bot.spark.stand_ins import table_key
+from bot.spark.table_dirs import local_table_directory, made_beforehand
 from bot.spark.types import schema_columns
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
@@ -88,6 +91,7 @@ class SparkEngine:
         self._schemas: set[str] | None = None
         self._table_schemas: dict[str, "StructType"] = {}
         self._partitions: dict[str, list[str]] = {}
+        self._schema_locations: dict[str, str | None] = {}
         # (name, type) of each table this engine created, in the catalog's order, keyed by
         # stand_ins.table_key: queries over them are analyzed against stand-ins (no metastore call).
         self.created_columns: dict[str, list[tuple[str, str]]] = {}
@@ -184,6 +188,7 @@ class SparkEngine:
             self.sql(spark_sql(exp.Drop(tables=[table_expression(name)], kind="SCHEMA", exists=True,
                                         cascade=cascade)))
         self._objects.pop(name.lower(), None)
+        self._schema_locations.pop(name.lower(), None)
         self._forget_all()
         if self._schemas is not None:
             self._schemas.discard(name.lower())
@@ -223,6 +228,7 @@ class SparkEngine:
             self._forget_all()
             self._objects.clear()
             self._schemas = None
+            self._schema_locations.clear()
         else:
             self._forget(table)
             self._objects.pop(self._schema_and_name(table)[0].lower(), None)
@@ -362,11 +368,25 @@ class SparkEngine:
                 expressions=[exp.to_identifier(name, quoted=True) for name in partitioned_by])))
         statement = exp.Create(this=exp.Schema(this=table_expression(table), expressions=column_defs(columns)),
                                kind="TABLE", exists=True, properties=exp.Properties(expressions=properties))
-        with spark_errors(f"creating table {table}"):
+        with spark_errors(f"creating table {table}"), made_beforehand(self._new_table_directory(table)):
             self.sql(spark_sql(statement))
         self._note(table, exists=True)
         self._partitions[table.lower()] = partitioned_by
         self.created_columns[table_key(split_table(table))] = catalog_order(columns, partitioned_by)
+
+    def _new_table_directory(self, table: str) -> "Path | None":
+        """Where a new managed `table` will live, when that is on this process's file system (see table_dirs)."""
+        if self._java_session is None:
+            return None   # Spark Connect: the warehouse is the server's
+        schema, name = self._schema_and_name(table)
+        key = schema.lower()
+        if key not in self._schema_locations:
+            try:
+                rows = self.sql(f"DESCRIBE SCHEMA {quote_table(schema)}").collect()
+            except Exception:  # noqa: BLE001 - CREATE TABLE itself will say what is wrong with the schema
+                return None
+            self._schema_locations[key] = next((row[1] for row in rows if row[0] == "Location"), None)
+        return local_table_directory(self._schema_locations[key], name)
 
     def add_columns(self, table: str, *, columns: Sequence[tuple[str, str]]) -> None:
         """ALTER TABLE ... ADD COLUMNS (existing rows read NULL); rows are unchanged, so the watermark stays."""
