@@ -323,28 +323,21 @@ def _seed_fields(seed_path: str | None, *, path: Path, line: int) -> dict[str, A
 def macro_references(expressions: list[exp.Expression], *, text: str, start: int) -> tuple[MacroRef, ...]:
     """Macros used by the statements that are not built-in variables, @DEF'd names or lambda arguments."""
     defined: set[str] = set()
-    for expression in expressions:
-        for node in expression.find_all(exp.Anonymous):
-            if macro_call_name(node) == "def" and node.expressions:
-                defined.add(node.expressions[0].name.lower())
-        for node in expression.find_all(exp.Lambda):
-            defined.update(e.name.lower() for e in node.expressions)
-    refs: dict[tuple[str, str], MacroRef] = {}
+    candidates: dict[tuple[str, str], None] = {}   # in order of first use; one walk of each statement
     for expression in expressions:
         for node in expression.walk():
             if isinstance(node, exp.Parameter):
-                name, kind = node.name.lower(), "var"
-                if not name or name in BUILTIN_MACRO_VARIABLES or name in defined:
-                    continue
+                if node.name:
+                    candidates[(node.name.lower(), "var")] = None
+            elif isinstance(node, exp.Lambda):
+                defined.update(e.name.lower() for e in node.expressions)
             elif (name := macro_call_name(node)) is not None:
-                kind = "call"
-                if name in BUILTIN_MACRO_FUNCTIONS:
-                    continue
-            else:
-                continue
-            if (name, kind) not in refs:
-                refs[(name, kind)] = MacroRef(name, kind, _macro_line(text, name, start))
-    return tuple(refs.values())
+                candidates[(name, "call")] = None
+                if name == "def" and node.expressions:
+                    defined.add(node.expressions[0].name.lower())
+    return tuple(MacroRef(name, kind, _macro_line(text, name, start)) for name, kind in candidates
+                 if not (name in BUILTIN_MACRO_FUNCTIONS if kind == "call"
+                         else name in BUILTIN_MACRO_VARIABLES or name in defined))
 
 
 def _macro_line(text: str, name: str, start: int) -> int:

@@ -36,11 +36,10 @@ def with_stand_ins(query_sql: str, known: Mapping[str, Columns], *, every_table:
     Spark then resolves those relations without a metastore call, and the query's output columns
     and types are the same as over the real tables: resolution sees the same names and types. The
     result is the query's own text but for the replaced references (sqlglot must reproduce the
-    text exactly, else None); a column written with its table's schema (`db.t.col`, not an alias's
-    struct field `a.col.field`) or a table
-    reference with extras (time travel, TABLESAMPLE, hints) keeps the real analysis. With
-    `every_table`, None also when some table other than a CTE's name would still be read (and a
-    query that reads no table comes back as it is).
+    text exactly, else None). A column written with its table's schema (`db.t.col`; an alias's
+    struct field `a.col.field` is fine), a table reference with extras (time travel, TABLESAMPLE,
+    hints) or CHAR/VARCHAR columns keep the real analysis. With `every_table`, None also when some
+    table other than a CTE's name would still be read (and a query reading no table comes back as is).
 
     >>> known = {"s.t__1": [("id", "INT"), ("amount", "DECIMAL(10,2)")]}
     >>> with_stand_ins("SELECT `a`.`id` FROM `s`.`t__1` AS `a`", known)
