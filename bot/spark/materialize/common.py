@@ -61,7 +61,8 @@ def stand_in_columns(engine: SparkEngine, query_sql: str, *, table: str) -> list
 
 def _stand_in_analysis(engine: SparkEngine, query_sql: str, *, subject: str,
                        every_table: bool = False) -> list[tuple[str, str]] | None:
-    probe = with_stand_ins(query_sql, engine.created_columns, every_table=every_table)
+    # a copy: another task's statement may clear the engine's record meanwhile (any DDL does)
+    probe = with_stand_ins(query_sql, dict(engine.created_columns), every_table=every_table)
     if probe is None:
         return None
     with contextlib.suppress(EngineError), spark_errors(subject):
