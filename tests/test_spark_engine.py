@@ -7,7 +7,8 @@ import uuid
 import pytest
 
 from bot.errors import EngineError
-from bot.spark.engine import SparkEngine, spark_message
+from bot.spark.engine import SparkEngine
+from bot.spark.errors import spark_message
 from bot.spark.sql import quote_table
 
 

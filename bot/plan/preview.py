@@ -20,7 +20,8 @@ from bot.project.dag import children_of, reachable
 from bot.project.model import KindName, Model
 from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms
 from bot.snapshot import ChangeCategory, Snapshot, view_name
-from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.engine import SparkEngine
+from bot.spark.errors import spark_errors
 from bot.spark.materialize.common import conform_sources
 from bot.spark.sql import parse_query, quote_table
 from bot.spark.materialize.incremental_time import interval_condition, time_column

@@ -19,7 +19,8 @@ from bot.project.render import render_sql
 from bot.project.timeutil import exclusive_end_ms
 from bot.quality.api import AuditResult
 from bot.snapshot import Snapshot
-from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.engine import SparkEngine
+from bot.spark.errors import spark_errors
 from bot.spark.python_context import python_model_frame
 from bot.state.api import Environment, StateSync
 

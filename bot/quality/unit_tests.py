@@ -19,7 +19,8 @@ from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, to_datetime, to_m
 from bot.quality.api import TestResult, TestSuiteResult
 from bot.quality.compare import compare_rows, describe
 from bot.quality.test_files import TestData, UnitTest, load_test_files
-from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.engine import SparkEngine
+from bot.spark.errors import spark_errors
 from bot.spark.python_context import ExecutionContext, python_model_frame
 
 if TYPE_CHECKING:

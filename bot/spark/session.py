@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from bot.errors import EngineError
 from bot.project.config import SparkConnection
 from bot.spark.connect import check_reachable, is_connect
-from bot.spark.engine import spark_message
+from bot.spark.errors import spark_message
 from bot.spark.verbosity import is_verbose
 
 if TYPE_CHECKING:

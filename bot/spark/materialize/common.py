@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from bot.errors import EngineError
-from bot.spark.engine import SparkEngine, error_class, spark_errors
+from bot.spark.engine import SparkEngine
+from bot.spark.errors import error_class, spark_errors
 from bot.spark.sql import parse_query, quote_table, spark_sql, split_table, table_expression
 from bot.spark.python_eval import conform, to_spark_df
 from bot.spark.stand_ins import with_stand_ins

@@ -14,7 +14,8 @@ from typing import Any
 from sqlglot import exp
 
 from bot.project.model import Kind
-from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.engine import SparkEngine
+from bot.spark.errors import spark_errors
 from bot.spark.sql import spark_sql, table_expression
 from bot.spark.materialize import common, full
 

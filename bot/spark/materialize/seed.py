@@ -8,7 +8,8 @@ from typing import Any
 
 from bot.errors import EngineError
 from bot.project.model import Kind
-from bot.spark.engine import SparkEngine, spark_errors
+from bot.spark.engine import SparkEngine
+from bot.spark.errors import spark_errors
 from bot.spark.materialize import common
 from bot.spark.python_eval import to_spark_df
 from bot.spark.types import schema_columns, to_spark_type
