@@ -9,9 +9,10 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
+import bot.spark.engine as engine_module
 from bot.errors import EngineError
 from bot.spark.engine import SparkEngine
-from bot.spark.table_dirs import local_table_directory
+from bot.spark.table_dirs import made_beforehand
 
 
 @pytest.fixture
@@ -29,13 +30,19 @@ def _location(engine: SparkEngine, table: str) -> Path:
     return Path(unquote(urlparse(next(row["data_type"] for row in rows if row["col_name"] == "Location")).path))
 
 
-def test_a_table_made_in_its_directory_is_an_ordinary_managed_table(schema):
+def test_a_table_made_in_its_directory_is_an_ordinary_managed_table(schema, monkeypatch):
     engine, db, schema_dir = schema
     table = f"{db}.Orders__1"
-    # the directory made beforehand is the one Spark's catalog gives the table
-    assert local_table_directory(schema_dir.as_uri(), "Orders__1") == schema_dir / "orders__1"
+    made: list[Path | None] = []
+
+    def recording(directory):
+        made.append(directory)
+        return made_beforehand(directory)
+
+    monkeypatch.setattr(engine_module, "made_beforehand", recording)
     engine.create_table(table, columns=[("id", "INT"), ("ds", "STRING")], partitioned_by=["ds"])
-    assert _location(engine, table) == schema_dir / "orders__1"
+    # the directory made beforehand is the one Spark's catalog gives the table
+    assert made == [schema_dir / "orders__1"] and _location(engine, table) == schema_dir / "orders__1"
     engine.execute(f"INSERT INTO {table} VALUES (1, '2024-01-01'), (2, '2024-01-02')")
     assert sorted(row["id"] for row in engine.fetch(f"SELECT id FROM {table}")) == [1, 2]
     engine.drop_table(table)
@@ -56,3 +63,19 @@ def test_a_directory_with_files_is_refused_and_kept(schema):
     with pytest.raises(EngineError, match="creating table"):
         engine.create_table(f"{db}.taken__3", columns=[("id", "INT")])
     assert (schema_dir / "taken__3" / "part-0.parquet").read_bytes() == b"not ours"
+
+
+def test_a_directory_made_beforehand_goes_again_only_if_the_statement_fails_and_it_is_empty(tmp_path):
+    with made_beforehand(tmp_path / "t"):
+        assert (tmp_path / "t").is_dir()
+    assert (tmp_path / "t").is_dir()
+    with pytest.raises(RuntimeError), made_beforehand(tmp_path / "u"):
+        raise RuntimeError("CREATE TABLE failed")
+    assert not (tmp_path / "u").exists()
+    (tmp_path / "v").mkdir()
+    with pytest.raises(RuntimeError), made_beforehand(tmp_path / "v"):
+        raise RuntimeError("CREATE TABLE failed")
+    assert (tmp_path / "v").is_dir()   # it was there before: not ours to remove
+    with made_beforehand(tmp_path / "no" / "schema"):
+        pass
+    assert not (tmp_path / "no").exists()   # never a schema's directory
