@@ -15,12 +15,14 @@ model-interval (counted with the status tracker per job group).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -40,7 +42,7 @@ gateways:
       type: spark
       master: 'local[2]'
       concurrent_tasks: {concurrent}
-      config: {{spark.sql.shuffle.partitions: '2', spark.ui.retainedJobs: '100000'}}
+      config: {{spark.sql.shuffle.partitions: '2', spark.ui.retainedJobs: '100000'{extra}}}
     state_connection: {{type: sqlite, database: .meshbot/state.db}}
 default_gateway: local
 model_defaults: {{dialect: spark, start: '{start}', cron: '@daily'}}
@@ -59,9 +61,10 @@ SELECT ds, id, (amount * 2) % 1000 AS amount FROM bench.{parent} WHERE ds BETWEE
 
 
 def generate(root: Path, *, models: int, days: int, batch_size: int | None, concurrent: int = 1,
-             schema: str = "bench") -> None:
+             schema: str = "bench", spark_config: Sequence[str] = ()) -> None:
     (root / "models").mkdir(parents=True)
-    (root / "config.yaml").write_text(CONFIG.format(start=START, concurrent=concurrent))
+    extra = "".join(f", {key}: {json.dumps(value)}" for key, value in (item.split("=", 1) for item in spark_config))
+    (root / "config.yaml").write_text(CONFIG.format(start=START, concurrent=concurrent, extra=extra))
     (root / "models" / "m00.sql").write_text(SOURCE.format(start=START, days=days))
     batch = f", batch_size {batch_size}" if batch_size else ""
     for i in range(1, models):
@@ -145,6 +148,9 @@ def main() -> None:
                         help="first backfill the same models over this many days, untimed (0: none), "
                              "so no timed run pays for a cold JVM")
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--spark-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting added to the connection's `config` (repeatable), to measure a JVM "
+                             "option; it applies to the one session, started by the first project")
     args = parser.parse_args()
     base = args.dir or Path(tempfile.mkdtemp(prefix="meshbot_bench_"))
     execution_time = time.strftime("%Y-%m-%d", time.gmtime((to_ms(START) + args.days * 86_400_000) / 1000))
@@ -156,7 +162,7 @@ def main() -> None:
         if warm.exists():
             shutil.rmtree(warm)
         generate(warm, models=args.models, days=args.warmup_days, batch_size=args.batch_size,
-                 concurrent=values[0], schema="bench_warmup")
+                 concurrent=values[0], schema="bench_warmup", spark_config=args.spark_config)
         warm_time = time.strftime("%Y-%m-%d", time.gmtime((to_ms(START) + args.warmup_days * 86_400_000) / 1000))
         _, _, _, context = run_meshbot(warm, warm_time)
         for name in ("bench_warmup", "sqlmesh__bench_warmup"):
@@ -167,7 +173,7 @@ def main() -> None:
             shutil.rmtree(root)
         schema = f"bench_c{concurrent}_{index}"
         generate(root, models=args.models, days=args.days, batch_size=args.batch_size,
-                 concurrent=concurrent, schema=schema)
+                 concurrent=concurrent, schema=schema, spark_config=args.spark_config)
         before = jobs_in(context.engine.session, "meshbot") if context is not None else 0
         seconds, jvm, plan, context = run_meshbot(root, execution_time)
         jobs = jobs_in(context.engine.session, "meshbot") - before   # the group spans every run
