@@ -7,12 +7,16 @@ import uuid
 
 import pytest
 
+from bot.context import Context
+from bot.plan.definition import PlanOptions
 from bot.project.model import Kind, KindName
 from bot.spark.engine import SparkEngine
 from bot.spark.materialize import common, create_physical
 from bot.spark.sql import parse_query, spark_sql
 from bot.spark.stand_ins import with_stand_ins
 from bot.spark.types import schema_columns
+from ops_project import CONFIG
+from project_files import write_files
 
 
 @pytest.fixture
@@ -113,3 +117,42 @@ def test_ddl_through_the_engine_forgets_the_recorded_columns(schema):
     assert engine.created_columns == {}
     assert common.query_columns(engine, f"SELECT * FROM `{db}`.`other__9`", table=f"{db}.c") == [
         ("x", "INT"), ("y", "STRING")]
+
+
+def test_physical_properties_reach_the_table_and_keep_its_recorded_columns(schema):
+    engine, db = schema
+    orders, _ = _parents(engine, db)
+    engine.set_table_properties(orders, [("owner_team", "data"), ("note", "it's")])
+    properties = {row["key"]: row["value"] for row in engine.fetch(f"SHOW TBLPROPERTIES {orders}")}
+    assert properties["owner_team"] == "data" and properties["note"] == "it's"
+    calls = _hive_calls(engine)
+    common.query_columns(engine, f"SELECT `id` FROM `{db}`.`orders__1`", table=f"{db}.c")
+    assert _hive_calls(engine) == calls   # the properties changed no column: the stand-in still serves
+
+
+def test_a_deploy_sets_a_models_physical_properties_and_analyzes_its_child_from_a_stand_in(tmp_path, clean_catalog,
+                                                                                            monkeypatch):
+    project = write_files(tmp_path / "props", {
+        "config.yaml": CONFIG,
+        "models/base.sql": "MODEL (name standprops.base, kind FULL, physical_properties (owner_team = 'data'));\n"
+                           "SELECT 1 AS id, CAST(2.5 AS DECIMAL(4, 1)) AS amount\n",
+        "models/child.sql": "MODEL (name standprops.child, kind FULL);\nSELECT id, amount * 2 AS amount "
+                            "FROM standprops.base\n",
+    })
+    probes: list[str] = []
+    real = common.with_stand_ins
+
+    def recording(query_sql, known, **options):
+        probe = real(query_sql, known, **options)
+        probes.append(probe)
+        return probe
+
+    monkeypatch.setattr(common, "with_stand_ins", recording)
+    context = Context(project)
+    context.apply(context.plan("prod", options=PlanOptions(skip_backfill=True)))
+    base = context.table_in("prod", "standprops.base")
+    properties = {row["key"]: row["value"] for row in context.engine.fetch(f"SHOW TBLPROPERTIES {base}")}
+    assert properties["owner_team"] == "data"
+    assert any(probe and "CAST(NULL AS DECIMAL(4, 1))" in probe for probe in probes)   # the child read a stand-in
+    assert context.engine.columns(context.table_in("prod", "standprops.child")) == [
+        ("id", "INT"), ("amount", "DECIMAL(6,1)")]

@@ -21,7 +21,7 @@ from bot.snapshot import Snapshot
 from bot.spark import materialize
 from bot.spark.engine import SparkEngine
 from bot.spark.sql import spark_sql, table_expression
-from bot.spark.python_context import physical_properties_sql, python_model_frame, session_properties
+from bot.spark.python_context import python_model_frame, session_properties
 from bot.state.api import Interval
 
 VIEW_THREADS = 4      # the default of connection.concurrent_tasks
@@ -77,7 +77,7 @@ class SparkRunner:
                                     query_sql=query_sql, columns=model.columns or None,
                                     partitioned_by=model.partitioned_by)
         if model.physical_properties and model.kind.name is not KindName.VIEW:
-            self.engine.execute(physical_properties_sql(table, model.physical_properties))
+            self.engine.set_table_properties(table, model.physical_properties)
 
     def evaluate(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
                  table_mapping: Mapping[str, str], execution_time: int) -> None:

@@ -12,7 +12,8 @@ from sqlglot import exp
 
 from bot.errors import EngineError
 from bot.spark.errors import error_class, spark_errors
-from bot.spark.sql import column_defs, parse_query, quote_table, spark_sql, split_table, table_expression
+from bot.spark.sql import (column_defs, parse_query, quote_table, set_properties_sql, spark_sql, split_table,
+                           table_expression)
 from bot.spark.stand_ins import table_key
 from bot.spark.table_dirs import local_table_directory, made_beforehand
 from bot.spark.types import schema_columns
@@ -314,6 +315,12 @@ class SparkEngine:
         self._note(table, exists=True)
         self._partitions[table.lower()] = partitioned_by
         self.created_columns[table_key(split_table(table))] = catalog_order(columns, partitioned_by)
+
+    def set_table_properties(self, table: str, properties: Sequence[tuple[str, str]]) -> None:
+        """ALTER TABLE ... SET TBLPROPERTIES (a model's `physical_properties`); the table's columns,
+        partitions and rows stay as they were, so nothing cached about it is forgotten."""
+        with spark_errors(f"setting the properties of {table}"):
+            self.sql(set_properties_sql(table, properties))
 
     def _new_table_directory(self, table: str) -> "Path | None":
         """Where a new managed `table` will live, when that is on this process's file system (see table_dirs)."""

@@ -7,7 +7,6 @@ import inspect
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from sqlglot import exp
 
 from bot.errors import EngineError
 from bot.project.blueprints import python_values
@@ -16,7 +15,7 @@ from bot.project.python_model import resolve_python_model
 from bot.project.timeutil import to_datetime
 from bot.spark.engine import SparkEngine
 from bot.spark.python_eval import to_spark_df
-from bot.spark.sql import quote_table, spark_sql, table_expression
+from bot.spark.sql import quote_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -155,16 +154,3 @@ def session_properties(engine: SparkEngine, properties: Sequence[tuple[str, str]
                 session.conf.unset(key)
             else:
                 session.conf.set(key, value)
-
-
-def physical_properties_sql(table: str, properties: Sequence[tuple[str, str]]) -> str:
-    """`physical_properties` as table properties of the model's physical table.
-
-    >>> physical_properties_sql("db.t__1", [("owner_team", "data"), ("note", "it's")])
-    "ALTER TABLE `db`.`t__1` SET TBLPROPERTIES ('owner_team'='data', 'note'='it\\\\'s')"
-    """
-    pairs = [exp.Property(this=exp.Literal.string(str(key)), value=exp.Literal.string(str(value)))
-             for key, value in properties]
-    statement = exp.Alter(this=table_expression(table), kind="TABLE",
-                          actions=[exp.AlterSet(expressions=[exp.Properties(expressions=pairs)])])
-    return spark_sql(statement)

@@ -78,3 +78,15 @@ def parse_query(select_sql: str, subject: str) -> exp.Query:
         return exp.maybe_parse(select_sql, dialect="spark")
     except SqlglotError as error:
         raise EngineError(f"{subject}: cannot read the query: {error}") from None
+
+
+def set_properties_sql(table: str, properties: Sequence[tuple[str, str]]) -> str:
+    """ALTER TABLE ... SET TBLPROPERTIES of (key, value) pairs, both written as string literals.
+
+    >>> print(set_properties_sql("db.t__1", [("owner_team", "data"), ("note", "it's")]))
+    ALTER TABLE `db`.`t__1` SET TBLPROPERTIES ('owner_team'='data', 'note'='it\\'s')
+    """
+    pairs = [exp.Property(this=exp.Literal.string(str(key)), value=exp.Literal.string(str(value)))
+             for key, value in properties]
+    return spark_sql(exp.Alter(this=table_expression(table), kind="TABLE",
+                               actions=[exp.AlterSet(expressions=[exp.Properties(expressions=pairs)])]))
