@@ -6,6 +6,7 @@ import contextlib
 import importlib
 import importlib.util
 import sys
+import threading
 import types
 from datetime import date, datetime
 from typing import Any, Iterator, Union
@@ -206,19 +207,27 @@ def unsupported_import(error: BaseException) -> str | None:
     return f"meshbot does not provide `{what}` (SQLMesh is not installed; meshbot stands in for the names it supports)"
 
 
+# `sys.modules` and `sys.path` belong to the whole process: user files imported from several threads
+# at once (Python models evaluated by concurrent backfill tasks) would see another thread's shim or
+# project folder taken away mid-import. One import of a user file at a time (reentrant: the two
+# context managers below nest).
+_USER_IMPORTS = threading.RLock()
+
+
 @contextlib.contextmanager
 def sqlmesh_shim() -> Iterator[None]:
     """While active, `import sqlmesh` gives meshbot's decorators, unless SQLMesh itself is installed."""
-    if "sqlmesh" in sys.modules or importlib.util.find_spec("sqlmesh") is not None:
-        yield
-        return
-    modules = {name: _module(name) for name in _LAZY}
-    sys.modules.update(modules)
-    try:
-        yield
-    finally:
-        for name in modules:
-            sys.modules.pop(name, None)
+    with _USER_IMPORTS:
+        if "sqlmesh" in sys.modules or importlib.util.find_spec("sqlmesh") is not None:
+            yield
+            return
+        modules = {name: _module(name) for name in _LAZY}
+        sys.modules.update(modules)
+        try:
+            yield
+        finally:
+            for name in modules:
+                sys.modules.pop(name, None)
 
 
 @contextlib.contextmanager
@@ -229,18 +238,19 @@ def project_imports(root: Any) -> Iterator[None]:
         yield
         return
     folder = str(root)
-    before = set(sys.modules)
-    sys.path.insert(0, folder)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(folder)
-        for name in set(sys.modules) - before:
-            file = getattr(sys.modules.get(name), "__file__", None) or ""
-            paths = list(getattr(sys.modules.get(name), "__path__", None) or ())
-            if file.startswith(folder) or any(str(p).startswith(folder) for p in paths):
-                sys.modules.pop(name, None)
+    with _USER_IMPORTS:
+        before = set(sys.modules)
+        sys.path.insert(0, folder)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(folder)
+            for name in set(sys.modules) - before:
+                file = getattr(sys.modules.get(name), "__file__", None) or ""
+                paths = list(getattr(sys.modules.get(name), "__path__", None) or ())
+                if file.startswith(folder) or any(str(p).startswith(folder) for p in paths):
+                    sys.modules.pop(name, None)
 
 
 def project_root(path: Any) -> Any:
