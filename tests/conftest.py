@@ -163,6 +163,17 @@ def clean_catalog(spark):
 
 
 @pytest.fixture
+def engine_schema(clean_catalog):
+    """A SparkEngine on the run's session and a fresh schema of its own: (engine, schema name)."""
+    from bot.spark.engine import SparkEngine
+
+    engine = SparkEngine(clean_catalog)
+    name = f"t_{uuid.uuid4().hex[:10]}"
+    engine.create_schemas([name])
+    return engine, name
+
+
+@pytest.fixture
 def postgres_schema():
     """A fresh PostgreSQL schema on the machine's server, dropped after the test.
 

@@ -14,14 +14,6 @@ from bot.spark.materialize import create_physical, evaluate
 DAY = 86_400_000
 
 
-@pytest.fixture
-def schema(clean_catalog):
-    engine = SparkEngine(clean_catalog)
-    name = f"mat_{uuid.uuid4().hex[:8]}"
-    engine.create_schemas([name])
-    return engine, name
-
-
 def _jobs_run_by(spark, action) -> list[int]:
     group = f"probe_{uuid.uuid4().hex[:6]}"
     spark.sparkContext.setJobGroup(group, "probe")
@@ -36,8 +28,8 @@ def _rows(engine: SparkEngine, table: str) -> list[tuple]:
     return sorted(tuple(row.values()) for row in engine.fetch(f"SELECT * FROM {table}"))
 
 
-def test_full_creates_without_a_job_then_overwrites_even_when_reading_itself(schema):
-    engine, db = schema
+def test_full_creates_without_a_job_then_overwrites_even_when_reading_itself(engine_schema):
+    engine, db = engine_schema
     table = f"{db}.orders__1"
     kind = Kind(name=KindName.FULL)
     query = "SELECT CAST(id AS INT) AS id, CAST(id * 1.5 AS DECIMAL(10, 2)) AS amount FROM range(3)"
@@ -56,8 +48,8 @@ def test_full_creates_without_a_job_then_overwrites_even_when_reading_itself(sch
     assert not engine.table_exists(table + "__meshbot_stage")
 
 
-def test_full_with_declared_columns_casts_query_output(schema):
-    engine, db = schema
+def test_full_with_declared_columns_casts_query_output(engine_schema):
+    engine, db = engine_schema
     table = f"{db}.typed"
     kind = Kind(name=KindName.FULL)
     create_physical(engine, kind=kind, table=table, query_sql=None,
@@ -69,8 +61,8 @@ def test_full_with_declared_columns_casts_query_output(schema):
     assert row["id"] == 1 and row["name"] == "x" and str(row["d"]) == "2024-01-05"
 
 
-def test_view_and_materialized_view(schema):
-    engine, db = schema
+def test_view_and_materialized_view(engine_schema):
+    engine, db = engine_schema
     view, table = f"{db}.v__1", f"{db}.mv__1"
     create_physical(engine, kind=Kind(name=KindName.VIEW), table=view, query_sql="SELECT 1 AS a", columns=None)
     assert engine.existing_objects(db) == {"v__1"}
@@ -86,8 +78,8 @@ def test_view_and_materialized_view(schema):
     assert "Parquet" in str(engine.fetch(f"DESCRIBE TABLE EXTENDED {table}"))
 
 
-def test_partitioned_full_overwrite_replaces_every_partition_and_self_reads_need_columns(schema):
-    engine, db = schema
+def test_partitioned_full_overwrite_replaces_every_partition_and_self_reads_need_columns(engine_schema):
+    engine, db = engine_schema
     table = f"{db}.parts__1"
     kind = Kind(name=KindName.FULL)
     create_physical(engine, kind=kind, table=table, query_sql=None, columns=[("v", "INT"), ("p", "STRING")],

@@ -3,10 +3,6 @@ types as over the real tables, no metastore call, and the real analysis whenever
 
 from __future__ import annotations
 
-import uuid
-
-import pytest
-
 from bot.context import Context
 from bot.plan.definition import PlanOptions
 from bot.project.model import Kind, KindName
@@ -17,14 +13,6 @@ from bot.spark.stand_ins import with_stand_ins
 from bot.spark.types import schema_columns
 from ops_project import CONFIG
 from project_files import write_files
-
-
-@pytest.fixture
-def schema(clean_catalog):
-    engine = SparkEngine(clean_catalog)
-    name = f"stand_{uuid.uuid4().hex[:8]}"
-    engine.create_schemas([name])
-    return engine, name
 
 
 def _hive_calls(engine: SparkEngine) -> int:
@@ -49,8 +37,8 @@ def _parents(engine: SparkEngine, db: str) -> tuple[str, str]:
     return orders, events
 
 
-def test_stand_in_analysis_gives_the_columns_and_types_of_the_real_one(schema):
-    engine, db = schema
+def test_stand_in_analysis_gives_the_columns_and_types_of_the_real_one(engine_schema):
+    engine, db = engine_schema
     orders, events = _parents(engine, db)
     queries = [
         f"SELECT * FROM {events}",
@@ -74,8 +62,8 @@ def test_stand_in_analysis_gives_the_columns_and_types_of_the_real_one(schema):
     assert engine.columns(events) == engine.created_columns[events.lower()]
 
 
-def test_a_view_model_keeps_its_columns_for_the_models_that_read_it(schema):
-    engine, db = schema
+def test_a_view_model_keeps_its_columns_for_the_models_that_read_it(engine_schema):
+    engine, db = engine_schema
     orders, _ = _parents(engine, db)
     view = f"{db}.recent__3"
     create_physical(engine, kind=Kind(name=KindName.VIEW), table=view, columns=None,
@@ -89,8 +77,8 @@ def test_a_view_model_keeps_its_columns_for_the_models_that_read_it(schema):
     assert columns == _real_columns(engine, query) == [("amount", "DECIMAL(13,3)"), ("placed_at", "TIMESTAMP")]
 
 
-def test_what_a_stand_in_could_get_wrong_is_analyzed_for_real(schema):
-    engine, db = schema
+def test_what_a_stand_in_could_get_wrong_is_analyzed_for_real(engine_schema):
+    engine, db = engine_schema
     orders, _ = _parents(engine, db)
     known = engine.created_columns
     # a column qualified with its table's schema would not resolve against the stand-in's alias
@@ -101,12 +89,12 @@ def test_what_a_stand_in_could_get_wrong_is_analyzed_for_real(schema):
     metadata = f"SELECT `id`, `_metadata`.`file_path` AS `path` FROM `{db}`.`orders__1`"
     assert with_stand_ins(metadata, known) is not None
     assert common.query_columns(engine, metadata, table=f"{db}.c2") == [("id", "INT"), ("path", "STRING")]
-    # time travel and sampling keep the real table
+    # sampling keeps the real table
     assert with_stand_ins(f"SELECT `id` FROM `{db}`.`orders__1` TABLESAMPLE (10 PERCENT)", known) is None
 
 
-def test_ddl_through_the_engine_forgets_the_recorded_columns(schema):
-    engine, db = schema
+def test_ddl_through_the_engine_forgets_the_recorded_columns(engine_schema):
+    engine, db = engine_schema
     orders, _ = _parents(engine, db)
     engine.add_columns(orders, columns=[("note", "STRING")])
     query = f"SELECT * FROM `{db}`.`orders__1`"
@@ -119,8 +107,8 @@ def test_ddl_through_the_engine_forgets_the_recorded_columns(schema):
         ("x", "INT"), ("y", "STRING")]
 
 
-def test_physical_properties_reach_the_table_and_keep_its_recorded_columns(schema):
-    engine, db = schema
+def test_physical_properties_reach_the_table_and_keep_its_recorded_columns(engine_schema):
+    engine, db = engine_schema
     orders, _ = _parents(engine, db)
     engine.set_table_properties(orders, [("owner_team", "data"), ("note", "it's")])
     properties = {row["key"]: row["value"] for row in engine.fetch(f"SHOW TBLPROPERTIES {orders}")}
@@ -139,7 +127,7 @@ def test_a_deploy_sets_a_models_physical_properties_and_analyzes_its_child_from_
         "models/child.sql": "MODEL (name standprops.child, kind FULL);\nSELECT id, amount * 2 AS amount "
                             "FROM standprops.base\n",
     })
-    probes: list[str] = []
+    probes: list[str | None] = []
     real = common.with_stand_ins
 
     def recording(query_sql, known, **options):

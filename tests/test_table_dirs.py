@@ -3,7 +3,6 @@ managed table there, and a CREATE TABLE that fails leaves no directory behind.""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -16,10 +15,8 @@ from bot.spark.table_dirs import made_beforehand
 
 
 @pytest.fixture
-def schema(clean_catalog):
-    engine = SparkEngine(clean_catalog)
-    name = f"dirs_{uuid.uuid4().hex[:8]}"
-    engine.create_schemas([name])
+def schema(engine_schema):
+    engine, name = engine_schema
     location = engine.fetch(f"DESCRIBE SCHEMA `{name}`")
     path = Path(unquote(urlparse(next(row["info_value"] for row in location if row["info_name"] == "Location")).path))
     return engine, name, path

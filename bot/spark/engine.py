@@ -70,7 +70,10 @@ class SparkEngine:
 
     @functools.cached_property
     def _java_session(self) -> Any:
-        return getattr(self.session, "_jsparkSession", None)
+        """The classic session's JVM side; None on Spark Connect, which has no JVM in this process."""
+        from bot.spark.connect import is_connect
+
+        return None if is_connect(self.session) else getattr(self.session, "_jsparkSession", None)
 
     @functools.cached_property
     def _classic_frame(self) -> Any:
