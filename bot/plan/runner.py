@@ -7,8 +7,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from sqlglot import exp
-
 from bot.faults import checkpoint
 from bot.project.config import ProjectConfig
 from bot.project.loader import AuditDefinition
@@ -20,7 +18,6 @@ from bot.quality.audits import run_audits
 from bot.snapshot import Snapshot
 from bot.spark import materialize
 from bot.spark.engine import SparkEngine
-from bot.spark.sql import spark_sql, table_expression
 from bot.spark.python_context import python_model_frame, session_properties
 from bot.state.api import Interval
 
@@ -125,11 +122,12 @@ class SparkRunner:
         if not views:
             return
         self.engine.create_schemas(sorted({name.rsplit(".", 1)[0] for name in views}))
+        self.engine.start_view_batch()
         _concurrently([(self._create_view, (view, table)) for view, table in views.items()],
                       threads=self.concurrent_tasks)
 
     def _create_view(self, view: str, table: str) -> None:
-        self.engine.create_view(view, spark_sql(exp.select(exp.Star()).from_(table_expression(table))))
+        self.engine.create_star_view(view, table)
         checkpoint("between-views")
 
     def drop_views(self, views: Iterable[str]) -> None:

@@ -17,6 +17,7 @@ from bot.spark.sql import (column_defs, parse_query, quote_table, set_properties
 from bot.spark.stand_ins import table_key
 from bot.spark.table_dirs import local_table_directory, made_beforehand
 from bot.spark.types import schema_columns
+from bot.spark.view_copies import ViewTemplate, create_copy, read_template
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -48,6 +49,9 @@ class SparkEngine:
         self.watermarks: dict[str, int] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        # Within a batch of `SELECT * FROM table` views, the first one CREATE VIEW made (view_copies).
+        self._view_batch = False
+        self._view_template: ViewTemplate | None = None
 
     def table_lock(self, table: str) -> threading.Lock:
         """A lock per table, so batches writing the same table from several threads run one at a time."""
@@ -153,6 +157,14 @@ class SparkEngine:
             self._objects[key] = self._list(schema)
         return set(self._objects[key])
 
+    def _listed(self, schema: str, name: str) -> bool:
+        """Whether the (cached) listing of `schema` has `name`; no copy of the listing, which other
+        threads may be adding to."""
+        key = schema.lower()
+        if key not in self._objects:
+            self._objects[key] = self._list(schema)
+        return name.lower() in self._objects[key]
+
     def _list(self, schema: str) -> set[str]:
         try:
             rows = self.sql(f"SHOW TABLES IN {quote_table(schema)}").collect()
@@ -186,6 +198,7 @@ class SparkEngine:
         self.created_columns.pop(table_key(split_table(table)), None)
 
     def _forget_all(self) -> None:
+        self._view_template = None
         for cache in (self._table_schemas, self._partitions, self.query_outputs, self.query_shapes,
                       self.watermarks, self.created_columns):
             cache.clear()
@@ -271,6 +284,26 @@ class SparkEngine:
         self._note(view, exists=True)
         if columns:
             self.created_columns[table_key(split_table(view))] = list(columns)
+
+    def start_view_batch(self) -> None:
+        """From here to the next statement through `execute`, new `create_star_view` views after the
+        first copy its catalog entry (view_copies): a batch runs no other statement in between."""
+        self._view_batch, self._view_template = True, None
+
+    def create_star_view(self, view: str, table: str) -> None:
+        """CREATE OR REPLACE VIEW `view` AS SELECT * FROM `table`; in a view batch, a new view is a copy
+        of the batch's first one, written straight to the session catalog, when view_copies allows."""
+        text = spark_sql(exp.select(exp.Star()).from_(table_expression(table)))
+        view_parts, table_parts = tuple(split_table(view)), tuple(split_table(table))
+        plain = self._java_session is not None and len(view_parts) == 2 and len(table_parts) == 2
+        template = self._view_template
+        if (plain and template is not None and not self._listed(*view_parts)
+                and create_copy(self.session, template, view_parts, table_parts, text)):
+            self._note(view, exists=True)
+            return
+        self.create_view(view, text)
+        if plain and self._view_batch and self._view_template is None:
+            self._view_template = read_template(self.session, view_parts)
 
     def drop_view(self, view: str) -> None:
         with spark_errors(f"dropping view {view}"):
