@@ -152,18 +152,14 @@ class SparkEngine:
     # ----------------------------------------------------------------- listing
     def existing_objects(self, schema: str, *, fresh: bool = False) -> set[str]:
         """Lowercase names of the tables and views in `schema` (empty when the schema is absent)."""
+        return set(self._listing(schema, fresh=fresh))
+
+    def _listing(self, schema: str, *, fresh: bool = False) -> set[str]:
+        """The cached listing of `schema` itself: other threads may add to it, so copy it before iterating."""
         key = schema.lower()
         if fresh or key not in self._objects:
             self._objects[key] = self._list(schema)
-        return set(self._objects[key])
-
-    def _listed(self, schema: str, name: str) -> bool:
-        """Whether the (cached) listing of `schema` has `name`; no copy of the listing, which other
-        threads may be adding to."""
-        key = schema.lower()
-        if key not in self._objects:
-            self._objects[key] = self._list(schema)
-        return name.lower() in self._objects[key]
+        return self._objects[key]
 
     def _list(self, schema: str) -> set[str]:
         try:
@@ -286,8 +282,9 @@ class SparkEngine:
             self.created_columns[table_key(split_table(view))] = list(columns)
 
     def start_view_batch(self) -> None:
-        """From here to the next statement through `execute`, new `create_star_view` views after the
-        first copy its catalog entry (view_copies): a batch runs no other statement in between."""
+        """New `create_star_view` views from here on copy the catalog entry of the first one CREATE VIEW
+        makes (view_copies). A statement through `execute` (a SET, a USE) drops that template: the next
+        view is made by CREATE VIEW again, capturing the session as it is, and becomes the template."""
         self._view_batch, self._view_template = True, None
 
     def create_star_view(self, view: str, table: str) -> None:
@@ -297,7 +294,7 @@ class SparkEngine:
         view_parts, table_parts = tuple(split_table(view)), tuple(split_table(table))
         plain = self._java_session is not None and len(view_parts) == 2 and len(table_parts) == 2
         template = self._view_template
-        if (plain and template is not None and not self._listed(*view_parts)
+        if (plain and template is not None and view_parts[1].lower() not in self._listing(view_parts[0])
                 and create_copy(self.session, template, view_parts, table_parts, text)):
             self._note(view, exists=True)
             return

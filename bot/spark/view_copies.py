@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 # is the target's schema plus properties that depend only on the session (captured SQL settings,
 # current catalog and namespace) and on the output column names. So after one such view made by
 # CREATE VIEW, the next ones copy its entry with their own name, text, schema and column names:
-# 3-4 metastore calls and no analysis. tests/test_view_copies.py compares a copy with the entry
+# 7 metastore calls (read the target, write the view) and no analysis. tests/test_view_copies.py compares a copy with the entry
 # CREATE VIEW makes, field by field, so a Spark release that changes the entry fails there.
 # Every call into the JVM is a socket round trip, so the handles and the session-level part of the
 # entry are fetched once per template.
