@@ -18,7 +18,7 @@ import pytest
 
 from bot.project.example import write_example
 from bot.spark.session import foreign_databases
-from spark_servers import JVM_LINES
+from spark_servers import JVM_LINES, QUICK_JVM
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,6 +59,10 @@ def runs(tmp_path_factory) -> dict[str, Finished]:
     quiet, loud = tmp_path_factory.mktemp("quiet") / "shop", tmp_path_factory.mktemp("loud") / "shop"
     for project in (quiet, loud):
         write_example(project)
+        config = project / "config.yaml"   # short-lived JVMs: C1 alone (see spark_servers.QUICK_JVM)
+        config.write_text(config.read_text().replace(
+            "      master: local[*]\n",
+            f"      master: local[*]\n      config:\n        spark.driver.extraJavaOptions: {QUICK_JVM}\n"))
     error = _start(quiet, "fetchdf", "SELECT no_such_column FROM (SELECT 1 AS one)")
     verbose = _start(loud, "fetchdf", "--allow-writes", "CREATE DATABASE shop_copy_check", verbose=True)
     return {"quiet": _finish(quiet, error), "verbose": _finish(loud, verbose)}

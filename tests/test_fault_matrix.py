@@ -1,7 +1,10 @@
-"""SIGKILL at each step of `plan --auto-apply`, on SQLite and PostgreSQL state: one re-run converges.
+"""SIGKILL at each step of `plan --auto-apply`, on SQLite and PostgreSQL state: every re-run resumes.
 
 Every meshbot process talks to the session's Spark Connect server (no JVM of its own), and kills
-itself at the named step through the MESHBOT_KILL_AT hook (bot/faults.py).
+itself at the named step through the MESHBOT_KILL_AT hook (bot/faults.py). A chain plans one project
+again and again, each run killed at a later step than the run before, so each run starts from what the
+previous kill left and must get past it; a last run without a kill finishes. Then every prod view
+serves exactly the rows the project defines (SERVED): nothing missing, nothing twice.
 """
 
 from __future__ import annotations
@@ -22,12 +25,27 @@ import yaml
 from test_faults import write_project
 
 ROOT = Path(__file__).resolve().parent.parent
-POINTS = ("mid-backfill:2", "after-last-batch", "after-state-write", "between-views", "after-finalize")
-# PostgreSQL differs from SQLite in how state is written (row locks, transactions), so its run kills
-# at the steps that leave a state write half done: an interval recorded mid-backfill, the promoted but
-# unfinalized row, and views half written; SQLite runs every step.
-POSTGRES_POINTS = ("mid-backfill:2", "after-state-write", "between-views")
+# The steps, in the order a plan reaches them; "mid-backfill:2" is the second recorded batch of six.
+# Each backend's chains cover every step once; PostgreSQL differs from SQLite in how state is written
+# (row locks, transactions), so its chain kills where a state write is left half done: an interval
+# recorded mid-backfill, the promoted but unfinalized row, views half written.
+CHAINS = {
+    "sqlite": (("mid-backfill:2", "after-state-write"),
+               ("after-last-batch", "between-views", "after-finalize")),
+    "postgres": (("mid-backfill:2", "after-state-write", "between-views"),),
+}
+# After a kill here the environment row is promoted but not finalized: the next run must say so.
+UNFINALIZED_AFTER = ("after-state-write", "between-views")
 PLAN = ("plan", "--auto-apply", "--execution-time", "2024-01-04")
+# What test_faults.write_project's models hold once planned at 2024-01-04: src every day of its sequence
+# times k = 1..3 (amount = the day), events the three complete days before the execution time, daily
+# their sums, other its constant.
+SERVED = {
+    "src": sorted([f"2024-01-{day:02d}", day, k] for day in range(1, 21) for k in (1, 2, 3)),
+    "events": sorted([f"2024-01-{day:02d}", day, k] for day in range(1, 4) for k in (1, 2, 3)),
+    "daily": [[f"2024-01-{day:02d}", 3 * day] for day in range(1, 4)],
+    "other": [[42]],
+}
 
 
 def _state(backend: str) -> dict:
@@ -57,7 +75,7 @@ def _project(root: Path, schema: str, url: str, state: dict) -> Path:
 
 
 def _meshbot(root: Path, *args: str, kill_at: str | None = None) -> tuple[int, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}   # a killed run's lines too
     env.pop("MESHBOT_KILL_AT", None)
     if kill_at:
         env["MESHBOT_KILL_AT"] = kill_at
@@ -67,7 +85,7 @@ def _meshbot(root: Path, *args: str, kill_at: str | None = None) -> tuple[int, s
 
 
 def _served(url: str, schemas: dict[str, str]) -> dict[str, dict]:
-    """Rows each project's prod views serve (schema names made comparable; a missing view says so)."""
+    """Rows each project's prod views serve, sorted (a missing view says so instead)."""
     script = f"""
 import json
 from pyspark.sql import SparkSession
@@ -77,10 +95,10 @@ for key, schema in {schemas!r}.items():
     out[key] = {{}}
     for view in ("src", "events", "daily", "other"):
         try:
-            rows = sorted(map(repr, s.sql(f"SELECT * FROM `{{schema}}`.`{{view}}`").collect()))
+            rows = sorted(list(row) for row in s.sql(f"SELECT * FROM `{{schema}}`.`{{view}}`").collect())
         except Exception as exc:
             rows = "unreadable: " + str(exc).splitlines()[0]
-        out[key]["S." + view] = rows
+        out[key][view] = rows
 print(json.dumps(out))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
@@ -113,62 +131,57 @@ def _drop(url: str, schemas: list[str]) -> None:
 
 
 @dataclass(frozen=True)
-class Case:
-    """One kill point on one state backend: its own project and schema, and its runs once they ended."""
+class Chain:
+    """One project planned once per kill point, in order, then once more: its runs once they ended."""
 
     backend: str
-    point: str
+    points: tuple[str, ...]
     root: Path
     schema: str
     state: dict
-    outcome: Future
+    runs: Future   # [(exit code, output)], one per point, then the last run's
 
 
 @pytest.fixture(scope="module")
 def matrix(connect_server, tmp_path_factory):
-    """Every case of both backends, plus the same project planned without faults (the rows every run must
-    end up serving), queued at once on three lanes: a backend's test waits only for its own cases."""
+    """Every chain of both backends queued at once, one lane each: a backend's test waits only for its own."""
     url, tag = connect_server.url, uuid.uuid4().hex[:6]
     base = tmp_path_factory.mktemp("fault_matrix")
-    clean_schema = f"fm{tag}_clean"
-    clean_root = _project(base / "clean", clean_schema, url, _state("sqlite"))
-    pool = ThreadPoolExecutor(max_workers=3)   # 3: 73 s here, 2: 104 s, 4: 83 s (each client waits on the server)
-    clean = pool.submit(_meshbot, clean_root, *PLAN)
-    cases: list[Case] = []
-    for backend, points in (("sqlite", POINTS), ("postgres", POSTGRES_POINTS)):
-        for point in points:
-            schema, state = f"fm{tag}_{len(cases)}", _state(backend)
-            root = _project(base / f"p{len(cases)}", schema, url, state)
-            cases.append(Case(backend, point, root, schema, state, pool.submit(_kill_then_rerun, root, point)))
+    pool = ThreadPoolExecutor(max_workers=sum(map(len, CHAINS.values())))
+    chains: list[Chain] = []
+    for backend, backend_chains in CHAINS.items():
+        for points in backend_chains:
+            schema, state = f"fm{tag}_{len(chains)}", _state(backend)
+            root = _project(base / f"p{len(chains)}", schema, url, state)
+            chains.append(Chain(backend, points, root, schema, state, pool.submit(_plan_runs, root, points)))
     try:
-        yield clean, clean_schema, cases
+        yield chains
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-        _drop(url, [clean_schema, *(case.schema for case in cases)])
-        _drop_postgres_schemas([case.state["schema"] for case in cases if case.backend == "postgres"])
+        _drop(url, [chain.schema for chain in chains])
+        _drop_postgres_schemas([chain.state["schema"] for chain in chains if chain.backend == "postgres"])
 
 
-def _kill_then_rerun(root: Path, point: str) -> tuple[int, str, int, str]:
-    return _meshbot(root, *PLAN, kill_at=point) + _meshbot(root, *PLAN)
+def _plan_runs(root: Path, points: tuple[str, ...]) -> list[tuple[int, str]]:
+    return [_meshbot(root, *PLAN, kill_at=point) for point in points] + [_meshbot(root, *PLAN)]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_sigkill_at_every_step_of_a_plan_then_one_rerun_serves_the_clean_rows(backend, matrix, connect_server):
-    clean, clean_schema, cases = matrix
-    cases = [case for case in cases if case.backend == backend]
-    for case in cases:
-        code, output, again_code, again_output = case.outcome.result()
-        assert code == -signal.SIGKILL, f"{case.point}: not killed:\n{output}"
-        assert again_code == 0, f"{case.point}: re-run failed:\n{again_output}"
-        if case.point in ("after-state-write", "between-views"):   # the row was written, its views not
-            assert "was not finalized" in again_output, again_output
-    clean_code, clean_output = clean.result()
-    assert clean_code == 0, clean_output
-    served = _served(connect_server.url, {"clean": clean_schema, **{case.point: case.schema for case in cases}})
-    expected = served.pop("clean")
-    assert expected["S.events"] and expected["S.daily"]
-    for point, rows in served.items():
-        assert rows == expected, point
-    for case in cases:   # nothing is left to finish
-        assert _unfinalized(case.root, case.state) == [], case.point
+def test_sigkill_at_every_step_of_a_plan_each_rerun_resumes_and_serves_every_row_once(
+        backend, matrix, connect_server):
+    chains = [chain for chain in matrix if chain.backend == backend]
+    for chain in chains:
+        runs = chain.runs.result()
+        for (code, output), point in zip(runs, chain.points):   # each run got as far as its own step
+            assert code == -signal.SIGKILL, f"{point}: not killed there:\n{output}"
+        last_code, last_output = runs[-1]
+        assert last_code == 0, f"after {chain.points}: the last run failed:\n{last_output}"
+        for (_, output_after), point in zip(runs[1:], chain.points):
+            if point in UNFINALIZED_AFTER:   # the row was written, its views not (all of them)
+                assert "was not finalized" in output_after, f"after {point}:\n{output_after}"
+    served = _served(connect_server.url, {" > ".join(chain.points): chain.schema for chain in chains})
+    for chain, rows in served.items():
+        assert rows == SERVED, chain
+    for chain in chains:   # nothing is left to finish
+        assert _unfinalized(chain.root, chain.state) == [], chain.points
