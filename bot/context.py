@@ -146,9 +146,9 @@ class Context:
                                   environment_ttl=self.config.environment_ttl, progress=progress,
                                   default_start=self.config.model_defaults.start,
                                   concurrent_tasks=self.gateway.connection.concurrent_tasks)
-        self._environment_statements(self.config.before_all, plan.environment, "before_all")
+        runner.environment_statements("before_all", plan.environment, project_root=self.path)
         log = evaluator.apply(plan)
-        self._environment_statements(self.config.after_all, plan.environment, "after_all")
+        runner.environment_statements("after_all", plan.environment, project_root=self.path)
         if not plan.options.skip_backfill:
             log.audit_warnings.extend(self._standalone_audits(evaluator.table_mapping(plan), plan))
         return ApplyResult(plan_id=plan.plan_id, environment=plan.environment,
@@ -162,31 +162,6 @@ class Context:
         standalone = (not plan.options.skip_backfill
                       and any(audit.standalone for audit in self.project.audits.values()))
         return not plan.backfills and not plan.audit_only and not standalone
-
-    def _environment_statements(self, statements: Sequence[str], environment: str, key: str) -> None:
-        """config's `before_all`/`after_all`: each statement in the project dialect, with macros
-        (`@this_env`, `@gateway`, variables) rendered, run on Spark."""
-        if not statements:
-            return
-        from bot.errors import ConfigError
-        from bot.project.config import find_config_file
-        from bot.project.model import Kind
-        from bot.project.render import render_expression
-        from bot.project.sqltext import parse_sql
-
-        dialect = self.config.model_defaults.dialect
-        path = find_config_file(self.path)
-        owner = Model(name=f"config.{key}", kind=Kind(), dialect=dialect, path=path)
-        for text in statements:
-            try:
-                parsed = parse_sql(text, dialect)
-            except Exception as error:  # sqlglot raises several error types
-                raise ConfigError(f"`{key}` statement `{text[:60]}` does not parse: {error}", path=path) from None
-            for expression in parsed:
-                for item in render_expression(expression, model=owner, dialect=dialect,
-                                              variables={**self.config.variables, "this_env": environment},
-                                              gateway=self.gateway.name, runtime_stage=key):
-                    self.engine.execute(item.sql(dialect="spark"), subject=f"running `{key}` of the config")
 
     def _standalone_audits(self, mapping: dict[str, str], plan: Plan | None = None) -> list["AuditResult"]:
         """Run the `standalone true` audits on the environment's tables; a blocking failure raises,
@@ -241,13 +216,13 @@ class Context:
 
         env = require_environment(self.state, normalize_environment(environment))
         runner = self._spark_runner()   # Spark starts only once the environment is known
-        self._environment_statements(self.config.before_all, env.name, "before_all")
+        runner.environment_statements("before_all", env.name, project_root=self.path)
         result = run_environment(state=self.state, runner=runner, models_for=runner.model_for,
                                  environment=env.name,
                                  execution_time=to_ms(execution_time) if execution_time else now_ms(),
                                  default_start=self.config.model_defaults.start, progress=progress,
                                  concurrent_tasks=self.gateway.connection.concurrent_tasks)
-        self._environment_statements(self.config.after_all, env.name, "after_all")
+        runner.environment_statements("after_all", env.name, project_root=self.path)
         return result
 
     def evaluate(self, model_name: str, *, start: str, end: str, limit: int | None = None,
@@ -394,7 +369,7 @@ class Context:
         With `environment` (a backfilled PR environment), its tables are compared over the same windows.
         Rows join on the model's grain, else its unique_key; without either only counts and schema.
         """
-        from bot.diff.api import ModelDataDiff, count_rows, table_diff
+        from bot.diff.previews import compare_models
         from bot.plan.preview import PreviewScope, preview_relations
 
         scope = PreviewScope(window_days=window_days, full_scope=full_scope)
@@ -405,39 +380,12 @@ class Context:
                 raise PlanError(f"environment `{environment}` does not exist")
             env_tables = {s.name: s.table_name for s in env.snapshots}
         runner = self._spark_runner()
-        out: list[ModelDataDiff] = []
         with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,
                                context_models=self.models, variables=self.config.variables,
                                gateway=self.gateway.name, default_start=self.config.model_defaults.start,
                                scope=scope, environment_tables=env_tables) as targets:
-            for target in targets:
-                base = ModelDataDiff(model=target.name, kind=target.kind, reason=target.reason,
-                                     window=_window_text(target.window) if target.base else "",
-                                     previewed=target.previewed,
-                                     keys=target.keys, key_source=target.key_source, note=target.note)
-                if target.base is None or target.change is None:
-                    out.append(base)
-                    continue
-                if not target.keys:
-                    schema, source_count, target_count = count_rows(
-                        self.engine, source_table=target.base, target_table=target.change)
-                    out.append(replace(base, schema=schema, source_count=source_count,
-                                       target_count=target_count,
-                                       note="rows not compared one by one: the model has neither a grain "
-                                            "nor a unique_key to match them on; only counts and schema"))
-                    continue
-                try:
-                    result = table_diff(engine=self.engine, source_table=target.base,
-                                        target_table=target.change, keys=target.keys, decimals=decimals,
-                                        show_sample=show_sample, limit=limit, source_label="prod",
-                                        target_label="PR", model=target.name)
-                except PlanError as error:   # e.g. the key column is not on both sides
-                    out.append(replace(base, note=f"not compared: {error}"))
-                    continue
-                out.append(replace(base, schema=result.schema, rows=result.rows,
-                                   source_count=result.rows.source_count,
-                                   target_count=result.rows.target_count))
-        return tuple(out)
+            return compare_models(self.engine, targets, decimals=decimals, show_sample=show_sample,
+                                  limit=limit)
 
     def table_in(self, environment: str, model_name: str) -> str:
         """The physical table holding `model_name` in `environment`."""
@@ -488,18 +436,3 @@ class Context:
         if "state" in self.__dict__:
             self.state.close()
 
-
-def _window_text(window: tuple[int, int] | None) -> str:
-    """`2024-01-01 – 2024-01-07 (7 days)` for a window of whole days, else with times; None: whole query."""
-    from bot.project.timeutil import MS_PER_DAY, to_datetime
-
-    if window is None:
-        return "whole query"
-    start, end = (to_datetime(ms) for ms in window)
-    days = (window[1] - window[0]) / MS_PER_DAY
-    if window[0] % MS_PER_DAY == 0 and window[1] % MS_PER_DAY == 0:
-        last = to_datetime(window[1] - 1)
-        text = f"{start:%Y-%m-%d} – {last:%Y-%m-%d}"
-    else:
-        text = f"{start:%Y-%m-%d %H:%M} – {end:%Y-%m-%d %H:%M}"
-    return f"{text} ({days:g} day{'s' if days != 1 else ''})"

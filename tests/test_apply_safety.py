@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.context import Context
-from bot.errors import BotError, PlanError
+from bot.errors import BotError, ConfigError, PlanError
 from bot.plan.definition import PlanOptions
 
 from test_faults import write_project
@@ -103,6 +103,22 @@ def test_a_failed_plan_leaves_environments_views_and_data_as_before(project, fai
     assert {key for key, found in recorded.items() if found.intervals} == set()
     janitor = Context(project).janitor(ignore_ttl=True)
     assert set(t.split(".")[1] for t in janitor.tables) == created
+    assert _everything(Context(project)) == before
+
+
+def test_a_before_all_that_does_not_parse_names_the_config_file_and_changes_nothing(project):
+    config = project / "config.yaml"
+    original = config.read_text()
+    before = _everything(Context(project))
+    (project / "models" / "other.sql").write_text("MODEL (name aps.other, kind FULL);\nSELECT 43 AS answer\n")
+    config.write_text(original + "before_all:\n  - SELECT 1 FROM (\n")
+    try:
+        context = Context(project)
+        with pytest.raises(ConfigError) as info:
+            context.apply(context.plan("prod", options=WHEN))
+    finally:
+        config.write_text(original)
+    assert str(info.value).startswith(f"{config}: `before_all` statement `SELECT 1 FROM (` does not parse")
     assert _everything(Context(project)) == before
 
 
