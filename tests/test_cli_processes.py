@@ -60,6 +60,7 @@ def runs(tmp_path_factory) -> dict[str, Finished]:
     for project in (quiet, loud):
         write_example(project)
         config = project / "config.yaml"   # short-lived JVMs: C1 alone (see spark_servers.QUICK_JVM)
+        assert "      master: local[*]\n" in config.read_text()
         config.write_text(config.read_text().replace(
             "      master: local[*]\n",
             f"      master: local[*]\n      config:\n        spark.driver.extraJavaOptions: {QUICK_JVM}\n"))

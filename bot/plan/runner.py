@@ -1,4 +1,4 @@
-"""Run one model batch on Spark: render against the plan's tables, materialize by kind, audit the slice."""
+"""Run a plan's work on Spark: a model batch (render, materialize by kind, audit), views, before_all/after_all."""
 
 from __future__ import annotations
 
