@@ -17,6 +17,7 @@ from bot.state.api import Environment
 if TYPE_CHECKING:
     from bot.diff.api import ModelDataDiff, TableDiffResult
     from bot.quality.api import AuditReport, AuditResult, TestSuiteResult
+    from bot.plan.env_statements import EnvironmentStatements
     from bot.plan.janitor import JanitorResult
     from bot.plan.lint import LintResult
     from bot.plan.run import RunResult
@@ -139,6 +140,8 @@ class Context:
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         """Apply a plan: tables, backfill (unless skipped), promotion, views (SPEC §5 order)."""
         from bot.plan.evaluator import PlanEvaluator
+
+        before_all, after_all = self._environment_statements()   # before Spark: a bad one changes nothing
         if self._catalog_only(plan):
             self._start_engine_for_catalog()
         runner = self._spark_runner()
@@ -146,9 +149,9 @@ class Context:
                                   environment_ttl=self.config.environment_ttl, progress=progress,
                                   default_start=self.config.model_defaults.start,
                                   concurrent_tasks=self.gateway.connection.concurrent_tasks)
-        runner.environment_statements("before_all", plan.environment, project_root=self.path)
+        runner.environment_statements(before_all, plan.environment)
         log = evaluator.apply(plan)
-        runner.environment_statements("after_all", plan.environment, project_root=self.path)
+        runner.environment_statements(after_all, plan.environment)
         if not plan.options.skip_backfill:
             log.audit_warnings.extend(self._standalone_audits(evaluator.table_mapping(plan), plan))
         return ApplyResult(plan_id=plan.plan_id, environment=plan.environment,
@@ -215,14 +218,15 @@ class Context:
         from bot.project.timeutil import now_ms, to_ms
 
         env = require_environment(self.state, normalize_environment(environment))
-        runner = self._spark_runner()   # Spark starts only once the environment is known
-        runner.environment_statements("before_all", env.name, project_root=self.path)
+        before_all, after_all = self._environment_statements()
+        runner = self._spark_runner()   # Spark starts only once the environment and statements are known
+        runner.environment_statements(before_all, env.name)
         result = run_environment(state=self.state, runner=runner, models_for=runner.model_for,
                                  environment=env.name,
                                  execution_time=to_ms(execution_time) if execution_time else now_ms(),
                                  default_start=self.config.model_defaults.start, progress=progress,
                                  concurrent_tasks=self.gateway.connection.concurrent_tasks)
-        runner.environment_statements("after_all", env.name, project_root=self.path)
+        runner.environment_statements(after_all, env.name)
         return result
 
     def evaluate(self, model_name: str, *, start: str, end: str, limit: int | None = None,
@@ -264,6 +268,13 @@ class Context:
         edges = [(parent, child) for child, parents in sorted(self.project.dag.parents.items())
                  for parent in parents]
         return nodes, edges
+
+    def _environment_statements(self) -> tuple["EnvironmentStatements", "EnvironmentStatements"]:
+        """The config's before_all and after_all, parsed."""
+        from bot.plan.env_statements import parse_environment_statements
+
+        return (parse_environment_statements(self.config, "before_all", self.path),
+                parse_environment_statements(self.config, "after_all", self.path))
 
     def _spark_runner(self) -> "SparkRunner":
         from bot.plan.runner import SparkRunner

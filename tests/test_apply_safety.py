@@ -118,6 +118,7 @@ def test_a_before_all_that_does_not_parse_names_the_config_file_and_changes_noth
     finally:
         config.write_text(original)
     assert str(info.value).startswith(f"{config}: `before_all` statement `SELECT 1 FROM (` does not parse")
+    assert "engine" not in context.__dict__          # refused before this context reached Spark
     assert _everything(Context(project)) == before
 
 

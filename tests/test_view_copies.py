@@ -6,35 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.spark.engine import SparkEngine
-
-# Fields of Spark's catalog entry that differ between any two views.
-_OWN_FIELDS = {"identifier", "createTime", "lastAccessTime", "multipartIdentifier"}
-
-
-def _entry(engine: SparkEngine, schema: str, name: str) -> dict[str, str]:
-    """The session catalog's entry of `schema.name`, field by field, as text (properties as a dict)."""
-    jvm = engine.session._jvm
-    catalog = engine.session._jsparkSession.sessionState().catalog()
-    entry = catalog.getTableMetadata(jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Some(schema)))
-    names = str(entry.productElementNames().toList().mkString("\x1f")).split("\x1f")
-    fields: dict[str, str] = {}
-    for index, field in enumerate(names):
-        if field in _OWN_FIELDS:
-            continue
-        value = entry.productElement(index)
-        fields[field] = str(value.json()) if field == "schema" else str(value.toString() if hasattr(value, "toString")
-                                                                          else value)
-    properties = jvm.scala.jdk.javaapi.CollectionConverters.asJava(entry.properties())
-    fields["properties"] = {str(key): str(properties.get(key)) for key in properties.keySet()
-                            if str(key) != "transient_lastDdlTime"}
-    return fields
-
-
-def _hive_calls(engine: SparkEngine) -> int:
-    metrics = engine.session._jvm.org.apache.spark.metrics.source.HiveCatalogMetrics
-    return metrics.METRIC_HIVE_CLIENT_CALLS().getCount()
-
+from catalog_entries import catalog_entry, hive_calls
 
 @pytest.fixture
 def parents(engine_schema):
@@ -53,14 +25,14 @@ def test_a_copied_view_is_the_view_create_view_makes(parents):
     engine.create_star_view(f"{db}.by_sql_priced", f"{db}.priced")
     engine.start_view_batch()
     engine.create_star_view(f"{db}.first", f"{db}.orders")              # the batch's template
-    before = _hive_calls(engine)
+    before = hive_calls(engine)
     engine.create_star_view(f"{db}.copy_orders", f"{db}.orders")
     engine.create_star_view(f"{db}.copy_priced", f"{db}.priced")
     # a copy reads its target and writes its entry: far fewer metastore calls than CREATE VIEW's ~15
-    assert _hive_calls(engine) - before <= 2 * 8
+    assert hive_calls(engine) - before <= 2 * 8
 
     for made_by_sql, copied in (("by_sql_orders", "copy_orders"), ("by_sql_priced", "copy_priced")):
-        assert _entry(engine, db, copied) == _entry(engine, db, made_by_sql)
+        assert catalog_entry(engine, db, copied) == catalog_entry(engine, db, made_by_sql)
         assert engine.fetch(f"SELECT * FROM {db}.{copied}") == engine.fetch(f"SELECT * FROM {db}.{made_by_sql}")
         assert engine.fetch(f"DESCRIBE TABLE {db}.{copied}") == engine.fetch(f"DESCRIBE TABLE {db}.{made_by_sql}")
     assert engine.fetch(f"SELECT * FROM {db}.copy_priced") == [{"id": 7, "sku": "a-1", "doubled": pytest.approx(5)}]
@@ -89,7 +61,7 @@ def test_char_and_varchar_targets_keep_create_view(engine_schema):
     engine.start_view_batch()
     engine.create_star_view(f"{db}.first", f"{db}.plain")
     engine.create_star_view(f"{db}.in_batch", f"{db}.codes")
-    assert _entry(engine, db, "in_batch") == _entry(engine, db, "by_sql")
+    assert catalog_entry(engine, db, "in_batch") == catalog_entry(engine, db, "by_sql")
 
 
 def test_a_statement_between_views_ends_the_copies(parents):
@@ -101,7 +73,7 @@ def test_a_statement_between_views_ends_the_copies(parents):
     engine.execute("SET spark.sql.legacy.timeParserPolicy=CORRECTED")
     try:
         engine.create_star_view(f"{db}.after_set", f"{db}.orders")
-        captured = _entry(engine, db, "after_set")["properties"]
+        captured = catalog_entry(engine, db, "after_set")["properties"]
     finally:
         engine.execute("RESET spark.sql.legacy.timeParserPolicy")
     assert captured.get("view.sqlConfig.spark.sql.legacy.timeParserPolicy") == "CORRECTED"

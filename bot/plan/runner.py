@@ -5,17 +5,15 @@ from __future__ import annotations
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from bot.errors import ConfigError
 from bot.faults import checkpoint
-from bot.project.config import ProjectConfig, find_config_file
+from bot.plan.env_statements import EnvironmentStatements
+from bot.project.config import ProjectConfig
 from bot.project.loader import AuditDefinition
-from bot.project.model import Kind, KindName, Model
+from bot.project.model import KindName, Model
 from bot.project.render import render_expression, render_sql, render_statements
 from bot.project.serialize import model_from_dict, model_to_dict
-from bot.project.sqltext import parse_sql
 from bot.quality.api import AuditResult
 from bot.quality.audits import run_audits
 from bot.snapshot import Snapshot
@@ -119,26 +117,14 @@ class SparkRunner:
                           table=table, start=interval[0], end=interval[1],
                           execution_time=execution_time, variables=self.config.variables)
 
-    def environment_statements(self, key: str, environment: str, *, project_root: Path) -> None:
-        """The config's `before_all` or `after_all` (`key`): each statement in the project dialect, with
-        macros (`@this_env`, `@gateway`, variables) rendered, run on Spark."""
-        statements: Sequence[str] = getattr(self.config, key)
-        if not statements:
-            return
-        config_path = find_config_file(project_root)
-        dialect = self.config.model_defaults.dialect
-        owner = Model(name=f"config.{key}", kind=Kind(), dialect=dialect, path=config_path)
-        for text in statements:
-            try:
-                parsed = parse_sql(text, dialect)
-            except Exception as error:  # sqlglot raises several error types
-                raise ConfigError(f"`{key}` statement `{text[:60]}` does not parse: {error}",
-                                  path=config_path) from None
-            for expression in parsed:
-                for item in render_expression(expression, model=owner, dialect=dialect,
-                                              variables={**self.config.variables, "this_env": environment},
-                                              gateway=self.gateway, runtime_stage=key):
-                    self.engine.execute(item.sql(dialect="spark"), subject=f"running `{key}` of the config")
+    def environment_statements(self, statements: EnvironmentStatements, environment: str) -> None:
+        """The config's `before_all` or `after_all`, parsed beforehand: macros (`@this_env`, `@gateway`,
+        variables) rendered, each statement run on Spark."""
+        for expression in statements.expressions:
+            for item in render_expression(expression, model=statements.owner, dialect=statements.owner.dialect,
+                                          variables={**self.config.variables, "this_env": environment},
+                                          gateway=self.gateway, runtime_stage=statements.key):
+                self.engine.execute(item.sql(dialect="spark"), subject=f"running `{statements.key}` of the config")
 
     def replace_views(self, views: Mapping[str, str]) -> None:
         """CREATE OR REPLACE each view over its table, a few at a time (the metastore accepts

@@ -15,6 +15,9 @@ from bot.spark.errors import error_class, spark_errors
 from bot.spark.sql import (column_defs, parse_query, quote_table, set_properties_sql, spark_sql, split_table,
                            table_expression)
 from bot.spark.stand_ins import table_key
+from bot.spark.table_copies import TableTemplate, copyable
+from bot.spark.table_copies import create_copy as create_table_copy
+from bot.spark.table_copies import read_template as read_table_template
 from bot.spark.table_dirs import local_table_directory, made_beforehand
 from bot.spark.types import schema_columns
 from bot.spark.view_copies import ViewTemplate, create_copy, read_template
@@ -52,6 +55,11 @@ class SparkEngine:
         # Within a batch of `SELECT * FROM table` views, the first one CREATE VIEW made (view_copies).
         self._view_batch = False
         self._view_template: ViewTemplate | None = None
+        # The entry of a table CREATE TABLE made, which new tables copy (table_copies); dropped with
+        # the caches when a statement runs through `execute`, like the view template.
+        self._table_template: TableTemplate | None = None
+        self._table_template_read = False
+        self._table_template_guard = threading.Lock()
 
     def table_lock(self, table: str) -> threading.Lock:
         """A lock per table, so batches writing the same table from several threads run one at a time."""
@@ -194,7 +202,8 @@ class SparkEngine:
         self.created_columns.pop(table_key(split_table(table)), None)
 
     def _forget_all(self) -> None:
-        self._view_template = None
+        self._view_template = self._table_template = None
+        self._table_template_read = False
         for cache in (self._table_schemas, self._partitions, self.query_outputs, self.query_shapes,
                       self.watermarks, self.created_columns):
             cache.clear()
@@ -335,19 +344,37 @@ class SparkEngine:
 
     def create_table(self, table: str, *, columns: Sequence[tuple[str, str]],
                      partitioned_by: Iterable[str] = ()) -> None:
-        """CREATE TABLE IF NOT EXISTS as Parquet from (name, Spark type) pairs; no Spark job runs."""
+        """CREATE TABLE IF NOT EXISTS as Parquet from (name, Spark type) pairs; no Spark job runs.
+        Once CREATE TABLE made one table, the next ones are copies of its catalog entry when
+        table_copies allows (the same entry, a third of the time)."""
         partitioned_by = list(partitioned_by)
-        properties: list[exp.Expression] = [exp.FileFormatProperty(this=exp.Var(this="parquet"))]
-        if partitioned_by:
-            properties.append(exp.PartitionedByProperty(this=exp.Schema(
-                expressions=[exp.to_identifier(name, quoted=True) for name in partitioned_by])))
-        statement = exp.Create(this=exp.Schema(this=table_expression(table), expressions=column_defs(columns)),
-                               kind="TABLE", exists=True, properties=exp.Properties(expressions=properties))
+        ordered = catalog_order(columns, partitioned_by)
+        parts = tuple(split_table(table))
+        template = self._table_template
+        plain = self._java_session is not None and len(parts) == 2
+        new = plain and parts[1].lower() not in self._listing(parts[0])
+        copy = new and template is not None and copyable(columns, partitioned_by)
         with spark_errors(f"creating table {table}"), made_beforehand(self._new_table_directory(table)):
-            self.sql(spark_sql(statement))
+            if not (copy and create_table_copy(template, parts, ordered, [name for name, _ in ordered[
+                    len(ordered) - len(partitioned_by):]] if partitioned_by else [])):
+                properties: list[exp.Expression] = [exp.FileFormatProperty(this=exp.Var(this="parquet"))]
+                if partitioned_by:
+                    properties.append(exp.PartitionedByProperty(this=exp.Schema(
+                        expressions=[exp.to_identifier(name, quoted=True) for name in partitioned_by])))
+                statement = exp.Create(this=exp.Schema(this=table_expression(table), expressions=column_defs(columns)),
+                                       kind="TABLE", exists=True, properties=exp.Properties(expressions=properties))
+                self.sql(spark_sql(statement))
+                if new and not self._table_template_read:
+                    self._read_table_template(parts)
         self._note(table, exists=True)
         self._partitions[table.lower()] = partitioned_by
-        self.created_columns[table_key(split_table(table))] = catalog_order(columns, partitioned_by)
+        self.created_columns[table_key(split_table(table))] = ordered
+
+    def _read_table_template(self, table: tuple[str, str]) -> None:
+        with self._table_template_guard:
+            if not self._table_template_read:
+                self._table_template = read_table_template(self.session, table)
+                self._table_template_read = True
 
     def set_table_properties(self, table: str, properties: Sequence[tuple[str, str]]) -> None:
         """ALTER TABLE ... SET TBLPROPERTIES (a model's `physical_properties`); the table's columns,

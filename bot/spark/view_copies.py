@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bot.spark.catalog_handles import CatalogHandles, catalog_handles, copy_defaults, field_names, scala_object
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -36,7 +38,8 @@ class ViewTemplate:
     field_names: tuple[str, ...]      # CatalogTable's fields, in its constructor's order
     defaults: tuple[Any, ...]         # the entry's value of each field
     session_properties: str           # JSON of its properties that are not per view
-    handles: dict[str, Any]           # session catalog, JVM classes and helpers
+    catalog: CatalogHandles
+    handles: dict[str, Any]           # JVM classes and helpers of views' own
 
 
 def read_template(session: "SparkSession", view: tuple[str, str]) -> ViewTemplate | None:
@@ -44,31 +47,26 @@ def read_template(session: "SparkSession", view: tuple[str, str]) -> ViewTemplat
     there (a view in another catalog) or not shaped the way this module knows."""
     try:
         jvm = session._jvm
+        catalog = catalog_handles(session)
         handles = {
-            "catalog": session._jsparkSession.sessionState().catalog(),
-            "some": jvm.scala.Some,
-            "identifier": jvm.org.apache.spark.sql.catalyst.TableIdentifier,
-            "maps": getattr(getattr(jvm.scala.collection.immutable, "Map$"), "MODULE$"),
-            "converters": jvm.scala.jdk.javaapi.CollectionConverters,
+            "maps": scala_object(jvm.scala.collection.immutable, "Map"),
             "mapper": jvm.com.fasterxml.jackson.databind.ObjectMapper(),
             "hash_map": jvm.java.util.HashMap._java_lang_class,
         }
-        entry = handles["catalog"].getTableMetadata(_identifier(handles, view))
+        entry = catalog.entry(view)
         if str(entry.tableType().name()) != "VIEW":
             return None
-        names = tuple(str(entry.productElementNames().toList().mkString("\x1f")).split("\x1f"))
+        names = field_names(entry)
         if not _REPLACED_FIELDS <= set(names):
             return None
-        properties = json.loads(str(handles["mapper"].writeValueAsString(
-            handles["converters"].asJava(entry.properties()))))
+        properties = json.loads(str(handles["mapper"].writeValueAsString(catalog.converters.asJava(entry.properties()))))
         kept = {key: value for key, value in properties.items()
                 if not key.startswith(_PER_VIEW_PROPERTY_PREFIX) and key not in _HIVE_OWN_PROPERTIES}
-        defaults = tuple(None if name in _REPLACED_FIELDS else getattr(entry, f"copy$default${index + 1}")()
-                         for index, name in enumerate(names))
+        defaults = copy_defaults(entry, names, _REPLACED_FIELDS)
     except Exception:  # noqa: BLE001 - any surprise from the JVM side: views keep CREATE VIEW
         return None
     return ViewTemplate(entry=entry, field_names=names, defaults=defaults,
-                        session_properties=json.dumps(kept), handles=handles)
+                        session_properties=json.dumps(kept), catalog=catalog, handles=handles)
 
 
 def create_copy(session: "SparkSession", template: ViewTemplate, view: tuple[str, str],
@@ -76,9 +74,9 @@ def create_copy(session: "SparkSession", template: ViewTemplate, view: tuple[str
     """Create `view` as `text` (`SELECT * FROM target`) from `template`; False, with nothing created,
     when the view needs CREATE VIEW: it exists already, the target is missing, has CHAR/VARCHAR
     columns or evolves its schema, or the catalog refused the entry."""
-    handles = template.handles
+    handles, catalog = template.handles, template.catalog
     try:
-        target_entry = handles["catalog"].getTableMetadata(_identifier(handles, target))
+        target_entry = catalog.entry(target)
         schema = target_entry.schema()
         schema_json = str(schema.json())
         if _CHAR_VARCHAR_MARK in schema_json or "EVOLUTION" in str(target_entry.properties().get("view.schemaMode")):
@@ -89,21 +87,17 @@ def create_copy(session: "SparkSession", template: ViewTemplate, view: tuple[str
         properties.update({f"{_PER_VIEW_PROPERTY_PREFIX}col.{index}": name for index, name in enumerate(names)})
         java_properties = handles["mapper"].readValue(json.dumps(properties), handles["hash_map"])
         replaced = {
-            "identifier": _identifier(handles, view),
+            "identifier": catalog.identifier(view),
             "schema": schema,
-            "properties": getattr(handles["maps"], "from")(handles["converters"].asScala(java_properties)),
-            "viewText": handles["some"](text),
-            "viewOriginalText": handles["some"](text),
+            "properties": getattr(handles["maps"], "from")(catalog.converters.asScala(java_properties)),
+            "viewText": catalog.some(text),
+            "viewOriginalText": catalog.some(text),
             "createTime": int(time.time() * 1000),
         }
         arguments = [replaced[name] if name in replaced else default
                      for name, default in zip(template.field_names, template.defaults)]
-        handles["catalog"].createTable(template.entry.copy(*arguments), False, True)
+        catalog.catalog.createTable(template.entry.copy(*arguments), False, True)
     except Exception:  # noqa: BLE001 - exists already, or anything unexpected: CREATE VIEW decides
         return False
     return True
 
-
-def _identifier(handles: dict[str, Any], parts: tuple[str, str]) -> Any:
-    schema, name = parts
-    return handles["identifier"](name, handles["some"](schema))
