@@ -12,7 +12,8 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError
 
 from bot.errors import ConfigError
-from bot.project.config import FormatConfig, read_text
+from bot.project.config import FormatConfig
+from bot.project.files import read_text
 from bot.project.header import Block, split_blocks
 from bot.project.sqltext import (MACRO_FUNC_PREFIX, is_blank, line_at, matching_paren, parse_sql, split_top_level,
                                  statement_end, to_sql)

@@ -13,7 +13,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from bot.errors import ConfigError
-from bot.project.config import read_text
+from bot.project.files import read_text
 from bot.project.macros import interval_variables
 from bot.project.sqltext import line_at, parse_sql
 

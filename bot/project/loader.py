@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterable, Mapping
 from bot.errors import ConfigError
 from bot.project.audit_parser import AuditDefinition, audits_from_blocks
 from bot.project.cache import ModelCache, cache_context, content_key, dumps, paused_gc
-from bot.project.config import ProjectConfig, decode_text, load_config, read_text, read_yaml
+from bot.project.config import ProjectConfig, load_config
+from bot.project.files import decode_text, read_text, read_yaml
 from bot.project.dag import DAG
 from bot.project.header import spark_type, split_blocks
 from bot.project.jinja import JinjaSettings, load_jinja_macros

@@ -17,7 +17,8 @@ from sqlglot import exp
 
 from bot.errors import ConfigError
 from bot.project.blueprints import Blueprint, as_sql_pairs, blueprint_from_python, interpolate_braced
-from bot.project.config import ModelDefaults, read_text
+from bot.project.config import ModelDefaults
+from bot.project.files import read_text
 from bot.project.model import KIND_ALIASES, AuditRef, Kind, KindName, Model, OnDestructiveChange
 from bot.project.sqlmesh_shim import project_imports, project_root, sqlmesh_shim, unsupported_import
 from bot.project.sqltext import normalize_name, parse_sql, table_references

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import yaml
 
 from bot.errors import ConfigError
-from bot.project.config import read_text
+from bot.project.files import read_text
 from bot.project.sqltext import normalize_name
 
 
