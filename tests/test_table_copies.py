@@ -95,7 +95,9 @@ def test_bad_columns_are_refused_by_name_and_nothing_is_created(engine_schema):
         engine.create_table(f"{db}.twice", columns=[("id", "int"), ("ID", "string")])
     with pytest.raises(EngineError, match=rf"creating table {db}\.no_part.*(?i:ds)"):
         engine.create_table(f"{db}.no_part", columns=[("id", "int")], partitioned_by=["ds"])
-    assert {"twice", "no_part"}.isdisjoint(engine.existing_objects(db, fresh=True))
+    with pytest.raises(EngineError, match=rf"creating table {db}\.only_parts.*ALL_PARTITION_COLUMNS_NOT_ALLOWED"):
+        engine.create_table(f"{db}.only_parts", columns=[("ds", "string")], partitioned_by=["ds"])
+    assert {"twice", "no_part", "only_parts"}.isdisjoint(engine.existing_objects(db, fresh=True))
 
 
 def test_a_statement_through_execute_makes_the_next_table_by_create_table(engine_schema):

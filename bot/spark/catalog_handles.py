@@ -15,8 +15,7 @@ class CatalogHandles:
     """The session catalog and the JVM classes every entry copy needs; each use is a socket round trip,
     so they are fetched once per template."""
 
-    jvm: Any
-    catalog: Any          # the session's SessionCatalog
+    session_catalog: Any  # the session's SessionCatalog
     some: Any             # scala.Some
     table_identifier: Any
     converters: Any       # scala.jdk.javaapi.CollectionConverters
@@ -27,12 +26,12 @@ class CatalogHandles:
 
     def entry(self, parts: tuple[str, str]) -> Any:
         """The CatalogTable of `schema.name` (raises when there is none)."""
-        return self.catalog.getTableMetadata(self.identifier(parts))
+        return self.session_catalog.getTableMetadata(self.identifier(parts))
 
 
 def catalog_handles(session: "SparkSession") -> CatalogHandles:
     jvm = session._jvm
-    return CatalogHandles(jvm=jvm, catalog=session._jsparkSession.sessionState().catalog(), some=jvm.scala.Some,
+    return CatalogHandles(session_catalog=session._jsparkSession.sessionState().catalog(), some=jvm.scala.Some,
                           table_identifier=jvm.org.apache.spark.sql.catalyst.TableIdentifier,
                           converters=jvm.scala.jdk.javaapi.CollectionConverters)
 

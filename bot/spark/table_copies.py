@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 #
 # The analyzer checks a copy skips (column types, names, partition columns) are kept by copying only
 # what cannot fail them: distinct plain column names, scalar types Parquet stores as they are, and
-# partition columns that are among the columns; anything else goes through CREATE TABLE.
+# partition columns that are among the columns and leave at least one column out (Spark refuses a
+# table of partition columns only); anything else goes through CREATE TABLE.
 
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SCALAR_TYPE = re.compile(
@@ -57,11 +58,13 @@ def copyable(columns: Sequence[tuple[str, str]], partitioned_by: Sequence[str]) 
     (False, False)
     >>> copyable([("id", "int")], ["ds"]), copyable([("my id", "int")], []), copyable([("c", "varchar(3)")], [])
     (False, False, False)
+    >>> copyable([("ds", "string")], ["ds"])
+    False
     """
     names = [name.lower() for name, _ in columns]
     return (bool(columns) and len(set(names)) == len(names)
             and all(_PLAIN_NAME.fullmatch(name) and _SCALAR_TYPE.fullmatch(kind.strip()) for name, kind in columns)
-            and len({name.lower() for name in partitioned_by}) == len(partitioned_by)
+            and len({name.lower() for name in partitioned_by}) == len(partitioned_by) < len(columns)
             and all(name.lower() in names for name in partitioned_by))
 
 
@@ -120,7 +123,7 @@ def create_copy(template: TableTemplate, table: tuple[str, str], columns: Sequen
         }
         arguments = [replaced[name] if name in replaced else default
                      for name, default in zip(template.field_names, template.defaults)]
-        catalog.catalog.createTable(template.entry.copy(*arguments), True, True)
+        catalog.session_catalog.createTable(template.entry.copy(*arguments), True, True)
     except Exception:  # noqa: BLE001 - anything unexpected: CREATE TABLE decides, and says what is wrong
         return False
     return True

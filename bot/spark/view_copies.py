@@ -59,7 +59,8 @@ def read_template(session: "SparkSession", view: tuple[str, str]) -> ViewTemplat
         names = field_names(entry)
         if not _REPLACED_FIELDS <= set(names):
             return None
-        properties = json.loads(str(handles["mapper"].writeValueAsString(catalog.converters.asJava(entry.properties()))))
+        properties = json.loads(str(handles["mapper"].writeValueAsString(
+            catalog.converters.asJava(entry.properties()))))
         kept = {key: value for key, value in properties.items()
                 if not key.startswith(_PER_VIEW_PROPERTY_PREFIX) and key not in _HIVE_OWN_PROPERTIES}
         defaults = copy_defaults(entry, names, _REPLACED_FIELDS)
@@ -96,7 +97,7 @@ def create_copy(session: "SparkSession", template: ViewTemplate, view: tuple[str
         }
         arguments = [replaced[name] if name in replaced else default
                      for name, default in zip(template.field_names, template.defaults)]
-        catalog.catalog.createTable(template.entry.copy(*arguments), False, True)
+        catalog.session_catalog.createTable(template.entry.copy(*arguments), False, True)
     except Exception:  # noqa: BLE001 - exists already, or anything unexpected: CREATE VIEW decides
         return False
     return True
