@@ -8,6 +8,7 @@ import pytest
 
 from catalog_entries import catalog_entry, hive_calls
 
+
 @pytest.fixture
 def parents(engine_schema):
     """A partitioned table with a comment, nested and decimal columns and one row, and a view over it."""
