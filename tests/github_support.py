@@ -3,6 +3,7 @@ and every mocked response against GitHub's OpenAPI description in tests/fixtures
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import re
@@ -102,6 +103,14 @@ def _operations() -> list[tuple[str, re.Pattern[str], str]]:
     return ops
 
 
+@dataclass(frozen=True)
+class Answer:
+    """A stateful fake's response with its own status (e.g. 404 for a file that does not exist)."""
+
+    status: int
+    body: Any
+
+
 Handler = Callable[[requests.PreparedRequest], tuple[int, dict[str, str], Any]]
 
 
@@ -117,7 +126,8 @@ class GithubMock:
             headers: dict[str, str] | None = None, validate: bool = True) -> None:
         """Queue a response for an operation of the spec (`path` is the spec's template).
 
-        `body` may be a callable `(request path, request JSON) -> response JSON` for stateful fakes."""
+        `body` may be a callable `(request path, request JSON) -> response JSON` for stateful fakes, or
+        an `Answer` when the status depends on the request."""
         if path not in spec_dict()["paths"] or method.lower() not in spec_dict()["paths"][path]:
             raise AssertionError(f"{method} {path} is not an operation of the OpenAPI subset")
         self.routes.setdefault((method.upper(), path), []).append((status, headers or {}, body, validate))
@@ -144,6 +154,8 @@ class GithubMock:
         status, headers, payload_, validate = queue.pop(0) if len(queue) > 1 else queue[0]
         if callable(payload_):
             payload_ = payload_(path, body)
+            if isinstance(payload_, Answer):
+                status, payload_ = payload_.status, payload_.body
         text = json.dumps(payload_) if payload_ is not None else ""
         if validate:
             self._validate_response(request, status, headers, text)
@@ -208,7 +220,20 @@ PATHS = {
     "commit_pulls": "/repos/{owner}/{repo}/commits/{commit_sha}/pulls",
     "permission": "/repos/{owner}/{repo}/collaborators/{username}/permission",
     "merge": "/repos/{owner}/{repo}/pulls/{pull_number}/merge",
+    "contents": "/repos/{owner}/{repo}/contents/{path}",
+    "compare": "/repos/{owner}/{repo}/compare/{basehead}",
 }
+
+
+def default_branch_config(cicd_bot: dict[str, Any] | None = None, users: Sequence[UserConfig] = ()) -> str:
+    """A config.yaml's bot sections, as the default branch would hold them (the trusted settings)."""
+    import yaml
+
+    data: dict[str, Any] = {"cicd_bot": dict(cicd_bot or {})}
+    if users:
+        data["users"] = [{"username": u.username, "github_username": u.github_username, "roles": list(u.roles)}
+                         for u in users]
+    return yaml.safe_dump(data)
 
 
 @dataclass
@@ -227,9 +252,15 @@ class FakeRepository:
     reactions: list[tuple[int, str]] = field(default_factory=list)
     pull: dict[str, Any] = field(default_factory=dict)
     merges: list[dict[str, Any]] = field(default_factory=list)
+    default_config: str | None = ""          # config.yaml on the default branch; None: the file does not exist
+    default_branch: str = "master"           # the payloads' repository.default_branch
+    released_on_default_branch: bool = True  # what GET /compare/{default}...{sha} says of a tagged commit
+    contents_reads: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         m, p = self.mock, PATHS
+        m.add("GET", p["contents"], self._contents)
+        m.add("GET", p["compare"], self._compare)
         m.add("GET", p["comments"], lambda path, body: self.comments)
         m.add("POST", p["comments"], self._create_comment, status=201)
         m.add("PATCH", p["comment"], self._edit_comment)
@@ -332,6 +363,23 @@ class FakeRepository:
     def _file(self, name: str) -> dict[str, Any]:
         item = example(PATHS["files"], "get")[0]
         item["filename"] = name
+        return item
+
+    def _contents(self, path: str, body: Any) -> dict[str, Any] | Answer:
+        relative = path.split("/contents/", 1)[1]
+        self.contents_reads.append(relative)
+        if relative != "config.yaml" or self.default_config is None:
+            return Answer(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+        item = copy.deepcopy(_resolve(spec_dict()["components"]["examples"][
+            "content-file-response-if-content-is-a-file"])["value"])
+        item.update(name="config.yaml", path="config.yaml", encoding="base64", type="file",
+                    content=base64.b64encode(self.default_config.encode()).decode(),
+                    size=len(self.default_config.encode()))
+        return item
+
+    def _compare(self, path: str, body: Any) -> dict[str, Any]:
+        item = example(PATHS["compare"], "get")
+        item["status"] = "behind" if self.released_on_default_branch else "diverged"
         return item
 
     def _permission(self, path: str, body: Any) -> dict[str, Any]:
@@ -437,3 +485,25 @@ def pr_comment_event(body: str, login: str, *, number: int = 2, comment_id: int 
     raw["comment"].update(body=body, id=comment_id)
     raw["comment"]["user"]["login"] = login
     return raw
+
+
+def git_checkout(path: Path, files: dict[str, str] | None = None, *, default_branch: str = "master") -> str:
+    """A git repository at `path` with `files` committed, as a job's checkout: its `origin/<default_branch>`
+    ref points at the commit (the trusted default branch in local mode). Returns the commit's SHA."""
+    import subprocess
+
+    path.mkdir(parents=True, exist_ok=True)
+    for name, text in (files or {"README.md": "checkout\n"}).items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@example.com",
+                               "-c", "commit.gpgsign=false", *args], check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    git("init", "-q", "-b", default_branch)
+    git("add", "-A")
+    git("commit", "-q", "-m", "checkout")
+    git("update-ref", f"refs/remotes/origin/{default_branch}", "HEAD")
+    return git("rev-parse", "HEAD")

@@ -20,18 +20,13 @@ from bot.github.runners import BotRun
 from bot.github.runners.base import ephemeral_storage_refusal, post_comment
 from bot.github.settings import load_settings
 from bot.github.views import COMMENT_LIMIT, ChangeView, CommentView, PlanView
-from bot.project.config import ModelDefaults, ProjectConfig
-from github_support import FakeRepository, example, install, payload
+from github_support import FakeEngine, FakeRepository, default_branch_config, example, install, payload
 
 COMMENT_EVENT = "_supplementary/go-playground__webhooks/testdata/github/pull-request-issue-comment.json"
 
 
 class NoEngine:
-    """Only a config: these scenarios must never reach the engine."""
-
-    def __init__(self, cicd_bot: dict) -> None:
-        self.config = ProjectConfig(root=Path("."), gateways={}, default_gateway="local",
-                                    model_defaults=ModelDefaults(), cicd_bot=cicd_bot)
+    """These scenarios must never reach the project: any use of it fails the test."""
 
     def __getattr__(self, name):
         raise AssertionError(f"the engine was called ({name}) but should not have been")
@@ -50,12 +45,14 @@ def test_deploy_comment_from_user_without_write_access_gets_a_reply_and_no_deplo
     lines: list[str] = []
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         gh = install(rsps)
-        repo = FakeRepository(gh, permissions={"chhsia0": "read"})
+        repo = FakeRepository(gh, permissions={"chhsia0": "read"},
+                              default_config=default_branch_config({"enable_deploy_command": True}))
         code = main(Invocation(event_name="issue_comment", event_path=_write(tmp_path, raw)), env=env,
-                    context_factory=lambda path, gw: NoEngine({"enable_deploy_command": True}), out=lines.append)
+                    context_factory=lambda path, gw: NoEngine(), out=lines.append)
         assert not gh.errors
-    assert code == 0
+    assert code == 1
     assert [c[:2] for c in gh.calls] == [
+        ("GET", "/repos/chhsia0/knative-route-demo/contents/config.yaml"),
         ("GET", "/repos/chhsia0/knative-route-demo/collaborators/chhsia0/permission"),
         ("POST", "/repos/chhsia0/knative-route-demo/issues/3/comments")]
     assert repo.comments[0]["body"].startswith("@chhsia0 ignored `/deploy`: it needs write permission")
@@ -67,7 +64,7 @@ def test_fork_pull_request_gets_a_notice_not_a_crash(tmp_path):
     raw = payload("_supplementary/ailisp__reallyfastci/test/data/webhook/webhook-pr-from-fork.json")
     out = tmp_path / "out"
     code = main(Invocation(event_name="pull_request", event_path=_write(tmp_path, raw), output_dir=str(out)),
-                env={}, context_factory=lambda path, gw: NoEngine({}))
+                env={}, context_factory=lambda path, gw: NoEngine())
     assert code == 0
     assert "fork" in (out / "summary.md").read_text()
 
@@ -80,7 +77,7 @@ def test_missing_event_and_unknown_command_are_clear_errors(tmp_path):
     lines.clear()
     code = main(Invocation(command="nope", event_name="pull_request", event_path=_write(tmp_path, raw),
                            output_dir=str(tmp_path / "o")), env={},
-                context_factory=lambda path, gw: NoEngine({}), out=lines.append)
+                context_factory=lambda path, gw: NoEngine(), out=lines.append)
     assert code == 1 and "unknown command `nope`" in lines[0]
 
 
@@ -88,7 +85,7 @@ def test_no_token_inside_actions_is_reported(tmp_path):
     raw = payload("pull_request/opened.payload.json")
     lines: list[str] = []
     code = main(Invocation(event_name="pull_request", event_path=_write(tmp_path, raw)),
-                env={"GITHUB_ACTIONS": "true"}, context_factory=lambda path, gw: NoEngine({}), out=lines.append)
+                env={"GITHUB_ACTIONS": "true"}, context_factory=lambda path, gw: NoEngine(), out=lines.append)
     assert code == 1 and "no GitHub token" in lines[0]
 
 
@@ -96,7 +93,7 @@ def test_deleted_tag_push_deploys_nothing(tmp_path):
     out = tmp_path / "out"
     code = main(Invocation(event_name="push", event_path=_write(tmp_path, payload("push/payload.json")),
                            output_dir=str(out)), env={},
-                context_factory=lambda path, gw: NoEngine({"deploy_on": "both"}))
+                context_factory=lambda path, gw: NoEngine())
     assert code == 0 and "deleted" in (out / "summary.md").read_text()
 
 
@@ -112,10 +109,11 @@ def test_pull_request_that_changes_no_project_file_skips_the_engine(tmp_path):
         repo = FakeRepository(gh, files=["README.md", ".github/workflows/meshbot-pr.yml", "docs/guide.md"])
         code = main(Invocation(event_name="pull_request", event_path=_write(tmp_path, raw)),
                     env={**_api_env(), "GITHUB_STEP_SUMMARY": str(summary)},
-                    context_factory=lambda path, gw: NoEngine({}), out=lambda line: None)
+                    context_factory=lambda path, gw: NoEngine(), out=lambda line: None)
         assert not gh.errors
     assert code == 0
     assert [c[:2] for c in gh.calls] == [
+        ("GET", "/repos/Codertocat/Hello-World/contents/config.yaml"),
         ("GET", "/repos/Codertocat/Hello-World/pulls/2/files"),
         ("GET", "/repos/Codertocat/Hello-World/issues/2/comments"),
         ("POST", "/repos/Codertocat/Hello-World/issues/2/comments")]
@@ -129,7 +127,7 @@ def test_fork_pull_request_with_a_read_only_token_gets_a_notice_not_a_crash(tmp_
     summary = tmp_path / "summary.md"
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         gh = install(rsps)
-        repo = FakeRepository(gh)
+        repo = FakeRepository(gh, default_config=default_branch_config({"required_approvers": ["ann"]}))
         repo.set_pull(raw["pull_request"])
         # the subset documents only 201 for checks/create, so this real-world 403 is sent unvalidated
         gh.routes[("POST", "/repos/{owner}/{repo}/check-runs")] = [
@@ -137,7 +135,7 @@ def test_fork_pull_request_with_a_read_only_token_gets_a_notice_not_a_crash(tmp_
                        "documentation_url": "https://docs.github.com/rest/checks/runs#create-a-check-run"}, False)]
         code = main(Invocation(event_name="pull_request_review", event_path=_write(tmp_path, raw)),
                     env={**_api_env(), "GITHUB_STEP_SUMMARY": str(summary)},
-                    context_factory=lambda path, gw: NoEngine({"required_approvers": ["ann"]}), out=lines.append)
+                    context_factory=lambda path, gw: NoEngine(), out=lines.append)
         assert not gh.errors
     assert code == 0
     assert lines[-1].startswith("::warning title=meshbot::") and "fork `someone/Hello-World`" in lines[-1]
@@ -157,7 +155,7 @@ def test_comment_that_would_pass_the_limit_is_posted_shortened_and_valid(tmp_pat
         repo = FakeRepository(gh)
         client = GithubClient(token="t", repo=Repo("Codertocat", "Hello-World"), seconds_between_writes=0)
         run = BotRun(event=parse_event("pull_request", payload("pull_request/opened.payload.json")),
-                     settings=load_settings({}), github=client, context=NoEngine({}),
+                     settings=load_settings({}), github=client, context=NoEngine(),
                      outputs=StepOutputs.in_folder(tmp_path))
         post_comment(run, 2, view)
         assert not gh.errors
@@ -218,22 +216,31 @@ def no_waiting(monkeypatch):
 
 
 def test_unknown_pull_request_in_local_mode_is_a_clear_error(tmp_path):
+    raw = payload(COMMENT_EVENT)
+    raw["comment"]["body"] = "/deploy"
     lines: list[str] = []
-    code = main(Invocation(command="check-required-approvers", event_name="issue_comment",
-                           event_path=_write(tmp_path, payload(COMMENT_EVENT)), output_dir=str(tmp_path / "o")),
-                env={}, context_factory=lambda path, gw: NoEngine({"required_approvers": ["ann"]}),
-                out=lines.append)
+    code = main(Invocation(event_name="issue_comment", event_path=_write(tmp_path, raw),
+                           output_dir=str(tmp_path / "o"), answers=_write_answers(tmp_path, chhsia0="write")),
+                env={"MESHBOT_CICD_BOT": "enable_deploy_command: true"},
+                context_factory=lambda path, gw: NoEngine(), out=lines.append)
     assert code == 1
     assert lines == ["::error title=meshbot::pull request #3 is unknown in local mode: the event payload does "
                      "not describe it and meshbot makes no network call here; add it to the `pulls` of an "
                      "answers file (--answers)"]
 
 
+def _write_answers(tmp_path, **permissions: str) -> str:
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps({"permissions": permissions}))
+    return str(path)
+
+
 def test_release_without_github_sha_is_a_clear_error(tmp_path):
     lines: list[str] = []
     code = main(Invocation(event_name="release", event_path=_write(tmp_path, payload("release/published.payload.json")),
-                           output_dir=str(tmp_path / "o")), env={},
-                context_factory=lambda path, gw: NoEngine({"deploy_on": "tag"}), out=lines.append)
+                           output_dir=str(tmp_path / "o"), project_path=str(tmp_path)),
+                env={"MESHBOT_CICD_BOT": "deploy_on: tag"},
+                context_factory=lambda path, gw: FakeEngine(), out=lines.append)
     assert code == 1 and len(lines) == 1
     assert lines[0].startswith("::error title=meshbot::a release event does not name its commit")
     assert "GITHUB_SHA" in lines[0]
@@ -250,24 +257,26 @@ def test_unreachable_api_is_a_clear_error(tmp_path, no_waiting):
                  body=requests.exceptions.ConnectionError("Name or service not known"))
         code = main(Invocation(event_name="pull_request",
                                event_path=_write(tmp_path, payload("pull_request/synchronize.payload.json"))),
-                    env=_api_env(), context_factory=lambda path, gw: NoEngine({}), out=lines.append)
+                    env=_api_env(), context_factory=lambda path, gw: NoEngine(), out=lines.append)
     assert code == 1
-    assert lines[-1] == ("::error title=meshbot::could not reach the GitHub API at https://api.github.com (files "
-                         "of #2): ConnectionError. Check GITHUB_API_URL and the runner's network access.")
+    assert lines[-1] == ("::error title=meshbot::could not reach the GitHub API at https://api.github.com (GET "
+                         "/contents/config.yaml): ConnectionError. Check GITHUB_API_URL and the runner's network "
+                         "access.")
 
 
 def test_github_error_answers_after_retries_are_a_clear_error(tmp_path, no_waiting):
     lines: list[str] = []
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         gh = install(rsps)
-        gh.add("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files",
-               {"code": "unavailable", "message": "Service unavailable", "documentation_url": "https://docs.github.com"},
-               status=503)
+        FakeRepository(gh)
+        gh.routes[("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files")] = [(
+            503, {}, {"code": "unavailable", "message": "Service unavailable",
+                      "documentation_url": "https://docs.github.com"}, True)]
         code = main(Invocation(event_name="pull_request",
                                event_path=_write(tmp_path, payload("pull_request/synchronize.payload.json"))),
-                    env=_api_env(), context_factory=lambda path, gw: NoEngine({}), out=lines.append)
+                    env=_api_env(), context_factory=lambda path, gw: NoEngine(), out=lines.append)
         assert not gh.errors
-    assert code == 1 and len(gh.calls) == RetryPolicy().retries + 1
+    assert code == 1 and len(gh.sent("GET", "/files$")) == RetryPolicy().retries + 1
     assert lines[-1] == ("::error title=meshbot::GitHub API files of #2 still failed after 4 retries (too many "
                          "503 error responses); GitHub may be degraded, re-run the job later")
 
@@ -277,9 +286,11 @@ def test_an_unexpected_error_is_one_line_without_the_token(tmp_path):
         raise RuntimeError("boom while using ghs_token_value\nsecond line")
 
     lines: list[str] = []
-    code = main(Invocation(event_name="pull_request",
-                           event_path=_write(tmp_path, payload("pull_request/opened.payload.json"))),
-                env=_api_env(), context_factory=broken, out=lines.append)
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        FakeRepository(install(rsps))
+        code = main(Invocation(event_name="pull_request",
+                               event_path=_write(tmp_path, payload("pull_request/opened.payload.json"))),
+                    env=_api_env(), context_factory=broken, out=lines.append)
     assert code == 1
-    assert lines == ["::error title=meshbot::unexpected RuntimeError while running `run-all`: boom while using "
+    assert lines[1:] == ["::error title=meshbot::unexpected RuntimeError while running `run-all`: boom while using "
                      "***%0Asecond line"]

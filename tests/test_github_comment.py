@@ -14,7 +14,7 @@ import responses
 
 from bot.github.action import Invocation, main
 from bot.quality.api import TestResult, TestSuiteResult
-from github_support import FakeEngine, FakeRepository, install, payload, pr_comment_event
+from github_support import FakeEngine, FakeRepository, default_branch_config, install, payload, pr_comment_event
 
 ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_comment_token", "GITHUB_API_URL": "https://api.github.com",
        "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
@@ -33,7 +33,8 @@ def no_waiting(monkeypatch):
 class Bot:
     def __init__(self, tmp_path, gh, engine: FakeEngine) -> None:
         self.tmp_path, self.gh, self.engine = tmp_path, gh, engine
-        self.repo = FakeRepository(gh, permissions={"writer": "write"})
+        self.repo = FakeRepository(gh, permissions={"writer": "write"}, default_config=default_branch_config(
+            engine.config.cicd_bot, engine.config.users))
         self.repo.set_pull(payload("pull_request/opened.payload.json")["pull_request"])
         self.outputs = tmp_path / "outputs.env"
 
@@ -132,17 +133,32 @@ def test_replies_to_commands_are_comments_on_the_pr(bot, cicd_bot, body, answer)
     assert b.engine.plans == [] and b.repo.checks == {}
 
 
-def test_closing_a_fork_pr_cleans_up_its_environment_and_drops_stale_sections(bot):
+def test_closing_a_pr_cleans_up_its_environment_and_drops_stale_sections(bot):
     b = bot()
     assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
     assert "How to deploy" in b.comment
-    closed = copy.deepcopy(payload("pull_request/closed.payload.json"))
-    closed["pull_request"]["head"]["repo"]["full_name"] = "someone/Hello-World"
-    assert b("pull_request", closed) == 0
+    assert b("pull_request", payload("pull_request/closed.payload.json")) == 0
     assert b.engine.invalidated == ["hello_world_2"]
     assert ":broom: This PR was closed: environment `hello_world_2` was removed" in b.status
     assert "How to deploy" not in b.comment and "shop__hello_world_2" not in b.comment
     assert "Prod plan preview" in b.comment          # kept as the record of what was proposed
+
+
+def test_closing_a_fork_pr_reads_nothing_of_its_project(tmp_path):
+    """A fork's PR never gets an environment, so its close has nothing to clean up, and a fork's code
+    never runs: the project is not opened."""
+    closed = copy.deepcopy(payload("pull_request/closed.payload.json"))
+    closed["pull_request"]["head"]["repo"]["full_name"] = "someone/Hello-World"
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(closed))
+    out = tmp_path / "out"
+
+    def no_project(p, g):
+        raise AssertionError("the fork's project was opened")
+
+    assert main(Invocation(event_name="pull_request", event_path=str(path), output_dir=str(out)), env={},
+                context_factory=no_project) == 0
+    assert "never builds an environment for a fork" in (out / "summary.md").read_text()
 
 
 def test_a_deleted_head_repository_is_not_a_fork_named_none(tmp_path):

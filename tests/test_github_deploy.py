@@ -11,9 +11,9 @@ import pytest
 import responses
 
 from bot.github.action import Invocation, main
-from github_support import FakeEngine, FakeRepository, install, payload, pr_comment_event
+from github_support import (FakeEngine, FakeRepository, default_branch_config, git_checkout, install, payload,
+                            pr_comment_event)
 
-HEAD = payload("pull_request/opened.payload.json")["pull_request"]["head"]["sha"]
 DEPLOY = "meshbot - Prod Environment Synced"
 ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_deploy_token", "GITHUB_API_URL": "https://api.github.com",
        "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
@@ -24,8 +24,15 @@ def _comment_event(body: str = "/deploy", login: str = "writer") -> dict:
     return pr_comment_event(body, login)
 
 
-def _pull(**changes) -> dict:
-    raw = copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"])
+def _opened(head: str) -> dict:
+    """The opened payload, its head being the commit the job checked out."""
+    raw = copy.deepcopy(payload("pull_request/opened.payload.json"))
+    raw["pull_request"]["head"]["sha"] = head
+    return raw
+
+
+def _pull(head: str, **changes) -> dict:
+    raw = _opened(head)["pull_request"]
     for key, value in changes.items():
         if key == "head_repo":
             raw["head"]["repo"] = {**raw["head"]["repo"], "full_name": value}
@@ -35,14 +42,17 @@ def _pull(**changes) -> dict:
 class Scenario:
     def __init__(self, tmp_path, gh, engine: FakeEngine) -> None:
         self.tmp_path, self.gh, self.engine = tmp_path, gh, engine
-        self.repo = FakeRepository(gh, permissions={"writer": "write"})
+        self.repo = FakeRepository(gh, permissions={"writer": "write"}, default_config=default_branch_config(
+            engine.config.cicd_bot, engine.config.users))
         self.outputs = tmp_path / "outputs.env"
         self.lines: list[str] = []
+        self.checkout = tmp_path / "checkout"
+        self.head = git_checkout(self.checkout)     # the commit the deploy job checked out
 
     def __call__(self, raw: dict, name: str = "issue_comment") -> int:
         path = self.tmp_path / "event.json"
         path.write_text(json.dumps(raw))
-        return main(Invocation(event_name=name, event_path=str(path)),
+        return main(Invocation(event_name=name, event_path=str(path), project_path=str(self.checkout)),
                     env={**ENV, "GITHUB_OUTPUT": str(self.outputs)},
                     context_factory=lambda p, g: self.engine, out=self.lines.append)
 
@@ -89,30 +99,29 @@ def scenario(tmp_path):
 ])
 def test_deploy_is_refused_with_a_reply_unless_the_pr_can_be_merged(scenario, pull, fields, reason):
     bot = scenario()
-    bot.repo.set_pull(_pull(**pull), **fields)
+    bot.repo.set_pull(_pull(bot.head, **pull), **fields)
     assert bot(_comment_event()) == 1
     assert len(bot.replies) == 1 and bot.replies[0].startswith("@writer ") and reason in bot.replies[0]
     assert "None" not in bot.replies[0]
     assert bot.engine.plans == [] and bot.engine.applied == [] and bot.repo.checks == {}
-    assert bot.repo.merges == [] and bot.repo.reactions == [(77, "rocket")]
+    assert bot.repo.merges == [] and bot.repo.reactions == []
 
 
 def test_deploy_is_refused_when_the_preview_was_built_for_another_head(scenario, tmp_path):
     bot = scenario()
-    bot.repo.set_pull(_pull())
-    assert bot(payload("pull_request/opened.payload.json"), "pull_request") == 0   # preview on HEAD
-    moved = _pull()
-    moved["head"]["sha"] = "d" * 40
-    bot.repo.set_pull(moved)
+    bot.repo.set_pull(_pull(bot.head))
+    assert bot(_opened(bot.head), "pull_request") == 0   # preview on the checked-out head
+    bot.repo.set_pull(_pull("d" * 40))
     assert bot(_comment_event()) == 1
-    assert f"built for {HEAD[:7]}, but the head of #2 is now ddddddd" in bot.replies[-1]
+    assert f"built for {bot.head[:7]}, but the head of #2 is now ddddddd" in bot.replies[-1]
     assert bot.engine.applied == ["hello_world_2"]
 
 
 def test_deploy_applies_the_pr_head_records_it_and_merges_with_merge_method(scenario):
     bot = scenario({"merge_method": "squash"})
-    bot.repo.set_pull(_pull())
-    assert bot(payload("pull_request/opened.payload.json"), "pull_request") == 0
+    HEAD = bot.head
+    bot.repo.set_pull(_pull(HEAD))
+    assert bot(_opened(HEAD), "pull_request") == 0
     assert "How to deploy" in bot.comment
     assert bot(_comment_event()) == 0
     assert bot.engine.applied == ["hello_world_2", "prod"]
@@ -131,7 +140,7 @@ def test_the_push_of_a_pr_deployed_and_merged_by_deploy_keeps_its_report(scenari
     """`/deploy` with merge_method merges the PR; the push of that merge commit finds prod up to date:
     it applies nothing and leaves the PR comment's deploy report as it was."""
     bot = scenario({"merge_method": "squash"})
-    bot.repo.set_pull(_pull())
+    bot.repo.set_pull(_pull(bot.head))
     assert bot(_comment_event()) == 0
     report = bot.comment
     push = copy.deepcopy(payload("push/with-new-branch.payload.json"))
@@ -145,7 +154,7 @@ def test_the_push_of_a_pr_deployed_and_merged_by_deploy_keeps_its_report(scenari
 
 def test_a_refused_merge_after_a_deploy_is_reported_and_fails_the_step(scenario):
     bot = scenario({"merge_method": "rebase"})
-    bot.repo.set_pull(_pull())
+    bot.repo.set_pull(_pull(bot.head))
     bot.repo.refuse_merges(405, "Rebase merges are not allowed on this repository.")
     assert bot(_comment_event()) == 1
     assert bot.engine.applied == ["prod"]
@@ -154,7 +163,7 @@ def test_a_refused_merge_after_a_deploy_is_reported_and_fails_the_step(scenario)
 
 def test_without_merge_method_a_deploy_does_not_merge(scenario):
     bot = scenario()
-    bot.repo.set_pull(_pull())
+    bot.repo.set_pull(_pull(bot.head))
     assert bot(_comment_event()) == 0
     assert bot.repo.merges == [] and bot.engine.applied == ["prod"]
     assert not bot.gh.sent("PUT", r"/merge$")
@@ -162,28 +171,33 @@ def test_without_merge_method_a_deploy_does_not_merge(scenario):
 
 def test_deploy_command_rehearsed_offline_from_an_answers_file(tmp_path):
     """Local mode takes what it would ask GitHub from --answers: the PR (mergeable), the commenter's
-    permission and the reviews; without them the same /deploy is refused, naming what is missing."""
-    engine = FakeEngine({"enable_deploy_command": True, "required_approvers": ["ann-gh"]})
+    permission and the reviews; without them the same /deploy is refused, naming what is missing. The
+    gate settings come from the checkout's `origin/<default branch>`."""
+    engine = FakeEngine()
+    checkout = tmp_path / "checkout"
+    head = git_checkout(checkout, {"config.yaml": default_branch_config(
+        {"enable_deploy_command": True, "required_approvers": ["ann-gh"]})})
     event = tmp_path / "event.json"
     event.write_text(json.dumps(_comment_event()))
-    pull = {**_pull(), "mergeable": True, "mergeable_state": "clean"}
+    pull = {**_pull(head), "mergeable": True, "mergeable_state": "clean"}
     answers = tmp_path / "answers.json"
 
     def run(**given) -> tuple[int, list[str]]:
         answers.write_text(json.dumps(given))
         lines: list[str] = []
         code = main(Invocation(event_name="issue_comment", event_path=str(event), output_dir=str(tmp_path / "out"),
-                               answers=str(answers)), env={}, context_factory=lambda p, g: engine,
-                    out=lines.append)
+                               answers=str(answers), project_path=str(checkout)), env={},
+                    context_factory=lambda p, g: engine, out=lines.append)
         return code, lines
 
-    assert run(pulls=[pull])[0] == 0 and engine.applied == []          # a reader's /deploy is ignored
-    assert "write" in (tmp_path / "out" / "summary.md").read_text()
+    assert run(pulls=[pull])[0] == 1 and engine.applied == []          # a reader's /deploy is refused
+    assert "needs write permission" in (tmp_path / "out" / "summary.md").read_text()
     code, lines = run(permissions={"writer": "write"})
     assert code == 1 and "pull request #2 is unknown in local mode" in lines[-1] and "--answers" in lines[-1]
     code, _ = run(pulls=[pull], permissions={"writer": "write"})
     assert code == 1 and engine.applied == []                           # no approval yet
-    approval = {"user": {"login": "ann-gh"}, "state": "APPROVED", "commit_id": HEAD,
+    assert "required approval is missing" in (tmp_path / "out" / "comment.md").read_text()
+    approval = {"user": {"login": "ann-gh"}, "state": "APPROVED", "commit_id": head,
                 "submitted_at": "2024-01-02T00:00:00Z"}
     code, _ = run(pulls=[pull], permissions={"writer": "write"}, reviews={"2": [approval]})
     assert code == 0 and engine.applied == ["prod"]

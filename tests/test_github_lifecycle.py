@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import csv
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,21 +23,19 @@ from bot.context import Context
 from bot.github.client import GithubClient, RetryPolicy
 from bot.github.event import parse_event
 from bot.github.local import StepOutputs
-from bot.github.runners import RUNNERS, BotRun
+from bot.github.runners import BotRun, dispatch
 from bot.github.settings import load_settings
+from bot.github.trusted import TrustedConfig
 from bot.plan.definition import PlanOptions
+from bot.project.config import UserConfig
 from bot.project.example import write_example
 from github_support import FakeRepository, install, payload, pr_comment_event
 
-CONFIG_EXTRA = """
-cicd_bot:
-  deploy_on: merge
-  enable_deploy_command: true
-users:
-  - username: ann
-    github_username: ann-gh
-    roles: [required_approver]
-"""
+# The bot's gate settings come from a trusted source (the action's input or the default branch), never
+# from the project the PR checks out.
+TRUSTED = TrustedConfig(cicd_bot={"deploy_on": "merge", "enable_deploy_command": True},
+                        users=(UserConfig("ann", "ann-gh", ("required_approver",)),),
+                        sources=("the action's `config` input",))
 ENV = "hello_world_2"          # repository Hello-World, PR #2
 HEAD_A = payload("pull_request/opened.payload.json")["pull_request"]["head"]["sha"]
 HEAD_B = "b" * 40
@@ -54,8 +53,6 @@ def shop(spark, tmp_path_factory):
     before = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
     root = tmp_path_factory.mktemp("lifecycle") / "shop"
     write_example(root)
-    with (root / "config.yaml").open("a") as handle:
-        handle.write(CONFIG_EXTRA)
     context = Context(root)
     context.apply(context.plan("prod", options=PlanOptions(skip_tests=True)))
     model = root / "models" / "customer_revenue.sql"
@@ -82,15 +79,17 @@ class Bot:
         self.context = Context(root)
         self.repo, self.out = repo, out
 
-    def __call__(self, name: str, raw: dict, **cicd_bot: object) -> int:
+    def __call__(self, name: str, raw: dict, *, head: str | None = None, **cicd_bot: object) -> int:
+        """`head`: the commit the job checked out (a `/deploy` job must have the PR's head)."""
         event = parse_event(name, raw)
-        settings = load_settings({**self.context.config.cicd_bot, **cicd_bot}, self.context.config.users)
+        trusted = replace(TRUSTED, cicd_bot={**TRUSTED.cicd_bot, **cicd_bot})
+        settings = load_settings(trusted.cicd_bot, trusted.users)
         client = GithubClient(token="ghs_lifecycle_token", repo=event.repo, bot_login=settings.bot_login,
                               seconds_between_writes=0, retry=NO_WAIT)
         self.outputs = StepOutputs.in_folder(self.out)
         run = BotRun(event=event, settings=settings, github=client, context=self.context, outputs=self.outputs,
-                     run_url=RUN_URL)
-        return RUNNERS["run-all"](run)
+                     run_url=RUN_URL, trusted=trusted, checkout_head=head)
+        return dispatch(run, "run-all")
 
     @property
     def comment(self) -> str:
@@ -185,14 +184,14 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     assert f"shop.top\\_customers: {top_prod} rows in prod, {top_pr} in PR (not matched by key)" in bot.comment
     assert "neither a grain nor a unique_key" in bot.comment
 
-    # /deploy: ignored from a reader; a writer gets a reaction, but approval still gates the deploy
+    # /deploy: refused for a reader; for a writer too while the approval is stale (checked before anything
+    # of the project is read, so neither gets a reaction)
     repo.permissions.update({"reader": "read", "writer": "write"})
-    assert bot("issue_comment", _comment_event("reader", "/deploy")) == 0
+    assert bot("issue_comment", _comment_event("reader", "/deploy"), head=HEAD_B) == 1
     assert repo.reactions == [] and bot.replies == ["@reader ignored `/deploy`: it needs write permission on "
                                                     "this repository (yours is `read`).\n"]
-    assert bot("issue_comment", _comment_event("writer", "/deploy")) == 1
-    assert repo.reactions == [(77, "rocket")]
-    assert bot.conclusion(DEPLOY) == "failure" and "required approval is missing" in bot.comment
+    assert bot("issue_comment", _comment_event("writer", "/deploy"), head=HEAD_B) == 1
+    assert repo.reactions == [] and "required approval is missing" in bot.replies[-1]
 
     # approved again on the new head, then merged: the push to the prod branch deploys to prod
     repo.review("ann-gh", "APPROVED", HEAD_B, "2024-01-03T00:00:00Z")

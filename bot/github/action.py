@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from bot.context import Context
 from bot.errors import BotError, GithubError
 from bot.github.api import EngineContext, GithubPort, TokenPermissionError
+from bot.github.checkout import GitCheckout
 from bot.github.event import Event, PullRequest, load_event
+from bot.github.gate import SealedContext
 from bot.github.local import Answers, LocalOutput, StepOutputs, load_answers
-from bot.github.runners import RUNNERS, BotRun
+from bot.github.runners import COMMANDS, BotRun, dispatch
 from bot.github.settings import load_settings
 from bot.github.timing import PHASES, PhaseTimings, TimedContext, TimedGithub
+from bot.github.trusted import ApiDefaultBranch, GitDefaultBranch, read_trusted_config
 from bot.report.markdown import render
+
+if TYPE_CHECKING:
+    from bot.github.client import GithubClient
 
 DEFAULT_OUTPUT_DIR = "meshbot-output"
 
@@ -33,6 +39,7 @@ class Invocation:
     gateway: str | None = None
     token: str | None = None
     answers: str | None = None       # local mode: JSON file of what GitHub would answer
+    config: str | None = None        # the action's `config` input: trusted bot settings (YAML mapping)
 
     def __repr__(self) -> str:
         return f"Invocation(command={self.command!r}, event_name={self.event_name!r}, local={self.output_dir!r})"
@@ -45,10 +52,10 @@ def main(invocation: Invocation, *, env: Mapping[str, str] | None = None,
     env = os.environ if env is None else env
     run: BotRun | None = None
     try:
+        if invocation.command not in COMMANDS:
+            raise GithubError(f"unknown command `{invocation.command}`; one of: {', '.join(COMMANDS)}")
         run = build_run(invocation, env=env, context_factory=context_factory, out=out)
-        if invocation.command not in RUNNERS:
-            raise GithubError(f"unknown command `{invocation.command}`; one of: {', '.join(RUNNERS)}")
-        code = RUNNERS[invocation.command](run)
+        code = dispatch(run, invocation.command)
         _report_timings(run, out)
         return code
     except TokenPermissionError as error:
@@ -95,6 +102,8 @@ def _read_only_notice(run: BotRun | None, error: TokenPermissionError, out: Call
 def build_run(invocation: Invocation, *, env: Mapping[str, str],
               context_factory: Callable[[str, str | None], EngineContext] | None = None,
               out: Callable[[str], None] = print) -> BotRun:
+    """Everything a runner needs, with the project sealed: the event, the GitHub port, the trusted
+    settings (never the checkout's files) and the checkout's HEAD. Nothing of the project is read here."""
     event_name = invocation.event_name or env.get("GITHUB_EVENT_NAME")
     event_path = invocation.event_path or env.get("GITHUB_EVENT_PATH")
     if not event_name or not event_path:
@@ -102,26 +111,47 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
                           "which sets GITHUB_EVENT_NAME and GITHUB_EVENT_PATH)")
     event = load_event(name=event_name, path=event_path)
     timings = PhaseTimings()
-    context = TimedContext((context_factory or _default_context)(invocation.project_path, invocation.gateway),
-                           timings)
-    config = context.config
-    settings = load_settings({**config.cicd_bot, **_overrides(env)}, config.users, gateway=invocation.gateway,
-                             where=str(Path(invocation.project_path) / "config.yaml"))
+    checkout = GitCheckout(Path(invocation.project_path))
+    branch = event.repo.default_branch
     local = invocation.output_dir is not None or env.get("GITHUB_ACTIONS") != "true"
+    client = None
     if local:
         folder = invocation.output_dir or DEFAULT_OUTPUT_DIR
         answers = load_answers(invocation.answers) if invocation.answers else Answers()
         github: GithubPort = LocalOutput(folder, pull_requests=_known_pulls(event), answers=answers)
         outputs = StepOutputs.in_folder(folder)
+        root = checkout.root()
+        subdir = _subdir(invocation.project_path, str(root)) if root else ""
+        trusted_ref = f"origin/{branch}"
+        default_branch = GitDefaultBranch(checkout, branch) if checkout.has_ref(trusted_ref) else None
+        missing = f"the checkout has no git ref `{trusted_ref}` to read the default branch's config.yaml from"
+
+        def on_default_branch(sha: str) -> bool | None:
+            return checkout.is_ancestor(sha, trusted_ref)
     else:
         if invocation.answers:
             raise GithubError("--answers is for local mode only (with --output-dir, or outside GitHub Actions)")
-        github = _github_client(invocation, env=env, event=event, bot_login=settings.bot_login, out=out)
+        client = _github_client(invocation, env=env, event=event, out=out)
+        github = client
         outputs = StepOutputs(output_file=env.get("GITHUB_OUTPUT"), summary_file=env.get("GITHUB_STEP_SUMMARY"))
-    return BotRun(event=event, settings=settings, github=TimedGithub(github, timings), context=context,
-                  outputs=outputs, timings=timings,
-                  project_subdir=_subdir(invocation.project_path, env.get("GITHUB_WORKSPACE")),
-                  sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
+        subdir = _subdir(invocation.project_path, env.get("GITHUB_WORKSPACE"))
+        default_branch, missing = ApiDefaultBranch(client, branch), ""
+
+        def on_default_branch(sha: str) -> bool | None:
+            return client.is_on_branch(sha, branch)
+    config_input = invocation.config if invocation.config is not None else env.get("MESHBOT_CICD_BOT")
+    trusted = read_trusted_config(input_text=config_input, default_branch=default_branch, project_subdir=subdir)
+    if default_branch is None and not trusted.trusted:
+        trusted = replace(trusted, missing=missing)
+    settings = load_settings(trusted.cicd_bot, trusted.users, gateway=invocation.gateway, where=trusted.where)
+    if client is not None:
+        client.bot_login = settings.bot_login
+    factory = context_factory or _default_context
+    seal = SealedContext(lambda: factory(invocation.project_path, invocation.gateway))
+    return BotRun(event=event, settings=settings, github=TimedGithub(github, timings),
+                  context=TimedContext(seal, timings), outputs=outputs, timings=timings, seal=seal,
+                  trusted=trusted, checkout_head=checkout.head(), on_default_branch=on_default_branch,
+                  project_subdir=subdir, sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
                   on_actions_runner=env.get("GITHUB_ACTIONS") == "true")
 
 
@@ -134,34 +164,20 @@ def _run_url(env: Mapping[str, str]) -> str | None:
     return f"{server.rstrip('/')}/{repository}/actions/runs/{run_id}"
 
 
-def _github_client(invocation: Invocation, *, env: Mapping[str, str], event: Event, bot_login: str,
-                   out: Callable[[str], None]) -> GithubPort:
+def _github_client(invocation: Invocation, *, env: Mapping[str, str], event: Event,
+                   out: Callable[[str], None]) -> "GithubClient":
     from bot.github.client import GithubClient
 
     token = invocation.token or env.get("GITHUB_TOKEN") or env.get("INPUT_GITHUB_TOKEN")
     if not token:
         raise GithubError("no GitHub token: set GITHUB_TOKEN (the action's `github_token` input) or --token")
     out(f"::add-mask::{token}")
-    return GithubClient(token=token, repo=event.repo, bot_login=bot_login,
+    return GithubClient(token=token, repo=event.repo,
                         api_url=env.get("GITHUB_API_URL") or "https://api.github.com")
 
 
 def _default_context(path: str, gateway: str | None) -> EngineContext:
     return Context(path, gateway=gateway)
-
-
-def _overrides(env: Mapping[str, str]) -> dict[str, Any]:
-    """The action's `config` input (YAML mapping in MESHBOT_CICD_BOT) merged over cicd_bot."""
-    import yaml
-
-    text = env.get("MESHBOT_CICD_BOT") or ""
-    try:
-        data = yaml.safe_load(text) if text.strip() else {}
-    except yaml.YAMLError as error:
-        raise GithubError(f"the action's `config` input is not valid YAML: {error}") from None
-    if not isinstance(data, dict):
-        raise GithubError("the action's `config` input must be a YAML mapping of cicd_bot settings")
-    return data
 
 
 def _known_pulls(event: Event) -> tuple[PullRequest, ...]:

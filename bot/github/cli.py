@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from bot.github.action import Invocation, main
-from bot.github.runners import RUNNERS
+from bot.github.runners import COMMANDS
 
 
 @click.group("github")
@@ -21,12 +21,16 @@ from bot.github.runners import RUNNERS
                    "to rehearse approvals, /deploy, merges and releases offline.")
 @click.option("--project-path", "-p", default=".", show_default=True, help="The meshbot project folder.")
 @click.option("--gateway", default=None, help="Gateway to use; also suffixes check names.")
+@click.option("--config", "config", envvar="MESHBOT_CICD_BOT", default=None, show_envvar=True,
+              help="Trusted bot settings: a YAML mapping of cicd_bot keys (and `users`), merged over the default "
+                   "branch's config.yaml (the action's `config` input). Never read from the checkout.")
 @click.pass_context
 def github_group(ctx: click.Context, token: str | None, event_path: str | None, event_name: str | None,
-                 output_dir: str | None, answers: str | None, project_path: str, gateway: str | None) -> None:
+                 output_dir: str | None, answers: str | None, project_path: str, gateway: str | None,
+                 config: str | None) -> None:
     """Run the CI/CD bot for a GitHub event (inside GitHub Actions, or locally with --output-dir)."""
     ctx.obj = Invocation(event_name=event_name, event_path=event_path, output_dir=output_dir,
-                         project_path=project_path, gateway=gateway, token=token, answers=answers)
+                         project_path=project_path, gateway=gateway, token=token, answers=answers, config=config)
 
 
 def _make(name: str) -> click.Command:
@@ -39,5 +43,5 @@ def _make(name: str) -> click.Command:
     return click.Command(name, callback=command, help=f"Run the bot's `{name}` command.")
 
 
-for _name in RUNNERS:
+for _name in COMMANDS:
     github_group.add_command(_make(_name))

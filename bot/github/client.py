@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
+from urllib.parse import quote
 
 import github
 import requests
@@ -91,10 +93,30 @@ class GithubClient:
                               f"{type(error).__name__}. Check GITHUB_API_URL and the runner's "
                               "network access.") from None
 
-    def _request(self, verb: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def _request(self, verb: str, path: str, body: dict[str, Any] | None = None, *,
+                 parameters: dict[str, str] | None = None) -> Any:
         requester = self._gh.requester
         return self._call(f"{verb} {path}", lambda: requester.requestJsonAndCheck(
-            verb, f"{self._base}{path}", input=body)[1])
+            verb, f"{self._base}{path}", parameters=parameters, input=body)[1])
+
+    # -- the default branch --------------------------------------------------------------------
+
+    def file_at(self, relative: str, *, ref: str) -> str | None:
+        """The text of the file `relative` (from the repository root) at `ref`; None when there is none."""
+        try:
+            data = self._request("GET", f"/contents/{quote(relative)}", parameters={"ref": ref})
+        except GithubError as error:
+            if "HTTP 404" in str(error):
+                return None
+            raise
+        if not isinstance(data, dict) or data.get("type") != "file" or data.get("encoding") != "base64":
+            return None
+        return base64.b64decode(data.get("content") or "").decode("utf-8", errors="replace")
+
+    def is_on_branch(self, sha: str, branch: str) -> bool:
+        """Whether commit `sha` is reachable from `branch` (the compare API: identical or behind)."""
+        data = self._request("GET", f"/compare/{quote(branch, safe='')}...{sha}")
+        return data.get("status") in ("identical", "behind")
 
     # -- comments ----------------------------------------------------------------------------
 

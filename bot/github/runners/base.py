@@ -6,14 +6,17 @@ import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
+from typing import Callable
 
 from bot.errors import BotError
 from bot.github.api import CheckRun, EngineContext, GithubPort, comment_marker
 from bot.github.event import Event, PullRequest
+from bot.github.gate import SealedContext
 from bot.github.local import StepOutputs
 from bot.github.sections import merge_comment, recorded_checks
 from bot.github.timing import PhaseTimings
 from bot.github.settings import CheckName, BotSettings, pr_environment_name
+from bot.github.trusted import TrustedConfig
 from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckState, CheckSummaryView, CommentView,
                               render_check_summary, render_comment, truncate_markdown)
 from bot.plan.definition import Plan
@@ -37,6 +40,15 @@ class BotRun:
     run_url: str | None = None        # $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID
     checks: list[CheckState] = field(default_factory=list)   # the check runs this run completed
     timings: PhaseTimings | None = None   # this run's phase times (None in unit tests)
+    seal: SealedContext | None = None     # the project behind `context`, sealed until the event is authorized
+    trusted: TrustedConfig = TrustedConfig(cicd_bot={}, sources=("the settings given",))
+    checkout_head: str | None = None      # the commit checked out (git HEAD), None outside a git checkout
+    on_default_branch: Callable[[str], bool | None] = lambda sha: None   # is this commit on the default branch?
+
+    def open_project(self) -> None:
+        """The event is authorized: the project's files may be read from now on."""
+        if self.seal is not None:
+            self.seal.unseal()
 
     @property
     def pull_request(self) -> PullRequest | None:

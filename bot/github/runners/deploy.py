@@ -4,29 +4,28 @@ from __future__ import annotations
 
 from bot.errors import BotError, GithubError
 from bot.github.event import PullRequest
+from bot.github.gate import approval_status
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
-                                     post_comment, reply, start_check)
-from bot.github.runners.pr import approval_status
-from bot.github.sections import recorded_checks, recorded_plan_digest
+                                     post_comment, start_check)
+from bot.github.sections import recorded_plan_digest
 from bot.github.settings import CheckName
 from bot.github.views import CheckSummaryView, CommentView, plan_view
 from bot.plan.definition import PlanOptions
 
 
-def deploy_production(run: BotRun, *, environment: str | None = None) -> int:
-    """Apply the plan to `environment` (default: the merge environment) for the PR of this commit."""
+def deploy_production(run: BotRun, *, environment: str | None = None,
+                      pull_request: PullRequest | None = None) -> int:
+    """Apply the plan to `environment` (default: the merge environment) for the PR of this commit.
+
+    `pull_request` is the PR of an authorized `/deploy` (bot.github.gate checked it before the project
+    was opened); other deploys find the PR of the pushed or tagged commit."""
     env = environment or run.settings.merge_environment
     if run.event.name == "release" and not (run.event.sha or run.sha):
         raise GithubError("a release event does not name its commit and GITHUB_SHA is not set, so meshbot "
                           "cannot tell which commit to deploy; run it inside GitHub Actions (which sets "
                           "GITHUB_SHA to the tagged commit) or set GITHUB_SHA")
-    pr = _find_pr(run)
-    command = run.event.comment is not None
-    if command:
-        refusal = _refusal(run, pr)
-        if refusal is not None:
-            reply(run, run.event.comment.issue_number, run.event.comment.user, refusal)
-            return 1
+    command = pull_request is not None
+    pr = pull_request or _find_pr(run)
     sha = pr.head_sha if pr else (run.event.sha or run.sha or "")
     deployed_sha = pr.head_sha if command and pr else (run.event.sha or run.sha or sha)
     check = start_check(run, CheckName.PROD_DEPLOY, sha) if sha else None
@@ -51,7 +50,7 @@ def deploy_production(run: BotRun, *, environment: str | None = None) -> int:
         if pr is None:
             return finish("failure", f":x: Deploy to `{env}` refused: no pull request found for commit "
                                      f"{sha[:7]}, so its required approval cannot be checked.")
-        status = approval_status(run, pr)
+        status = approval_status(run.github, run.settings, run.event.repo.owner, pr)
         if not status.approved:
             return finish("failure", f":x: Deploy to `{env}` refused: required approval is missing.",
                           (status.summary,))
@@ -89,34 +88,6 @@ def deploy_production(run: BotRun, *, environment: str | None = None) -> int:
     return finish("success", done, drift + merged, status=status)
 
 
-def _refusal(run: BotRun, pr: PullRequest | None) -> str | None:
-    """Why a `/deploy` comment must not deploy this PR now, or None when it may."""
-    if pr is None:
-        return "`/deploy` works on pull requests only."
-    if pr.state != "open" or pr.merged:
-        return f"#{pr.number} is {'merged' if pr.merged else 'closed'}; `/deploy` deploys open pull requests only."
-    if pr.is_from_fork(run.event.repo):
-        return (f"deploy refused: #{pr.number} comes from {pr.head_origin()}. meshbot never runs a fork's code "
-                "with this repository's write token and prod credentials; a maintainer can push the branch "
-                "to this repository and deploy from there.")
-    if pr.mergeable_state == "draft" or pr.draft:
-        return f"deploy refused: #{pr.number} is a draft; mark it ready for review first."
-    if pr.mergeable is None:
-        return (f"deploy refused for now: GitHub is still computing whether #{pr.number} can be merged. "
-                "Try `/deploy` again in a minute.")
-    if pr.mergeable is False or pr.mergeable_state == "dirty":
-        return (f"deploy refused: #{pr.number} has merge conflicts with `{pr.base_ref}`; resolve them so that "
-                "what is deployed is what will be merged.")
-    if pr.mergeable_state == "blocked":
-        return (f"deploy refused: branch protection blocks merging #{pr.number} (required reviews or status "
-                "checks are missing).")
-    recorded, _ = recorded_checks(_comment_body(run, pr))
-    if recorded and recorded != pr.head_sha:
-        return (f"deploy refused: the prod plan preview was built for {recorded[:7]}, but the head of #{pr.number} "
-                f"is now {pr.head_sha[:7]}; wait for meshbot to finish on the new commit, then `/deploy` again.")
-    return None
-
-
 def _merge(run: BotRun, pr: PullRequest) -> tuple[tuple[str, ...], bool]:
     """Merge the PR after a /deploy (cicd_bot.merge_method), only if its head is still the deployed sha."""
     method = run.settings.merge_method or "merge"
@@ -137,8 +108,6 @@ def _find_pr(run: BotRun) -> PullRequest | None:
     event = run.event
     if event.pull_request is not None:
         return event.pull_request
-    if event.comment is not None and event.comment.on_pull_request:
-        return run.github.pull_request(event.comment.issue_number)
     sha = event.sha or run.sha
     if not sha:
         return None

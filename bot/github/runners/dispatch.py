@@ -1,60 +1,117 @@
-"""run-all: pick what to do from the event (PR push, review, comment command, close, push, release)."""
+"""Every bot command: classify the event, authorize it, and only then open the project and run its step."""
 
 from __future__ import annotations
 
-from bot.github.api import WRITE_PERMISSIONS
-from bot.github.commands import Command, Reply, command_prefix, parse_comment
+from bot.github.gate import Decision, Step, authorize_command, classify, release_refusal
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
 from bot.github.runners.deploy import deploy_production
-from bot.github.runners.pr import check_required_approvers, sync_pull_request
+from bot.github.runners.pr import (check_required_approvers, gen_prod_plan, run_tests, sync_pull_request,
+                                   update_pr_environment)
 
-def run_all(run: BotRun) -> int:
-    event, s = run.event, run.settings
-    pr = event.pull_request
-    if event.is_pr_closed:      # whatever its origin: an environment that exists is cleaned up
-        return cleanup_pr_environment(run)
-    if pr is not None and pr.is_from_fork(event.repo) and event.name == "pull_request":
-        run.outputs.summary(f"meshbot: pull request #{pr.number} comes from {pr.head_origin()}. "
-                            "Workflows on fork PRs get no secrets and a read-only token, so meshbot "
-                            "does not build an environment for it; a maintainer can push the branch "
-                            "to this repository to run it.")
+AUTHORIZE_DEPLOY = "authorize-deploy"
+
+# The steps each command serves; `run-all` serves every step. A command asked of an event whose step it
+# does not serve does nothing (and reads nothing).
+COMMAND_STEPS: dict[str, frozenset[Step]] = {
+    "run-all": frozenset(Step),
+    "run-tests": frozenset({Step.SYNC}),
+    "update-pr-environment": frozenset({Step.SYNC}),
+    "gen-prod-plan": frozenset({Step.SYNC}),
+    "check-required-approvers": frozenset({Step.SYNC, Step.APPROVAL}),
+    "deploy-production": frozenset({Step.DEPLOY}),
+    "cleanup-pr-environment": frozenset({Step.CLEANUP}),
+    AUTHORIZE_DEPLOY: frozenset({Step.DEPLOY, Step.REPLY}),
+}
+COMMANDS = tuple(COMMAND_STEPS)
+
+_SYNC_RUNNERS = {"run-all": sync_pull_request, "run-tests": run_tests,
+                 "update-pr-environment": update_pr_environment, "gen-prod-plan": gen_prod_plan,
+                 "check-required-approvers": check_required_approvers}
+
+
+def dispatch(run: BotRun, command: str) -> int:
+    """Run `command` for the event of `run`; the project is opened only for an authorized step."""
+    decision = classify(run.event, run.settings)
+    if command == AUTHORIZE_DEPLOY:
+        return authorize_deploy(run, decision)
+    if decision.step not in COMMAND_STEPS[command]:
+        what = decision.text or f"the event asks for `{decision.step.value}`"
+        run.outputs.summary(f"meshbot `{command}`: nothing to do for this `{run.event.name}` event: {what}")
         return 0
-    if event.is_pr_sync:
-        return sync_pull_request(run)
-    if event.name == "pull_request_review":
+    if decision.step is Step.NOTHING:
+        run.outputs.summary(f"meshbot: {decision.text}")
+        return 0
+    if decision.step is Step.REPLY:
+        comment = run.event.comment
+        reply(run, comment.issue_number, comment.user, decision.text)
+        return 0
+    if decision.step is Step.APPROVAL:
         return check_required_approvers(run)
-    if event.name == "issue_comment" and event.action == "created" and event.comment:
-        return _comment_command(run)
-    if event.name == "push" and event.deleted:
-        run.outputs.summary(f"meshbot: `{event.ref}` was deleted; nothing to deploy.")
-        return 0
-    if event.name == "push" and event.tag is None and s.deploys_on("merge"):
-        if s.is_prod_branch(event.branch, event.repo.default_branch):
-            return deploy_production(run, environment=s.merge_environment)
-    if (event.name == "push" and event.tag) or (event.name == "release" and event.action == "published"):
-        if s.deploys_on("tag"):
-            return deploy_production(run, environment=s.tag_environment)
-    run.outputs.summary(f"meshbot: nothing to do for `{event.name}` ({event.action or 'no action'}).")
-    return 0
+    if decision.step is Step.DEPLOY:
+        return _deploy(run, decision)
+    run.open_project()
+    if decision.step is Step.CLEANUP:
+        return cleanup_pr_environment(run)
+    return _SYNC_RUNNERS[command](run)
 
 
-def _comment_command(run: BotRun) -> int:
+def _deploy(run: BotRun, decision: Decision) -> int:
     comment = run.event.comment
-    if not comment.on_pull_request or comment.user == run.settings.bot_login:
+    refusal = _untrusted_refusal(run)
+    pull_request = None
+    if refusal is None and decision.command:
+        verdict = authorize_command(run.event, run.settings, run.github, checkout_head=run.checkout_head,
+                                    check_head=True)
+        refusal, pull_request = verdict.refusal, verdict.pull_request
+    elif refusal is None and run.event.tag is not None:
+        sha = run.event.sha or run.sha or run.checkout_head
+        if sha:   # without one, deploy_production says that it cannot tell which commit to deploy
+            refusal = release_refusal(sha, run.event.repo.default_branch, run.on_default_branch)
+    if refusal is not None:
+        if decision.command:
+            reply(run, comment.issue_number, comment.user, refusal)
+        else:
+            run.outputs.summary(f"meshbot: {refusal}")
+        return 1
+    if decision.command:
+        run.github.add_reaction(comment.id, "rocket")
+    run.open_project()
+    return deploy_production(run, environment=decision.environment, pull_request=pull_request)
+
+
+def _untrusted_refusal(run: BotRun) -> str | None:
+    if run.trusted.trusted:
+        return None
+    return (f"deploy refused: the deploy gates have no trusted source ({run.trusted.missing}). meshbot reads "
+            "them from the action's `config` input or the default branch's config.yaml, never from the "
+            "checked-out files; give it one of those.")
+
+
+def authorize_deploy(run: BotRun, decision: Decision) -> int:
+    """The first job of a `/deploy`: verify the command with the API alone and output the SHA to check out.
+
+    Step outputs: `authorized` (true/false), `sha` (the PR head to deploy) and `pr_number`."""
+    run.outputs.set("authorized", "false")
+    comment = run.event.comment
+    if decision.step is Step.REPLY:
+        reply(run, comment.issue_number, comment.user, decision.text)
         return 0
-    parsed = parse_comment(comment.body, namespace=run.settings.command_namespace,
-                           enabled=run.settings.enable_deploy_command)
-    if isinstance(parsed, Reply):
-        reply(run, comment.issue_number, comment.user, parsed.text)
+    if decision.step is not Step.DEPLOY or not decision.command:
+        run.outputs.summary(f"meshbot: no `/deploy` to authorize: {decision.text or decision.step.value}")
         return 0
-    if not isinstance(parsed, Command):
-        return 0
-    permission = run.github.permission(comment.user)
-    if permission not in WRITE_PERMISSIONS:
-        reply(run, comment.issue_number, comment.user,
-              f"ignored `{command_prefix(run.settings.command_namespace)}{parsed.name}`: it needs write "
-              f"permission on this repository (yours is `{permission}`).")
-        return 0
-    run.github.add_reaction(comment.id, "rocket")
-    return deploy_production(run, environment=run.settings.merge_environment)
+    refusal = _untrusted_refusal(run)
+    verdict = None
+    if refusal is None:
+        verdict = authorize_command(run.event, run.settings, run.github, checkout_head=None, check_head=False)
+        refusal = verdict.refusal
+    if refusal is not None:
+        reply(run, comment.issue_number, comment.user, refusal)
+        return 1
+    pr = verdict.pull_request
+    run.outputs.set("authorized", "true")
+    run.outputs.set("sha", pr.head_sha)
+    run.outputs.set("pr_number", str(pr.number))
+    run.outputs.summary(f"meshbot: `/deploy` of #{pr.number} by @{comment.user} is authorized; the deploy job "
+                        f"checks out {pr.head_sha}.")
+    return 0

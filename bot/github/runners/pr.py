@@ -6,7 +6,8 @@ from dataclasses import replace
 from typing import Any
 
 from bot.errors import BotError
-from bot.github.approvals import ApprovalStatus, evaluate
+from bot.github.approvals import ApprovalStatus
+from bot.github.gate import approval_status
 from bot.github.event import PullRequest
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, require_lasting_storage, start_check, touches_project)
@@ -143,7 +144,7 @@ def approval_fields(run: BotRun, status: ApprovalStatus) -> dict[str, Any]:
 
 
 def approval_step(run: BotRun, pr: PullRequest) -> ApprovalStatus:
-    status = approval_status(run, pr)
+    status = approval_status(run.github, run.settings, run.event.repo.owner, pr)
     check = start_check(run, CheckName.APPROVAL, pr.head_sha)
     conclusion = _approval_word(status)
     finish_check(run, check, name=CheckName.APPROVAL, sha=pr.head_sha, conclusion=conclusion,
@@ -153,24 +154,6 @@ def approval_step(run: BotRun, pr: PullRequest) -> ApprovalStatus:
 
 def _approval_word(status: ApprovalStatus) -> str:
     return "skipped" if not status.required else ("success" if status.approved else "failure")
-
-
-def approval_status(run: BotRun, pr: PullRequest) -> ApprovalStatus:
-    s = run.settings
-    if not s.has_required_approvers:
-        return ApprovalStatus(approved=True, required=False)
-    reviews = run.github.list_reviews(pr.number)
-
-    def in_team(login: str) -> bool:
-        for team in s.required_teams:
-            org, _, slug = team.rpartition("/")
-            if run.github.is_team_member(org or run.event.repo.owner, slug, login):
-                return True
-        return False
-
-    return evaluate(reviews=reviews, head_sha=pr.head_sha, author=pr.author,
-                    required_users=s.required_approvers, min_approvals=s.min_approvals,
-                    in_team=in_team if s.required_teams else None)
 
 
 def deploy_hint(run: BotRun) -> str:

@@ -1,0 +1,48 @@
+"""The job's git checkout, asked with plain `git` commands: its HEAD, a file at another ref, ancestry."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class GitCheckout:
+    """A folder inside a git work tree; every answer is None when git or the repository cannot tell."""
+
+    path: Path
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+        try:
+            return subprocess.run(["git", "-C", str(self.path), *args], capture_output=True, timeout=60,
+                                  check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    def head(self) -> str | None:
+        """The commit checked out, or None outside a git work tree."""
+        done = self._git("rev-parse", "--verify", "HEAD^{commit}")
+        return done.stdout.decode().strip() if done is not None and done.returncode == 0 else None
+
+    def root(self) -> Path | None:
+        done = self._git("rev-parse", "--show-toplevel")
+        return Path(done.stdout.decode().strip()) if done is not None and done.returncode == 0 else None
+
+    def has_ref(self, ref: str) -> bool:
+        done = self._git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        return done is not None and done.returncode == 0
+
+    def file_at(self, ref: str, relative: str) -> str | None:
+        """The text of `relative` (from the repository root) at `ref`; None when either does not exist."""
+        done = self._git("show", f"{ref}:{relative}")
+        if done is None or done.returncode != 0:
+            return None
+        return done.stdout.decode("utf-8", errors="replace")
+
+    def is_ancestor(self, sha: str, ref: str) -> bool | None:
+        """Whether commit `sha` is reachable from `ref`; None when git cannot tell (unknown commit or ref)."""
+        done = self._git("merge-base", "--is-ancestor", sha, ref)
+        if done is None:
+            return None
+        return {0: True, 1: False}.get(done.returncode)

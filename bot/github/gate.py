@@ -1,0 +1,214 @@
+"""What a GitHub event asks the bot to do, and whether it may: decided from the payload, the trusted
+settings and the GitHub API alone, before any project file is read (the project stays sealed until then)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Callable
+
+from bot.errors import GithubError
+from bot.github.api import WRITE_PERMISSIONS, GithubPort, comment_marker
+from bot.github.approvals import ApprovalStatus, evaluate
+from bot.github.commands import Command, Reply, command_prefix, parse_comment
+from bot.github.event import Event, PullRequest
+from bot.github.sections import recorded_checks
+from bot.github.settings import BotSettings
+
+
+class Step(str, Enum):
+    SYNC = "sync"              # a pull request was pushed: tests, PR environment, prod plan preview
+    APPROVAL = "approval"      # a review: the required-approval check (no project needed)
+    REPLY = "reply"            # a comment that gets an answer: help, usage, a disabled command
+    DEPLOY = "deploy"          # apply prod: push to the prod branch, release or tag, `/deploy`
+    CLEANUP = "cleanup"        # a pull request closed
+    NOTHING = "nothing"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The step an event asks for; `text` says why nothing happens, or is the reply."""
+
+    step: Step
+    text: str = ""
+    environment: str | None = None     # DEPLOY: the environment to apply
+    command: bool = False              # DEPLOY asked for by a `/deploy` comment
+
+    @property
+    def loads_project(self) -> bool:
+        return self.step in (Step.SYNC, Step.DEPLOY, Step.CLEANUP)
+
+
+def classify(event: Event, settings: BotSettings) -> Decision:
+    """The step `event` asks for under `settings` (pure: the payload and the trusted settings only).
+
+    >>> from bot.github.event import Repo
+    >>> classify(Event("push", None, Repo("o", "r"), ref="refs/heads/main", sha="abc"), BotSettings())
+    Decision(step=<Step.DEPLOY: 'deploy'>, text='', environment='prod', command=False)
+    >>> classify(Event("push", None, Repo("o", "r"), ref="refs/heads/feature", sha="abc"), BotSettings()).step
+    <Step.NOTHING: 'nothing'>
+    """
+    pr = event.pull_request
+    fork = pr is not None and pr.is_from_fork(event.repo)
+    if event.is_pr_closed:
+        if fork:
+            return Decision(Step.NOTHING, f"pull request #{pr.number} from {pr.head_origin()} was closed; meshbot "
+                                          "never builds an environment for a fork, so there is nothing to clean up.")
+        return Decision(Step.CLEANUP)
+    if event.is_pr_sync:
+        if fork:
+            return Decision(Step.NOTHING, f"pull request #{pr.number} comes from {pr.head_origin()}. Workflows on "
+                                          "fork PRs get no secrets and a read-only token, and meshbot never runs a "
+                                          "fork's code, so it builds no environment for it; a maintainer can push "
+                                          "the branch to this repository to run it.")
+        return Decision(Step.SYNC)
+    if event.name == "pull_request_review" and pr is not None:
+        return Decision(Step.APPROVAL)
+    if event.name == "issue_comment":
+        return _classify_comment(event, settings)
+    if event.name == "push" and event.deleted:
+        return Decision(Step.NOTHING, f"`{event.ref}` was deleted; nothing to deploy.")
+    if event.name == "push" and event.tag is None and settings.deploys_on("merge") \
+            and settings.is_prod_branch(event.branch, event.repo.default_branch):
+        return Decision(Step.DEPLOY, environment=settings.merge_environment)
+    if ((event.name == "push" and event.tag) or (event.name == "release" and event.action == "published")) \
+            and settings.deploys_on("tag"):
+        return Decision(Step.DEPLOY, environment=settings.tag_environment)
+    return Decision(Step.NOTHING, f"nothing to do for `{event.name}` ({event.action or 'no action'}).")
+
+
+def _classify_comment(event: Event, settings: BotSettings) -> Decision:
+    comment = event.comment
+    if event.action != "created" or comment is None or not comment.on_pull_request:
+        return Decision(Step.NOTHING, "a comment that is not a new comment on a pull request.")
+    if comment.user == settings.bot_login:
+        return Decision(Step.NOTHING, "meshbot's own comment.")
+    parsed = parse_comment(comment.body, namespace=settings.command_namespace,
+                           enabled=settings.enable_deploy_command)
+    if isinstance(parsed, Reply):
+        return Decision(Step.REPLY, parsed.text)
+    if isinstance(parsed, Command):
+        return Decision(Step.DEPLOY, environment=settings.merge_environment, command=True)
+    return Decision(Step.NOTHING, f"the comment is {parsed.reason}.")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a deploy may go ahead; `refusal` is the reason when not (a reply to a command)."""
+
+    pull_request: PullRequest | None
+    refusal: str | None = None
+    approval: ApprovalStatus | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.refusal is None
+
+
+def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *,
+                      checkout_head: str | None, check_head: bool) -> Verdict:
+    """May the `/deploy` of this comment deploy now? The commenter, the pull request (origin, state,
+    mergeability, the head the preview was built for), its approvals and, with `check_head`, the
+    checkout (it must be exactly the PR's head). Reads the GitHub API only."""
+    comment = event.comment
+    prefix = command_prefix(settings.command_namespace)
+    permission = github.permission(comment.user)
+    if permission not in WRITE_PERMISSIONS:
+        return Verdict(None, f"ignored `{prefix}deploy`: it needs write permission on this repository "
+                             f"(yours is `{permission}`).")
+    pr = github.pull_request(comment.issue_number)
+    refusal = _pull_request_refusal(event, pr, github, settings, prefix)
+    if refusal is not None:
+        return Verdict(pr, refusal)
+    if check_head and checkout_head != pr.head_sha:
+        seen = f"is {checkout_head[:7]}" if checkout_head else "cannot be read (not a git checkout)"
+        return Verdict(pr, f"deploy refused: the checked-out commit {seen}, but the head of #{pr.number} is "
+                           f"{pr.head_sha[:7]}; meshbot deploys exactly the commit that was authorized. "
+                           f"Check out `{pr.head_sha}` (the `sha` output of the authorize job).")
+    approval = approval_status(github, settings, event.repo.owner, pr)
+    if not approval.approved:
+        return Verdict(pr, f"deploy refused: required approval is missing. {approval.summary}", approval)
+    return Verdict(pr, None, approval)
+
+
+def _pull_request_refusal(event: Event, pr: PullRequest, github: GithubPort, settings: BotSettings,
+                          prefix: str) -> str | None:
+    if pr.state != "open" or pr.merged:
+        return f"#{pr.number} is {'merged' if pr.merged else 'closed'}; `{prefix}deploy` deploys open pull requests only."
+    if pr.is_from_fork(event.repo):
+        return (f"deploy refused: #{pr.number} comes from {pr.head_origin()}. meshbot never runs a fork's code "
+                "with this repository's write token and prod credentials; a maintainer can push the branch "
+                "to this repository and deploy from there.")
+    if pr.mergeable_state == "draft" or pr.draft:
+        return f"deploy refused: #{pr.number} is a draft; mark it ready for review first."
+    if pr.mergeable is None:
+        return (f"deploy refused for now: GitHub is still computing whether #{pr.number} can be merged. "
+                f"Try `{prefix}deploy` again in a minute.")
+    if pr.mergeable is False or pr.mergeable_state == "dirty":
+        return (f"deploy refused: #{pr.number} has merge conflicts with `{pr.base_ref}`; resolve them so that "
+                "what is deployed is what will be merged.")
+    if pr.mergeable_state == "blocked":
+        return (f"deploy refused: branch protection blocks merging #{pr.number} (required reviews or status "
+                "checks are missing).")
+    if pr.mergeable_state == "behind":
+        return (f"deploy refused: #{pr.number} is behind `{pr.base_ref}`; update the branch so that the commit "
+                "deployed is what will be merged.")
+    found = github.find_comment(pr.number, marker=comment_marker(settings.gateway))
+    recorded, _ = recorded_checks(found[1] if found else None)
+    if recorded and recorded != pr.head_sha:
+        return (f"deploy refused: the prod plan preview was built for {recorded[:7]}, but the head of #{pr.number} "
+                f"is now {pr.head_sha[:7]}; wait for meshbot to finish on the new commit, then `{prefix}deploy` again.")
+    return None
+
+
+def approval_status(github: GithubPort, settings: BotSettings, owner: str, pr: PullRequest) -> ApprovalStatus:
+    """The required-approval verdict of `pr` under the trusted settings, from its reviews and team memberships."""
+    if not settings.has_required_approvers:
+        return ApprovalStatus(approved=True, required=False)
+    reviews = github.list_reviews(pr.number)
+
+    def in_team(login: str) -> bool:
+        for team in settings.required_teams:
+            org, _, slug = team.rpartition("/")
+            if github.is_team_member(org or owner, slug, login):
+                return True
+        return False
+
+    return evaluate(reviews=reviews, head_sha=pr.head_sha, author=pr.author,
+                    required_users=settings.required_approvers, min_approvals=settings.min_approvals,
+                    in_team=in_team if settings.required_teams else None)
+
+
+def release_refusal(sha: str, default_branch: str, on_default_branch: Callable[[str], bool | None]) -> str | None:
+    """Why a release or tag at `sha` must not deploy: it must be a commit of the default branch."""
+    answer = on_default_branch(sha)
+    if answer is True:
+        return None
+    if answer is None:
+        return (f"deploy refused: meshbot could not tell whether the tagged commit {sha[:7]} is on the default "
+                f"branch `{default_branch}`, and deploys only commits that are.")
+    return (f"deploy refused: the tagged commit {sha[:7]} is not on the default branch `{default_branch}`; "
+            "release from a commit that was merged there.")
+
+
+class SealedContext:
+    """The project, built only after the event is authorized: any use before `unseal()` is an error, so a
+    code path that would read the pull request's files (config.py, macros, models) too early fails loudly."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._context: Any = None
+        self._unsealed = False
+
+    def unseal(self) -> None:
+        self._unsealed = True
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if not self._unsealed:
+            raise GithubError(f"meshbot tried to read the project (`{name}`) before the event was authorized; "
+                              "nothing was loaded. This is a bug in meshbot: please report it.")
+        if self._context is None:
+            self._context = self._factory()
+        return getattr(self._context, name)
