@@ -32,6 +32,15 @@ users:
 YAML
 mkdir -p "$events"
 
+# The default branch (`master` in the payloads): the bot reads its gate settings (cicd_bot, users) from
+# config.yaml there, as data, never from the files a pull request checks out.
+echo "==> Committing the project as the default branch"
+[ -f "$demo/.gitignore" ] || printf '.meshbot/\n' > "$demo/.gitignore"
+git -C "$demo" init -q -b master
+git -C "$demo" add -A
+git -C "$demo" -c user.name=demo -c user.email=demo@example.com -c commit.gpgsign=false commit -q -m "the shop project"
+git -C "$demo" update-ref refs/remotes/origin/master HEAD
+
 echo "==> Unit tests"
 "$meshbot" -p "$demo" test
 

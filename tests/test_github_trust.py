@@ -1,0 +1,269 @@
+"""The Action's trust boundary, tried as an attacker would: no pull request code runs before the event is
+authorized, gate settings come from the default branch or the action's input (never the PR's files), a
+`/deploy` deploys exactly the authorized head, a release deploys only a commit of the default branch.
+
+Real webhook payloads; GitHub through the real client against the OpenAPI-validated mock, or local mode
+with a real git checkout; the project is the real Context on a project whose config.py, macro and Python
+model each leave a marker file when they run."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import responses
+
+from bot.github.action import Invocation, main
+from bot.github.event import Repo, parse_event
+from bot.github.gate import Step, classify
+from bot.github.settings import load_settings
+from github_support import (FakeEngine, FakeRepository, default_branch_config, git_checkout, install, payload,
+                            pr_comment_event)
+
+API_ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_trust_token", "GITHUB_API_URL": "https://api.github.com"}
+FORK = "someone/Hello-World"
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch):
+    import time
+
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+
+
+def hostile_project(root: Path, markers: Path) -> dict[str, str]:
+    """A project whose config.py, macros/*.py and Python model each write a marker file when loaded."""
+    def leave(name: str) -> str:
+        return f"from pathlib import Path\nPath({str(markers / name)!r}).write_text('ran')\n"
+
+    return {
+        "config.py": leave("config.py") + (
+            "from sqlmesh.core.config import Config, ModelDefaultsConfig\n"
+            "config = Config(model_defaults=ModelDefaultsConfig(dialect='spark'))\n"),
+        "macros/steal.py": leave("macro") + "from sqlmesh import macro\n\n@macro()\ndef one(evaluator):\n    return 1\n",
+        "models/steal.py": leave("python_model") + (
+            "from sqlmesh import model\n\n"
+            "@model('shop.steal', columns={'a': 'int'})\n"
+            "def execute(context, **kwargs):\n    return None\n"),
+        "models/orders.sql": "MODEL (name shop.orders, kind FULL);\nSELECT 1 AS a\n",
+    }
+
+
+def _write_event(tmp_path: Path, raw: dict) -> str:
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(raw))
+    return str(path)
+
+
+def _fork_pull(head: str, **fields) -> dict:
+    raw = copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"])
+    raw["head"]["sha"] = head
+    raw["head"]["repo"] = {**raw["head"]["repo"], "full_name": FORK}
+    return raw
+
+
+@pytest.mark.parametrize("login, body, permission", [
+    ("reader", "nice PR", "read"),          # any comment starts the job: nothing may run for it
+    ("writer", "/deploy", "write"),          # a writer's /deploy of a fork's PR
+    ("reader", "/deploy", "read"),           # a reader's /deploy
+])
+def test_no_pull_request_code_runs_for_a_comment_before_it_is_authorized(tmp_path, login, body, permission):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    checkout = tmp_path / "checkout"
+    head = git_checkout(checkout, hostile_project(checkout, markers))
+    lines: list[str] = []
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh, permissions={login: permission},
+                              default_config=default_branch_config({"enable_deploy_command": True}))
+        repo.set_pull(_fork_pull(head), mergeable=True, mergeable_state="clean")
+        code = main(Invocation(event_name="issue_comment", project_path=str(checkout),
+                               event_path=_write_event(tmp_path, pr_comment_event(body, login))),
+                    env={**API_ENV, "MESHBOT_STATE_PASSWORD": "prod-password"}, out=lines.append)
+        assert not gh.errors, gh.errors
+    assert list(markers.iterdir()) == []
+    assert not (checkout / ".meshbot").exists()
+    assert repo.checks == {} and repo.reactions == []
+    if body == "/deploy":
+        assert code == 1 and len(repo.comments) == 1
+        reason = "comes from the fork `someone/Hello-World`" if permission == "write" else "needs write permission"
+        assert reason in repo.comments[0]["body"]
+    else:
+        assert code == 0 and repo.comments == []
+
+
+def test_a_pr_that_drops_the_required_approvers_is_still_refused(tmp_path):
+    """The default branch requires @ann-gh; the PR deletes `users:` from its config.yaml and a writer
+    comments `/deploy`. The gates are the default branch's: refused, and nothing of the PR is read."""
+    checkout = tmp_path / "checkout"
+    gated = ("gateways:\n  local:\n    connection:\n      type: spark\n"
+             "cicd_bot:\n  enable_deploy_command: true\n"
+             "users:\n  - username: ann\n    github_username: ann-gh\n    roles: [required_approver]\n")
+    git_checkout(checkout, {"config.yaml": gated, "models/orders.sql": "MODEL (name shop.orders, kind FULL);\nSELECT 1 AS a\n"})
+    (checkout / "config.yaml").write_text(gated.split("users:")[0])    # the PR's change: no approvers
+    subprocess.run(["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@example.com",
+                    "commit", "-qam", "drop the approvers"], check=True)
+    head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    pull = copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"])
+    pull["head"]["sha"] = head
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"pulls": [{**pull, "mergeable": True, "mergeable_state": "clean"}],
+                                   "permissions": {"writer": "write"}}))
+    out = tmp_path / "out"
+    code = main(Invocation(event_name="issue_comment", event_path=_write_event(tmp_path, pr_comment_event("/deploy", "writer")),
+                           output_dir=str(out), answers=str(answers), project_path=str(checkout)), env={})
+    assert code == 1
+    assert "required approval is missing" in (out / "comment.md").read_text()
+    assert not (checkout / ".meshbot").exists()
+
+
+def test_gate_settings_never_come_from_the_checkout(tmp_path):
+    """Without the default branch (no `origin/<default>` ref) or the action's input, the checkout's own
+    config.yaml, which enables /deploy and deploys on merge, decides nothing: deploys are refused."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "config.yaml").write_text("cicd_bot:\n  enable_deploy_command: true\n  deploy_on: merge\n")
+    push = copy.deepcopy(payload("push/payload.json"))
+    push.update(ref="refs/heads/master", after="5" * 40, deleted=False, created=False)
+    out = tmp_path / "out"
+    lines: list[str] = []
+
+    def no_project(p, g):
+        raise AssertionError("the project was opened")
+
+    code = main(Invocation(event_name="push", event_path=_write_event(tmp_path, push), output_dir=str(out),
+                           project_path=str(checkout)), env={}, context_factory=no_project, out=lines.append)
+    assert code == 1
+    summary = (out / "summary.md").read_text()
+    assert "deploy refused: the deploy gates have no trusted source" in summary and "origin/master" in summary
+    # a comment /deploy in the same checkout is not even a command: the deploy command is off by default
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"permissions": {"writer": "write"}}))
+    code = main(Invocation(event_name="issue_comment", event_path=_write_event(tmp_path, pr_comment_event("/deploy", "writer")),
+                           output_dir=str(out), answers=str(answers), project_path=str(checkout)),
+                env={}, context_factory=no_project)
+    assert code == 0 and "is disabled" in (out / "comment.md").read_text()
+
+
+def test_a_deploy_checks_out_exactly_the_authorized_head(tmp_path):
+    """The deploy job must run on the PR head the API names; any other checkout is refused before loading."""
+    checkout = tmp_path / "checkout"
+    git_checkout(checkout, {"config.yaml": default_branch_config({"enable_deploy_command": True})})
+    engine = FakeEngine()
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh, permissions={"writer": "write"},
+                              default_config=default_branch_config({"enable_deploy_command": True}))
+        moved = copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"])
+        moved["head"]["sha"] = "e" * 40          # pushed after the authorize job, or a checkout of another ref
+        repo.set_pull(moved, mergeable=True, mergeable_state="clean")
+        code = main(Invocation(event_name="issue_comment", project_path=str(checkout),
+                               event_path=_write_event(tmp_path, pr_comment_event("/deploy", "writer"))),
+                    env=API_ENV, context_factory=lambda p, g: engine, out=lambda line: None)
+        assert not gh.errors, gh.errors
+    assert code == 1 and engine.plans == [] and engine.applied == []
+    assert "but the head of #2 is eeeeeee" in repo.comments[-1]["body"]
+
+
+def test_authorize_deploy_outputs_the_head_to_check_out(tmp_path):
+    """The first job of the /deploy workflow: no checkout, no project; it outputs what the second deploys."""
+    outputs = tmp_path / "outputs.env"
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh, permissions={"writer": "write", "reader": "read"},
+                              default_config=default_branch_config({"enable_deploy_command": True}))
+        pull = copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"])
+        repo.set_pull(pull, mergeable=True, mergeable_state="clean")
+
+        def authorize(login: str) -> int:
+            outputs.write_text("")
+            return main(Invocation(command="authorize-deploy", project_path=str(tmp_path / "no-checkout"),
+                                   event_path=_write_event(tmp_path, pr_comment_event("/deploy", login)),
+                                   event_name="issue_comment"),
+                        env={**API_ENV, "GITHUB_OUTPUT": str(outputs)}, context_factory=None, out=lambda line: None)
+
+        assert authorize("writer") == 0
+        values = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+        assert values == {"authorized": "true", "sha": pull["head"]["sha"], "pr_number": "2"}
+        assert authorize("reader") == 1
+        assert dict(line.split("=", 1) for line in outputs.read_text().splitlines()) == {"authorized": "false"}
+        assert not gh.errors, gh.errors
+    assert repo.reactions == [] and repo.checks == {}
+
+
+def _release_checkout(tmp_path: Path) -> tuple[Path, str, str]:
+    """A checkout whose origin/master has one commit, plus a commit on a side branch (not on master)."""
+    checkout = tmp_path / "checkout"
+    on_master = git_checkout(checkout, {"config.yaml": "cicd_bot:\n  deploy_on: tag\n"})
+    subprocess.run(["git", "-C", str(checkout), "checkout", "-qb", "side"], check=True)
+    (checkout / "side.txt").write_text("x")
+    subprocess.run(["git", "-C", str(checkout), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@example.com",
+                    "commit", "-qm", "side"], check=True)
+    side = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    return checkout, on_master, side
+
+
+def test_a_release_deploys_only_a_commit_of_the_default_branch(tmp_path):
+    checkout, on_master, side = _release_checkout(tmp_path)
+    release = payload("release/published.payload.json")
+    engine = FakeEngine()
+
+    def deploy(sha: str) -> tuple[int, str]:
+        out = tmp_path / f"out_{sha[:7]}"
+        code = main(Invocation(event_name="release", event_path=_write_event(tmp_path, release),
+                               output_dir=str(out), project_path=str(checkout)),
+                    env={"GITHUB_SHA": sha}, context_factory=lambda p, g: engine, out=lambda line: None)
+        return code, (out / "summary.md").read_text()
+
+    code, summary = deploy(side)
+    assert code == 1 and engine.plans == []
+    assert f"the tagged commit {side[:7]} is not on the default branch `master`" in summary
+    code, _ = deploy(on_master)
+    assert code == 0 and engine.applied == ["prod"]
+
+
+def test_a_release_through_the_api_is_checked_with_compare(tmp_path):
+    engine = FakeEngine()
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh, default_config="cicd_bot:\n  deploy_on: tag\n", released_on_default_branch=False)
+        code = main(Invocation(event_name="release", project_path=str(tmp_path),
+                               event_path=_write_event(tmp_path, payload("release/published.payload.json"))),
+                    env={**API_ENV, "GITHUB_SHA": "a" * 40, "GITHUB_STEP_SUMMARY": str(tmp_path / "s.md")},
+                    context_factory=lambda p, g: engine, out=lambda line: None)
+        assert not gh.errors, gh.errors
+    assert code == 1 and engine.plans == []
+    assert gh.sent("GET", r"/compare/master\.\.\.a{40}$") == [None]
+    assert "is not on the default branch" in (tmp_path / "s.md").read_text()
+
+
+REPO = Repo("Codertocat", "Hello-World", default_branch="master")
+
+
+@pytest.mark.parametrize("name, raw, settings, step", [
+    ("pull_request", payload("pull_request/opened.payload.json"), {}, Step.SYNC),
+    ("pull_request", payload("pull_request/closed.payload.json"), {}, Step.CLEANUP),
+    ("pull_request", payload("_supplementary/ailisp__reallyfastci/test/data/webhook/webhook-pr-from-fork.json"),
+     {}, Step.NOTHING),
+    ("pull_request_review", payload("pull_request_review/submitted.payload.json"), {}, Step.APPROVAL),
+    ("issue_comment", pr_comment_event("nice PR", "reader"), {"enable_deploy_command": True}, Step.NOTHING),
+    ("issue_comment", pr_comment_event("/deploy", "writer"), {}, Step.REPLY),          # disabled: a reply
+    ("issue_comment", pr_comment_event("/deploy", "writer"), {"enable_deploy_command": True}, Step.DEPLOY),
+    ("issue_comment", pr_comment_event("/help", "writer"), {}, Step.REPLY),
+    ("issue_comment", pr_comment_event("/deploy", "github-actions[bot]"), {"enable_deploy_command": True},
+     Step.NOTHING),
+    ("push", payload("push/payload.json"), {}, Step.NOTHING),                                  # a deleted ref
+    ("push", {**payload("push/payload.json"), "deleted": False, "ref": "refs/heads/master"}, {}, Step.DEPLOY),
+    ("push", {**payload("push/payload.json"), "deleted": False, "ref": "refs/heads/feature"}, {}, Step.NOTHING),
+    ("release", payload("release/published.payload.json"), {}, Step.NOTHING),                 # deploy_on: merge
+    ("release", payload("release/published.payload.json"), {"deploy_on": "tag"}, Step.DEPLOY),
+])
+def test_every_event_is_classified_from_the_payload_and_trusted_settings_alone(name, raw, settings, step):
+    assert classify(parse_event(name, raw), load_settings(settings)).step is step
