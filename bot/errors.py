@@ -6,9 +6,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from bot.redact import redact
+
 
 class BotError(Exception):
-    """Root of every error meshbot reports to a user (exit code 1, no traceback)."""
+    """Root of every error meshbot reports to a user (exit code 1, no traceback).
+
+    Its text never shows a registered secret (bot.redact), wherever it is printed.
+    """
+
+    def __str__(self) -> str:
+        return redact(super().__str__())
 
 
 @dataclass(frozen=True)

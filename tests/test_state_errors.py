@@ -74,7 +74,7 @@ def test_lock_held_too_long_is_a_state_error_with_a_hint(tmp_path, postgres_sche
         holder.close()
     assert result.exit_code == 1, result.output
     out = result.output.strip()
-    assert out.startswith("Error: state database postgresql://postgres@127.0.0.1:5432/test failed: "
+    assert out.startswith("Error: state database `gateways.pg.state_connection` failed: "
                           "canceling statement due to lock timeout"), out
     assert "retry" in out and "lock" in out
     assert "Traceback" not in out and "sqlalchemy" not in out.lower() and "[SQL:" not in out

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from bot.cli import ops, plans, quality, tooling
+from bot.cli.common import add_github_mask, print_redacted_traceback
 from bot.context import Context
+from bot.redact import on_register
 from bot.spark.verbosity import set_verbose
 
 
@@ -32,6 +37,9 @@ class _Commands(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, path: str, gateway: str | None, verbose: bool) -> None:
     """meshbot: SQLMesh-compatible transformations on Spark with virtual data environments."""
+    # Under GitHub Actions each secret read from now on (env_var values, passwords, tokens) is also
+    # masked by the runner in the job log, whatever prints it.
+    on_register(add_github_mask if os.environ.get("GITHUB_ACTIONS") == "true" else None)
     set_verbose(verbose)
     context = Context(path, gateway=gateway)
     ctx.obj = context
@@ -51,7 +59,11 @@ def _attach_github() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    cli.main(args=argv, prog_name="meshbot")
+    try:
+        cli.main(args=argv, prog_name="meshbot")
+    except Exception:  # noqa: BLE001 - outside a command's own handling: a traceback without secrets
+        print_redacted_traceback()
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import traceback
 from functools import wraps
 from typing import Any, Callable
 
@@ -10,10 +11,12 @@ import click
 
 from bot.context import Context
 from bot.errors import BotError, PlanError
+from bot.redact import MIN_LENGTH, redact
 from bot.report.console import TerminalReporter
 
 
 def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """A BotError is one `Error:` line (exit 1); any other exception its traceback, secrets redacted (exit 1)."""
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -24,7 +27,39 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             TerminalReporter().error("interrupted; rerun the same command to resume")
             sys.exit(130)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception:  # noqa: BLE001 - a bug: show it as Python would, but without secrets
+            print_redacted_traceback()
+            sys.exit(1)
     return wrapper
+
+
+def print_redacted_traceback() -> None:
+    """The exception being handled, as Python prints it (chained causes too), each secret as `***`."""
+    sys.stderr.write(redact("".join(traceback.format_exc())))
+    sys.stderr.flush()
+
+
+def add_github_mask(value: str) -> None:
+    """Tell the GitHub Actions runner to mask `value` in the job log (on stderr: stdout may be JSON)."""
+    for line in github_mask_lines(value):
+        print(line, file=sys.stderr, flush=True)
+
+
+def github_mask_lines(value: str) -> list[str]:
+    """The `::add-mask::` commands for `value`: each line, and its lower and upper case.
+
+    The runner matches exactly, so a value a message echoes lowercased needs a mask of its own.
+    `%` is escaped as workflow commands require.
+
+    >>> github_mask_lines("Ab%cd\\nxy")
+    ['::add-mask::Ab%25cd', '::add-mask::ab%25cd', '::add-mask::AB%25CD']
+    """
+    forms = (form for line in value.splitlines() for form in (line.strip(), line.strip().lower(),
+                                                              line.strip().upper()))
+    return [f"::add-mask::{form.replace('%', '%25')}" for form in dict.fromkeys(forms)
+            if len(form) >= MIN_LENGTH]
 
 
 def check_range(start: str | None, end: str | None) -> None:

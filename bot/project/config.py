@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from bot.errors import ConfigError
 from bot.project.files import read_text, read_yaml, render_env_vars
 from bot.project.timeutil import TimeParseError, check_ttl, to_ms
+from bot.redact import register, register_setting, register_url
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,11 @@ class SparkConnection:
 
 @dataclass(frozen=True)
 class StateConnection:
-    """`type: sqlite` (database path) or `type: postgres`; the password never appears in repr."""
+    """`type: sqlite` (database path) or `type: postgres`; the password never appears in repr.
+
+    `config_key` is where it was read (`gateways.ci.state_connection`): errors name it, not the
+    host, user or database.
+    """
 
     type: str = "sqlite"
     database: str | None = None
@@ -35,6 +40,7 @@ class StateConnection:
     user: str | None = None
     password: str | None = field(default=None, repr=False)
     schema: str | None = None   # PostgreSQL schema for the state tables (default: public)
+    config_key: str = field(default="state_connection", compare=False)
 
 
 @dataclass(frozen=True)
@@ -272,9 +278,13 @@ def _parse_spark(raw: Any, where: str, path: Path) -> SparkConnection:
     if kind != "spark":
         raise ConfigError(f"`{where}`: connection type `{kind}` is not supported (only `spark`)", path=path)
     master, remote = spec.get("master"), spec.get("remote")
+    register_url(str(master) if master else None)
+    register_url(str(remote) if remote else None)   # a Spark Connect `;token=...`
     if master and remote:
         raise ConfigError(f"`{where}`: set either `master` or `remote`, not both", path=path)
     conf = _mapping(spec.get("config"), f"{where}.config", path)
+    for key, value in conf.items():
+        register_setting(str(key), value)
     return SparkConnection(
         master=str(master) if master else (None if remote else "local[*]"),
         remote=str(remote) if remote else None,
@@ -324,15 +334,16 @@ def _parse_state(raw: Any, *, root: Path, where: str, path: Path) -> StateConnec
         except (TypeError, ValueError):
             raise ConfigError(f"`{where}.port` must be an integer", path=path) from None
         password = spec.get("password")
+        register(password)
         return StateConnection(
             type="postgres", database=_opt_str(spec.get("database")),
             host=str(spec.get("host", "127.0.0.1")), port=port, user=_opt_str(spec.get("user")),
             password=str(password) if password is not None else None,
-            schema=_opt_str(spec.get("schema")))
+            schema=_opt_str(spec.get("schema")), config_key=where)
     if kind == "sqlite":
         database = Path(str(spec.get("database") or DEFAULT_STATE_DB)).expanduser()
         return StateConnection(type="sqlite", database=str(database if database.is_absolute()
-                                                            else root / database))
+                                                            else root / database), config_key=where)
     raise ConfigError(f"`{where}`: state connection type `{kind}` is not supported "
                       "(sqlite or postgres)", path=path)
 

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import yaml
 
 from bot.errors import ConfigError
+from bot.redact import register
 
 _MISSING = object()
 
@@ -76,10 +77,12 @@ def decode_text(data: bytes, path: Path) -> str:
 def render_env_vars(text: str, *, path: Path, environ: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """Render config text with Jinja, every `{{ ... }}` output kept out of the YAML text.
 
-    `{{ env_var('NAME') }}` / `{{ env_var('NAME', 'default') }}` read `environ`. Each `{{ ... }}`
-    prints a placeholder token (letters, digits and underscores: a plain scalar anywhere in YAML)
-    and its value is returned aside, for `read_yaml` to put into the parsed scalar. A value holding
-    a quote, a colon or a newline therefore stays one value: it cannot add a key or break the file.
+    `{{ env_var('NAME') }}` / `{{ env_var('NAME', 'default') }}` read `environ`; each value read
+    from `environ` is registered as a secret (bot.redact), a default written in the file is not.
+    Each `{{ ... }}` prints a placeholder token (letters, digits and underscores: a plain scalar
+    anywhere in YAML) and its value is returned aside, for `read_yaml` to put into the parsed
+    scalar. A value holding a quote, a colon or a newline therefore stays one value: it cannot add
+    a key or break the file.
 
     >>> text, values = render_env_vars("a: {{ env_var('X') }}", path=Path("c.yaml"), environ={"X": "1\\nb: 2"})
     >>> read_yaml(Path("c.yaml"), text, values=values)
@@ -90,6 +93,7 @@ def render_env_vars(text: str, *, path: Path, environ: Mapping[str, str]) -> tup
 
     def env_var(name: str, default: Any = _MISSING) -> Any:
         if name in environ:
+            register(environ[name])
             return environ[name]
         if default is _MISSING:
             raise ConfigError(f"environment variable `{name}` is not set and has no default", path=path)

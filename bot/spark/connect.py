@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from bot.errors import EngineError
+from bot.redact import mask_url
 
 DEFAULT_PORT = 15002   # Spark Connect's default gRPC port
 _PROXY_VARIABLES = ("grpc_proxy", "GRPC_PROXY", "https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY")
@@ -37,11 +38,12 @@ def parse_remote(url: str) -> ConnectEndpoint:
     """
     parsed = urlparse(url.split(";", 1)[0])
     if parsed.scheme != "sc" or not parsed.hostname:
-        raise EngineError(f"invalid Spark Connect URL `{url}` (connection.remote): expected sc://host[:port]")
+        raise EngineError(f"invalid Spark Connect URL `{mask_url(url)}` (connection.remote): "
+                          "expected sc://host[:port]")
     try:
         port = parsed.port or DEFAULT_PORT
     except ValueError:
-        raise EngineError(f"invalid port in Spark Connect URL `{url}` (connection.remote)") from None
+        raise EngineError(f"invalid port in Spark Connect URL `{mask_url(url)}` (connection.remote)") from None
     return ConnectEndpoint(host=parsed.hostname, port=port)
 
 
@@ -60,5 +62,5 @@ def check_reachable(url: str, *, timeout: float = 10.0) -> None:
             pass
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise EngineError(f"could not reach Spark Connect at {url} (connection.remote): {reason}; "
+        raise EngineError(f"could not reach Spark Connect at {mask_url(url)} (connection.remote): {reason}; "
                           "is the server running (sbin/start-connect-server.sh)?") from None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from bot.errors import EngineError
 from bot.project.config import SparkConnection
+from bot.redact import mask_url
 from bot.spark.connect import check_reachable, is_connect
 from bot.spark.errors import spark_message
 from bot.spark.verbosity import is_verbose
@@ -307,7 +308,8 @@ def _build_remote(builder, connection: SparkConnection) -> "SparkSession":
         try:
             session.conf.set(key, value)
         except Exception as exc:  # noqa: BLE001 - name the setting the server refused
-            raise EngineError(f"Spark Connect at {connection.remote} rejected `{key}` (connection.config): "
+            raise EngineError(f"Spark Connect at {mask_url(connection.remote)} rejected `{key}` "
+                              "(connection.config): "
                               f"{spark_message(exc)}; set it when starting the server instead") from None
     return session
 
@@ -322,7 +324,7 @@ def _create(builder, target: str, log_path: Path | None = None) -> "SparkSession
 def _start_failure(target: str, exc: BaseException, log_path: Path | None) -> str:
     """One paragraph: the exception's first line, then the end of the JVM's own output when it went to a file."""
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    message = f"could not start Spark ({target}): {first_line}"
+    message = f"could not start Spark ({mask_url(target)}): {first_line}"
     tail = jvm_output_tail(log_path) if log_path is not None else ""
     if tail:
         message += f"\nJVM output ({log_path}):\n{tail}"

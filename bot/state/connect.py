@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import sqlalchemy as sa
 
 from bot.errors import StateError
 from bot.project.config import StateConnection
+from bot.redact import register
 from bot.state import versions
 from bot.state.store import SqlStateSync
 from bot.state.tables import build_tables
@@ -25,8 +27,10 @@ def connect_state(connection: StateConnection, *, project_root: Path,
     """A StateSync on the configured database; raises StateError if it is unreachable or too new.
 
     A new database gets its tables when `create` is true. An older schema is opened, but only
-    `migrate()` (and `schema_version()`) work on it until it is migrated.
+    `migrate()` (and `schema_version()`) work on it until it is migrated. A PostgreSQL error names
+    the connection's config key, never its host, user, database or password.
     """
+    register(connection.password)
     if connection.type == "sqlite":
         engine, location = _sqlite_engine(connection, project_root=project_root, create=create)
     elif connection.type in ("postgres", "postgresql"):
@@ -41,12 +45,14 @@ def connect_state(connection: StateConnection, *, project_root: Path,
             stored = _prepare(engine, tables, create=create, location=location)
     except sa.exc.DBAPIError as error:
         engine.dispose()
-        raise StateError(f"cannot {stage} the state database {location}: "
-                         f"{_reason(error, connection.password)}") from None
+        reason = _reason(error, connection)
+        if stage == "reach" and engine.dialect.name == "postgresql":
+            reason = _connect_reason(reason)
+        raise StateError(f"cannot {stage} the state database {location}: {reason}") from None
     except BaseException:
         engine.dispose()
         raise
-    translate_errors(engine, location=location, password=connection.password)
+    translate_errors(engine, location=location, connection=connection)
     return SqlStateSync(engine, tables, stored_version=stored, location=location)
 
 
@@ -55,7 +61,7 @@ _LOCK_STATES = frozenset({"55P03", "40P01"})       # lock_not_available, deadloc
 _LOCK_TEXT = ("lock timeout", "database is locked", "database table is locked")
 
 
-def translate_errors(engine: sa.Engine, *, location: str, password: str | None) -> None:
+def translate_errors(engine: sa.Engine, *, location: str, connection: StateConnection) -> None:
     """Every database error after connecting comes out as one StateError with a retry hint.
 
     The one boundary for the whole store: SQLAlchemy calls this for any error of the engine's
@@ -67,16 +73,16 @@ def translate_errors(engine: sa.Engine, *, location: str, password: str | None) 
         error = context.sqlalchemy_exception
         if not isinstance(error, sa.exc.DBAPIError) or isinstance(error, sa.exc.IntegrityError):
             return None
-        return StateError(state_error_text(error, location=location, password=password,
+        return StateError(state_error_text(error, location=location, connection=connection,
                                            disconnect=context.is_disconnect))
 
     sa.event.listen(engine, "handle_error", handle_error)
 
 
-def state_error_text(error: sa.exc.DBAPIError, *, location: str, password: str | None,
+def state_error_text(error: sa.exc.DBAPIError, *, location: str, connection: StateConnection,
                      disconnect: bool) -> str:
-    """One paragraph: what failed, the database's own first line (password masked), what to do."""
-    reason = _reason(error, password, first_line=True)
+    """One paragraph: what failed, the database's own first line (connection details masked), what to do."""
+    reason = _reason(error, connection, first_line=True)
     code = getattr(error.orig, "pgcode", None)
     if code in _LOCK_STATES or any(text in reason.lower() for text in _LOCK_TEXT):
         hint = ("another process held a lock on the state too long; retry when it has finished "
@@ -142,8 +148,7 @@ def _postgres_engine(connection: StateConnection) -> tuple[sa.Engine, str]:
                               connect_args={"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S,
                                             "application_name": "meshbot"})
     sa.event.listen(engine, "connect", _postgres_on_connect)
-    user = f"{connection.user}@" if connection.user else ""
-    return engine, f"postgresql://{user}{connection.host}:{connection.port}/{database}"
+    return engine, f"`{connection.config_key}`"
 
 
 def _postgres_on_connect(dbapi_connection, _record) -> None:
@@ -154,7 +159,52 @@ def _postgres_on_connect(dbapi_connection, _record) -> None:
     dbapi_connection.commit()   # the SELECT opened a transaction (psycopg2 is not in autocommit)
 
 
-def _reason(error: sa.exc.DBAPIError, password: str | None, *, first_line: bool = False) -> str:
+def _reason(error: sa.exc.DBAPIError, connection: StateConnection, *, first_line: bool = False) -> str:
+    """The driver's message on one line, without the connection's host, user, database or password."""
     text = str(error.orig).strip()
     text = " ".join((text.splitlines()[0] if first_line and text else text).split()) or type(error.orig).__name__
-    return text.replace(password, "***") if password else text
+    if connection.password:
+        text = re.sub(re.escape(connection.password), "***", text, flags=re.IGNORECASE)
+    if connection.type == "sqlite":
+        return text
+    text = _SERVER_PREFIX.sub("", text)
+    # libpq quotes the names it reports (`role "x" does not exist`); a host can also stand alone.
+    for key in ("host", "user", "database"):
+        value = getattr(connection, key) or (key == "database" and "postgres")
+        if value:
+            text = text.replace(f'"{value}"', f'"<{key}>"')
+    if connection.host:
+        text = re.sub(rf"(?<![\w.-]){re.escape(connection.host)}(?![\w-])", "<host>", text)
+    return text
+
+
+# libpq starts a connection failure with the server it tried: `connection to server at "h" (ip), port 1 failed: `
+_SERVER_PREFIX = re.compile(r'^connection to server (at|on socket) "[^"]*"( \([^)]*\))?(, port \d+)? failed: '
+                            r'(FATAL: +)?')
+# What a failed PostgreSQL connection means, told by the state_connection key to check.
+_CONNECT_REASONS = (
+    ("password authentication failed", "password authentication failed (check `user` and `password`)"),
+    ("no password supplied", "the server asks for a password and none is set (check `password`)"),
+    (re.compile(r"^database .* does not exist"), "the database does not exist (check `database`)"),
+    (re.compile(r"^role .* does not exist"), "the role does not exist (check `user`)"),
+    ("could not translate host name", "the host name does not resolve (check `host`)"),
+    ("connection refused", "connection refused (check `host` and `port`, and that the server is running)"),
+    ("timeout expired", "timed out (check `host` and `port`, and that the server is reachable)"),
+    ("no pg_hba.conf entry", "the server's pg_hba.conf refuses this host, user or database "
+                             "(check `user` and `database`)"),
+)
+
+
+def _connect_reason(reason: str) -> str:
+    """A connection failure as what went wrong and which key to check, or the scrubbed text itself.
+
+    >>> _connect_reason('database "<database>" does not exist')
+    'the database does not exist (check `database`)'
+    >>> _connect_reason("Connection refused Is the server running on that host and accepting TCP/IP connections?")
+    'connection refused (check `host` and `port`, and that the server is running)'
+    """
+    lowered = reason.lower()
+    for needle, meaning in _CONNECT_REASONS:
+        if needle.search(lowered) if isinstance(needle, re.Pattern) else needle in lowered:
+            return meaning
+    return reason
