@@ -267,3 +267,41 @@ REPO = Repo("Codertocat", "Hello-World", default_branch="master")
 ])
 def test_every_event_is_classified_from_the_payload_and_trusted_settings_alone(name, raw, settings, step):
     assert classify(parse_event(name, raw), load_settings(settings)).step is step
+
+
+class LeakyEngine(FakeEngine):
+    """A unit test whose failure message quotes a connection string with its password and token."""
+
+    def test(self, *, patterns=(), files=()):
+        from bot.quality.api import TestResult, TestSuiteResult
+
+        return TestSuiteResult(results=(TestResult(
+            name="test_orders", file=Path("tests/test_orders.yaml"), model="shop.orders", passed=False,
+            message="could not read postgresql://bot:Pg-Secret-42@db/prod via sc://spark:443/;token=SPARK-TOKEN-9"),))
+
+
+def test_credentials_never_reach_a_comment_check_summary_output_or_log(tmp_path):
+    """Whatever text carries them (here a test failure, not a meshbot error), every registered secret
+    and every credential of a connection URL is `***` in everything sent to GitHub or printed, in any
+    letter case (the ::add-mask:: line of the token is the one place it is named, for GitHub to mask it)."""
+    from bot.redact import register_url
+
+    register_url("postgresql://bot:Pg-Secret-42@db/prod")      # as loading the gateway does
+    register_url("sc://spark:443/;use_ssl=true;token=SPARK-TOKEN-9")
+    outputs, summary = tmp_path / "outputs.env", tmp_path / "summary.md"
+    lines: list[str] = []
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh)
+        repo.set_pull(payload("pull_request/opened.payload.json")["pull_request"])
+        code = main(Invocation(event_name="pull_request", project_path=str(tmp_path),
+                               event_path=_write_event(tmp_path, payload("pull_request/opened.payload.json"))),
+                    env={**API_ENV, "GITHUB_OUTPUT": str(outputs), "GITHUB_STEP_SUMMARY": str(summary)},
+                    context_factory=lambda p, g: LeakyEngine(), out=lines.append)
+        assert not gh.errors, gh.errors
+    assert code == 1 and repo.check("meshbot - Unit Tests")["conclusion"] == "failure"
+    sent = json.dumps([call[2] for call in gh.calls]) + summary.read_text() + outputs.read_text() + "\n".join(
+        line for line in lines if not line.startswith("::add-mask::"))
+    assert "could not read postgresql://bot:***@db/prod via sc://spark:443/;token=***" in sent
+    for secret in ("Pg-Secret-42", "SPARK-TOKEN-9", "ghs_trust_token"):
+        assert secret.lower() not in sent.lower()

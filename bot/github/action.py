@@ -19,6 +19,7 @@ from bot.github.runners import COMMANDS, BotRun, dispatch
 from bot.github.settings import load_settings
 from bot.github.timing import PHASES, PhaseTimings, TimedContext, TimedGithub
 from bot.github.trusted import ApiDefaultBranch, GitDefaultBranch, read_trusted_config
+from bot.redact import redact, register
 from bot.report.markdown import render
 
 if TYPE_CHECKING:
@@ -48,8 +49,16 @@ class Invocation:
 def main(invocation: Invocation, *, env: Mapping[str, str] | None = None,
          context_factory: Callable[[str, str | None], EngineContext] | None = None,
          out: Callable[[str], None] = print) -> int:
-    """Run one bot command; BotErrors become an `::error::` line and exit code 1."""
+    """Run one bot command; BotErrors become an `::error::` line and exit code 1. Every line printed, like
+    everything posted to GitHub, has the known secrets (the GitHub token among them) redacted."""
     env = os.environ if env is None else env
+    for token in (invocation.token, env.get("GITHUB_TOKEN"), env.get("INPUT_GITHUB_TOKEN")):
+        register(token)
+    shown = out
+
+    def out(line: str) -> None:
+        shown(line if line.startswith("::add-mask::") else redact(line))
+
     run: BotRun | None = None
     try:
         if invocation.command not in COMMANDS:
@@ -61,10 +70,9 @@ def main(invocation: Invocation, *, env: Mapping[str, str] | None = None,
     except TokenPermissionError as error:
         return _read_only_notice(run, error, out)
     except BotError as error:
-        return _error(str(error), invocation, env, out)
+        return _error(str(error), out)
     except Exception as error:   # noqa: BLE001 - no traceback from a bot command: one clear line, exit 1
-        return _error(f"unexpected {type(error).__name__} while running `{invocation.command}`: {error}",
-                      invocation, env, out)
+        return _error(f"unexpected {type(error).__name__} while running `{invocation.command}`: {error}", out)
 
 
 def _report_timings(run: BotRun, out: Callable[[str], None]) -> None:
@@ -77,11 +85,8 @@ def _report_timings(run: BotRun, out: Callable[[str], None]) -> None:
     run.outputs.summary(render("timings.md.j2", timings.rows(total)))
 
 
-def _error(text: str, invocation: Invocation, env: Mapping[str, str], out: Callable[[str], None]) -> int:
-    for secret in (invocation.token, env.get("GITHUB_TOKEN"), env.get("INPUT_GITHUB_TOKEN")):
-        if secret:
-            text = text.replace(secret, "***")
-    out(f"::error title=meshbot::{_one_line(text)}")
+def _error(text: str, out: Callable[[str], None]) -> int:
+    out(f"::error title=meshbot::{_one_line(redact(text))}")
     return 1
 
 
@@ -93,7 +98,7 @@ def _read_only_notice(run: BotRun | None, error: TokenPermissionError, out: Call
     text = (f"meshbot: {who}the GitHub token is read-only here, so meshbot could not post its comment or "
             f"check runs and stopped. A maintainer can push the branch to this repository (or re-run the "
             f"workflow with a token that has `pull-requests: write` and `checks: write`). Detail: {error}")
-    out(f"::warning title=meshbot::{_one_line(text)}")
+    out(f"::warning title=meshbot::{_one_line(redact(text))}")
     if run is not None:
         run.outputs.summary(text)
     return 0

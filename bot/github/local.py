@@ -23,6 +23,7 @@ from pathlib import Path
 from bot.errors import GithubError
 from bot.github.api import CheckRun
 from bot.github.event import PullRequest, Review, parse_pull_request, parse_review, read_json
+from bot.redact import redact
 
 COMMENT_FILE = "comment.md"
 CHECKS_FILE = "check_runs.json"
@@ -154,7 +155,8 @@ class LocalOutput:
 
 
 class StepOutputs:
-    """Step outputs and the job summary: GITHUB_OUTPUT / GITHUB_STEP_SUMMARY, or files in a folder."""
+    """Step outputs and the job summary: GITHUB_OUTPUT / GITHUB_STEP_SUMMARY, or files in a folder;
+    every known secret is redacted from what is written."""
 
     def __init__(self, *, output_file: str | Path | None, summary_file: str | Path | None) -> None:
         self.output_file = Path(output_file) if output_file else None
@@ -168,6 +170,7 @@ class StepOutputs:
         return cls(output_file=folder / OUTPUTS_FILE, summary_file=folder / SUMMARY_FILE)
 
     def set(self, key: str, value: str) -> None:
+        value = redact(value)
         self.values[key] = value
         if self.output_file is None:
             return
@@ -179,6 +182,7 @@ class StepOutputs:
                 handle.write(f"{key}={value}\n")
 
     def summary(self, text: str) -> None:
+        text = redact(text)
         if self.summary_file is not None:
             with self.summary_file.open("a", encoding="utf-8") as handle:
                 handle.write(text.rstrip("\n") + "\n")

@@ -20,6 +20,7 @@ from bot.github.trusted import TrustedConfig
 from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckState, CheckSummaryView, CommentView,
                               render_check_summary, render_comment, truncate_markdown)
 from bot.plan.definition import Plan
+from bot.redact import redact
 from bot.report.markdown import render
 
 PROJECT_SUFFIXES = frozenset({".sql", ".py", ".yaml", ".yml", ".csv", ".json"})
@@ -79,10 +80,10 @@ def start_check(run: BotRun, name: str, sha: str) -> int:
 def finish_check(run: BotRun, check_id: int, *, name: str, sha: str, conclusion: str,
                  view: CheckSummaryView) -> None:
     """Complete a check with a rendered summary and record its conclusion as a step output."""
-    text = render_check_summary(view)
+    text = redact(render_check_summary(view))
     run.github.update_check(check_id, CheckRun(
         name=run.settings.check_name(name), head_sha=sha, status="completed", conclusion=conclusion,
-        title=view.summary[:200], summary=text))
+        title=redact(view.summary)[:200], summary=text))
     run.outputs.set(output_key(name), conclusion)
     run.checks[:] = [c for c in run.checks if c.name != name]
     run.checks.append(CheckState(name=name, conclusion=conclusion, url=run.github.check_url(check_id),
@@ -90,7 +91,7 @@ def finish_check(run: BotRun, check_id: int, *, name: str, sha: str, conclusion:
 
 
 def post_comment(run: BotRun, number: int, view: CommentView) -> None:
-    """Render, merge with sections other commands wrote before, post once; full text to the summary.
+    """Render, merge with sections other commands wrote before, redact, post once; full text to the summary.
 
     The checks shown are this run's plus those an earlier run recorded for the same head commit, so the
     status line always reflects every check (a review event re-runs only the approval check)."""
@@ -98,7 +99,7 @@ def post_comment(run: BotRun, number: int, view: CommentView) -> None:
     view = replace(view, checks=_merged_checks(existing[1] if existing else None, view.head_sha, run.checks),
                    run_url=view.run_url or run.run_url)
     body, full = render_comment(view)
-    body = merge_comment(existing[1] if existing else None, body, drop=view.drop)
+    body = redact(merge_comment(existing[1] if existing else None, body, drop=view.drop))
     if len(body) > COMMENT_LIMIT:
         body = truncate_markdown(body, COMMENT_LIMIT - SAFETY)
     if existing is None:
@@ -142,7 +143,7 @@ def _merged_checks(old_body: str | None, sha: str | None, new: list[CheckState])
 
 def reply(run: BotRun, number: int, user: str | None, text: str) -> None:
     """A short answer to a comment command, posted on the PR (and in the job summary)."""
-    body = render("reply.md.j2", {"user": user, "text": text})
+    body = redact(render("reply.md.j2", {"user": user, "text": text}))
     run.github.create_comment(number, body)
     run.outputs.summary(body)
 
