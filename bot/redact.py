@@ -59,6 +59,15 @@ def register(value: object) -> None:
         hook(text)
 
 
+def forget_all() -> None:
+    """Forget every registered secret (the hook stays): for tests, which share one process."""
+    global _pattern
+    with _lock:
+        _values.clear()
+        _forms.clear()
+        _pattern = None
+
+
 def redact(text: str) -> str:
     """`text` with every registered secret replaced by `***`, matched case-insensitively."""
     pattern = _pattern

@@ -200,3 +200,13 @@ def _no_github_env(monkeypatch):
     for key in list(os.environ):
         if key.startswith("GITHUB_"):
             monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_secrets_from_other_tests():
+    """Each test starts with no registered secret: one test's password must not mask another's text."""
+    from bot.redact import forget_all
+
+    forget_all()
+    yield
+    forget_all()

@@ -305,3 +305,20 @@ def test_credentials_never_reach_a_comment_check_summary_output_or_log(tmp_path)
     assert "could not read postgresql://bot:***@db/prod via sc://spark:443/;token=***" in sent
     for secret in ("Pg-Secret-42", "SPARK-TOKEN-9", "ghs_trust_token"):
         assert secret.lower() not in sent.lower()
+
+
+def test_a_secret_that_reads_meshbot_leaves_the_comment_findable():
+    """A state user `meshbot` is masked in the text, but the hidden markers the bot finds its comment
+    and sections by stay whole."""
+    from bot.github.api import comment_marker
+    from bot.github.runners.base import redact_markdown
+    from bot.github.sections import sections
+    from bot.redact import register
+
+    register("meshbot")
+    body = (f"{comment_marker('ci')}\n<!-- meshbot:section status -->meshbot ran as MESHBOT"
+            "<!-- /meshbot:section status -->\n<!-- meshbot:checks {\"detail\": \"user meshbot\"} -->")
+    redacted = redact_markdown(body)
+    assert comment_marker("ci") in redacted and sections(redacted) == {
+        "status": "<!-- meshbot:section status -->*** ran as ***<!-- /meshbot:section status -->"}
+    assert "<!-- meshbot:checks {\"detail\": \"user ***\"} -->" in redacted

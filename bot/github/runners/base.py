@@ -24,6 +24,8 @@ from bot.redact import redact
 from bot.report.markdown import render
 
 PROJECT_SUFFIXES = frozenset({".sql", ".py", ".yaml", ".yml", ".csv", ".json"})
+# meshbot's own hidden markers, kept whole when a comment is redacted (their JSON payloads are not)
+_MARKERS = re.compile(r"<!-- /?meshbot:(?:section \w+ -->|pr-comment gateway=\S+ -->|[a-z-]+)")
 
 
 @dataclass
@@ -72,6 +74,13 @@ def output_key(check_name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", check_name.lower()).strip("_")
 
 
+def redact_markdown(text: str) -> str:
+    """`redact(text)` that keeps meshbot's hidden markers whole: a secret that happens to read `meshbot`
+    (a state user, say) must not stop the bot from finding its comment and sections again."""
+    parts, kept = _MARKERS.split(text), _MARKERS.findall(text)
+    return redact(parts[0]) + "".join(marker + redact(part) for marker, part in zip(kept, parts[1:]))
+
+
 def start_check(run: BotRun, name: str, sha: str) -> int:
     return run.github.create_check(CheckRun(name=run.settings.check_name(name), head_sha=sha,
                                             status="in_progress"))
@@ -99,7 +108,7 @@ def post_comment(run: BotRun, number: int, view: CommentView) -> None:
     view = replace(view, checks=_merged_checks(existing[1] if existing else None, view.head_sha, run.checks),
                    run_url=view.run_url or run.run_url)
     body, full = render_comment(view)
-    body = redact(merge_comment(existing[1] if existing else None, body, drop=view.drop))
+    body = redact_markdown(merge_comment(existing[1] if existing else None, body, drop=view.drop))
     if len(body) > COMMENT_LIMIT:
         body = truncate_markdown(body, COMMENT_LIMIT - SAFETY)
     if existing is None:
