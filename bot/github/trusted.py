@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import yaml
 
 from bot.errors import GithubError
-from bot.project.config import UserConfig, _parse_users
+from bot.project.config import UserConfig, parse_users
 
 INPUT_NAME = "the action's `config` input (MESHBOT_CICD_BOT)"
 CONFIG_NAMES = ("config.yaml", "config.yml")
@@ -59,7 +59,7 @@ def read_trusted_config(*, input_text: str | None, default_branch: DefaultBranch
         if found is not None:
             where, raw = found
             cicd_bot.update(_section(raw.get("cicd_bot"), "cicd_bot", where))
-            users = _parse_users(raw.get("users"), where)
+            users = parse_users(raw.get("users"), where)
             sources.append(where)
         else:
             missing = (f"the default branch `{default_branch.branch}` has no "
@@ -70,7 +70,7 @@ def read_trusted_config(*, input_text: str | None, default_branch: DefaultBranch
         data = _load_yaml(input_text, INPUT_NAME)
         data = _section(data, "config", INPUT_NAME)
         if "users" in data:
-            users = _parse_users(data.pop("users"), INPUT_NAME)
+            users = parse_users(data.pop("users"), INPUT_NAME)
         cicd_bot.update(data)
         sources.append(INPUT_NAME)
     return TrustedConfig(cicd_bot=cicd_bot, users=users, sources=tuple(sources),

@@ -187,7 +187,7 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         auto_categorize_changes=_parse_auto_categorize(plan.get("auto_categorize_changes"), path),
         include_unmodified=bool(plan.get("include_unmodified", False)),
         cicd_bot=dict(_mapping(raw.get("cicd_bot"), "cicd_bot", path)),
-        users=_parse_users(raw.get("users"), path),
+        users=parse_users(raw.get("users"), path),
         before_all=_statements(raw.get("before_all"), "before_all", path),
         after_all=_statements(raw.get("after_all"), "after_all", path),
         linter=_parse_linter(raw.get("linter"), path),
@@ -387,7 +387,8 @@ def _parse_auto_categorize(raw: Any, path: Path) -> str:
     return value
 
 
-def _parse_users(raw: Any, path: Path) -> tuple[UserConfig, ...]:
+def parse_users(raw: Any, path: Path | str) -> tuple[UserConfig, ...]:
+    """`users:` (config.yaml, or the GitHub bot's trusted settings) → UserConfigs; `path` names the source."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
