@@ -319,7 +319,7 @@ def test_cache_returns_equal_models_without_parsing_again(tmp_path, monkeypatch)
 
     root = make_project(tmp_path, model_files(1000))
     first = load_project(root)
-    assert (root / ".meshbot" / "cache" / "models.pickle").is_file()
+    assert (root / ".meshbot" / "cache" / "models.json").is_file()
 
     def no_parse(path, *args, **kwargs):
         raise AssertionError(f"{path} was parsed again although it did not change")
@@ -340,7 +340,7 @@ def test_cache_follows_edits_and_survives_corruption(tmp_path):
     assert load_project(root).models["db.a"].seed_content_hash != first
     (root / "models" / "b.sql").write_text("MODEL (name db.b);\nSELECT 1 AS x")
     assert "db.b" in load_project(root).models
-    (root / ".meshbot" / "cache" / "models.pickle").write_bytes(b"not a pickle")
+    (root / ".meshbot" / "cache" / "models.json").write_bytes(b"not JSON")
     assert set(load_project(root).models) == {"db.a", "db.b"}
     (root / "models" / "b.sql").write_text("MODEL (name db.b);\nSELECT 2 AS x")
     assert load_project(root).models["db.b"].query.sql() == "SELECT 2 AS x"

@@ -94,7 +94,7 @@ def test_workers_load_the_same_project_as_a_serial_load(tmp_path, mode, use_cach
     mode(False)
     serial = _load(root, use_cache=use_cache)
     forks = mode(True)
-    for path in (root / ".meshbot").rglob("*.pickle"):
+    for path in (root / ".meshbot").rglob("*.json"):
         path.unlink()
     forked = _load(root, use_cache=use_cache)
     assert forks == [3, 3]   # the parse and the render both ran in workers

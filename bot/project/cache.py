@@ -1,42 +1,125 @@
-"""On-disk cache of parsed model files (.meshbot/cache/models.pickle), keyed by file content and settings."""
+"""On-disk cache of parsed model files (.meshbot/cache/models.json), keyed by file content and settings.
+
+The cache is data, never code: JSON read by the plain parser and checked field by field, because
+`.meshbot/` may be restored from a CI cache that another job saved. A file or entry of the wrong
+shape is a miss. ASTs are kept as their SQL text and parsed again when first read.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import copyreg
 import functools
 import gc
 import hashlib
-import io
+import json
 import os
-import pickle
+import sys
+import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import sqlglot
 from sqlglot import exp
 
 import bot
+from bot.errors import ConfigError
+from bot.project.audit_parser import AuditDefinition
 from bot.project.model import Model
-from bot.project.sqltext import selects_star, to_sql, written_output_names
+from bot.project.model_parser import MacroRef, ParsedModel
+from bot.project.serialize import model_fields, model_to_dict
+from bot.project.sqltext import parse_sql, selects_star, strip_comments, to_sql, written_output_names
 
-CACHE_FORMAT = 3
-CACHE_FILE = Path(".meshbot") / "cache" / "models.pickle"
+CACHE_FORMAT = 4
+CACHE_FILE = Path(".meshbot") / "cache" / "models.json"
 
-
-_SLOTS = ("args", "parent", "arg_key", "index", "comments", "_type", "_meta")
-# With `sqlglotc` installed, sqlglot's node classes are compiled (mypyc): they have no __slots__ and
-# take their state as one dict through __setstate__. The two pickled forms are not interchangeable,
-# so the flag is part of every cache key (cache_context).
+# With `sqlglotc` installed, sqlglot's node classes are compiled (mypyc). Parses are the same, but the
+# build stays part of every cache key (cache_context) so that a cache never mixes the two.
 COMPILED_SQLGLOT = hasattr(exp.Expression, "__mypyc_attrs__")
 _AST_FIELDS = ("query", "pre_statements", "post_statements")
-_LAZY = "_meshbot_lazy_asts"
-_SQL = "_meshbot_ast_sql"   # to_sql of query/pre/post, so storing a snapshot needs no AST
+_SQL = "_meshbot_ast_sql"   # to_sql of query/pre/post: the cached ASTs, and storing a snapshot needs no AST
 _FACTS = "_meshbot_query_facts"   # (written output names, selects a star), so column checks need no AST
 
 
+# Shapes of the JSON read back, as predicates. JSON gives exactly str, int, float, bool, None, list
+# and dict, so an exact type test also keeps `true` out of an int field.
+Shape = Callable[[Any], bool]
+
+
+def _is(*types: type | None) -> Shape:
+    allowed = tuple(type(None) if t is None else t for t in types)
+    if len(allowed) == 1:
+        only = allowed[0]
+        return lambda value: type(value) is only
+    return lambda value: type(value) in allowed
+
+
+def _list_of(item: Shape) -> Shape:
+    return lambda value: type(value) is list and all(map(item, value))
+
+
+def _either(*shapes: Shape) -> Shape:
+    return lambda value: any(shape(value) for shape in shapes)
+
+
+def _row(*items: Shape | type) -> Shape:
+    """A list of exactly these shapes (or exact types), in order."""
+    if all(isinstance(item, type) for item in items):
+        types = tuple(items)
+        return lambda value: type(value) is list and tuple(map(type, value)) == types
+    shapes = tuple(_is(item) if isinstance(item, type) else item for item in items)
+    return lambda value: type(value) is list and len(value) == len(shapes) and \
+        all(shape(v) for shape, v in zip(shapes, value))
+
+
+def _record(required: dict[str, Shape], optional: dict[str, Shape] | None = None) -> Shape:
+    """A dict with every `required` key, and no key that is neither required nor `optional`."""
+    every = {**required, **(optional or {})}
+    needed = required.keys()
+
+    def fits(value: Any) -> bool:
+        if type(value) is not dict or not needed <= value.keys():
+            return False
+        for key, item in value.items():
+            shape = every.get(key)
+            if shape is None or not shape(item):
+                return False
+        return True
+    return fits
+
+
+_STR, _INT, _BOOL, _OPT_STR = _is(str), _is(int), _is(bool), _is(str, None)
+_STRS = _list_of(_STR)
+_PAIRS = _list_of(_row(str, str))
+_KIND = _record({
+    "name": _STR, "time_column": _OPT_STR, "time_column_format": _STR, "batch_size": _is(int, None),
+    "lookback": _INT, "forward_only": _BOOL, "disable_restatement": _BOOL, "on_destructive_change": _STR,
+    "unique_key": _STRS, "valid_from_name": _STR, "valid_to_name": _STR, "updated_at_name": _STR,
+    "scd_columns": _STRS, "invalidate_hard_deletes": _BOOL, "materialized": _BOOL, "seed_path": _OPT_STR,
+    "csv_settings": _list_of(_row(str, _is(str, int, float, bool))),
+}, {"insert_overwrite": _BOOL})
+_MODEL = _record({   # what serialize.model_to_dict writes
+    "format": _INT, "name": _STR, "kind": _KIND, "dialect": _STR, "path": _STR, "query": _OPT_STR,
+    "query_text": _STR, "pre_statements": _STRS, "post_statements": _STRS, "cron": _STR,
+    "start": _OPT_STR, "end": _OPT_STR, "grains": _STRS,
+    "audits": _list_of(_record({"name": _STR, "args": _PAIRS, "blocking": _BOOL})),
+    "owner": _OPT_STR, "tags": _STRS, "description": _OPT_STR, "column_descriptions": _PAIRS,
+    "columns": _PAIRS, "partitioned_by": _STRS, "physical_properties": _PAIRS, "depends_on_explicit": _STRS,
+    "depends_on": _STRS, "enabled": _BOOL, "python_source": _OPT_STR, "python_entrypoint": _OPT_STR,
+    "seed_content_hash": _OPT_STR, "seed_abs_path": _OPT_STR, "line": _INT,
+}, {"session_properties": _PAIRS, "jinja_query": _STR, "jinja_line": _INT, "jinja_macros": _PAIRS,
+    "blueprint_variables": _PAIRS})
+_AUDIT = _record({"name": _STR, "query": _STR, "query_text": _STR, "path": _STR, "dialect": _STR,
+                  "blocking": _BOOL, "defaults": _PAIRS, "line": _INT, "standalone": _BOOL})
+_ENTRY = _record({"model": _MODEL, "facts": _either(_is(None), _row(_either(_is(None), _STRS), _BOOL)),
+                  "macro_refs": _list_of(_row(str, str, int)), "audits": _list_of(_AUDIT),
+                  "warnings": _list_of(_row(str, int)), "cacheable": _BOOL})
+_ENTRIES = _list_of(_ENTRY)
+_CACHE = _record({"format": _INT,   # entries: file key -> [content digest, data], checked on a hit
+                  "entries": lambda value: type(value) is dict and all(map(_row(str, list), value.values()))})
+
+
 class _LazyAst:
-    """Non-data descriptor: unpickles one AST field on first access and stores it on the instance."""
+    """Non-data descriptor: parses one AST field from the cached SQL text on first access and stores it."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -44,39 +127,39 @@ class _LazyAst:
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
             return Model.__dataclass_fields__[self.name].default
-        blobs = obj.__dict__.get(_LAZY, {})
-        value = _loads_ast(blobs[self.name]) if self.name in blobs else \
-            Model.__dataclass_fields__[self.name].default
+        query, pre, post = obj.__dict__[_SQL]
+        if self.name == "query":
+            value = _loads_ast(query, obj) if query is not None else None
+        else:
+            value = tuple(_loads_ast(sql, obj) for sql in (pre if self.name == "pre_statements" else post))
         obj.__dict__[self.name] = value   # later reads find it in __dict__, without this descriptor
         return value
 
 
 class LazyModel(Model):
-    """A Model read from the cache: its ASTs are unpickled when first read, so a plan that only
-    compares fingerprints (cached renders) never builds them. Behaves exactly like Model."""
+    """A Model read from the cache: its ASTs are parsed from their SQL text when first read, so a plan
+    that only compares fingerprints (cached renders) never builds them. Behaves exactly like Model."""
 
     query = _LazyAst("query")
     pre_statements = _LazyAst("pre_statements")
     post_statements = _LazyAst("post_statements")
 
 
-def _loads_ast(blob: bytes) -> Any:
+def _loads_ast(sql: str, model: Model) -> exp.Expression:
     with paused_gc():
-        return pickle.loads(blob)
-
-
-def _lazy_model(state: dict[str, Any], blobs: dict[str, bytes]) -> LazyModel:
-    model = object.__new__(LazyModel)
-    model.__dict__.update(state)
-    model.__dict__[_LAZY] = blobs
-    return model
+        parsed = parse_sql(sql, model.dialect)
+    if len(parsed) != 1:   # only an edited cache file gets here: its shape was right, its SQL is not
+        raise ConfigError(f"the parse cache {CACHE_FILE} holds SQL of model {model.name} that does not parse"
+                          " again; delete .meshbot/cache", path=model.path)
+    strip_comments(parsed)   # as the loader does: no comments, no token positions
+    return parsed[0]
 
 
 def has_query(model: Model) -> bool:
-    """`model.query is not None`, without unpickling a cached model's query."""
-    blobs = model.__dict__.get(_LAZY)
-    if blobs is not None and "query" not in model.__dict__:
-        return "query" in blobs
+    """`model.query is not None`, without parsing a cached model's query."""
+    sql = model.__dict__.get(_SQL)
+    if sql is not None and "query" not in model.__dict__:
+        return sql[0] is not None
     return model.query is not None
 
 
@@ -87,57 +170,118 @@ def cached_sql(model: Model) -> tuple[str | None, list[str], list[str]] | None:
 
 def query_facts(model: Model) -> tuple[list[str] | None, bool]:
     """(the outer SELECT's names as written or None, whether some SELECT projects a star) of a model
-    with a query; read from the parse cache without unpickling the query when the model came from it."""
+    with a query; read from the parse cache without parsing the query when the model came from it."""
     facts = model.__dict__.get(_FACTS)
     if facts is None:
         facts = (written_output_names(model.query), selects_star(model.query))
     return (list(facts[0]) if facts[0] is not None else None), facts[1]
 
 
-def _model_reduction(model: Model) -> tuple[Any, ...]:
-    state = {k: v for k, v in model.__dict__.items() if k != _LAZY}
-    if model.query is not None:
-        state[_FACTS] = query_facts(model)
-    state[_SQL] = (to_sql(model.query, model.dialect) if model.query is not None else None,
-                   [to_sql(s, model.dialect) for s in model.pre_statements],
-                   [to_sql(s, model.dialect) for s in model.post_statements])
-    blobs: dict[str, bytes] = {}
-    for name in _AST_FIELDS:
-        value = getattr(model, name)
-        state.pop(name, None)
-        if value is not None and value != ():   # None and () stay eager
-            blob = dumps(value)
-            if blob is None:
-                raise pickle.PicklingError(f"cannot cache the {name} of {model.name}")
-            blobs[name] = blob
-    return _lazy_model, (state, blobs)
-
-
-class _Pickler(pickle.Pickler):
-    """Pickles sqlglot nodes as plain slot state (rebuilt in C), not through sqlglot's slower serde."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, Model):
-            return _model_reduction(obj)
-        if isinstance(obj, exp.Expression):
-            if COMPILED_SQLGLOT:   # the compiled class's own state dict (built in C), same bytes
-                state = obj.__getstate__()
-                state["_hash"] = None
-                return copyreg.__newobj__, (type(obj),), state
-            state = {slot: getattr(obj, slot) for slot in _SLOTS}
-            state["_hash"] = None
-            return copyreg.__newobj__, (type(obj),), (None, state)
-        return NotImplemented
-
-
-def dumps(value: Any) -> bytes | None:
-    """Pickle one cache entry; None when it cannot be cached (e.g. an extremely deep AST)."""
-    buffer = io.BytesIO()
+def entries_to_data(entries: tuple[ParsedModel, ...]) -> list[dict[str, Any]] | None:
+    """A file's parsed entries as JSON-safe data; None when they cannot be cached (e.g. an extremely deep AST)."""
     try:
-        _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
-    except (RecursionError, pickle.PicklingError, TypeError, AttributeError):
+        return [{"model": model_to_dict(entry.model),
+                 "facts": list(query_facts(entry.model)) if has_query(entry.model) else None,
+                 "macro_refs": [[ref.name, ref.kind, ref.line] for ref in entry.macro_refs],
+                 "audits": [_audit_to_dict(audit) for audit in entry.audits],
+                 "warnings": [[message, line] for message, line in entry.warnings],
+                 "cacheable": entry.cacheable} for entry in entries]
+    except (RecursionError, AttributeError, TypeError, ValueError):
         return None
-    return buffer.getvalue()
+
+
+def dumps(entries: tuple[ParsedModel, ...]) -> str | None:
+    """entries_to_data as JSON text (what a parse worker sends back); None when they cannot be cached."""
+    data = entries_to_data(entries)
+    try:
+        return to_json(data) if data is not None else None
+    except (RecursionError, TypeError, ValueError):
+        return None
+
+
+def entries_from_data(data: Any) -> tuple[ParsedModel, ...] | None:
+    """The entries entries_to_data wrote, with lazy models; None when `data` does not have that shape."""
+    if not _ENTRIES(data):
+        return None
+    try:
+        return tuple(ParsedModel(model=_lazy_model(item["model"], item["facts"]),
+                                 macro_refs=tuple(MacroRef(*ref) for ref in item["macro_refs"]),
+                                 audits=tuple(_audit_from_dict(audit) for audit in item["audits"]),
+                                 warnings=tuple((message, line) for message, line in item["warnings"]),
+                                 cacheable=item["cacheable"]) for item in data)
+    except Exception:   # right shape, wrong values (an unknown kind, SQL that does not parse): a miss
+        return None
+
+
+def _lazy_model(data: dict[str, Any], facts: list[Any] | None) -> LazyModel:
+    lazy = object.__new__(LazyModel)
+    lazy.__dict__.update(model_fields(data))   # the ASTs are read through _LazyAst
+    lazy.__dict__[_SQL] = (data["query"] or None, data["pre_statements"], data["post_statements"])
+    if facts is not None:
+        lazy.__dict__[_FACTS] = (facts[0], facts[1])
+    return lazy
+
+
+def _audit_to_dict(audit: AuditDefinition) -> dict[str, Any]:
+    return {"name": audit.name, "query": to_sql(audit.query, audit.dialect), "query_text": audit.query_text,
+            "path": str(audit.path), "dialect": audit.dialect, "blocking": audit.blocking,
+            "defaults": [list(pair) for pair in audit.defaults], "line": audit.line, "standalone": audit.standalone}
+
+
+def _audit_from_dict(data: dict[str, Any]) -> AuditDefinition:
+    (query,) = parse_sql(data["query"], data["dialect"])
+    strip_comments([query])
+    return AuditDefinition(name=data["name"], query=query, query_text=data["query_text"], path=Path(data["path"]),
+                           dialect=data["dialect"], blocking=data["blocking"],
+                           defaults=tuple((k, v) for k, v in data["defaults"]), line=data["line"],
+                           standalone=data["standalone"])
+
+
+def read_json(root: Path, relative: Path, *, what: str, shape: Shape) -> Any | None:
+    """The JSON document at root/relative if it has `shape`. None when it is absent; when it is not
+    valid JSON or of another shape, None after one line on stderr: it is rebuilt, never trusted."""
+    path = root / relative
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        reason = "unreadable"
+    else:
+        try:
+            data = json.loads(text)
+        except Exception:   # ValueError, or RecursionError for absurd nesting
+            reason = "not valid JSON"
+        else:
+            if shape(data):
+                return data
+            reason = "not in the shape meshbot writes"
+    print(f"meshbot: ignoring the {what} {relative} ({reason}); rebuilding it", file=sys.stderr)
+    return None
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text`; a read-only checkout is left without a cache (still correct).
+
+    The temporary file gets a fresh random name (O_EXCL): a name known in advance could be a planted
+    symlink, and writing through it would overwrite whatever it points to.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError:
+        return
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def content_key(data: bytes, context: str) -> str:
@@ -162,7 +306,7 @@ def cache_context(*parts: object) -> str:
 
 @contextlib.contextmanager
 def paused_gc() -> Iterator[None]:
-    """Unpickling or parsing many small linked objects is several times faster without GC passes."""
+    """Parsing or decoding many small linked objects is several times faster without GC passes."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -196,50 +340,49 @@ class ModelCache:
     Entries not looked up during the load (deleted files) are dropped on save.
     """
 
-    def __init__(self, path: Path, entries: dict[str, tuple[str, Any]]) -> None:
+    def __init__(self, path: Path, entries: dict[str, list[Any]]) -> None:
         self.path = path
         self._old = entries
-        self._new: dict[str, tuple[str, Any]] = {}
+        self._new: dict[str, list[Any]] = {}
         self._dirty = False
 
     @classmethod
     def open(cls, root: Path) -> "ModelCache":
-        path = root / CACHE_FILE
-        try:
-            entries = pickle.loads(path.read_bytes())
-            if not isinstance(entries, dict):
-                entries = {}
-        except Exception:   # absent, truncated or from an incompatible version: rebuild
-            entries = {}
-        return cls(path, entries)
+        data = read_json(root, CACHE_FILE, what="parse cache", shape=_CACHE)
+        current = data is not None and data["format"] == CACHE_FORMAT   # another format: an older meshbot's
+        return cls(root / CACHE_FILE, data["entries"] if current else {})
 
-    def get(self, key: str, digest: str) -> Any | None:
+    def get(self, key: str, digest: str) -> tuple[ParsedModel, ...] | None:
+        """The file's cached entries if its digest still matches and they read back whole; else None."""
         entry = self._old.get(key)
         if entry is None or entry[0] != digest:
             return None
-        try:
-            value = pickle.loads(entry[1])
-        except Exception:
-            return None
-        self._new[key] = entry
-        return value
+        entries = entries_from_data(entry[1])
+        if entries is not None:
+            self._new[key] = entry
+        return entries
 
-    def put(self, key: str, digest: str, value: Any, *, pickled: bytes | None = None) -> None:
-        """Store `value`; `pickled` is dumps(value) when the caller already has it."""
-        data = pickled if pickled is not None else dumps(value)
+    def put(self, key: str, digest: str, data: list[dict[str, Any]] | None) -> None:
+        """Store a file's entries_to_data (None: not cacheable, the file is parsed again next time)."""
         if data is not None:
-            self._new[key] = (digest, data)
+            self._new[key] = [digest, data]
         self._dirty = True
 
     def save(self) -> None:
         if not self._dirty and self._new.keys() == self._old.keys():
             return
-        data = pickle.dumps(self._new, protocol=pickle.HIGHEST_PROTOCOL)
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(data)
-            os.replace(tmp, self.path)
-        except OSError:   # a read-only checkout still loads, just without a cache
-            return
+            text = to_json({"format": CACHE_FORMAT, "entries": self._new})
+        except (TypeError, ValueError):   # a value JSON cannot hold: that file is parsed again next time
+            self._new = {key: entry for key, entry in self._new.items() if _encodes(entry)}
+            text = to_json({"format": CACHE_FORMAT, "entries": self._new})
+        write_atomically(self.path, text)
         self._old, self._dirty = dict(self._new), False
+
+
+def _encodes(data: Any) -> bool:
+    try:
+        to_json(data)
+    except (TypeError, ValueError):
+        return False
+    return True

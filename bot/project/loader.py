@@ -5,8 +5,8 @@ from __future__ import annotations
 import errno
 import fnmatch
 import hashlib
+import json
 import os
-import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from bot.errors import ConfigError
 from bot.project.audit_parser import AuditDefinition, audits_from_blocks
-from bot.project.cache import ModelCache, cache_context, content_key, dumps, paused_gc
+from bot.project.cache import (ModelCache, cache_context, content_key, dumps, entries_from_data,
+                               entries_to_data, paused_gc)
 from bot.project.config import ProjectConfig, load_config
 from bot.project.files import decode_text, read_text, read_yaml
 from bot.project.dag import DAG
@@ -139,14 +140,16 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool,
             return parse_model_file(file.path, decode_text(file.data, file.path), defaults=config.model_defaults,
                                     variables=config.variables, jinja=jinja)
 
-        pickled = _parse_in_workers([f for f in files if f.entries is None], parse, while_parsing)
+        encoded = _parse_in_workers([f for f in files if f.entries is None], parse, while_parsing)
         for file in files:
             entries = file.entries
             if entries is None:
-                blob = pickled.get(file.key)
-                entries = pickle.loads(blob) if blob is not None else parse(file)
+                data = json.loads(encoded[file.key]) if file.key in encoded else None
+                entries = entries_from_data(data)   # the lazy models a warm load would give
+                if entries is None:
+                    entries, data = parse(file), None
                 if cache and all(entry.cacheable for entry in entries):
-                    cache.put(file.key, file.digest, entries, pickled=blob)
+                    cache.put(file.key, file.digest, data if data is not None else entries_to_data(entries))
             parsed.extend(entries)
             digests.extend(file.digest for _ in entries)
         if unreadable is not None:
@@ -168,11 +171,11 @@ class _SqlFile:
 
 
 def _parse_in_workers(misses: list[_SqlFile], parse: Callable[[_SqlFile], tuple[ParsedModel, ...]],
-                      meanwhile: Callable[[], None] | None = None) -> dict[str, bytes]:
-    """Cache key -> the file's parsed entries as the cache pickles them, parsed with worker processes.
+                      meanwhile: Callable[[], None] | None = None) -> dict[str, str]:
+    """Cache key -> the file's parsed entries as the cache's JSON text, parsed with worker processes.
 
     Empty when there are too few files to pay for the workers. A file missing from the result (an
-    error, an entry that cannot be pickled) is parsed again by the caller, raising the same error.
+    error, an entry that cannot be cached) is parsed again by the caller, raising the same error.
     """
     workers = worker_count(len(misses))
     if not workers:

@@ -76,7 +76,7 @@ def fork_map(task: Callable[[int], Any], count: int, workers: int, *,
 
     Each takes the next item from a shared counter, so a process the machine slows down takes fewer.
     This process does none of the items: what its share would leave in memory (parse garbage,
-    unpickled ASTs) would stay for the rest of the command. It runs `meanwhile` (work the command
+    parsed ASTs) would stay for the rest of the command. It runs `meanwhile` (work the command
     needs next, e.g. imports; it must start no thread) once the workers are started, then waits.
 
     A result is None where the task returned None, raised, or its process died: the caller does

@@ -1,4 +1,4 @@
-"""Reference-rendered queries of every SQL model, cached on disk (.meshbot/cache/rendered.pickle).
+"""Reference-rendered queries of every SQL model, cached on disk as plain JSON (.meshbot/cache/rendered.json).
 
 A model's reference render depends on its file, the project's variables, gateway and user macros,
 and on what rendering reads from its parents: their kind and declared columns (@STAR, EMBEDDED
@@ -10,16 +10,24 @@ of changed EMBEDDED models).
 from __future__ import annotations
 
 import hashlib
-import os
-import pickle
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from bot.project.cache import cache_context, frozen_gc, has_query
+from bot.project.cache import cache_context, frozen_gc, has_query, read_json, to_json, write_atomically
 from bot.project.model import KindName, Model
 from bot.project.parallel import fork_map, worker_count
 
-RENDER_CACHE_FILE = Path(".meshbot") / "cache" / "rendered.pickle"
+RENDER_CACHE_FILE = Path(".meshbot") / "cache" / "rendered.json"
+RENDER_FORMAT = 1
+
+
+def _fits(data: Any) -> bool:
+    """{"format": int, "entries": {model name: [render key, SQL]}}"""
+    if type(data) is not dict or data.keys() != {"format", "entries"} or type(data["format"]) is not int:
+        return False
+    entries = data["entries"]
+    return type(entries) is dict and all(type(entry) is list and len(entry) == 2 and type(entry[0]) is str
+                                         and type(entry[1]) is str for entry in entries.values())
 
 
 def _digest(*parts: object) -> str:
@@ -70,22 +78,9 @@ class _Keys:
         return _digest(model.kind.name.value, model.columns)
 
 
-def _read(path: Path) -> dict[str, tuple[str, str]]:
-    try:
-        entries = pickle.loads(path.read_bytes())
-    except Exception:   # absent, truncated or incompatible: start over
-        return {}
-    return entries if isinstance(entries, dict) else {}
-
-
-def _write(path: Path, entries: dict[str, tuple[str, str]]) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(tmp, path)
-    except OSError:   # read-only checkout: still correct, just not cached
-        pass
+def _read(root: Path) -> dict[str, list[str]]:
+    data = read_json(root, RENDER_CACHE_FILE, what="render cache", shape=_fits)
+    return data["entries"] if data is not None and data["format"] == RENDER_FORMAT else {}
 
 
 def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mapping[str, str],
@@ -101,8 +96,7 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
     base = _digest(cache_context("render", gateway), sorted((str(k), repr(v)) for k, v in variables.items()),
                    _macro_digest(macro_files))
     keys = _Keys(models, sources, base)
-    path = Path(root) / RENDER_CACHE_FILE
-    old = _read(path) if use_cache else {}
+    old = _read(Path(root)) if use_cache else {}
     keyed = {name: keys.key(name) for name, model in models.items() if has_query(model)}
     done = {name: old[name][1] for name, key in keyed.items()
             if key is not None and name in old and old[name][0] == key}
@@ -110,16 +104,16 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
     def render(name: str) -> str:
         return normalized_query_sql(models[name], variables=variables, models=models, gateway=gateway)
 
-    new: dict[str, tuple[str, str]] = {}
+    new: dict[str, list[str]] = {}
     result: dict[str, str] = {}
     with frozen_gc():
         done.update(_render_in_workers([name for name in keyed if name not in done], render))
         for name, key in keyed.items():   # a render the workers could not do raises its error here, in order
             sql = result[name] = done[name] if name in done else render(name)
             if key is not None:
-                new[name] = (key, sql)
+                new[name] = [key, sql]
     if use_cache and new != old:
-        _write(path, new)
+        write_atomically(Path(root) / RENDER_CACHE_FILE, to_json({"format": RENDER_FORMAT, "entries": new}))
     return result
 
 

@@ -63,14 +63,21 @@ def model_from_dict(data: dict[str, Any]) -> Model:
     """Inverse of model_to_dict; the query and statements are parsed again."""
     dialect = data["dialect"]
     return Model(
-        name=data["name"],
-        kind=_kind_from_dict(data["kind"]),
-        dialect=dialect,
-        path=Path(data["path"]),
+        **model_fields(data),
         query=_parse_one(data["query"], dialect) if data.get("query") else None,
-        query_text=data.get("query_text", ""),
         pre_statements=tuple(_parse_one(s, dialect) for s in data.get("pre_statements", ())),
         post_statements=tuple(_parse_one(s, dialect) for s in data.get("post_statements", ())),
+    )
+
+
+def model_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of model_from_dict(data) but its query and statements (the parse cache builds those lazily)."""
+    return dict(
+        name=data["name"],
+        kind=_kind_from_dict(data["kind"]),
+        dialect=data["dialect"],
+        path=Path(data["path"]),
+        query_text=data.get("query_text", ""),
         cron=data.get("cron", "@daily"),
         start=data.get("start"),
         end=data.get("end"),
@@ -122,9 +129,11 @@ def _kind_to_dict(kind: Kind) -> dict[str, Any]:
     return data
 
 
+_KIND_FIELDS = frozenset(f.name for f in dataclasses.fields(Kind))
+
+
 def _kind_from_dict(data: dict[str, Any]) -> Kind:
-    known = {f.name for f in dataclasses.fields(Kind)}
-    values = {k: v for k, v in data.items() if k in known}
+    values = {k: v for k, v in data.items() if k in _KIND_FIELDS}
     values["name"] = KindName(values["name"])
     values["on_destructive_change"] = OnDestructiveChange(values.get("on_destructive_change", "error"))
     values["unique_key"] = tuple(values.get("unique_key", ()))
