@@ -60,7 +60,7 @@ def test_fresh_state_matches_table_definitions_and_records_versions(connection, 
             assert indexes == {i.name for i in table.indexes}, table.name
         with state.engine.connect() as conn:
             rows = conn.execute(sa.select(state.tables.versions)).all()
-        assert rows == [(latest_version(), __version__)]
+        assert rows == [(latest_version(), __version__, state.state_id)]
     if connection.schema:   # nothing leaked into the public schema
         assert not sa.inspect(raw_engine(connection)).has_table("snapshots", schema="public")
 
@@ -100,8 +100,12 @@ def test_version_1_state_is_refused_until_migrated_and_keeps_its_rows(connection
     assert state.get_intervals([("db.a", "7")])[("db.a", "7")].intervals == [(0, 10)]
     indexes = sa.inspect(state.engine).get_indexes("snapshots", schema=connection.schema)
     assert "ix_snapshots_name_version" in {i["name"] for i in indexes}
+    state_id = state.state_id
+    assert len(state_id) == 32 and int(state_id, 16) >= 0
     assert state.migrate() == latest_version()   # idempotent
     state.close()
+    with connect_state(connection, project_root=tmp_path) as reopened:
+        assert reopened.state_id == state_id
 
 
 def _key(connection: StateConnection, table: str) -> str:
@@ -141,4 +145,4 @@ def test_unknown_state_type_is_refused(tmp_path):
 def test_migrations_are_numbered_without_gaps():
     assert [m.version for m in all_migrations()] == list(range(1, latest_version() + 1))
     assert build_tables().metadata.tables.keys() == {"snapshots", "environments", "intervals",
-                                                     "versions"}
+                                                     "versions", "leases"}

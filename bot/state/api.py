@@ -58,6 +58,30 @@ class SnapshotIntervals:
     dev_intervals: list[Interval] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class LeaseHolder:
+    """Who holds (or last held) a lease, doing what, since when and until when (epoch ms)."""
+
+    owner: str          # host:pid:token
+    purpose: str        # e.g. "plan of `prod` (plan 1a2b3c4d)"
+    acquired_ts: int
+    expires_ts: int
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The outcome of one acquire: `granted` to the caller, or held by `holder` (live, someone else).
+
+    `previous` is whoever held the key before this acquire (None when nobody ever did): a holder
+    other than the caller may have changed what the key guards.
+    """
+
+    key: str
+    granted: bool
+    holder: LeaseHolder
+    previous: LeaseHolder | None = None
+
+
 class StateReader(Protocol):
     def get_environment(self, name: str) -> Environment | None: ...
 
@@ -99,6 +123,20 @@ class StateSync(StateReader, Protocol):
     def delete_environment(self, name: str) -> None: ...
 
     def delete_snapshots(self, ids: Iterable[SnapshotId]) -> None: ...
+
+    def acquire_lease(self, key: str, *, owner: str, purpose: str, ttl_ms: int) -> Lease:
+        """Take `key` for `ttl_ms` when it is free, expired or already `owner`'s; never waits."""
+        ...
+
+    def renew_leases(self, keys: Iterable[str], *, owner: str, ttl_ms: int) -> set[str]:
+        """Extend `owner`'s leases on `keys`; returns those still held (the others were taken over)."""
+        ...
+
+    def release_lease(self, key: str, *, owner: str) -> bool:
+        """Free `key` if `owner` holds it (its last owner and purpose stay); False when it did not."""
+        ...
+
+    def live_leases(self) -> dict[str, LeaseHolder]: ...
 
     def migrate(self) -> int: ...
 

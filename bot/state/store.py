@@ -11,9 +11,10 @@ from bot.project import timeutil
 from bot.snapshot import Snapshot, SnapshotId
 from bot.state import versions
 from bot.state._util import write_transaction
-from bot.state.api import Environment, Interval, SnapshotIntervals
+from bot.state.api import Environment, Interval, Lease, LeaseHolder, SnapshotIntervals
 from bot.state.environments import EnvironmentState
 from bot.state.intervals import IntervalState
+from bot.state.leases import LeaseState
 from bot.state.migrations import latest_version
 from bot.state.snapshots import SnapshotState
 from bot.state.tables import Tables
@@ -30,6 +31,8 @@ class SqlStateSync:
         self._snapshots = SnapshotState(engine, tables)
         self._environments = EnvironmentState(engine, tables)
         self._intervals = IntervalState(engine, tables)
+        self._leases = LeaseState(engine, tables)
+        self._state_id: str | None = None
 
     # versions
 
@@ -40,6 +43,15 @@ class SqlStateSync:
         """Upgrade an older state to this meshbot's schema version; returns the new version."""
         self._stored_version = versions.migrate(self.engine, self.tables, location=self.location)
         return self._stored_version
+
+    @property
+    def state_id(self) -> str:
+        """This state's random id, set once when it was created (or migrated); read once."""
+        if self._state_id is None:
+            self._current()
+            with self.engine.connect() as conn:
+                self._state_id = versions.read_state_id(conn, self.tables)
+        return self._state_id
 
     def _current(self) -> None:
         if self._stored_version < latest_version():
@@ -101,6 +113,25 @@ class SqlStateSync:
                       ) -> dict[tuple[str, str], SnapshotIntervals]:
         self._current()
         return self._intervals.get(name_versions)
+
+    # leases
+
+    def acquire_lease(self, key: str, *, owner: str, purpose: str, ttl_ms: int) -> Lease:
+        self._current()
+        return self._leases.acquire(key, owner=owner, purpose=purpose, ttl_ms=ttl_ms)
+
+    def renew_leases(self, keys: Iterable[str], *, owner: str, ttl_ms: int) -> set[str]:
+        self._current()
+        return self._leases.renew(keys, owner=owner, ttl_ms=ttl_ms)
+
+    def release_lease(self, key: str, *, owner: str) -> bool:
+        self._current()
+        return self._leases.release(key, owner=owner)
+
+    def live_leases(self) -> dict[str, LeaseHolder]:
+        """Every lease someone holds now, by key (for the janitor: what not to touch)."""
+        self._current()
+        return self._leases.live()
 
     # environments
 

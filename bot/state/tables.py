@@ -13,13 +13,14 @@ PLAN_ID = sa.String(128)
 
 @dataclass(frozen=True)
 class Tables:
-    """The four state tables, bound to one MetaData (and so to one PostgreSQL schema)."""
+    """The state tables, bound to one MetaData (and so to one PostgreSQL schema)."""
 
     metadata: sa.MetaData
     snapshots: sa.Table
     environments: sa.Table
     intervals: sa.Table
     versions: sa.Table
+    leases: sa.Table
 
 
 def build_tables(schema: str | None = None) -> Tables:
@@ -76,5 +77,15 @@ def build_tables(schema: str | None = None) -> Tables:
         "versions", metadata,
         sa.Column("schema_version", sa.Integer, nullable=False),
         sa.Column("meshbot_version", sa.String(64), nullable=False),
+        sa.Column("state_id", sa.String(32)),                                                 # v0004
     )
-    return Tables(metadata, snapshots, environments, intervals, versions)
+    leases = sa.Table(                                                                        # v0004
+        "leases", metadata,
+        sa.Column("key", sa.String(640), primary_key=True),   # `version:<model>:<version>`, `environment:<name>`
+        sa.Column("owner", sa.String(256)),                   # host:pid:token of the holder; NULL when free
+        sa.Column("purpose", sa.String(512)),                 # what the (last) holder is doing, for messages
+        sa.Column("acquired_ts", sa.BigInteger, nullable=False),
+        sa.Column("expires_ts", sa.BigInteger, nullable=False),
+        sa.Column("last_owner", sa.String(256)),              # kept after release
+    )
+    return Tables(metadata, snapshots, environments, intervals, versions, leases)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 import zlib
 
 import sqlalchemy as sa
@@ -46,6 +47,17 @@ def migrate(engine: sa.Engine, tables: Tables, *, location: str) -> int:
 
 
 def _write_version(conn: sa.Connection, tables: Tables, version: int) -> None:
+    """Replace the versions row, keeping the state's id (a new state gets one here)."""
+    state_id = conn.execute(sa.select(sa.func.max(tables.versions.c.state_id))).scalar()
     conn.execute(sa.delete(tables.versions))
-    conn.execute(sa.insert(tables.versions).values(schema_version=version, meshbot_version=__version__))
+    conn.execute(sa.insert(tables.versions).values(schema_version=version, meshbot_version=__version__,
+                                                   state_id=state_id or uuid.uuid4().hex))
+
+
+def read_state_id(conn: sa.Connection, tables: Tables) -> str:
+    """The random id this state was given when created (or migrated to version 4)."""
+    value = conn.execute(sa.select(sa.func.max(tables.versions.c.state_id))).scalar()
+    if not value:
+        raise StateError("the state has no id; run `meshbot migrate`")
+    return str(value)
 
