@@ -50,15 +50,18 @@ echo "==> Plan and apply prod"
 
 echo "==> A pull request: orders gets a new column"
 sed -i.bak 's/^  ds$/  ds,\n  amount * 100 AS amount_cents/' "$demo/models/orders.sql" && rm "$demo/models/orders.sql.bak"
+# The job that deploys the merge checks out the merge commit: meshbot deploys exactly the pushed commit.
+git -C "$demo" -c user.name=demo -c user.email=demo@example.com -c commit.gpgsign=false commit -qam "Merge pull request #2"
+merge_sha="$(git -C "$demo" rev-parse HEAD)"
 
 # The events GitHub would send, and what it would answer, from the real payloads.
-"$py" - "$payloads" "$events" <<'PY'
+"$py" - "$payloads" "$events" "$merge_sha" <<'PY'
 import copy, json, sys
 from pathlib import Path
 payloads, events = Path(sys.argv[1]), Path(sys.argv[2])
 load = lambda name: json.loads((payloads / name).read_text())
 opened = load("pull_request/opened.payload.json")
-head, merge = opened["pull_request"]["head"]["sha"], "5" * 40
+head, merge = opened["pull_request"]["head"]["sha"], sys.argv[3]
 review = load("pull_request_review/submitted.payload.json")
 review["review"].update(state="approved", commit_id=head)
 review["review"]["user"]["login"] = "ann-gh"

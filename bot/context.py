@@ -17,6 +17,7 @@ from bot.state.api import Environment
 if TYPE_CHECKING:
     from bot.diff.api import ModelDataDiff, TableDiffResult
     from bot.quality.api import AuditReport, AuditResult, TestSuiteResult
+    from bot.plan.claims import Claims
     from bot.plan.env_statements import EnvironmentStatements
     from bot.plan.janitor import JanitorResult
     from bot.plan.lint import LintResult
@@ -38,6 +39,7 @@ class ApplyResult:
     views_created: int
     skipped_backfill: bool = False
     audit_warnings: tuple["AuditResult", ...] = ()
+    reused: tuple[tuple[str, int, int], ...] = ()   # batches another process recorded meanwhile
 
 
 def _import_plan_modules() -> None:
@@ -57,9 +59,10 @@ class Context:
     the methods that need them, so that `plan --explain` never imports PySpark or SQLAlchemy's dialects.
     """
 
-    def __init__(self, path: str | Path = ".", *, gateway: str | None = None) -> None:
+    def __init__(self, path: str | Path = ".", *, gateway: str | None = None, read_cache: bool = True) -> None:
         self.path = Path(path).resolve()
         self.gateway_name = gateway
+        self.read_cache = read_cache   # False: parse and render everything, only write .meshbot/cache
 
     # -- lazily built parts -------------------------------------------------------------
     @cached_property
@@ -76,7 +79,8 @@ class Context:
     def project(self) -> "Project":
         from bot.project.loader import load_project
 
-        return load_project(self.path, config=self.config, while_parsing=_import_plan_modules)
+        return load_project(self.path, config=self.config, read_cache=self.read_cache,
+                            while_parsing=_import_plan_modules)
 
     def load(self) -> None:
         """Parse the project now rather than on the first call that needs it."""
@@ -95,6 +99,13 @@ class Context:
         from bot.state.connect import connect_state
 
         return connect_state(self.gateway.state_connection, project_root=self.path)
+
+    @cached_property
+    def claims(self) -> "Claims":
+        """This context's leases in the state (one applier per environment, one writer per batch)."""
+        from bot.plan.claims import Claims
+
+        return Claims(self.state)
 
     @cached_property
     def engine(self) -> "SparkEngine":
@@ -135,7 +146,7 @@ class Context:
         project = self.project
         return reference_queries(root=self.path, models=project.models, sources=project.source_digests,
                                  variables=self.config.variables, gateway=self.gateway.name,
-                                 macro_files=project.macro_files)
+                                 macro_files=project.macro_files, read_cache=self.read_cache)
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         """Apply a plan: tables, backfill (unless skipped), promotion, views (SPEC §5 order)."""
@@ -148,7 +159,8 @@ class Context:
         evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
                                   environment_ttl=self.config.environment_ttl, progress=progress,
                                   default_start=self.config.model_defaults.start,
-                                  concurrent_tasks=self.gateway.connection.concurrent_tasks)
+                                  concurrent_tasks=self.gateway.connection.concurrent_tasks,
+                                  claims=self.claims)
         runner.environment_statements(before_all, plan.environment)
         log = evaluator.apply(plan)
         runner.environment_statements(after_all, plan.environment)
@@ -157,7 +169,7 @@ class Context:
         return ApplyResult(plan_id=plan.plan_id, environment=plan.environment,
                            evaluated=tuple(log.evaluated), views_created=log.views_created,
                            skipped_backfill=plan.options.skip_backfill,
-                           audit_warnings=tuple(log.audit_warnings))
+                           audit_warnings=tuple(log.audit_warnings), reused=tuple(log.reused))
 
     def _catalog_only(self, plan: Plan) -> bool:
         """True when applying `plan` runs no batch and no audit: only tables, views and state.
@@ -225,7 +237,8 @@ class Context:
                                  environment=env.name,
                                  execution_time=to_ms(execution_time) if execution_time else now_ms(),
                                  default_start=self.config.model_defaults.start, progress=progress,
-                                 concurrent_tasks=self.gateway.connection.concurrent_tasks)
+                                 concurrent_tasks=self.gateway.connection.concurrent_tasks,
+                                 claims=self.claims)
         runner.environment_statements(after_all, env.name)
         return result
 

@@ -56,6 +56,16 @@ class Scenario:
                     env={**ENV, "GITHUB_OUTPUT": str(self.outputs)},
                     context_factory=lambda p, g: self.engine, out=self.lines.append)
 
+    def commit(self, message: str) -> str:
+        """A new commit in the job's checkout (its HEAD from now on); returns its SHA."""
+        import subprocess
+
+        (self.checkout / "change.txt").write_text(message)
+        git = ["git", "-C", str(self.checkout), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", message], check=True)
+        return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
     @property
     def replies(self) -> list[str]:
         return [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" not in c["body"]]
@@ -143,8 +153,10 @@ def test_the_push_of_a_pr_deployed_and_merged_by_deploy_keeps_its_report(scenari
     bot.repo.set_pull(_pull(bot.head))
     assert bot(_comment_event()) == 0
     report = bot.comment
+    merge = bot.commit("the squashed merge")           # the push job checks out the merge commit
+    bot.repo.pull["merge_commit_sha"] = merge
     push = copy.deepcopy(payload("push/with-new-branch.payload.json"))
-    push["after"] = push["head_commit"]["id"] = "c" * 40
+    push["after"] = push["head_commit"]["id"] = merge
     assert bot(push, "push") == 0
     assert bot.engine.applied == ["prod"] and bot.engine.plans == ["prod", "prod"]
     assert bot.comment == report and ":rocket: Deployed to `prod`" in report

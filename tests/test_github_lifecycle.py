@@ -196,7 +196,7 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     # approved again on the new head, then merged: the push to the prod branch deploys to prod
     repo.review("ann-gh", "APPROVED", HEAD_B, "2024-01-03T00:00:00Z")
     repo.set_pull(pushed["pull_request"], merged=True, merge_sha=MERGE_SHA)
-    assert bot("push", payload("push/with-new-branch.payload.json")) == 0
+    assert bot("push", payload("push/with-new-branch.payload.json"), head=MERGE_SHA) == 0
     assert bot.conclusion(DEPLOY) == "success" and ":rocket: Deployed to `prod`" in bot.comment
     assert f"Deployed to `prod` from {MERGE_SHA[:7]}: plan `" in bot.comment and "digest `" in bot.comment
     assert "How to deploy" not in bot.comment and bot.outputs.values["deployed_sha"] == MERGE_SHA

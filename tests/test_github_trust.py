@@ -222,25 +222,46 @@ def test_a_release_deploys_only_a_commit_of_the_default_branch(tmp_path):
                     env={"GITHUB_SHA": sha}, context_factory=lambda p, g: engine, out=lambda line: None)
         return code, (out / "summary.md").read_text()
 
-    code, summary = deploy(side)
+    code, summary = deploy(side)                       # the checkout is the side commit
     assert code == 1 and engine.plans == []
     assert f"the tagged commit {side[:7]} is not on the default branch `master`" in summary
+    subprocess.run(["git", "-C", str(checkout), "checkout", "-q", on_master], check=True)
     code, _ = deploy(on_master)
     assert code == 0 and engine.applied == ["prod"]
 
 
+def test_a_deploy_runs_only_on_the_commit_the_event_names(tmp_path):
+    """A release whose tag was moved after the event (GITHUB_SHA is the tagged commit on master, the
+    checkout is another commit): refused before the project is read, naming both commits."""
+    checkout, on_master, side = _release_checkout(tmp_path)    # checked out: the side commit
+    out = tmp_path / "out"
+
+    def no_project(p, g):
+        raise AssertionError("the project was opened")
+
+    code = main(Invocation(event_name="release", event_path=_write_event(tmp_path, payload("release/published.payload.json")),
+                           output_dir=str(out), project_path=str(checkout)),
+                env={"GITHUB_SHA": on_master}, context_factory=no_project, out=lambda line: None)
+    assert code == 1
+    assert (f"the checked-out commit is {side[:7]}, but the tagged commit (GITHUB_SHA) is {on_master[:7]}"
+            in (out / "summary.md").read_text())
+
+
 def test_a_release_through_the_api_is_checked_with_compare(tmp_path):
     engine = FakeEngine()
+    workspace = tmp_path / "workspace"
+    sha = git_checkout(workspace)
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         gh = install(rsps)
         repo = FakeRepository(gh, default_config="cicd_bot:\n  deploy_on: tag\n", released_on_default_branch=False)
-        code = main(Invocation(event_name="release", project_path=str(tmp_path),
+        code = main(Invocation(event_name="release", project_path=str(workspace),
                                event_path=_write_event(tmp_path, payload("release/published.payload.json"))),
-                    env={**API_ENV, "GITHUB_SHA": "a" * 40, "GITHUB_STEP_SUMMARY": str(tmp_path / "s.md")},
+                    env={**API_ENV, "GITHUB_SHA": sha, "GITHUB_WORKSPACE": str(workspace),
+                         "GITHUB_STEP_SUMMARY": str(tmp_path / "s.md")},
                     context_factory=lambda p, g: engine, out=lambda line: None)
         assert not gh.errors, gh.errors
     assert code == 1 and engine.plans == []
-    assert gh.sent("GET", r"/compare/master\.\.\.a{40}$") == [None]
+    assert gh.sent("GET", rf"/compare/master\.\.\.{sha}$") == [None]
     assert "is not on the default branch" in (tmp_path / "s.md").read_text()
 
 
@@ -322,3 +343,71 @@ def test_a_secret_that_reads_meshbot_leaves_the_comment_findable():
     assert comment_marker("ci") in redacted and sections(redacted) == {
         "status": "<!-- meshbot:section status -->*** ran as ***<!-- /meshbot:section status -->"}
     assert "<!-- meshbot:checks {\"detail\": \"user ***\"} -->" in redacted
+
+
+def test_a_deploy_reads_no_cache_from_disk(tmp_path):
+    """.meshbot/cache is data, but its data decides what runs: a planted entry whose digest matches the
+    real file could swap the model's SQL. A deploy therefore parses what it deploys (and only writes the
+    cache anew); a PR sync may read it."""
+    from bot.context import Context
+    from bot.github.action import build_run
+    from bot.github.runners import dispatch
+    from bot.project.example import write_example
+
+    project = tmp_path / "shop"
+    write_example(project)
+    Context(project).load()                                   # writes .meshbot/cache/models.json
+    cache = project / ".meshbot" / "cache" / "models.json"
+    data = json.loads(cache.read_text())
+    assert "customer_revenue.sql" in cache.read_text()
+    planted = cache.read_text().replace("SUM(o.amount)", "SUM(o.amount) * 1000")
+    assert planted != cache.read_text()
+    cache.write_text(planted)
+    assert "* 1000" in Context(project).models["shop.customer_revenue"].query_text   # why deploys must not read it
+    fresh = Context(project, read_cache=False).models["shop.customer_revenue"]
+    assert "* 1000" not in fresh.query_text and "* 1000" not in cache.read_text()     # rewritten from the files
+    assert data["format"] == json.loads(cache.read_text())["format"]
+
+    checkout = tmp_path / "checkout"
+    sha = git_checkout(checkout, {"config.yaml": "cicd_bot:\n  deploy_on: merge\n"})
+    push = copy.deepcopy(payload("push/payload.json"))
+    push.update(ref="refs/heads/master", after=sha, deleted=False, created=False)
+    for name, raw, read in (("push", push, False), ("pull_request", payload("pull_request/opened.payload.json"), True)):
+        run = build_run(Invocation(event_name=name, event_path=_write_event(tmp_path, raw), project_path=str(checkout),
+                                   output_dir=str(tmp_path / "out")), env={}, context_factory=lambda p, g: FakeEngine())
+        dispatch(run, "run-all")
+        assert run.seal.read_cache is read
+
+
+def _approval_check(tmp_path: Path, project: Path) -> tuple[int, dict]:
+    event = _write_event(tmp_path, payload("pull_request_review/submitted.payload.json"))
+    out = tmp_path / f"out_{len(list(tmp_path.iterdir()))}"
+    code = main(Invocation(command="check-required-approvers", event_name="pull_request_review",
+                           event_path=event, output_dir=str(out), project_path=str(project)), env={},
+                out=lambda line: None)
+    checks = json.loads((out / "check_runs.json").read_text()) if (out / "check_runs.json").exists() else []
+    return code, {c["name"]: c for c in checks}
+
+
+def test_a_symlinked_project_folder_cannot_move_the_gate_settings(tmp_path):
+    """The default branch requires two approvals of proj/; a PR that turns proj/ into a symlink to a folder
+    without a config.yaml must not make the Required Approval check pass (it did: `skipped`)."""
+    checkout = tmp_path / "checkout"
+    git_checkout(checkout, {"proj/config.yaml": "cicd_bot:\n  required_approvers: [alice, bob]\n  min_approvals: 2\n",
+                            "docs/README.md": "x\n"})
+    code, checks = _approval_check(tmp_path, checkout / "proj")
+    assert code == 1 and checks["meshbot - Required Approval"]["conclusion"] == "failure"
+    subprocess.run(["git", "-C", str(checkout), "rm", "-rq", "proj"], check=True)
+    (checkout / "proj").symlink_to("docs")
+    code, checks = _approval_check(tmp_path, checkout / "proj")
+    assert code == 1 and checks == {}                     # refused before any check is posted
+
+
+def test_without_a_trusted_source_the_approval_check_fails_instead_of_skipping(tmp_path):
+    checkout = tmp_path / "checkout"
+    git_checkout(checkout, {"config.py": "config = None\n"})          # the default branch has no config.yaml
+    code, checks = _approval_check(tmp_path, checkout)
+    check = checks["meshbot - Required Approval"]
+    assert code == 1 and check["conclusion"] == "failure"
+    assert "could not be read from a trusted source" in check["summary"]
+    assert "has no config.yaml" in check["summary"]

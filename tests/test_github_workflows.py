@@ -277,6 +277,18 @@ def test_action_cache_is_saved_by_trusted_events_only_and_restored_by_prefix_on_
     assert save["with"]["key"] == "${{ steps.%s.outputs.cache-primary-key }}" % restore["id"]
     for step in (steps[steps.index(restore) - 1], restore, save):
         assert "inputs.command != 'authorize-deploy'" in step["if"], step.get("name")
+    drop = steps[steps.index(restore) - 1]
+    assert drop["run"] == 'rm -rf -- "$MESHBOT_PROJECT_PATH/.meshbot/cache"', "a committed cache is dropped first"
+
+
+def test_action_runs_no_python_module_from_the_checkout():
+    """`python -m pip` puts the working directory (the checkout) first on sys.path: a committed `pip/`
+    package would run with the job's secrets before meshbot checks anything. Isolated mode (-I) does not."""
+    steps = _load(ROOT / "action.yml")["runs"]["steps"]
+    for step in steps:
+        for line in str(step.get("run", "")).splitlines():
+            if re.search(r"\bpython3? .*-m ", line):
+                assert re.search(r"\bpython3? -I -m ", line), line
 
 
 AUDITS_THAT_MUST_HOLD = {"dangerous-triggers", "unpinned-uses", "artipacked", "secrets-outside-env",

@@ -116,9 +116,11 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
                           "which sets GITHUB_EVENT_NAME and GITHUB_EVENT_PATH)")
     event = load_event(name=event_name, path=event_path)
     timings = PhaseTimings()
-    checkout = GitCheckout(Path(invocation.project_path))
     branch = event.repo.default_branch
     local = invocation.output_dir is not None or env.get("GITHUB_ACTIONS") != "true"
+    # in Actions the checkout is the workspace itself, not a folder of it the checked-out files shape
+    checkout = GitCheckout(Path(invocation.project_path if local or not env.get("GITHUB_WORKSPACE")
+                                else env["GITHUB_WORKSPACE"]))
     client = None
     if local:
         folder = invocation.output_dir or DEFAULT_OUTPUT_DIR
@@ -151,8 +153,12 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
     settings = load_settings(trusted.cicd_bot, trusted.users, gateway=invocation.gateway, where=trusted.where)
     if client is not None:
         client.bot_login = settings.bot_login
-    factory = context_factory or _default_context
-    seal = SealedContext(lambda: factory(invocation.project_path, invocation.gateway))
+    def project(read_cache: bool) -> EngineContext:
+        if context_factory is not None:
+            return context_factory(invocation.project_path, invocation.gateway)
+        return Context(invocation.project_path, gateway=invocation.gateway, read_cache=read_cache)
+
+    seal = SealedContext(project)
     return BotRun(event=event, settings=settings, github=TimedGithub(github, timings),
                   context=TimedContext(seal, timings), outputs=outputs, timings=timings, seal=seal,
                   trusted=trusted, checkout_head=checkout.head(), on_default_branch=on_default_branch,
@@ -181,20 +187,28 @@ def _github_client(invocation: Invocation, *, env: Mapping[str, str], event: Eve
                         api_url=env.get("GITHUB_API_URL") or "https://api.github.com")
 
 
-def _default_context(path: str, gateway: str | None) -> EngineContext:
-    return Context(path, gateway=gateway)
-
-
 def _known_pulls(event: Event) -> tuple[PullRequest, ...]:
     return (event.pull_request,) if event.pull_request is not None else ()
 
 
 def _subdir(project_path: str, workspace: str | None) -> str:
-    root = Path(workspace or os.getcwd()).resolve()
+    """The project's folder relative to the repository root, taken from the path as written: a symlink
+    the checkout brings must not point the bot at another folder's settings, so one on the way is refused."""
+    root = Path(os.path.abspath(workspace or os.getcwd()))
+    path = Path(os.path.abspath(project_path))
     try:
-        rel = Path(project_path).resolve().relative_to(root)
+        rel = path.relative_to(root)
     except ValueError:
-        return ""
+        try:
+            rel = path.relative_to(root.resolve())
+            root = root.resolve()
+        except ValueError:
+            return ""
+    for depth in range(1, len(rel.parts) + 1):
+        if (root.joinpath(*rel.parts[:depth])).is_symlink():
+            raise GithubError(f"the project folder `{rel.as_posix()}` goes through a symlink in the checkout "
+                              f"(`{Path(*rel.parts[:depth]).as_posix()}`); meshbot reads a project only from "
+                              "a real folder of the repository")
     return "" if str(rel) == "." else rel.as_posix()
 
 

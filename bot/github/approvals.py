@@ -19,9 +19,14 @@ class ApprovalStatus:
     stale: tuple[str, ...] = ()            # approved an older commit
     revoked: tuple[str, ...] = ()          # latest verdict is CHANGES_REQUESTED or DISMISSED
     min_approvals: int = 1
+    unavailable: str = ""                  # why the approvers could not be read from a trusted source
 
     @property
     def summary(self) -> str:
+        if self.unavailable:
+            return (f"The required approvers could not be read from a trusted source ({self.unavailable}), so "
+                    "no approval can count; set the action's `config` input or keep config.yaml on the "
+                    "default branch.")
         if not self.required:
             return "No required approvers are configured."
         have = f"{len(self.approvers)} of {self.min_approvals} required approval(s)"

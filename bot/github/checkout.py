@@ -15,8 +15,9 @@ class GitCheckout:
 
     def _git(self, *args: str) -> subprocess.CompletedProcess[bytes] | None:
         try:
-            return subprocess.run(["git", "-C", str(self.path), *args], capture_output=True, timeout=60,
-                                  check=False)
+            # a bare-repository layout committed inside the folder must not pass for the checkout
+            return subprocess.run(["git", "-c", "safe.bareRepository=explicit", "-C", str(self.path), *args],
+                                  capture_output=True, timeout=60, check=False)
         except (OSError, subprocess.SubprocessError):
             return None
 

@@ -109,8 +109,11 @@ class GithubClient:
             if "HTTP 404" in str(error):
                 return None
             raise
-        if not isinstance(data, dict) or data.get("type") != "file" or data.get("encoding") != "base64":
+        if not isinstance(data, dict) or data.get("type") != "file":
             return None
+        if data.get("encoding") != "base64":   # over 1 MB the API sends no content: fail closed, never "absent"
+            raise GithubError(f"{relative} at `{ref}` could not be read through the contents API "
+                              f"(encoding `{data.get('encoding')}`, {data.get('size')} bytes)")
         return base64.b64decode(data.get("content") or "").decode("utf-8", errors="replace")
 
     def is_on_branch(self, sha: str, branch: str) -> bool:

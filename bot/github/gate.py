@@ -120,11 +120,10 @@ def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *
     refusal = _pull_request_refusal(event, pr, github, settings, prefix)
     if refusal is not None:
         return Verdict(pr, refusal)
-    if check_head and checkout_head != pr.head_sha:
-        seen = f"is {checkout_head[:7]}" if checkout_head else "cannot be read (not a git checkout)"
-        return Verdict(pr, f"deploy refused: the checked-out commit {seen}, but the head of #{pr.number} is "
-                           f"{pr.head_sha[:7]}; meshbot deploys exactly the commit that was authorized. "
-                           f"Check out `{pr.head_sha}` (the `sha` output of the authorize job).")
+    if check_head:
+        refusal = checkout_refusal(pr.head_sha, checkout_head, f"the head of #{pr.number}")
+        if refusal is not None:
+            return Verdict(pr, refusal + " (the `sha` output of the authorize job).")
     approval = approval_status(github, settings, event.repo.owner, pr)
     if not approval.approved:
         return Verdict(pr, f"deploy refused: required approval is missing. {approval.summary}", approval)
@@ -179,6 +178,21 @@ def approval_status(github: GithubPort, settings: BotSettings, owner: str, pr: P
                     in_team=in_team if settings.required_teams else None)
 
 
+def checkout_refusal(expected: str, checkout_head: str | None, what: str) -> str | None:
+    """Why the job must not deploy its checkout: it is not exactly `expected`, the commit the event names.
+
+    >>> checkout_refusal("abc1234def", "abc1234def", "the pushed commit") is None
+    True
+    >>> checkout_refusal("abc1234def", None, "the pushed commit")[:60]
+    'deploy refused: the checked-out commit cannot be read (not a'
+    """
+    if checkout_head == expected:
+        return None
+    seen = f"is {checkout_head[:7]}" if checkout_head else "cannot be read (not a git checkout)"
+    return (f"deploy refused: the checked-out commit {seen}, but {what} is {expected[:7]}; meshbot deploys "
+            f"exactly that commit. Check out `{expected}`")
+
+
 def release_refusal(sha: str, default_branch: str, on_default_branch: Callable[[str], bool | None]) -> str | None:
     """Why a release or tag at `sha` must not deploy: it must be a commit of the default branch."""
     answer = on_default_branch(sha)
@@ -195,13 +209,15 @@ class SealedContext:
     """The project, built only after the event is authorized: any use before `unseal()` is an error, so a
     code path that would read the pull request's files (config.py, macros, models) too early fails loudly."""
 
-    def __init__(self, factory: Callable[[], Any]) -> None:
-        self._factory = factory
+    def __init__(self, factory: Callable[[bool], Any]) -> None:
+        self._factory = factory          # factory(read_cache) -> the project's EngineContext
         self._context: Any = None
         self._unsealed = False
+        self.read_cache = True
 
-    def unseal(self) -> None:
-        self._unsealed = True
+    def unseal(self, *, read_cache: bool = True) -> None:
+        """Allow the project to load; `read_cache` False: a deploy, which trusts no cache on disk."""
+        self._unsealed, self.read_cache = True, read_cache
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -210,5 +226,5 @@ class SealedContext:
             raise GithubError(f"meshbot tried to read the project (`{name}`) before the event was authorized; "
                               "nothing was loaded. This is a bug in meshbot: please report it.")
         if self._context is None:
-            self._context = self._factory()
+            self._context = self._factory(self.read_cache)
         return getattr(self._context, name)

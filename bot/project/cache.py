@@ -347,6 +347,11 @@ class ModelCache:
         self._dirty = False
 
     @classmethod
+    def empty(cls, root: Path) -> "ModelCache":
+        """A cache that reads nothing from disk and writes what this load parses."""
+        return cls(root / CACHE_FILE, {})
+
+    @classmethod
     def open(cls, root: Path) -> "ModelCache":
         data = read_json(root, CACHE_FILE, what="parse cache", shape=_CACHE)
         current = data is not None and data["format"] == CACHE_FORMAT   # another format: an older meshbot's

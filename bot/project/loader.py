@@ -52,15 +52,19 @@ class Project:
 
 
 def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: bool = True,
-                 while_parsing: Callable[[], None] | None = None) -> Project:
+                 read_cache: bool = True, while_parsing: Callable[[], None] | None = None) -> Project:
     """Read every project file under `root`; any invalid file is a ConfigError naming it (and the line).
+
+    With `read_cache` False the parse cache on disk is not read, only written anew (a prod deploy
+    parses what it deploys itself and leaves a fresh cache for pull requests).
 
     `while_parsing` runs while worker processes parse the model files (a cold load of a large
     project), when this process would only wait; it must start no thread. Otherwise it is not called.
     """
     root = Path(root).resolve()
     config = config or load_config(root)
-    parsed, digests = _load_sql_models(root, config, use_cache=use_cache, while_parsing=while_parsing)
+    parsed, digests = _load_sql_models(root, config, use_cache=use_cache, read_cache=read_cache,
+                                       while_parsing=while_parsing)
     _check_macros(root, config, parsed)
     for item in parsed:
         for message, line in getattr(item, "warnings", ()):
@@ -113,9 +117,9 @@ def _check_symlink(path: Path, folder: Path) -> None:
                           "remove the link (meshbot does not follow symlinked folders)", path=path)
 
 
-def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool,
+def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read_cache: bool = True,
                      while_parsing: Callable[[], None] | None = None) -> tuple[list[ParsedModel], list[str]]:
-    cache = ModelCache.open(root) if use_cache else None
+    cache = (ModelCache.open(root) if read_cache else ModelCache.empty(root)) if use_cache else None
     context = cache_context(root, config.model_defaults, sorted((str(k), repr(v)) for k, v in config.variables.items()))
     jinja = JinjaSettings(variables=config.variables, gateway=config.default_gateway,
                           macros=load_jinja_macros(_files(root / "macros", "*.sql")))

@@ -85,8 +85,10 @@ def _read(root: Path) -> dict[str, list[str]]:
 
 def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mapping[str, str],
                       variables: Mapping[str, Any], gateway: str, macro_files: tuple[Path, ...] = (),
-                      use_cache: bool = True) -> dict[str, str]:
+                      use_cache: bool = True, read_cache: bool = True) -> dict[str, str]:
     """normalized_query_sql of every model with a query, from the cache where its key still matches.
+
+    With `read_cache` False nothing is read from the cache file; it is written anew.
 
     `sources` maps model names to the content digest of their file (from the loader); models
     without one are always rendered.
@@ -96,7 +98,7 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
     base = _digest(cache_context("render", gateway), sorted((str(k), repr(v)) for k, v in variables.items()),
                    _macro_digest(macro_files))
     keys = _Keys(models, sources, base)
-    old = _read(Path(root)) if use_cache else {}
+    old = _read(Path(root)) if use_cache and read_cache else {}
     keyed = {name: keys.key(name) for name, model in models.items() if has_query(model)}
     done = {name: old[name][1] for name, key in keyed.items()
             if key is not None and name in old and old[name][0] == key}

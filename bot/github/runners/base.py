@@ -48,10 +48,11 @@ class BotRun:
     checkout_head: str | None = None      # the commit checked out (git HEAD), None outside a git checkout
     on_default_branch: Callable[[str], bool | None] = lambda sha: None   # is this commit on the default branch?
 
-    def open_project(self) -> None:
-        """The event is authorized: the project's files may be read from now on."""
+    def open_project(self, *, read_cache: bool = True) -> None:
+        """The event is authorized: the project's files may be read from now on (with `read_cache`
+        False, not .meshbot/cache: whoever could write it, a deploy parses what it deploys)."""
         if self.seal is not None:
-            self.seal.unseal()
+            self.seal.unseal(read_cache=read_cache)
 
     @property
     def pull_request(self) -> PullRequest | None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bot.github.gate import Decision, Step, authorize_command, classify, release_refusal
+from bot.github.gate import (Decision, Step, authorize_command, checkout_refusal, classify,
+                             release_refusal)
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
 from bot.github.runners.deploy import deploy_production
@@ -64,10 +65,13 @@ def _deploy(run: BotRun, decision: Decision) -> int:
         verdict = authorize_command(run.event, run.settings, run.github, checkout_head=run.checkout_head,
                                     check_head=True)
         refusal, pull_request = verdict.refusal, verdict.pull_request
-    elif refusal is None and run.event.tag is not None:
-        sha = run.event.sha or run.sha or run.checkout_head
+    elif refusal is None:
+        sha = run.event.sha or run.sha
         if sha:   # without one, deploy_production says that it cannot tell which commit to deploy
-            refusal = release_refusal(sha, run.event.repo.default_branch, run.on_default_branch)
+            what = "the tagged commit" if run.event.tag is not None else "the pushed commit"
+            refusal = checkout_refusal(sha, run.checkout_head, f"{what} (GITHUB_SHA)")
+            if refusal is None and run.event.tag is not None:
+                refusal = release_refusal(sha, run.event.repo.default_branch, run.on_default_branch)
     if refusal is not None:
         if decision.command:
             reply(run, comment.issue_number, comment.user, refusal)
@@ -76,7 +80,7 @@ def _deploy(run: BotRun, decision: Decision) -> int:
         return 1
     if decision.command:
         run.github.add_reaction(comment.id, "rocket")
-    run.open_project()
+    run.open_project(read_cache=False)
     return deploy_production(run, environment=decision.environment, pull_request=pull_request)
 
 

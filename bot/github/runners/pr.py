@@ -144,7 +144,9 @@ def approval_fields(run: BotRun, status: ApprovalStatus) -> dict[str, Any]:
 
 
 def approval_step(run: BotRun, pr: PullRequest) -> ApprovalStatus:
-    status = approval_status(run.github, run.settings, run.event.repo.owner, pr)
+    """The Required Approval check: fails (never skips) when the approvers have no trusted source."""
+    status = (approval_status(run.github, run.settings, run.event.repo.owner, pr) if run.trusted.trusted
+              else ApprovalStatus(approved=False, required=True, unavailable=run.trusted.missing))
     check = start_check(run, CheckName.APPROVAL, pr.head_sha)
     conclusion = _approval_word(status)
     finish_check(run, check, name=CheckName.APPROVAL, sha=pr.head_sha, conclusion=conclusion,
