@@ -255,6 +255,7 @@ class FakeRepository:
     default_config: str | None = ""          # config.yaml on the default branch; None: the file does not exist
     default_branch: str = "master"           # the payloads' repository.default_branch
     released_on_default_branch: bool = True  # what GET /compare/{default}...{sha} says of a tagged commit
+    pr_behind_by: int = 0                    # commits of the base the PR head lacks (GET /compare/{base}...{head})
     contents_reads: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -379,7 +380,11 @@ class FakeRepository:
 
     def _compare(self, path: str, body: Any) -> dict[str, Any]:
         item = example(PATHS["compare"], "get")
-        item["status"] = "behind" if self.released_on_default_branch else "diverged"
+        head = path.rsplit("...", 1)[1]
+        if self.pull and head == self.pull["head"]["sha"]:     # a PR head against its base
+            item.update(status="ahead" if not self.pr_behind_by else "diverged", behind_by=self.pr_behind_by)
+        else:                                                  # a tagged commit against the default branch
+            item["status"] = "behind" if self.released_on_default_branch else "diverged"
         return item
 
     def _permission(self, path: str, body: Any) -> dict[str, Any]:

@@ -411,3 +411,25 @@ def test_without_a_trusted_source_the_approval_check_fails_instead_of_skipping(t
     assert code == 1 and check["conclusion"] == "failure"
     assert "could not be read from a trusted source" in check["summary"]
     assert "has no config.yaml" in check["summary"]
+
+
+def test_a_deploy_of_a_head_behind_its_base_is_refused(tmp_path):
+    """`/deploy` applies the PR's head: a head that lacks commits merged into the base since would take
+    them out of prod, so it must contain its base (compare API)."""
+    checkout = tmp_path / "checkout"
+    head = git_checkout(checkout)
+    engine = FakeEngine()
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh, permissions={"writer": "write"}, pr_behind_by=3,
+                              default_config=default_branch_config({"enable_deploy_command": True}))
+        pull = copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"])
+        pull["head"]["sha"] = head
+        repo.set_pull(pull, mergeable=True, mergeable_state="clean")
+        code = main(Invocation(event_name="issue_comment", project_path=str(checkout),
+                               event_path=_write_event(tmp_path, pr_comment_event("/deploy", "writer"))),
+                    env=API_ENV, context_factory=lambda p, g: engine, out=lambda line: None)
+        assert not gh.errors, gh.errors
+    assert code == 1 and engine.plans == []
+    assert "#2 is 3 commit(s) behind `master`" in repo.comments[-1]["body"]
+    assert gh.sent("GET", rf"/compare/master\.\.\.{head}$") == [None]

@@ -121,6 +121,10 @@ class GithubClient:
         data = self._request("GET", f"/compare/{quote(branch, safe='')}...{sha}")
         return data.get("status") in ("identical", "behind")
 
+    def commits_behind(self, base: str, head: str) -> int:
+        """How many commits of branch `base` commit `head` does not contain (the compare API's behind_by)."""
+        return int(self._request("GET", f"/compare/{quote(base, safe='')}...{head}").get("behind_by") or 0)
+
     # -- comments ----------------------------------------------------------------------------
 
     def find_comment(self, number: int, *, marker: str) -> tuple[int, str] | None:

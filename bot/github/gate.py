@@ -106,7 +106,8 @@ class Verdict:
 
 
 def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *,
-                      checkout_head: str | None, check_head: bool) -> Verdict:
+                      checkout_head: str | None, check_head: bool,
+                      commits_behind: Callable[[str, str], int | None]) -> Verdict:
     """May the `/deploy` of this comment deploy now? The commenter, the pull request (origin, state,
     mergeability, the head the preview was built for), its approvals and, with `check_head`, the
     checkout (it must be exactly the PR's head). Reads the GitHub API only."""
@@ -117,7 +118,7 @@ def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *
         return Verdict(None, f"ignored `{prefix}deploy`: it needs write permission on this repository "
                              f"(yours is `{permission}`).")
     pr = github.pull_request(comment.issue_number)
-    refusal = _pull_request_refusal(event, pr, github, settings, prefix)
+    refusal = _pull_request_refusal(event, pr, github, settings, prefix) or _behind_refusal(pr, commits_behind)
     if refusal is not None:
         return Verdict(pr, refusal)
     if check_head:
@@ -149,15 +150,24 @@ def _pull_request_refusal(event: Event, pr: PullRequest, github: GithubPort, set
     if pr.mergeable_state == "blocked":
         return (f"deploy refused: branch protection blocks merging #{pr.number} (required reviews or status "
                 "checks are missing).")
-    if pr.mergeable_state == "behind":
-        return (f"deploy refused: #{pr.number} is behind `{pr.base_ref}`; update the branch so that the commit "
-                "deployed is what will be merged.")
     found = github.find_comment(pr.number, marker=comment_marker(settings.gateway))
     recorded, _ = recorded_checks(found[1] if found else None)
     if recorded and recorded != pr.head_sha:
         return (f"deploy refused: the prod plan preview was built for {recorded[:7]}, but the head of #{pr.number} "
                 f"is now {pr.head_sha[:7]}; wait for meshbot to finish on the new commit, then `{prefix}deploy` again.")
     return None
+
+
+def _behind_refusal(pr: PullRequest, commits_behind: Callable[[str, str], int | None]) -> str | None:
+    """`/deploy` deploys the PR's head: it must contain its base, or prod would lose what was merged since."""
+    behind = commits_behind(pr.base_ref, pr.head_sha)
+    if behind == 0:
+        return None
+    if behind is None:
+        return (f"deploy refused: meshbot could not tell whether #{pr.number} contains `{pr.base_ref}`, and "
+                "deploys a head only when it does.")
+    return (f"deploy refused: #{pr.number} is {behind} commit(s) behind `{pr.base_ref}`; update the branch so that "
+            "the commit deployed holds everything already on the base (and is what will be merged).")
 
 
 def approval_status(github: GithubPort, settings: BotSettings, owner: str, pr: PullRequest) -> ApprovalStatus:

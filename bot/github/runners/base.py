@@ -47,6 +47,7 @@ class BotRun:
     trusted: TrustedConfig = TrustedConfig(cicd_bot={}, sources=("the settings given",))
     checkout_head: str | None = None      # the commit checked out (git HEAD), None outside a git checkout
     on_default_branch: Callable[[str], bool | None] = lambda sha: None   # is this commit on the default branch?
+    commits_behind: Callable[[str, str], int | None] = lambda base, head: None   # base branch's commits head lacks
 
     def open_project(self, *, read_cache: bool = True) -> None:
         """The event is authorized: the project's files may be read from now on (with `read_cache`

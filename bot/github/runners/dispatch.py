@@ -63,7 +63,7 @@ def _deploy(run: BotRun, decision: Decision) -> int:
     pull_request = None
     if refusal is None and decision.command:
         verdict = authorize_command(run.event, run.settings, run.github, checkout_head=run.checkout_head,
-                                    check_head=True)
+                                    check_head=True, commits_behind=run.commits_behind)
         refusal, pull_request = verdict.refusal, verdict.pull_request
     elif refusal is None:
         sha = run.event.sha or run.sha
@@ -107,7 +107,8 @@ def authorize_deploy(run: BotRun, decision: Decision) -> int:
     refusal = _untrusted_refusal(run)
     verdict = None
     if refusal is None:
-        verdict = authorize_command(run.event, run.settings, run.github, checkout_head=None, check_head=False)
+        verdict = authorize_command(run.event, run.settings, run.github, checkout_head=None, check_head=False,
+                                    commits_behind=run.commits_behind)
         refusal = verdict.refusal
     if refusal is not None:
         reply(run, comment.issue_number, comment.user, refusal)

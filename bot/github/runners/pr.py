@@ -169,7 +169,7 @@ def deploy_hint(run: BotRun) -> str:
         from bot.github.commands import command_prefix
         merge = f", then merges this PR ({s.merge_method})" if s.merge_method else ""
         ways.append(f"comment `{command_prefix(s.command_namespace)}deploy` (write access needed; deploys this "
-                    f"PR's merge with its base to `{s.merge_environment}`{merge})")
+                    f"PR's head, which must contain its base branch, to `{s.merge_environment}`{merge})")
     gate = " once the required approvals are in" if s.has_required_approvers else ""
     text = "; or ".join(ways)
     return text[:1].upper() + text[1:] + gate + "."
