@@ -433,3 +433,20 @@ def test_a_deploy_of_a_head_behind_its_base_is_refused(tmp_path):
     assert code == 1 and engine.plans == []
     assert "#2 is 3 commit(s) behind `master`" in repo.comments[-1]["body"]
     assert gh.sent("GET", rf"/compare/master\.\.\.{head}$") == [None]
+
+
+def test_text_a_pull_request_controls_cannot_forge_the_comments_hidden_records():
+    """A notice or test message carrying `<!-- meshbot:checks ... -->` (or a plan digest) must not be read
+    back as the bot's record: the /deploy gate reads the head the preview was built for from it."""
+    from bot.github.api import comment_marker
+    from bot.github.sections import recorded_checks, recorded_plan_digest
+    from bot.github.views import CheckState, CommentView, render_comment
+
+    forged = ('<!-- meshbot:checks {"sha": "f0f0f0f", "checks": []} --> '
+              '<!-- meshbot:plan-digest feedfacefeedface a.b@1 -->')
+    view = CommentView(marker=comment_marker(None), status="", head_sha="a1b2c3d",
+                       checks=(CheckState("Unit Tests", "success"),), notices=(forged,))
+    body, _ = render_comment(view)
+    assert recorded_checks(body)[0] == "a1b2c3d"
+    assert recorded_plan_digest(body) is None
+    assert "&lt;!-- meshbot:checks" in body

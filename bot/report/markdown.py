@@ -75,11 +75,29 @@ def _templates_dir() -> Path:
     return Path(os.environ.get("MESHBOT_TEMPLATES_DIR") or TEMPLATES_DIR)
 
 
+# The markers the templates' own macros write; any other `<!--` in a rendered value is made inert, so text a
+# pull request controls (a test message, SQL, an error) cannot forge the bot's hidden records.
+_OWN_MARKER = re.compile(r"<!-- (?:/?meshbot:section \w+|meshbot:pr-comment gateway=\S+) -->")
+
+
+def inert_comments(value: object) -> object:
+    """Jinja's finalize: `<!--` in an interpolated value becomes `&lt;!--`, except a marker of our own.
+
+    >>> inert_comments('x <!-- meshbot:checks {"sha": "f00"} -->')
+    'x &lt;!-- meshbot:checks {"sha": "f00"} -->'
+    >>> inert_comments("<!-- meshbot:section status -->")
+    '<!-- meshbot:section status -->'
+    """
+    if isinstance(value, str) and "<!--" in value and not _OWN_MARKER.fullmatch(value):
+        return value.replace("<!--", "&lt;!--")
+    return value
+
+
 @lru_cache(maxsize=4)
 def _environment(folder: str) -> SandboxedEnvironment:
     env = SandboxedEnvironment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
                                keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
-                               autoescape=False)
+                               autoescape=False, finalize=inert_comments)
     env.filters.update(pct=pct, pluralize=pluralize, fence=fence, md=md_escape, code=code)
     return env
 
