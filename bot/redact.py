@@ -59,6 +59,23 @@ def register(value: object) -> None:
         hook(text)
 
 
+_PLAIN = re.compile(r"[+-]?\d+(?:\.\d+)?|true|false|yes|no|on|off|none|null", re.IGNORECASE)
+
+
+def register_env_value(value: object) -> None:
+    """Register a value read through env_var(), unless it is a plain number or flag.
+
+    A port, a count or `true` is no credential, and masking `5432` would garble every SHA, digest and
+    timestamp that happens to hold it (GitHub would even drop a step output with a masked value in it).
+
+    >>> register_env_value("5432"); register_env_value("s3cret-pw"); redact("sha 0f5432ab, pw s3cret-pw")
+    'sha 0f5432ab, pw ***'
+    >>> forget_all()
+    """
+    if value is not None and not _PLAIN.fullmatch(str(value).strip()):
+        register(value)
+
+
 def forget_all() -> None:
     """Forget every registered secret (the hook stays): for tests, which share one process."""
     global _pattern

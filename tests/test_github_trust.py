@@ -450,3 +450,27 @@ def test_text_a_pull_request_controls_cannot_forge_the_comments_hidden_records()
     assert recorded_checks(body)[0] == "a1b2c3d"
     assert recorded_plan_digest(body) is None
     assert "&lt;!-- meshbot:checks" in body
+
+
+def test_a_templated_gate_setting_on_the_default_branch_is_an_error_not_a_placeholder(tmp_path):
+    checkout = tmp_path / "checkout"
+    git_checkout(checkout, {"config.yaml": "cicd_bot:\n  required_approvers: [\"{{ env_var('APPROVER') }}\"]\n"})
+    lines: list[str] = []
+    code = main(Invocation(command="check-required-approvers", event_name="pull_request_review",
+                           event_path=_write_event(tmp_path, payload("pull_request_review/submitted.payload.json")),
+                           output_dir=str(tmp_path / "out"), project_path=str(checkout)), env={}, out=lines.append)
+    assert code == 1 and not (tmp_path / "out" / "check_runs.json").exists()
+    assert "config.yaml on the default branch `master`: `cicd_bot` uses a template" in lines[-1]
+
+
+def test_gate_settings_read_as_data_name_a_template_and_the_file():
+    from bot.github.trusted import read_trusted_config
+
+    class Files:
+        branch = "main"
+
+        def read(self, relative: str) -> str | None:
+            return "cicd_bot:\n  enable_deploy_command: \"{{ env_var('X') }}\"\n" if relative == "config.yaml" else None
+
+    with pytest.raises(Exception, match=r"config.yaml on the default branch `main`: `cicd_bot` uses a template"):
+        read_trusted_config(input_text=None, default_branch=Files())

@@ -16,6 +16,7 @@ from bot.project.config import UserConfig, parse_users
 INPUT_NAME = "the action's `config` input (MESHBOT_CICD_BOT)"
 CONFIG_NAMES = ("config.yaml", "config.yml")
 _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+_UNRENDERED = "meshbot_template_value"     # what a template in the default branch's file reads as
 
 
 class DefaultBranchFiles(Protocol):
@@ -83,8 +84,13 @@ def _default_branch_config(files: DefaultBranchFiles, subdir: str) -> tuple[str,
         text = files.read(relative)
         if text is not None:
             where = f"{relative} on the default branch `{files.branch}`"
-            return where, _section(_load_yaml(_TEMPLATE.sub("meshbot_template_value", text), where),
-                                   "config", where)
+            raw = _section(_load_yaml(_TEMPLATE.sub(_UNRENDERED, text), where), "config", where)
+            for key in ("cicd_bot", "users"):
+                if _UNRENDERED in repr(raw.get(key)):
+                    raise GithubError(f"{where}: `{key}` uses a template ({{{{ ... }}}}); the bot reads its gate "
+                                      "settings as data, never rendered: write the values out, or set them in the "
+                                      "action's `config` input")
+            return where, raw
     return None
 
 

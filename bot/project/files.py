@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import yaml
 
 from bot.errors import ConfigError
-from bot.redact import register
+from bot.redact import register_env_value
 
 _MISSING = object()
 
@@ -78,7 +78,8 @@ def render_env_vars(text: str, *, path: Path, environ: Mapping[str, str]) -> tup
     """Render config text with Jinja, every `{{ ... }}` output kept out of the YAML text.
 
     `{{ env_var('NAME') }}` / `{{ env_var('NAME', 'default') }}` read `environ`; each value read
-    from `environ` is registered as a secret (bot.redact), a default written in the file is not.
+    from `environ` is registered as a secret (bot.redact; a plain number or flag aside), a default
+    written in the file is not.
     Each `{{ ... }}` prints a placeholder token (letters, digits and underscores: a plain scalar
     anywhere in YAML) and its value is returned aside, for `read_yaml` to put into the parsed
     scalar. A value holding a quote, a colon or a newline therefore stays one value: it cannot add
@@ -93,7 +94,7 @@ def render_env_vars(text: str, *, path: Path, environ: Mapping[str, str]) -> tup
 
     def env_var(name: str, default: Any = _MISSING) -> Any:
         if name in environ:
-            register(environ[name])
+            register_env_value(environ[name])
             return environ[name]
         if default is _MISSING:
             raise ConfigError(f"environment variable `{name}` is not set and has no default", path=path)
