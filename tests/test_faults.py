@@ -3,6 +3,7 @@ test_fault_matrix)."""
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -104,7 +105,11 @@ def test_concurrent_plans_on_postgres_exactly_one_wins(tmp_path, clean_catalog, 
     loser, error = next(iter(errors.items()))
     winner = 5 - loser
     assert isinstance(error, ConflictError)
-    assert str(error) == ("another plan was applied to `prod` while yours was in progress; re-plan")
+    # the loser waited for the winner's lease on `prod`, then saw the row had changed: nothing was written
+    winner_id = plans[5 - loser].plan_id[:8]
+    assert re.fullmatch(rf"environment `prod` was changed by the plan of `prod` \(plan {winner_id}\) on "
+                        rf"\S+:\d+ \(it now serves plan {winner_id}\) while this plan waited; plan again",
+                        str(error)), str(error)
     env = context.state.get_environment("prod")
     assert env.plan_id == plans[winner].plan_id and env.finalized_ts is not None
     assert env.by_name()["fc.events"].table_name == plans[winner].snapshots["fc.events"].table_name

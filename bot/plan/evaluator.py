@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
-from bot.errors import BotError, EngineError, PlanError, QualityError
+from bot.errors import BotError, ConflictError, EngineError, PlanError, QualityError
 from bot.faults import checkpoint
 from bot.intervals import subtract
+from bot.plan.batch import BatchRunner, BatchWriter, fmt_interval as _fmt, first_line as _first_line
+from bot.plan.claims import Claims, describe_holder, environment_key
 from bot.quality.api import AuditResult, audit_error
 from bot.plan.definition import BackfillKind, Plan, ProgressCallback
 from bot.plan.parents import ParentCheck, require_parents
@@ -20,38 +21,17 @@ from bot.project.dag import topological_order, upstream_of
 from bot.project.timeutil import now_ms, to_ms
 from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, view_name
-from bot.state.api import Environment, EnvironmentSnapshot, Interval, StateSync
+from bot.state.api import Environment, EnvironmentSnapshot, Interval, Lease, StateSync
 
 _VALID_NAME = re.compile(r"^\w+$", re.ASCII)   # Spark's SessionCatalog.validateName
 
 
-class BatchRunner(Protocol):
-    """What the evaluator needs from the Spark side; implemented by bot.context's SparkRunner."""
-
-    def ensure_schemas(self, schemas: Iterable[str]) -> None: ...
-
-    def create_physical(self, snapshot: Snapshot, model: Model, *, table: str,
-                        table_mapping: Mapping[str, str]) -> None: ...
-
-    def evaluate(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
-                 table_mapping: Mapping[str, str], execution_time: int) -> None: ...
-
-    def audit(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
-              execution_time: int) -> Sequence[AuditResult]: ...
-
-    def replace_views(self, views: Mapping[str, str]) -> None: ...
-
-    def drop_views(self, views: Iterable[str]) -> None: ...
-
-    # Optional: `task_scope()`, called on the applying thread, returns slot -> context manager that
-    # each concurrent task runs in (SparkRunner: a FAIR scheduler pool per slot).
-
-
 @dataclass
 class ApplyLog:
-    """What an apply did, for summaries; evaluated holds (model, start ms, end ms)."""
+    """What an apply did, for summaries; evaluated and reused hold (model, start ms, end ms)."""
 
     evaluated: list[tuple[str, int, int]] = field(default_factory=list)
+    reused: list[tuple[str, int, int]] = field(default_factory=list)   # written meanwhile by another process
     views_created: int = 0
     audit_warnings: list[AuditResult] = field(default_factory=list)
 
@@ -67,16 +47,51 @@ class PlanEvaluator:
     progress: ProgressCallback | None = None
     default_start: str | None = None     # model_defaults.start, for the parent-interval rule
     concurrent_tasks: int = 1            # models backfilled / tables created at once
+    claims: Claims | None = None         # leases: one applier per environment, one writer per batch
 
     def apply(self, plan: Plan) -> ApplyLog:
         """SPEC §5 order, with every step that can fail on the project's input before the state write.
 
+        With `claims`, the environment's lease is held throughout (another applier or `run` of it
+        waits), and a plan whose environment changed while it waited stops before writing anything.
         A promotion an earlier (killed) plan left unfinished is completed first. Then nothing is
         written until the parent-interval rule holds; snapshots, tables and each finished batch go
         to state and Spark; only then is the environment row replaced (one transaction), its views
         written and the row finalized. A failure before the row write leaves every row and view as
         it was; a failure writing views puts the previous views and the exact previous row back.
         """
+        if self.claims is None:
+            return self._apply(plan)
+        waited: list[str] = []
+
+        def notice(line: str) -> None:
+            waited.append(line)
+            if self.progress:
+                self.progress(line, 0, 0)
+
+        with self.claims.hold(environment_key(plan.environment), self.purpose(plan), notice=notice) as lease:
+            self._check_unchanged(plan, lease, waited=bool(waited))
+            return self._apply(plan)
+
+    @staticmethod
+    def purpose(plan: Plan) -> str:
+        return f"plan of `{plan.environment}` (plan {plan.plan_id[:8]})"
+
+    def _check_unchanged(self, plan: Plan, lease: Lease, *, waited: bool) -> None:
+        """The environment row must still be the one the plan was built on (promotion checks it
+        again); a plan that waited for another applier says who changed it."""
+        stored = self.state.get_environment(plan.environment)
+        stored_id = stored.plan_id if stored is not None else None
+        if stored_id == plan.expected_plan_id:
+            return
+        if not waited:
+            raise ConflictError(f"another plan was applied to `{plan.environment}` while yours was "
+                                "in progress; re-plan")
+        by = describe_holder(lease.previous) if lease.previous is not None else "another process"
+        raise ConflictError(f"environment `{plan.environment}` was changed by {by} (it now serves "
+                            f"plan {(stored_id or 'none')[:8]}) while this plan waited; plan again")
+
+    def _apply(self, plan: Plan) -> ApplyLog:
         log = ApplyLog()
         stored = finish_promotion(self.state, self.runner, plan.environment)
         mapping = self.table_mapping(plan)
@@ -222,6 +237,13 @@ class PlanEvaluator:
         counter = [0]
         scope = task_scope_for(self.runner, self.concurrent_tasks)
 
+        def notice(line: str) -> None:
+            if self.progress:
+                self.progress(line, counter[0], total)
+
+        writer = BatchWriter(state=self.state, runner=self.runner, claims=self.claims,
+                             purpose=self.purpose(plan), notice=notice, lock=lock)
+
         def backfill(name: str, slot: int) -> None:
             snapshot, backfill = work[name]
             model = self.models_for(snapshot)
@@ -229,18 +251,17 @@ class PlanEvaluator:
                 for batch in backfill.batches:
                     if stop.is_set():
                         return
-                    warnings = run_batch(state=self.state, runner=self.runner, snapshot=snapshot,
-                                         model=model, table=mapping[name], batch=batch,
-                                         mapping=mapping, execution_time=plan.execution_time,
-                                         is_dev=backfill.is_dev,
-                                         record=backfill.kind is not BackfillKind.RECREATE_VIEW,
-                                         lock=lock)
+                    done = writer.run(snapshot=snapshot, model=model, table=mapping[name], batch=batch,
+                                      mapping=mapping, execution_time=plan.execution_time,
+                                      is_dev=backfill.is_dev,
+                                      record=backfill.kind is not BackfillKind.RECREATE_VIEW)
                     with lock:
-                        log.audit_warnings.extend(warnings)
-                        log.evaluated.append((name, batch[0], batch[1]))
+                        log.audit_warnings.extend(done.warnings)
+                        (log.reused if done.reused else log.evaluated).append((name, batch[0], batch[1]))
                         counter[0] += 1
                         if self.progress:
-                            self.progress(f"{name} {_fmt(batch)}", counter[0], total)
+                            reused = " (reused: written meanwhile by another process)" if done.reused else ""
+                            self.progress(f"{name} {_fmt(batch)}{reused}", counter[0], total)
 
         order = {name: i for i, name in enumerate(names)}
         try:
@@ -248,6 +269,7 @@ class PlanEvaluator:
                                 threads=self.concurrent_tasks, stop=stop)
         finally:
             log.evaluated.sort(key=lambda item: (order[item[0]], item[1]))
+            log.reused.sort(key=lambda item: (order[item[0]], item[1]))
         if outcome.failed:
             raise_failures(outcome.failed, outcome.skipped)
 
@@ -334,35 +356,6 @@ def order_snapshots(snapshots: Iterable[Snapshot]) -> list[Snapshot]:
         {name: [p.name for p in s.parents] for name, s in by_name.items()})]
 
 
-def run_batch(*, state: StateSync, runner: BatchRunner, snapshot: Snapshot, model: Model,
-              table: str, batch: Interval, mapping: Mapping[str, str], execution_time: int,
-              is_dev: bool = False, record: bool = True,
-              lock: threading.Lock | None = None) -> list[object]:
-    """Evaluate one batch, audit it, and record its interval at once; returns non-blocking warnings.
-
-    Used by apply (backfills) and by `run` (cron-due intervals), so both behave the same. Batches
-    running on several threads pass one `lock`, so state is written by one thread at a time.
-    """
-    try:
-        runner.evaluate(snapshot, model, table=table, interval=batch, table_mapping=mapping,
-                        execution_time=execution_time)
-    except BotError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many Java/Python types
-        raise EngineError(f"model `{snapshot.name}` failed for {_fmt(batch)}: "
-                          f"{_first_line(exc)}") from exc
-    results = runner.audit(snapshot, model, table=table, interval=batch,
-                           execution_time=execution_time)
-    error = audit_error(results)
-    if error is not None:
-        raise error
-    if record:
-        with lock or contextlib.nullcontext():
-            state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev)
-        checkpoint("mid-backfill")
-    return [r for r in results if not r.passed]
-
-
 def _parents_in(plan: Plan) -> Callable[[str], list[str]]:
     """Model name -> its parents' names, as the plan's snapshots record them."""
     def parents(name: str) -> list[str]:
@@ -391,17 +384,3 @@ def raise_failures(failed: Sequence[tuple[str, BotError]], skipped: Sequence[str
     if isinstance(first, QualityError):
         raise QualityError(text, failures=first.failures) from first
     raise EngineError(text) from first
-
-
-def _fmt(interval: Interval) -> str:
-    start, end = (time.strftime("%Y-%m-%d %H:%M", time.gmtime(v / 1000)) for v in interval)
-    return f"[{start}, {end})"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("at ", "JVM stacktrace")):
-            return line[:500]
-    return type(exc).__name__

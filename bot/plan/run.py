@@ -8,9 +8,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from bot.errors import PlanError
 from bot.intervals import Interval, batches, format_interval, interval_unit, missing_intervals
+from bot.plan.batch import BatchRunner, BatchWriter
+from bot.plan.claims import Claims, environment_key
 from bot.plan.definition import ProgressCallback
-from bot.plan.evaluator import (BatchRunner, raise_failures, task_scope_for, finish_promotion,
-                                order_snapshots, run_batch)
+from bot.plan.evaluator import raise_failures, task_scope_for, finish_promotion, order_snapshots
 from bot.plan.parents import ParentCheck, model_start, require_parents
 from bot.plan.schedule import run_tasks
 from bot.project.dag import upstream_of
@@ -30,12 +31,14 @@ _NEVER_RUN = (KindName.EXTERNAL, KindName.EMBEDDED)
 
 @dataclass(frozen=True)
 class RunResult:
-    """What a run evaluated: (model, start ms, end ms) per finished batch."""
+    """What a run evaluated: (model, start ms, end ms) per finished batch; reused ones another
+    process recorded meanwhile."""
 
     environment: str
     execution_time: int
     evaluated: tuple[tuple[str, int, int], ...] = ()
     audit_warnings: tuple[AuditResult, ...] = ()
+    reused: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def nothing_due(self) -> bool:
@@ -119,13 +122,33 @@ def require_environment(state: StateSync, name: str) -> Environment:
 
 def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callable[[Snapshot], Model],
                     environment: str, execution_time: int, default_start: str | None = None,
-                    progress: ProgressCallback | None = None, concurrent_tasks: int = 1) -> RunResult:
+                    progress: ProgressCallback | None = None, concurrent_tasks: int = 1,
+                    claims: Claims | None = None) -> RunResult:
     """Evaluate every due batch of `environment`, recording each one as soon as it finishes.
 
     Models run as plan apply backfills them: each model's batches in order, independent models up
     to `concurrent_tasks` at once, a model after everything upstream of it; a failure stops its
-    downstream only, and the run then fails naming it.
+    downstream only, and the run then fails naming it. With `claims` the environment's lease is
+    held throughout (a plan or run of it waits), so what is due is read only once it is this run's turn.
     """
+    if claims is None:
+        return _run(state=state, runner=runner, models_for=models_for, environment=environment,
+                    execution_time=execution_time, default_start=default_start, progress=progress,
+                    concurrent_tasks=concurrent_tasks, claims=None)
+
+    def notice(line: str) -> None:
+        if progress:
+            progress(line, 0, 0)
+
+    with claims.hold(environment_key(environment), f"run of `{environment}`", notice=notice):
+        return _run(state=state, runner=runner, models_for=models_for, environment=environment,
+                    execution_time=execution_time, default_start=default_start, progress=progress,
+                    concurrent_tasks=concurrent_tasks, claims=claims)
+
+
+def _run(*, state: StateSync, runner: BatchRunner, models_for: Callable[[Snapshot], Model],
+         environment: str, execution_time: int, default_start: str | None,
+         progress: ProgressCallback | None, concurrent_tasks: int, claims: Claims | None) -> RunResult:
     finish_promotion(state, runner, environment)   # a killed plan's views come before anything else
     env = require_environment(state, environment)
     work = plan_run(state=state, environment=env, models_for=models_for,
@@ -138,10 +161,18 @@ def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callab
     names = list(items)
     total = sum(len(item.batches) for item in work)
     evaluated: list[tuple[str, int, int]] = []
+    reused: list[tuple[str, int, int]] = []
     warnings: list[Any] = []
     lock = threading.Lock()
     stop = threading.Event()
     scope = task_scope_for(runner, concurrent_tasks)
+
+    def notice(line: str) -> None:
+        if progress:
+            progress(line, len(evaluated) + len(reused), total)
+
+    writer = BatchWriter(state=state, runner=runner, claims=claims, purpose=f"run of `{environment}`",
+                         notice=notice, lock=lock)
 
     def run_model(name: str, slot: int) -> None:
         item = items[name]
@@ -150,14 +181,15 @@ def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callab
             for batch in item.batches:
                 if stop.is_set():
                     return
-                found = run_batch(state=state, runner=runner, snapshot=item.snapshot, model=item.model,
-                                  table=item.table, batch=batch, mapping=mapping,
-                                  execution_time=execution_time, is_dev=item.is_dev, lock=lock)
+                done = writer.run(snapshot=item.snapshot, model=item.model, table=item.table, batch=batch,
+                                  mapping=mapping, execution_time=execution_time, is_dev=item.is_dev)
                 with lock:
-                    warnings.extend(found)
-                    evaluated.append((name, batch[0], batch[1]))
+                    warnings.extend(done.warnings)
+                    (reused if done.reused else evaluated).append((name, batch[0], batch[1]))
                     if progress:
-                        progress(f"{name} [{format_interval(batch, unit)}]", len(evaluated), total)
+                        note = " (reused: written meanwhile by another process)" if done.reused else ""
+                        progress(f"{name} [{format_interval(batch, unit)}]{note}",
+                                 len(evaluated) + len(reused), total)
 
     order = {name: i for i, name in enumerate(names)}
     outcome = run_tasks(names, upstream_of(names, lambda n: parents.get(n, [])), run_model,
@@ -165,8 +197,9 @@ def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callab
     if outcome.failed:
         raise_failures(outcome.failed, outcome.skipped)
     evaluated.sort(key=lambda item: (order[item[0]], item[1]))
+    reused.sort(key=lambda item: (order[item[0]], item[1]))
     return RunResult(environment=environment, execution_time=execution_time,
-                     evaluated=tuple(evaluated), audit_warnings=tuple(warnings))
+                     evaluated=tuple(evaluated), audit_warnings=tuple(warnings), reused=tuple(reused))
 
 
 def evaluate_rows(*, engine: SparkEngine, model: Model, context_models: Mapping[str, Model],

@@ -20,6 +20,7 @@ from bot.snapshot import Snapshot
 from bot.spark import materialize
 from bot.spark.engine import SparkEngine
 from bot.spark.python_context import python_model_frame, session_properties
+from bot.spark.sql import quote_table
 from bot.state.api import Interval
 
 VIEW_THREADS = 4      # the default of connection.concurrent_tasks
@@ -62,18 +63,33 @@ class SparkRunner:
         inherited = self.engine.job_properties()
         return lambda slot: self.engine.scheduler_pool(f"meshbot_{slot}", inherited)
 
+    def forget_table(self, table: str) -> None:
+        """Another process wrote `table` since this one last did: drop the first-run flag (its rows
+        may be there now), the watermark, cached listings and Spark's file index of the table."""
+        self._first_runs.discard(table)
+        self.engine.invalidate(table)
+        if self.engine.table_exists(table):
+            self.engine.sql(f"REFRESH TABLE {quote_table(table)}")
+
     def create_physical(self, snapshot: Snapshot, model: Model, *, table: str,
                         table_mapping: Mapping[str, str]) -> None:
         if self.engine.table_exists(table):
             return
-        self._first_runs.add(table)
         query_sql = None
         if model.query is not None and not model.columns and not _self_referencing(model):
             query_sql = self._render(model, table=table, mapping=table_mapping, interval=None,
                                      execution_time=None)
-        materialize.create_physical(self.engine, kind=self._kind(model), table=table,
-                                    query_sql=query_sql, columns=model.columns or None,
-                                    partitioned_by=model.partitioned_by)
+        try:
+            materialize.create_physical(self.engine, kind=self._kind(model), table=table,
+                                        query_sql=query_sql, columns=model.columns or None,
+                                        partitioned_by=model.partitioned_by)
+        except Exception:
+            # another process sharing the catalog may have created it at the same moment
+            self.engine.invalidate(table)
+            if not self.engine.table_exists(table):
+                raise
+            return
+        self._first_runs.add(table)
         if model.physical_properties and model.kind.name is not KindName.VIEW:
             self.engine.set_table_properties(table, model.physical_properties)
 

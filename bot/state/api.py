@@ -124,8 +124,10 @@ class StateSync(StateReader, Protocol):
 
     def delete_snapshots(self, ids: Iterable[SnapshotId]) -> None: ...
 
-    def acquire_lease(self, key: str, *, owner: str, purpose: str, ttl_ms: int) -> Lease:
-        """Take `key` for `ttl_ms` when it is free, expired or already `owner`'s; never waits."""
+    def acquire_lease(self, key: str, *, owner: str, purpose: str, ttl_ms: int,
+                      replacing: str | None = None) -> Lease:
+        """Take `key` for `ttl_ms` when it is free, expired, already `owner`'s or still held by
+        `replacing` (a holder known to be dead); never waits."""
         ...
 
     def renew_leases(self, keys: Iterable[str], *, owner: str, ttl_ms: int) -> set[str]:

@@ -20,8 +20,10 @@ class LeaseState:
         self.engine = engine
         self.table = tables.leases
 
-    def acquire(self, key: str, *, owner: str, purpose: str, ttl_ms: int) -> Lease:
-        """One transaction: make sure the row exists, lock it, take it when free, expired or ours.
+    def acquire(self, key: str, *, owner: str, purpose: str, ttl_ms: int,
+                replacing: str | None = None) -> Lease:
+        """One transaction: make sure the row exists, lock it, take it when free, expired, ours, or
+        still held by `replacing` (a holder the caller knows is dead).
 
         SQLite serializes write transactions (BEGIN IMMEDIATE); on PostgreSQL a concurrent insert
         of the same key waits for the first and does nothing, and SELECT ... FOR UPDATE makes the
@@ -36,7 +38,7 @@ class LeaseState:
                                           expires_ts=now, last_owner=None).on_conflict_do_nothing())
             row = conn.execute(sa.select(t).where(t.c.key == key).with_for_update()).mappings().one()
             held = row["owner"] is not None and row["expires_ts"] > now
-            if held and row["owner"] != owner:
+            if held and row["owner"] not in (owner, replacing):
                 return Lease(key, granted=False, holder=_holder(row, row["owner"]))
             last = row["owner"] or row["last_owner"]
             previous = _holder(row, last) if last else None

@@ -116,9 +116,10 @@ class SqlStateSync:
 
     # leases
 
-    def acquire_lease(self, key: str, *, owner: str, purpose: str, ttl_ms: int) -> Lease:
+    def acquire_lease(self, key: str, *, owner: str, purpose: str, ttl_ms: int,
+                      replacing: str | None = None) -> Lease:
         self._current()
-        return self._leases.acquire(key, owner=owner, purpose=purpose, ttl_ms=ttl_ms)
+        return self._leases.acquire(key, owner=owner, purpose=purpose, ttl_ms=ttl_ms, replacing=replacing)
 
     def renew_leases(self, keys: Iterable[str], *, owner: str, ttl_ms: int) -> set[str]:
         self._current()

@@ -1,0 +1,164 @@
+"""One batch of one model: evaluate, audit and record it, under its version's lease when leases are on."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Protocol, Sequence
+
+from bot.errors import BotError, EngineError
+from bot.faults import checkpoint
+from bot.intervals import subtract
+from bot.plan.claims import Claims, Notice, version_key
+from bot.project.model import Model
+from bot.quality.api import AuditResult, audit_error
+from bot.snapshot import Snapshot
+from bot.state.api import Interval, StateSync
+
+
+class BatchRunner(Protocol):
+    """What the evaluator needs from the Spark side; implemented by bot.context's SparkRunner."""
+
+    def ensure_schemas(self, schemas: Iterable[str]) -> None: ...
+
+    def create_physical(self, snapshot: Snapshot, model: Model, *, table: str,
+                        table_mapping: Mapping[str, str]) -> None: ...
+
+    def evaluate(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
+                 table_mapping: Mapping[str, str], execution_time: int) -> None: ...
+
+    def audit(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
+              execution_time: int) -> Sequence[AuditResult]: ...
+
+    def replace_views(self, views: Mapping[str, str]) -> None: ...
+
+    def drop_views(self, views: Iterable[str]) -> None: ...
+
+    # Optional: `forget_table(table)` drops what the runner remembers of a table another process
+    # wrote since (SparkRunner: first-run flags, watermarks, cached listings and file indexes).
+    # Optional: `task_scope()`, called on the applying thread, returns slot -> context manager that
+    # each concurrent task runs in (SparkRunner: a FAIR scheduler pool per slot).
+
+
+@dataclass(frozen=True)
+class BatchDone:
+    """One batch's outcome: audit warnings, or `reused` when another process had recorded it meanwhile."""
+
+    warnings: tuple[object, ...] = ()
+    reused: bool = False
+
+
+@dataclass(frozen=True)
+class BatchWriter:
+    """Runs batches for apply (backfills) and `run` (cron-due intervals), so both behave the same.
+
+    With `claims`, each batch is written under its version's lease (one writer per model version
+    at a time, across processes); batches running on several threads pass one `lock`, so state
+    is written by one thread at a time.
+    """
+
+    state: StateSync
+    runner: BatchRunner
+    claims: Claims | None = None
+    purpose: str = ""
+    notice: Notice | None = None
+    lock: threading.Lock | None = None
+    # key -> the version's recorded intervals as last read under its lease; valid while nobody else
+    # holds it in between (what this writer records itself is never asked for again)
+    _recorded: dict[str, list[Interval]] = field(default_factory=dict)
+
+    def run(self, *, snapshot: Snapshot, model: Model, table: str, batch: Interval,
+            mapping: Mapping[str, str], execution_time: int, is_dev: bool = False,
+            record: bool = True) -> BatchDone:
+        """Evaluate one batch, audit it and record its interval at once.
+
+        Under the lease the version's recorded intervals are read again (unless nobody else held it
+        since this writer last did): a batch another process recorded meanwhile is not written
+        again (`reused`). When someone else held the lease last, the runner forgets what it knew
+        of the table first, so a batch that process appended without recording it (killed) is
+        replaced, never appended twice.
+        """
+        if self.claims is None or not record:
+            return BatchDone(tuple(self._write(snapshot, model, table, batch, mapping, execution_time,
+                                               is_dev, record)))
+        key = version_key(snapshot.name, snapshot.version)
+        with self.claims.hold(key, self.purpose, notice=self.notice) as lease:
+            previous = lease.previous.owner if lease.previous is not None else None
+            if _covered(self._recorded_for(key, previous, snapshot, is_dev), batch):
+                return BatchDone(reused=True)
+            if previous is not None and previous != self.claims.owner:
+                forget = getattr(self.runner, "forget_table", None)
+                if forget is not None:
+                    forget(table)
+            warnings = self._write(snapshot, model, table, batch, mapping, execution_time, is_dev, record,
+                                   key=key)
+        return BatchDone(tuple(warnings))
+
+    def _recorded_for(self, key: str, previous: str | None, snapshot: Snapshot,
+                      is_dev: bool) -> list[Interval]:
+        """What was recorded when this lease was taken: nothing when nobody ever held it, the last
+        read when only this writer held it since, else read from state now."""
+        if previous is None:
+            self._recorded[key] = []
+        elif previous != self.claims.owner or key not in self._recorded:
+            found = self.state.get_intervals([(snapshot.name, snapshot.version)]).get(
+                (snapshot.name, snapshot.version))
+            self._recorded[key] = list((found.dev_intervals if is_dev else found.intervals) if found else [])
+        return self._recorded[key]
+
+    def _write(self, snapshot: Snapshot, model: Model, table: str, batch: Interval,
+               mapping: Mapping[str, str], execution_time: int, is_dev: bool, record: bool,
+               key: str | None = None) -> list[object]:
+        try:
+            self.runner.evaluate(snapshot, model, table=table, interval=batch, table_mapping=mapping,
+                                 execution_time=execution_time)
+        except BotError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many Java/Python types
+            raise EngineError(f"model `{snapshot.name}` failed for {fmt_interval(batch)}: "
+                              f"{first_line(exc)}") from exc
+        results = self.runner.audit(snapshot, model, table=table, interval=batch,
+                                    execution_time=execution_time)
+        error = audit_error(results)
+        if error is not None:
+            raise error
+        if record:
+            if key is not None and self.claims is not None and self.claims.lost(key):
+                raise EngineError(f"model `{snapshot.name}` {fmt_interval(batch)}: this process lost its lease "
+                                  "on the table (it stalled longer than the lease lasts) and another "
+                                  "process may have written it; re-run")
+            with self.lock or contextlib.nullcontext():
+                self.state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev)
+            checkpoint("mid-backfill")
+        return [r for r in results if not r.passed]
+
+
+def _covered(spans: list[Interval], batch: Interval) -> bool:
+    return bool(spans) and not subtract([batch], spans)
+
+
+def run_batch(*, state: StateSync, runner: BatchRunner, snapshot: Snapshot, model: Model,
+              table: str, batch: Interval, mapping: Mapping[str, str], execution_time: int,
+              is_dev: bool = False, record: bool = True,
+              lock: threading.Lock | None = None) -> list[object]:
+    """One batch without leases (a single writer); returns non-blocking audit warnings."""
+    done = BatchWriter(state=state, runner=runner, lock=lock).run(
+        snapshot=snapshot, model=model, table=table, batch=batch, mapping=mapping,
+        execution_time=execution_time, is_dev=is_dev, record=record)
+    return list(done.warnings)
+
+
+def fmt_interval(interval: Interval) -> str:
+    start, end = (time.strftime("%Y-%m-%d %H:%M", time.gmtime(v / 1000)) for v in interval)
+    return f"[{start}, {end})"
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "JVM stacktrace")):
+            return line[:500]
+    return type(exc).__name__

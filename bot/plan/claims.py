@@ -1,0 +1,171 @@
+"""This process's leases: who it is, waiting for a key another process holds, renewing what it holds."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from bot.errors import PlanError
+from bot.state.api import Lease, LeaseHolder, StateSync
+
+DEFAULT_TTL_S = 120.0      # a killed holder blocks others at most this long
+DEFAULT_WAIT_S = 1800.0    # how long to wait for another holder before giving up
+TTL_ENV = "MESHBOT_LEASE_TTL"
+WAIT_ENV = "MESHBOT_LEASE_WAIT"
+
+Notice = Callable[[str], None]
+
+
+def environment_key(name: str) -> str:
+    return f"environment:{name}"
+
+
+def version_key(name: str, version: str) -> str:
+    return f"version:{name}:{version}"
+
+
+def new_owner() -> str:
+    """host:pid:token; the token tells apart two holders in one process and a reused pid."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _seconds(variable: str, default: float) -> float:
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise PlanError(f"{variable}={text!r} is not a number of seconds") from None
+    if value < 0:
+        raise PlanError(f"{variable}={text!r} must not be negative")
+    return value
+
+
+@dataclass
+class Claims:
+    """Leases held by one owner; a heartbeat thread renews them every ttl/3 while any is held."""
+
+    state: StateSync
+    ttl_s: float = field(default_factory=lambda: _seconds(TTL_ENV, DEFAULT_TTL_S))
+    wait_s: float = field(default_factory=lambda: _seconds(WAIT_ENV, DEFAULT_WAIT_S))
+    owner: str = field(default_factory=new_owner)
+    _held: set[str] = field(default_factory=set)
+    _lost: set[str] = field(default_factory=set)
+    _told: dict[str, str] = field(default_factory=dict)   # key -> the holder a waiting line named
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _heartbeat: threading.Thread | None = None
+
+    @contextmanager
+    def hold(self, key: str, purpose: str, *, notice: Notice | None = None) -> Iterator[Lease]:
+        """Hold `key` for the block, waiting (with one line through `notice`) while another owner has it."""
+        lease = self.acquire(key, purpose, notice=notice)
+        try:
+            yield lease
+        finally:
+            self.release(key)
+
+    def acquire(self, key: str, purpose: str, *, notice: Notice | None = None) -> Lease:
+        deadline = time.monotonic() + self.wait_s
+        poll = min(0.5, self.ttl_s / 10)
+        while True:
+            lease = self.state.acquire_lease(key, owner=self.owner, purpose=purpose,
+                                             ttl_ms=int(self.ttl_s * 1000))
+            if lease.granted:
+                self._track(key)
+                return lease
+            if _dead_here(lease.holder.owner):   # killed on this machine: no need to wait out its ttl
+                lease = self.state.acquire_lease(key, owner=self.owner, purpose=purpose,
+                                                 ttl_ms=int(self.ttl_s * 1000), replacing=lease.holder.owner)
+                if lease.granted:
+                    self._track(key)
+                    return lease
+            if notice is not None and self._told.get(key) != lease.holder.owner:
+                self._told[key] = lease.holder.owner   # one line per holder, not per batch it writes
+                notice("waiting for " + describe(key, lease.holder))
+            if time.monotonic() >= deadline:
+                raise PlanError(f"gave up after {self.wait_s:g}s ({WAIT_ENV}) waiting for "
+                                f"{describe(key, lease.holder)}; re-run later")
+            time.sleep(poll)
+
+    def release(self, key: str) -> None:
+        with self._lock:
+            self._held.discard(key)
+            self._lost.discard(key)
+        self.state.release_lease(key, owner=self.owner)
+
+    def lost(self, key: str) -> bool:
+        """True when a renewal found `key` taken over (this process stalled longer than the ttl)."""
+        with self._lock:
+            return key in self._lost
+
+    def _track(self, key: str) -> None:
+        with self._lock:
+            self._held.add(key)
+            self._lost.discard(key)
+            if self._heartbeat is None:
+                self._heartbeat = threading.Thread(target=self._renew_loop, name="meshbot-leases",
+                                                   daemon=True)
+                self._heartbeat.start()
+
+    def _renew_loop(self) -> None:
+        while True:
+            time.sleep(self.ttl_s / 3)
+            with self._lock:
+                keys = set(self._held)
+                if not keys:
+                    self._heartbeat = None
+                    return
+            try:
+                kept = self.state.renew_leases(keys, owner=self.owner, ttl_ms=int(self.ttl_s * 1000))
+            except Exception:  # noqa: BLE001 - state unreachable for a moment: the next beat retries
+                continue
+            with self._lock:
+                self._lost |= (keys - kept) & self._held
+
+
+def _dead_here(owner: str) -> bool:
+    """True when `owner` ran on this host and its process is gone (a reused pid reads as alive)."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:   # alive, owned by another user
+        return False
+    return False
+
+
+def describe(key: str, holder: LeaseHolder) -> str:
+    """The holder, what it holds and since when, for a waiting line or an error.
+
+    >>> describe("version:db.a:1a2b3c4d5e", LeaseHolder("ci-7:4242:ab12", "plan of `prod` (plan 9f8e7d6c)",
+    ...                                           acquired_ts=1_700_000_000_000, expires_ts=0))
+    'the plan of `prod` (plan 9f8e7d6c) on ci-7:4242, holding version 1a2b3c4d of `db.a` since 22:13:20 UTC'
+    """
+    since = time.strftime("%H:%M:%S", time.gmtime(holder.acquired_ts / 1000))
+    return f"{describe_holder(holder)}, holding {_what(key)} since {since} UTC"
+
+
+def describe_holder(holder: LeaseHolder) -> str:
+    """'the plan of `prod` (plan 9f8e7d6c) on host:pid' (the owner's token left out)."""
+    return f"the {holder.purpose or 'process'} on {holder.owner.rsplit(':', 1)[0]}"
+
+
+def _what(key: str) -> str:
+    kind, _, rest = key.partition(":")
+    if kind == "version":
+        name, _, version = rest.rpartition(":")
+        return f"version {version[:8]} of `{name}`"
+    if kind == "environment":
+        return f"environment `{rest}`"
+    return f"`{key}`"

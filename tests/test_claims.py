@@ -1,0 +1,186 @@
+"""bot.plan.claims and the batch writer on real state: waiting lines, giving up, the heartbeat, a
+SIGKILLed holder blocking only until its lease expires, batches another writer recorded."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from bot.errors import PlanError
+from bot.plan import claims as claims_module
+from bot.plan.batch import BatchWriter
+from bot.plan.claims import Claims, environment_key, version_key
+from bot.project.config import StateConnection
+from bot.snapshot import Fingerprint, Snapshot
+from bot.state.connect import connect_state
+
+ROOT = Path(__file__).resolve().parent.parent
+DAY = 86_400_000
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def connection(request, tmp_path) -> StateConnection:
+    if request.param == "sqlite":
+        return StateConnection(type="sqlite", database=str(tmp_path / "state.db"))
+    return StateConnection(**request.getfixturevalue("postgres_schema"))
+
+
+@pytest.fixture
+def state(tmp_path):
+    store = connect_state(StateConnection(type="sqlite", database=str(tmp_path / "state.db")), project_root=tmp_path)
+    yield store
+    store.close()
+
+
+def test_doctests():
+    assert doctest.testmod(claims_module).failed == 0
+
+
+def test_a_waiter_prints_one_line_and_gets_the_lease_once_it_is_released(state):
+    holder, waiter = Claims(state, ttl_s=5), Claims(state, ttl_s=5)
+    holder.acquire(environment_key("prod"), "plan of `prod` (plan 1a2b3c4d)")
+    lines: list[str] = []
+    got: list[object] = []
+    thread = threading.Thread(target=lambda: got.append(
+        waiter.acquire(environment_key("prod"), "run of `prod`", notice=lines.append)))
+    thread.start()
+    time.sleep(1.2)
+    assert not got and len(lines) == 1
+    host_pid = holder.owner.rsplit(":", 1)[0]
+    assert lines[0].startswith(f"waiting for the plan of `prod` (plan 1a2b3c4d) on {host_pid}, "
+                               "holding environment `prod` since ")
+    assert lines[0].endswith(" UTC")
+    holder.release(environment_key("prod"))
+    thread.join(5)
+    assert got and got[0].granted and got[0].previous.owner == holder.owner
+    assert len(lines) == 1
+
+
+def test_a_waiter_gives_up_after_MESHBOT_LEASE_WAIT_naming_the_holder(state, monkeypatch):
+    Claims(state).acquire(version_key("db.a", "1a2b3c4d5e6f"), "plan of `dev` (plan 9f8e7d6c)")
+    monkeypatch.setenv("MESHBOT_LEASE_WAIT", "0.3")
+    started = time.monotonic()
+    with pytest.raises(PlanError) as error:
+        Claims(state).acquire(version_key("db.a", "1a2b3c4d5e6f"), "run of `prod`")
+    assert time.monotonic() - started < 3
+    text = str(error.value)
+    assert text.startswith("gave up after 0.3s (MESHBOT_LEASE_WAIT) waiting for the plan of `dev` "
+                           "(plan 9f8e7d6c) on ")
+    assert "holding version 1a2b3c4d of `db.a` since" in text and text.endswith("; re-run later")
+
+
+def test_bad_MESHBOT_LEASE_WAIT_is_refused(state, monkeypatch):
+    monkeypatch.setenv("MESHBOT_LEASE_WAIT", "soon")
+    with pytest.raises(PlanError, match="MESHBOT_LEASE_WAIT='soon' is not a number of seconds"):
+        Claims(state)
+
+
+def test_the_heartbeat_keeps_a_lease_past_its_ttl_and_notices_a_takeover(state):
+    mine = Claims(state, ttl_s=0.6)
+    with mine.hold("k", "plan of `prod`"):
+        time.sleep(1.5)   # more than twice the ttl: only renewals keep it
+        assert not Claims(state).state.acquire_lease("k", owner="other", purpose="p", ttl_ms=60_000).granted
+        assert not mine.lost("k")
+        with state.engine.begin() as conn:   # as if this process had stalled past its expiry
+            conn.execute(sa.update(state.tables.leases).values(expires_ts=0))
+        assert state.acquire_lease("k", owner="other", purpose="p", ttl_ms=60_000).granted
+        time.sleep(0.6)
+        assert mine.lost("k")
+    assert state.live_leases()["k"].owner == "other"   # releasing a lost lease leaves the new owner's
+
+
+_HOLDER = """
+import json, sys, time
+from bot.plan.claims import Claims
+from bot.project.config import StateConnection
+from bot.state.connect import connect_state
+from pathlib import Path
+state = connect_state(StateConnection(**json.loads(sys.argv[1])), project_root=Path(sys.argv[2]))
+claims = Claims(state, ttl_s=1.0)
+claims.acquire("version:db.a:v1", "plan of `dev` (plan deadbeef)")
+print(claims.owner, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("same_host", [False, True])
+def test_a_sigkilled_holder_blocks_others_only_until_its_lease_expires(connection, tmp_path, monkeypatch,
+                                                                       same_host):
+    """On another machine a dead holder is known only by its expiry; on this one by its pid."""
+    if not same_host:
+        monkeypatch.setattr(claims_module, "_dead_here", lambda owner: False)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", _HOLDER, json.dumps(asdict(connection)), str(tmp_path)],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        owner = child.stdout.readline().strip()
+        assert owner, child.stderr.read()
+        with connect_state(connection, project_root=tmp_path) as state:
+            time.sleep(1.5)   # longer than the ttl: the child's heartbeat keeps the lease
+            other = Claims(state, ttl_s=1.0, wait_s=0.0)
+            with pytest.raises(PlanError, match="waiting for the plan of `dev` \\(plan deadbeef\\)"):
+                other.acquire("version:db.a:v1", "plan of `prod`")
+            child.send_signal(signal.SIGKILL)
+            child.wait(10)
+            killed = time.monotonic()
+            lease = Claims(state, ttl_s=1.0, wait_s=10).acquire("version:db.a:v1", "plan of `prod`")
+            waited = time.monotonic() - killed
+            assert lease.granted and lease.previous.owner == owner
+            assert waited < (0.3 if same_host else 1.0 + 0.5), waited   # at most the ttl, plus a poll
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+
+class _Runner:
+    """Records what the writer asks of the Spark side."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[int, int] | str]] = []
+
+    def evaluate(self, snapshot, model, *, table, interval, table_mapping, execution_time) -> None:
+        self.calls.append(("evaluate", interval))
+
+    def audit(self, snapshot, model, *, table, interval, execution_time):
+        return ()
+
+    def forget_table(self, table: str) -> None:
+        self.calls.append(("forget", table))
+
+
+def _snapshot() -> Snapshot:
+    return Snapshot(name="db.events", fingerprint=Fingerprint("d", "m"), version="v1",
+                    kind="INCREMENTAL_BY_TIME_RANGE", definition={}, rendered_query="")
+
+
+def test_a_batch_another_writer_recorded_is_reused_and_its_table_forgotten_before_writing(state):
+    snapshot = _snapshot()
+    first, second = _Runner(), _Runner()
+    args = dict(snapshot=snapshot, model=None, table="t", mapping={}, execution_time=0)
+    writer_a = BatchWriter(state=state, runner=first, claims=Claims(state), purpose="plan of `a`")
+    writer_b = BatchWriter(state=state, runner=second, claims=Claims(state), purpose="plan of `b`")
+    assert not writer_a.run(batch=(0, DAY), **args).reused
+    assert not writer_a.run(batch=(DAY, 2 * DAY), **args).reused
+    assert first.calls == [("evaluate", (0, DAY)), ("evaluate", (DAY, 2 * DAY))]   # nobody else wrote
+
+    assert writer_b.run(batch=(0, DAY), **args).reused
+    assert writer_b.run(batch=(DAY, 2 * DAY), **args).reused
+    assert not writer_b.run(batch=(2 * DAY, 3 * DAY), **args).reused
+    assert second.calls == [("evaluate", (2 * DAY, 3 * DAY))]   # b held it last: nothing to forget
+
+    assert not writer_a.run(batch=(3 * DAY, 4 * DAY), **args).reused
+    assert first.calls[2:] == [("forget", "t"), ("evaluate", (3 * DAY, 4 * DAY))]
+    recorded = state.get_intervals([("db.events", "v1")])[("db.events", "v1")].intervals
+    assert recorded == [(0, 4 * DAY)]
+    assert state.live_leases() == {}
