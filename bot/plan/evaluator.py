@@ -15,6 +15,7 @@ from bot.plan.batch import BatchRunner, BatchWriter, fmt_interval as _fmt, first
 from bot.plan.claims import Claims, describe_holder, environment_key
 from bot.quality.api import AuditResult, audit_error
 from bot.plan.definition import BackfillKind, Plan, ProgressCallback
+from bot.plan.ownership import claim_schemas, forget_missing_tables
 from bot.plan.parents import ParentCheck, require_parents
 from bot.plan.schedule import run_tasks
 from bot.project.dag import topological_order, upstream_of
@@ -98,6 +99,7 @@ class PlanEvaluator:
         self._check_view_names(plan)
         if not plan.options.skip_backfill:
             self._check_parents(plan, mapping)
+        claim_schemas(plan, mapping, state=self.state, runner=self.runner)
         self.state.push_snapshots(plan.new_snapshots)
         self._create_tables(plan, mapping)
         if not plan.options.skip_backfill:
@@ -205,6 +207,9 @@ class PlanEvaluator:
         targets = {s.name: (s, mapping[s.name]) for s in self._ordered(plan, plan.snapshots.values())
                    if s.kind not in (KindName.EXTERNAL.value, KindName.EMBEDDED.value)}
         self.runner.ensure_schemas({table.rsplit(".", 1)[0] for _, table in targets.values()})
+        exists = getattr(self.runner, "table_exists", None)
+        if exists is not None:
+            forget_missing_tables(plan, mapping, state=self.state, exists=exists)
 
         def create(name: str, _slot: int) -> None:
             snapshot, table = targets[name]

@@ -20,6 +20,7 @@ from bot.snapshot import Snapshot
 from bot.spark import materialize
 from bot.spark.engine import SparkEngine
 from bot.spark.python_context import python_model_frame, session_properties
+from bot.spark.schema_owner import claim_schema, schema_owner
 from bot.spark.sql import quote_table
 from bot.state.api import Interval
 
@@ -56,6 +57,20 @@ class SparkRunner:
         self.engine.create_schemas(names)
         for schema in names:
             self.engine.existing_objects(schema)
+
+    def schema_owner(self, schema: str) -> str | None:
+        """The id of the meshbot state that owns physical schema `schema` (None: unclaimed)."""
+        return schema_owner(self.engine, schema)
+
+    def claim_schema(self, schema: str, state_id: str) -> None:
+        claim_schema(self.engine, schema, state_id)
+
+    def table_exists(self, table: str) -> bool:
+        return self.engine.table_exists(table)
+
+    def schema_objects(self, schema: str) -> set[str]:
+        """Lower-case names of the tables and views in `schema` (from the engine's cached listing)."""
+        return set(self.engine.existing_objects(schema))
 
     def task_scope(self) -> Callable[[int], contextlib.AbstractContextManager]:
         """Called on the applying thread: slot -> a context giving the task its own FAIR scheduler
