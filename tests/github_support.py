@@ -19,8 +19,10 @@ from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAP
 
 from bot.context import ApplyResult
 from bot.diff.api import ModelDataDiff
+from bot.errors import EngineError
 from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions, ProgressCallback
 from bot.plan.janitor import JanitorResult
+from bot.plan.run import RunResult
 from bot.project.config import ModelDefaults, ProjectConfig, UserConfig
 from bot.quality.api import TestResult, TestSuiteResult
 from bot.snapshot import ChangeCategory, Fingerprint, Snapshot
@@ -412,6 +414,9 @@ class FakeEngine:
         self.plans: list[str] = []
         self.applied: list[str] = []
         self.invalidated: list[str] = []
+        self.runs: list[str] = []
+        self.due: dict[str, list[tuple[int, int]]] = {}
+        self.failing: set[str] = set()
 
     @property
     def config(self) -> ProjectConfig:
@@ -463,6 +468,16 @@ class FakeEngine:
 
     def environments(self) -> list[Environment]:
         return [Environment(name=n, snapshots=(), plan_id="") for n in sorted(self.envs)]
+
+    def run(self, environment: str = "prod") -> RunResult:
+        """Everything in `due` (model -> batches as (start ms, end ms)) is processed once; `failing`
+        environments raise as a failed model would."""
+        self.runs.append(environment)
+        if environment in self.failing:
+            raise EngineError(f"model `shop.orders` failed for [2024-01-07 00:00, 2024-01-08 00:00): boom in {environment}")
+        evaluated = tuple((model, s, e) for model, spans in sorted(self.due.items()) for s, e in spans)
+        self.due = {}
+        return RunResult(environment=environment, execution_time=0, evaluated=evaluated)
 
     def invalidate(self, environment: str, *, sync: bool = False) -> JanitorResult | None:
         self.invalidated.append(environment)

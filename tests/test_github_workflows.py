@@ -18,7 +18,8 @@ from github_support import GITHUB_FIXTURES
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
-USER_WORKFLOWS = ("meshbot-pr.yml", "meshbot-deploy.yml", "meshbot-release.yml", "meshbot-deploy-command.yml")
+USER_WORKFLOWS = ("meshbot-pr.yml", "meshbot-deploy.yml", "meshbot-release.yml", "meshbot-deploy-command.yml",
+                  "meshbot-run.yml")
 SHA_PIN = re.compile(r"^[^@\s]+@[0-9a-f]{40}$")
 TRUSTED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
 
@@ -142,14 +143,15 @@ def test_every_checkout_drops_its_credentials():
 
 def test_every_job_with_secrets_runs_in_an_environment():
     expected = {"meshbot-pr.yml": "meshbot-pr", "meshbot-deploy.yml": "production",
-                "meshbot-release.yml": "production", "meshbot-deploy-command.yml": "production"}
+                "meshbot-release.yml": "production", "meshbot-deploy-command.yml": "production",
+                "meshbot-run.yml": "production"}
     with_secrets = 0
     for name, job_id, job in _all_jobs():
         if "secrets." in json.dumps(job):
             with_secrets += 1
             assert _environment(job), f"{name}: job {job_id} reads secrets outside an Environment"
             assert _environment(job) == expected[name], (name, job_id, _environment(job))
-    assert with_secrets == 4
+    assert with_secrets == 5
 
 
 @pytest.mark.parametrize("path", [ROOT / "action.yml", *WORKFLOWS], ids=lambda p: p.name)
@@ -189,14 +191,18 @@ def test_user_workflows_run_in_their_environments_and_never_cancel_deploys():
     assert {"ci.yml", *USER_WORKFLOWS} <= names
     for name in ("meshbot-pr.yml", "meshbot-deploy.yml", "meshbot-release.yml"):
         assert _workflow(name)["concurrency"]["cancel-in-progress"] is False
-    for name in ("meshbot-deploy.yml", "meshbot-release.yml"):
+    for name in ("meshbot-deploy.yml", "meshbot-release.yml", "meshbot-run.yml"):
         assert _workflow(name)["concurrency"]["group"] == "meshbot-deploy"
     assert _environment(_workflow("meshbot-pr.yml")["jobs"]["meshbot"]) == "meshbot-pr"
     release = _workflow("meshbot-release.yml")["jobs"]["promote"]
     assert _environment(release) == "production"
     assert _environment(_workflow("meshbot-deploy.yml")["jobs"]["deploy"]) == "production"
     checkout = next(s for s in release["steps"] if "actions/checkout@" in s.get("uses", ""))
-    assert checkout["with"]["ref"] == "refs/tags/${{ github.event.release.tag_name }}"
+    # the commit the release named (a tag can be moved after the event; the bot also checks HEAD == GITHUB_SHA)
+    assert checkout["with"]["ref"] == "${{ github.sha }}"
+    run = _workflow("meshbot-run.yml")
+    assert set(run["on"]) == {"schedule", "workflow_dispatch"} and _environment(run["jobs"]["run"]) == "production"
+    assert next(s for s in run["jobs"]["run"]["steps"] if "meshbot/meshbot@" in s.get("uses", ""))["with"]["command"] == "run"
     assert "bash .ci/run" in (ROOT / ".github/workflows/ci.yml").read_text()
 
 

@@ -114,7 +114,8 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
     if not event_name or not event_path:
         raise GithubError("no event: pass --event-name and --event-path (or run inside GitHub Actions, "
                           "which sets GITHUB_EVENT_NAME and GITHUB_EVENT_PATH)")
-    event = load_event(name=event_name, path=event_path)
+    event = load_event(name=event_name, path=event_path, repository=env.get("GITHUB_REPOSITORY"),
+                       ref=env.get("GITHUB_REF"))
     timings = PhaseTimings()
     branch = event.repo.default_branch
     local = invocation.output_dir is not None or env.get("GITHUB_ACTIONS") != "true"

@@ -113,9 +113,18 @@ def read_json(path: str | Path, *, what: str) -> Any:
         raise GithubError(f"{path}:{error.lineno}: {what} is not valid JSON: {error.msg}") from None
 
 
-def load_event(*, name: str, path: str | Path) -> Event:
-    """Read the payload file GitHub wrote (GITHUB_EVENT_PATH) and parse it."""
-    return parse_event(name, read_json(path, what="event payload (GITHUB_EVENT_PATH / --event-path)"))
+def load_event(*, name: str, path: str | Path, repository: str | None = None, ref: str | None = None) -> Event:
+    """Read the payload file GitHub wrote (GITHUB_EVENT_PATH) and parse it.
+
+    A `schedule` payload names no repository: `repository` (GITHUB_REPOSITORY) and `ref` (GITHUB_REF, the
+    default branch a schedule runs on) stand in for it."""
+    payload = read_json(path, what="event payload (GITHUB_EVENT_PATH / --event-path)")
+    if isinstance(payload, dict) and "repository" not in payload and repository and "/" in repository:
+        owner, _, repo = repository.partition("/")
+        branch = ref[len("refs/heads/"):] if ref and ref.startswith("refs/heads/") else "main"
+        payload = {**payload, "repository": {"full_name": repository, "name": repo, "owner": {"login": owner},
+                                             "default_branch": branch}, "ref": payload.get("ref") or ref}
+    return parse_event(name, payload)
 
 
 def parse_event(name: str, payload: dict[str, Any]) -> Event:
@@ -135,6 +144,8 @@ def parse_event(name: str, payload: dict[str, Any]) -> Event:
         ref = str(payload.get("ref") or "")
         base.update(ref=ref, sha=payload.get("after"), deleted=bool(payload.get("deleted")),
                     tag=ref[len("refs/tags/"):] if ref.startswith("refs/tags/") else None)
+    if name in ("workflow_dispatch", "schedule"):
+        base.update(ref=payload.get("ref"))
     if name == "release" and payload.get("release"):
         release = payload["release"]
         base.update(tag=release.get("tag_name"), sha=None,

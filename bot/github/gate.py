@@ -22,6 +22,7 @@ class Step(str, Enum):
     REPLY = "reply"            # a comment that gets an answer: help, usage, a disabled command
     DEPLOY = "deploy"          # apply prod: push to the prod branch, release or tag, `/deploy`
     CLEANUP = "cleanup"        # a pull request closed
+    RUN = "run"                # a schedule or a manual dispatch: process what each model's cron made due
     NOTHING = "nothing"
 
 
@@ -36,7 +37,7 @@ class Decision:
 
     @property
     def loads_project(self) -> bool:
-        return self.step in (Step.SYNC, Step.DEPLOY, Step.CLEANUP)
+        return self.step in (Step.SYNC, Step.DEPLOY, Step.CLEANUP, Step.RUN)
 
 
 def classify(event: Event, settings: BotSettings) -> Decision:
@@ -66,6 +67,8 @@ def classify(event: Event, settings: BotSettings) -> Decision:
         return Decision(Step.APPROVAL)
     if event.name == "issue_comment":
         return _classify_comment(event, settings)
+    if event.name in ("schedule", "workflow_dispatch"):
+        return Decision(Step.RUN)
     if event.name == "push" and event.deleted:
         return Decision(Step.NOTHING, f"`{event.ref}` was deleted; nothing to deploy.")
     if event.name == "push" and event.tag is None and settings.deploys_on("merge") \

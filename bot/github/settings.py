@@ -51,6 +51,7 @@ class BotSettings:
     merge_method: str | None = None               # merge the PR after a successful /deploy (merge|squash|rebase)
     table_diff_window_days: int = 7          # INCREMENTAL_BY_TIME_RANGE: last N days of intervals compared
     table_diff_full_scope: str = "whole"     # FULL/VIEW/other kinds: "whole" query, or "skip"
+    run_on_deploy: bool = False              # after a prod deploy, run what each model's cron made due
 
     @property
     def has_required_approvers(self) -> bool:
@@ -124,6 +125,7 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
         merge_method=merge_method.lower() if merge_method else None,
         table_diff_window_days=int(window_days),
         table_diff_full_scope=full_scope,
+        run_on_deploy=_bool(raw.get("run_on_deploy", False), "run_on_deploy", where),
     )
 
 

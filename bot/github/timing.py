@@ -28,7 +28,8 @@ from bot.plan.janitor import JanitorResult
 from bot.project.config import ProjectConfig
 from bot.quality.api import TestSuiteResult
 
-if TYPE_CHECKING:   # a type only: the GitHub layer reaches state through the context
+if TYPE_CHECKING:   # types only: the GitHub layer reaches state and Spark through the context
+    from bot.plan.run import RunResult
     from bot.state.api import Environment
 
 PHASES = ("load", "spark", "tests", "plan", "apply", "diff", "comment")
@@ -140,6 +141,9 @@ class TimedContext:
     def invalidate(self, environment: str, *, sync: bool = False) -> JanitorResult | None:
         return self._timed("apply", lambda: self._context.invalidate(environment, sync=sync),
                            loads=False, spark=True)
+
+    def run(self, environment: str = "prod") -> RunResult:
+        return self._timed("apply", lambda: self._context.run(environment), loads=True, spark=False)
 
     def environments(self) -> list[Environment]:
         return self._timed("plan", self._context.environments, loads=False, spark=False)

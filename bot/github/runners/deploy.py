@@ -78,14 +78,27 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
             f"{len(result.evaluated)} batch(es) computed.")
     status = (f":rocket: Deployed to `{env}` from {deployed_sha[:7] or 'this commit'}: plan `{plan.plan_id}`, "
               f"digest `{digest}`.")
-    merged = ()
+    merged, ran, ok = (), _run_after_deploy(run, env), True
     if command and pr is not None and run.settings.merge_method:
         merged, ok = _merge(run, pr)
         status += " " + merged[0]
-        if not ok:
-            finish("success", done, drift + merged, status=status)
-            return 1
-    return finish("success", done, drift + merged, status=status)
+    code = finish("success", done, drift + ran[0] + merged, status=status)
+    return 1 if not (ok and ran[1]) else code
+
+
+def _run_after_deploy(run: BotRun, env: str) -> tuple[tuple[str, ...], bool]:
+    """cicd_bot.run_on_deploy: right after a prod deploy, process what each model's cron made due (as
+    SQLMesh's run_on_deploy_to_prod). (report lines, ok)."""
+    if not run.settings.run_on_deploy or env != "prod":
+        return (), True
+    try:
+        result = run.context.run("prod")
+    except BotError as error:
+        return (f":x: The run after the deploy failed: {error_text(error)}",), False
+    if result.nothing_due:
+        return ("Run after the deploy: nothing was due.",), True
+    return (f"Run after the deploy: {len(result.evaluated)} batch(es) computed"
+            + (f", {len(result.reused)} reused." if result.reused else "."),), True
 
 
 def _merge(run: BotRun, pr: PullRequest) -> tuple[tuple[str, ...], bool]:

@@ -7,6 +7,7 @@ from bot.github.gate import (Decision, Step, authorize_command, checkout_refusal
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
 from bot.github.runners.deploy import deploy_production
+from bot.github.runners.run import run_environments
 from bot.github.runners.pr import (check_required_approvers, gen_prod_plan, run_tests, sync_pull_request,
                                    update_pr_environment)
 
@@ -22,6 +23,7 @@ COMMAND_STEPS: dict[str, frozenset[Step]] = {
     "check-required-approvers": frozenset({Step.SYNC, Step.APPROVAL}),
     "deploy-production": frozenset({Step.DEPLOY}),
     "cleanup-pr-environment": frozenset({Step.CLEANUP}),
+    "run": frozenset({Step.RUN}),
     AUTHORIZE_DEPLOY: frozenset({Step.DEPLOY, Step.REPLY}),
 }
 COMMANDS = tuple(COMMAND_STEPS)
@@ -51,6 +53,8 @@ def dispatch(run: BotRun, command: str) -> int:
         return check_required_approvers(run)
     if decision.step is Step.DEPLOY:
         return _deploy(run, decision)
+    if decision.step is Step.RUN:
+        return _run(run)
     run.open_project()
     if decision.step is Step.CLEANUP:
         return cleanup_pr_environment(run)
@@ -82,6 +86,23 @@ def _deploy(run: BotRun, decision: Decision) -> int:
         run.github.add_reaction(comment.id, "rocket")
     run.open_project(read_cache=False)
     return deploy_production(run, environment=decision.environment, pull_request=pull_request)
+
+
+def _run(run: BotRun) -> int:
+    """A scheduled or dispatched run works on prod with prod's credentials: only on a prod branch's
+    commit, exactly the one the event names, and never from a cache on disk."""
+    event = run.event
+    refusal = None
+    if not run.settings.is_prod_branch(event.branch, event.repo.default_branch):
+        refusal = (f"run refused: `{event.ref or 'no ref'}` is not a prod branch; a run processes prod with the "
+                   f"code of `{event.repo.default_branch}` (or cicd_bot.prod_branch_names) only.")
+    elif run.sha:
+        refusal = checkout_refusal(run.sha, run.checkout_head, "the commit of the event (GITHUB_SHA)")
+    if refusal is not None:
+        run.outputs.summary(f"meshbot: {refusal}")
+        return 1
+    run.open_project(read_cache=False)
+    return run_environments(run)
 
 
 def _untrusted_refusal(run: BotRun) -> str | None:

@@ -1,0 +1,79 @@
+"""Scheduled runs: process what each model's cron made due in prod (and the merge environment), reported
+in the job summary."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from bot.errors import BotError
+from bot.github.runners.base import BotRun, error_text
+from bot.report.markdown import render
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    name: str
+    batches: int
+    start: str          # first interval's start, UTC
+    end: str            # last interval's end, UTC
+
+
+@dataclass(frozen=True)
+class EnvironmentRun:
+    name: str
+    outcome: str        # "processed", "nothing due", "skipped: ...", or the error
+    ok: bool = True
+    models: tuple[ModelRun, ...] = ()
+    batches: int = 0
+    reused: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunReport:
+    gateway: str | None
+    environments: tuple[EnvironmentRun, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return all(env.ok for env in self.environments)
+
+
+def run_environments(run: BotRun) -> int:
+    """`meshbot run` for prod and, when merges deploy elsewhere (staging), that environment too; each one
+    independently. Exit 1 when any of them failed."""
+    names = list(dict.fromkeys(["prod", run.settings.merge_environment]))
+    existing = {env.name for env in run.context.environments()}
+    report = RunReport(gateway=run.settings.gateway,
+                       environments=tuple(_run_one(run, name, existing) for name in names))
+    run.outputs.set("run_status", "success" if report.ok else "failure")
+    run.outputs.summary(render("run.md.j2", report))
+    return 0 if report.ok else 1
+
+
+def _run_one(run: BotRun, name: str, existing: set[str]) -> EnvironmentRun:
+    if name not in existing:
+        return EnvironmentRun(name, f"skipped: `{name}` has not been deployed yet")
+    began = time.perf_counter()
+    try:
+        result = run.context.run(name)
+    except BotError as error:
+        return EnvironmentRun(name, f"failed: {error_text(error)}", ok=False, seconds=time.perf_counter() - began)
+    by_model: dict[str, list[tuple[int, int]]] = {}
+    for model, start, end in result.evaluated:
+        by_model.setdefault(model, []).append((start, end))
+    models = tuple(ModelRun(model, len(spans), _utc(min(s for s, _ in spans)), _utc(max(e for _, e in spans)))
+                   for model, spans in sorted(by_model.items()))
+    return EnvironmentRun(name, "nothing due" if result.nothing_due else "processed", models=models,
+                          batches=len(result.evaluated), reused=len(result.reused),
+                          seconds=time.perf_counter() - began)
+
+
+def _utc(ms: int) -> str:
+    """Epoch milliseconds as `2024-01-07 00:00` (UTC).
+
+    >>> _utc(1704585600000)
+    '2024-01-07 00:00'
+    """
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ms / 1000))
