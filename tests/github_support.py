@@ -20,7 +20,8 @@ from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAP
 from bot.context import ApplyResult
 from bot.diff.api import ModelDataDiff
 from bot.errors import EngineError
-from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions, ProgressCallback
+from bot.plan.definition import (Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions,
+                                 ProgressCallback)
 from bot.plan.janitor import JanitorResult
 from bot.plan.run import RunResult
 from bot.project.config import ModelDefaults, ProjectConfig, UserConfig
@@ -415,6 +416,7 @@ class FakeEngine:
         self.applied: list[str] = []
         self.invalidated: list[str] = []
         self.runs: list[str] = []
+        self.batches = 0          # batches each changed model's backfill computes in a plan
         self.due: dict[str, list[tuple[int, int]]] = {}
         self.failing: set[str] = set()
 
@@ -450,7 +452,12 @@ class FakeEngine:
         return Plan(plan_id=f"plan_{len(self.plans)}", environment=environment,
                     new_environment=not exists, expected_plan_id=None,
                     previous_environment=previous, snapshots=snapshots, new_snapshots=(),
-                    changes=self._changes(environment, snapshots), backfills=(), options=options)
+                    changes=self._changes(environment, snapshots), options=options,
+                    backfills=tuple(Backfill(snapshot_id=s.snapshot_id, kind=BackfillKind.INTERVALS,
+                                             intervals=((0, self.batches * 86_400_000),),
+                                             batches=tuple((d * 86_400_000, (d + 1) * 86_400_000)
+                                                           for d in range(self.batches)))
+                                    for s in snapshots.values() if self.batches and not exists))
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         self.applied.append(plan.environment)

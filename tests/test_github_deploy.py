@@ -232,3 +232,24 @@ def test_a_bad_answers_file_is_one_clear_error(tmp_path, text, message):
                 out=lines.append)
     assert code == 1 and len(lines) == 1 and lines[0].startswith("::error title=meshbot::")
     assert message in lines[0] and str(answers) in lines[0]
+
+
+def test_a_large_backfill_needs_a_required_approvers_explicit_yes(scenario):
+    """cicd_bot.max_backfill_batches: a deploy computing more batches is refused with the per-model counts,
+    unless a required approver comments `/deploy --allow-large-backfill`."""
+    bot = scenario({"max_backfill_batches": 2, "required_approvers": ["ann-gh"]})
+    bot.engine.batches = 3
+    bot.repo.permissions.update({"ann-gh": "write"})
+    bot.repo.set_pull(_pull(bot.head))
+    bot.repo.review("ann-gh", "APPROVED", bot.head, "2024-01-02T00:00:00Z")
+    assert bot(_comment_event()) == 1 and bot.engine.applied == []
+    check = bot.repo.check(DEPLOY)
+    assert check["conclusion"] == "failure"
+    assert "the plan computes 3 batches, more than cicd_bot.max_backfill_batches (2)" in check["output"]["summary"]
+    assert "`shop.orders`: 3 batch(es)" in check["output"]["summary"]
+    assert bot(_comment_event("/deploy --allow-large-backfill")) == 1 and bot.engine.applied == []
+    assert "can be given by a required approver only" in bot.replies[-1]
+    assert bot(_comment_event("/deploy --allow-large-backfill", login="ann-gh")) == 0
+    assert bot.engine.applied == ["prod"]
+    assert bot(_comment_event("/deploy --force")) == 0
+    assert "does not know `--force`" in bot.replies[-1]

@@ -16,6 +16,10 @@ from bot.github.sections import recorded_checks
 from bot.github.settings import BotSettings
 
 
+ALLOW_LARGE_BACKFILL = "--allow-large-backfill"
+DEPLOY_OPTIONS = (ALLOW_LARGE_BACKFILL,)
+
+
 class Step(str, Enum):
     SYNC = "sync"              # a pull request was pushed: tests, PR environment, prod plan preview
     APPROVAL = "approval"      # a review: the required-approval check (no project needed)
@@ -34,6 +38,7 @@ class Decision:
     text: str = ""
     environment: str | None = None     # DEPLOY: the environment to apply
     command: bool = False              # DEPLOY asked for by a `/deploy` comment
+    options: tuple[str, ...] = ()      # the command's options, e.g. --allow-large-backfill
 
     @property
     def loads_project(self) -> bool:
@@ -45,7 +50,7 @@ def classify(event: Event, settings: BotSettings) -> Decision:
 
     >>> from bot.github.event import Repo
     >>> classify(Event("push", None, Repo("o", "r"), ref="refs/heads/main", sha="abc"), BotSettings())
-    Decision(step=<Step.DEPLOY: 'deploy'>, text='', environment='prod', command=False)
+    Decision(step=<Step.DEPLOY: 'deploy'>, text='', environment='prod', command=False, options=())
     >>> classify(Event("push", None, Repo("o", "r"), ref="refs/heads/feature", sha="abc"), BotSettings()).step
     <Step.NOTHING: 'nothing'>
     """
@@ -91,7 +96,12 @@ def _classify_comment(event: Event, settings: BotSettings) -> Decision:
     if isinstance(parsed, Reply):
         return Decision(Step.REPLY, parsed.text)
     if isinstance(parsed, Command):
-        return Decision(Step.DEPLOY, environment=settings.merge_environment, command=True)
+        unknown = [arg for arg in parsed.args if arg not in DEPLOY_OPTIONS]
+        if unknown:
+            prefix = command_prefix(settings.command_namespace)
+            return Decision(Step.REPLY, f"`{prefix}deploy` does not know {', '.join(f'`{a}`' for a in unknown)}; "
+                                        f"its option is `{ALLOW_LARGE_BACKFILL}` (required approvers only).")
+        return Decision(Step.DEPLOY, environment=settings.merge_environment, command=True, options=parsed.args)
     return Decision(Step.NOTHING, f"the comment is {parsed.reason}.")
 
 
@@ -110,7 +120,7 @@ class Verdict:
 
 def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *,
                       checkout_head: str | None, check_head: bool,
-                      commits_behind: Callable[[str, str], int | None]) -> Verdict:
+                      commits_behind: Callable[[str, str], int | None], options: tuple[str, ...] = ()) -> Verdict:
     """May the `/deploy` of this comment deploy now? The commenter, the pull request (origin, state,
     mergeability, the head the preview was built for), its approvals and, with `check_head`, the
     checkout (it must be exactly the PR's head). Reads the GitHub API only."""
@@ -128,6 +138,8 @@ def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *
         refusal = checkout_refusal(pr.head_sha, checkout_head, f"the head of #{pr.number}")
         if refusal is not None:
             return Verdict(pr, refusal + " (the `sha` output of the authorize job).")
+    if ALLOW_LARGE_BACKFILL in options and not _is_required_approver(github, settings, event, comment.user):
+        return Verdict(pr, f"deploy refused: `{ALLOW_LARGE_BACKFILL}` can be given by a required approver only.")
     approval = approval_status(github, settings, event.repo.owner, pr)
     if not approval.approved:
         return Verdict(pr, f"deploy refused: required approval is missing. {approval.summary}", approval)
@@ -171,6 +183,16 @@ def _behind_refusal(pr: PullRequest, commits_behind: Callable[[str, str], int | 
                 "deploys a head only when it does.")
     return (f"deploy refused: #{pr.number} is {behind} commit(s) behind `{pr.base_ref}`; update the branch so that "
             "the commit deployed holds everything already on the base (and is what will be merged).")
+
+
+def _is_required_approver(github: GithubPort, settings: BotSettings, event: Event, login: str) -> bool:
+    if login.lower() in {u.lower() for u in settings.required_approvers}:
+        return True
+    for team in settings.required_teams:
+        org, _, slug = team.rpartition("/")
+        if github.is_team_member(org or event.repo.owner, slug, login):
+            return True
+    return False
 
 
 def approval_status(github: GithubPort, settings: BotSettings, owner: str, pr: PullRequest) -> ApprovalStatus:

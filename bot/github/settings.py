@@ -52,6 +52,7 @@ class BotSettings:
     table_diff_window_days: int = 7          # INCREMENTAL_BY_TIME_RANGE: last N days of intervals compared
     table_diff_full_scope: str = "whole"     # FULL/VIEW/other kinds: "whole" query, or "skip"
     run_on_deploy: bool = False              # after a prod deploy, run what each model's cron made due
+    max_backfill_batches: int | None = None  # a deploy computing more batches needs an approver's explicit yes
 
     @property
     def has_required_approvers(self) -> bool:
@@ -90,6 +91,9 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
         raise ConfigError("cicd_bot.min_approvals must be an integer", path=where) from None
     if min_approvals < 1:
         raise ConfigError("cicd_bot.min_approvals must be at least 1", path=where)
+    max_batches = raw.get("max_backfill_batches")
+    if max_batches is not None and (isinstance(max_batches, bool) or not str(max_batches).isdigit()):
+        raise ConfigError(f"cicd_bot.max_backfill_batches must be a whole number (got `{max_batches}`)", path=where)
     window_days = raw.get("table_diff_window_days", 7)
     if isinstance(window_days, bool) or not isinstance(window_days, (int, str)) or not str(window_days).isdigit() \
             or int(window_days) < 1:
@@ -126,6 +130,7 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
         table_diff_window_days=int(window_days),
         table_diff_full_scope=full_scope,
         run_on_deploy=_bool(raw.get("run_on_deploy", False), "run_on_deploy", where),
+        max_backfill_batches=int(max_batches) if max_batches is not None else None,
     )
 
 

@@ -10,11 +10,11 @@ from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_te
 from bot.github.sections import recorded_plan_digest
 from bot.github.settings import CheckName
 from bot.github.views import CheckSummaryView, CommentView, plan_view
-from bot.plan.definition import PlanOptions
+from bot.plan.definition import Plan, PlanOptions
 
 
 def deploy_production(run: BotRun, *, environment: str | None = None,
-                      pull_request: PullRequest | None = None) -> int:
+                      pull_request: PullRequest | None = None, allow_large_backfill: bool = False) -> int:
     """Apply the plan to `environment` (default: the merge environment) for the PR of this commit.
 
     `pull_request` is the PR of an authorized `/deploy` (bot.github.gate checked it before the project
@@ -62,6 +62,11 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         # e.g. the push of a PR that `/deploy` already deployed and merged: keep its deploy report
         return finish("success", f":white_check_mark: `{env}` already serves this commit's models: "
                                  "nothing to deploy.", comment=False)
+    large = large_backfill(run.settings.max_backfill_batches, plan)
+    if large and not allow_large_backfill:
+        return finish("failure", f":x: Deploy to `{env}` refused: {large[0]}", large[1:] + (
+            "A required approver can comment `/deploy --allow-large-backfill` to deploy it anyway, or raise "
+            "`cicd_bot.max_backfill_batches`.",))
     digest, models = plan_digest(plan)
     drift = _drift(run, pr, digest, models)
     if drift and run.settings.require_approved_plan:
@@ -84,6 +89,20 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         status += " " + merged[0]
     code = finish("success", done, drift + ran[0] + merged, status=status)
     return 1 if not (ok and ran[1]) else code
+
+
+def large_backfill(limit: int | None, plan: Plan) -> tuple[str, ...]:
+    """(why, one line per model) when `plan` computes more batches than `limit`; () otherwise."""
+    counts: dict[str, int] = {}
+    names = {s.snapshot_id: s.name for s in plan.snapshots.values()}
+    for backfill in plan.backfills:
+        name = names.get(backfill.snapshot_id, backfill.snapshot_id.name)
+        counts[name] = counts.get(name, 0) + len(backfill.batches)
+    total = sum(counts.values())
+    if limit is None or total <= limit:
+        return ()
+    lines = tuple(f"`{name}`: {count} batch(es)" for name, count in sorted(counts.items(), key=lambda i: -i[1]))
+    return (f"the plan computes {total} batches, more than cicd_bot.max_backfill_batches ({limit}).",) + lines
 
 
 def _run_after_deploy(run: BotRun, env: str) -> tuple[tuple[str, ...], bool]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.github.gate import (Decision, Step, authorize_command, checkout_refusal, classify,
+from bot.github.gate import (ALLOW_LARGE_BACKFILL, Decision, Step, authorize_command, checkout_refusal, classify,
                              release_refusal)
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
@@ -67,7 +67,8 @@ def _deploy(run: BotRun, decision: Decision) -> int:
     pull_request = None
     if refusal is None and decision.command:
         verdict = authorize_command(run.event, run.settings, run.github, checkout_head=run.checkout_head,
-                                    check_head=True, commits_behind=run.commits_behind)
+                                    check_head=True, commits_behind=run.commits_behind,
+                                    options=decision.options)
         refusal, pull_request = verdict.refusal, verdict.pull_request
     elif refusal is None:
         sha = run.event.sha or run.sha
@@ -85,7 +86,8 @@ def _deploy(run: BotRun, decision: Decision) -> int:
     if decision.command:
         run.github.add_reaction(comment.id, "rocket")
     run.open_project(read_cache=False)
-    return deploy_production(run, environment=decision.environment, pull_request=pull_request)
+    return deploy_production(run, environment=decision.environment, pull_request=pull_request,
+                             allow_large_backfill=ALLOW_LARGE_BACKFILL in decision.options)
 
 
 def _run(run: BotRun) -> int:
@@ -129,7 +131,7 @@ def authorize_deploy(run: BotRun, decision: Decision) -> int:
     verdict = None
     if refusal is None:
         verdict = authorize_command(run.event, run.settings, run.github, checkout_head=None, check_head=False,
-                                    commits_behind=run.commits_behind)
+                                    commits_behind=run.commits_behind, options=decision.options)
         refusal = verdict.refusal
     if refusal is not None:
         reply(run, comment.issue_number, comment.user, refusal)
