@@ -79,3 +79,4 @@ def test_a_table_dropped_outside_meshbot_is_computed_again_not_served_empty(tmp_
     again = Context(root)
     again.apply(again.plan("dev", options=PlanOptions(execution_time="2024-01-04", include_unmodified=True)))
     assert again.fetchdf(f"SELECT ds, total FROM {SCHEMA}__dev.daily ORDER BY ds") == expected
+
