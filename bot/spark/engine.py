@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from bot.errors import EngineError
-from bot.spark.errors import error_class, spark_errors
+from bot.spark.errors import error_class, missing_file, spark_errors, table_of_file
 from bot.spark.sql import (column_defs, parse_query, quote_table, set_properties_sql, spark_sql, split_table,
                            table_expression)
 from bot.spark.stand_ins import table_key
@@ -75,10 +75,33 @@ class SparkEngine:
         a Java map first (and later tells the JVM to free it). The session's own Java `sql(String)`
         is what both end up calling; a Spark Connect session has no JVM here and goes through `sql()`.
         """
+        try:
+            return self._sql(statement)
+        except Exception as exc:   # noqa: BLE001 - re-raised unless it is a file another writer replaced
+            if not self.refresh_after(exc):
+                raise
+            return self._sql(statement)   # once: the table's files as they are now
+
+    def _sql(self, statement: str) -> "DataFrame":
         java_session = self._java_session
         if java_session is None:
             return self.session.sql(statement)
         return self._classic_frame(java_session.sql(statement), self.session)
+
+    def refresh_after(self, exc: BaseException) -> bool:
+        """When `exc` says a data file is gone (another process rewrote the table since this session
+        listed its files), refresh what the session knows of that table and return True: the caller
+        runs its statement once more. Anything else: False."""
+        path = missing_file(exc)
+        if path is None:
+            return False
+        table = table_of_file(path)
+        with contextlib.suppress(Exception):
+            if table is not None:
+                self._sql(f"REFRESH TABLE {quote_table(table)}")
+            self.session.catalog.refreshByPath(path.rsplit("/", 1)[0])
+        self.invalidate(table)
+        return True
 
     @functools.cached_property
     def _java_session(self) -> Any:
@@ -254,8 +277,14 @@ class SparkEngine:
             self.sql(sql)
 
     def fetch(self, sql: str, *, limit: int | None = None, subject: str = "running query") -> list[dict[str, Any]]:
-        """Run a query and return its rows as dicts; `limit` is applied in Spark."""
-        return self.collect(self.dataframe(sql, subject=subject), limit=limit, subject=subject)
+        """Run a query and return its rows as dicts; `limit` is applied in Spark. A table whose files another
+        process replaced while this session held their listing is refreshed and the query run once more."""
+        try:
+            return self.collect(self.dataframe(sql, subject=subject), limit=limit, subject=subject)
+        except EngineError as exc:
+            if not self.refresh_after(exc):
+                raise
+            return self.collect(self.dataframe(sql, subject=subject), limit=limit, subject=subject)
 
     def fetch_one(self, sql: str, *, subject: str = "running query") -> dict[str, Any]:
         """The first row of a query that always returns one (an aggregate without GROUP BY)."""

@@ -65,3 +65,36 @@ def error_class(exc: BaseException) -> str | None:
             return str(getter())
     match = re.match(r"\s*\[([A-Z_.]+)\]", str(exc))
     return match.group(1) if match else None
+
+
+_MISSING_FILE = (re.compile(r"FILE_NOT_EXIST\][^\n]*?reading file (\S+?)\.(?:\s|$)"),
+                 re.compile(r"FileNotFoundException:? (?:File )?(\S+?) does not exist"))
+_TABLE_DIRECTORY = re.compile(r"/([A-Za-z0-9_]+)\.db/([A-Za-z0-9_]+)/")
+
+
+def missing_file(exc: BaseException) -> str | None:
+    """The data file a query found gone (another process replaced the table's files since this session
+    listed them), or None when `exc` is not that.
+
+    >>> missing_file(Exception("[FAILED_READ_FILE.FILE_NOT_EXIST] Encountered error while reading file "
+    ...                        "file:/w/s.db/t/part-0.parquet. File does not exist. It is possible..."))
+    'file:/w/s.db/t/part-0.parquet'
+    >>> missing_file(Exception("[TABLE_OR_VIEW_NOT_FOUND] nope")) is None
+    True
+    """
+    text = str(exc)
+    for pattern in _MISSING_FILE:
+        match = pattern.search(text)
+        if match:
+            return match.group(1)
+    return None
+
+
+def table_of_file(path: str) -> str | None:
+    """`schema.table` of a managed table's data file (`.../schema.db/table/...`), when the path says.
+
+    >>> table_of_file("file:/w/sqlmesh__shop.db/shop__orders__1/ds=2024-01-01/part-0.parquet")
+    'sqlmesh__shop.shop__orders__1'
+    """
+    match = _TABLE_DIRECTORY.search(path)
+    return f"{match.group(1)}.{match.group(2)}" if match else None
