@@ -249,3 +249,26 @@ def test_expired_snapshots_versions_in_use_and_delete(state):
     intervals = state.get_intervals([("db.b", "v2"), ("db.d", "v4")])
     assert intervals[("db.b", "v2")].intervals == []        # no snapshot left on v2
     assert intervals[("db.d", "v4")].intervals == [(0, DAY)]  # the sibling still uses v4
+
+
+def test_expiring_snapshots_records_the_drops_of_unshared_versions_in_the_same_transaction(state):
+    from bot.state.api import PendingDrop
+
+    gone = make_snapshot("db.b", 2)
+    orphan = make_snapshot("db.d", 4)
+    sibling = make_snapshot("db.d", 5, version=orphan.version)   # keeps v4 and its table
+    state.push_snapshots([gone, orphan, sibling])
+    state.add_interval("db.b", "v2", (0, DAY))
+    state.add_interval("db.d", "v4", (0, DAY))
+    drops = [PendingDrop("sqlmesh__db.db__b__v2", "table", "db.b", "v2"),
+             PendingDrop("sqlmesh__db.db__b__v2__dev", "table", "db.b", "v2"),
+             PendingDrop("sqlmesh__db.db__d__v4", "view", "db.d", "v4")]
+    pending = state.expire_snapshots([gone.snapshot_id, orphan.snapshot_id], drops)
+    assert pending == drops[:2] and state.pending_drops() == drops[:2]
+    assert state.get_snapshots([gone.snapshot_id, orphan.snapshot_id]) == {}
+    intervals = state.get_intervals([("db.b", "v2"), ("db.d", "v4")])
+    assert intervals[("db.b", "v2")].intervals == [] and intervals[("db.d", "v4")].intervals == [(0, DAY)]
+    state.delete_pending_drops([drops[0].object])
+    assert state.pending_drops() == [drops[1]]
+    state.expire_snapshots([], [drops[1]])   # recorded again (a janitor finishing another's): once
+    assert state.pending_drops() == [drops[1]]

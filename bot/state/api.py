@@ -59,6 +59,16 @@ class SnapshotIntervals:
 
 
 @dataclass(frozen=True)
+class PendingDrop:
+    """A physical table or view (`kind`) of model version (`model`, `version`) the janitor is about to drop."""
+
+    object: str
+    kind: str           # "table" or "view"
+    model: str
+    version: str
+
+
+@dataclass(frozen=True)
 class LeaseHolder:
     """Who holds (or last held) a lease, doing what, since when and until when (epoch ms)."""
 

@@ -11,11 +11,12 @@ from bot.project import timeutil
 from bot.snapshot import Snapshot, SnapshotId
 from bot.state import versions
 from bot.state._util import write_transaction
-from bot.state.api import Environment, Interval, Lease, LeaseHolder, SnapshotIntervals
+from bot.state.api import Environment, Interval, Lease, LeaseHolder, PendingDrop, SnapshotIntervals
 from bot.state.environments import EnvironmentState
 from bot.state.intervals import IntervalState
 from bot.state.leases import LeaseState
 from bot.state.migrations import latest_version
+from bot.state.pending_drops import PendingDropState
 from bot.state.snapshots import SnapshotState
 from bot.state.tables import Tables
 
@@ -32,6 +33,7 @@ class SqlStateSync:
         self._environments = EnvironmentState(engine, tables)
         self._intervals = IntervalState(engine, tables)
         self._leases = LeaseState(engine, tables)
+        self._pending = PendingDropState(engine, tables, self._snapshots, self._intervals)
         self._state_id: str | None = None
 
     # versions
@@ -97,6 +99,22 @@ class SqlStateSync:
         with write_transaction(self.engine) as conn:
             self._snapshots.delete(conn, doomed)
             self._intervals.delete_versions(conn, doomed_versions - kept_versions)
+
+    def expire_snapshots(self, ids: Iterable[SnapshotId], drops: Iterable[PendingDrop]) -> list[PendingDrop]:
+        """One transaction: delete snapshots and the intervals of versions no remaining snapshot
+        shares, and record as pending the `drops` of those versions (returned): rows first, so a
+        janitor killed before its drops leaves them to the next one, never intervals without a table."""
+        self._current()
+        return self._pending.expire(ids, drops)
+
+    def pending_drops(self) -> list[PendingDrop]:
+        """Tables and views a janitor recorded and has not dropped yet (it was killed), oldest first."""
+        self._current()
+        return self._pending.all()
+
+    def delete_pending_drops(self, objects: Iterable[str]) -> None:
+        self._current()
+        self._pending.delete(objects)
 
     # intervals
 

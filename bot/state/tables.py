@@ -21,6 +21,7 @@ class Tables:
     intervals: sa.Table
     versions: sa.Table
     leases: sa.Table
+    pending_drops: sa.Table
 
 
 def build_tables(schema: str | None = None) -> Tables:
@@ -88,4 +89,12 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("expires_ts", sa.BigInteger, nullable=False),
         sa.Column("last_owner", sa.String(256)),              # kept after release
     )
-    return Tables(metadata, snapshots, environments, intervals, versions, leases)
+    pending_drops = sa.Table(                                                                 # v0005
+        "pending_drops", metadata,
+        sa.Column("object", NAME, primary_key=True),          # the physical table or view to drop
+        sa.Column("kind", sa.String(16), nullable=False),     # `table` or `view`
+        sa.Column("model", NAME, nullable=False),             # the snapshot name and version it belonged to:
+        sa.Column("version", HASH, nullable=False),           # a version pushed again is kept
+        sa.Column("created_ts", sa.BigInteger, nullable=False),
+    )
+    return Tables(metadata, snapshots, environments, intervals, versions, leases, pending_drops)
