@@ -76,3 +76,14 @@ def test_a_directory_made_beforehand_goes_again_only_if_the_statement_fails_and_
     with made_beforehand(tmp_path / "no" / "schema"):
         pass
     assert not (tmp_path / "no").exists()   # never a schema's directory
+
+
+def test_in_a_physical_schema_files_without_a_catalog_entry_are_removed_and_the_table_made(schema):
+    """A drop or write killed halfway left the files of a table the catalog no longer has."""
+    engine, db, schema_dir = schema
+    engine.physical_schemas.add(db.lower())
+    (schema_dir / "left__4").mkdir()
+    (schema_dir / "left__4" / "part-0.parquet").write_bytes(b"a killed writer's")
+    engine.create_table(f"{db}.left__4", columns=[("id", "INT")])
+    assert engine.fetch(f"SELECT COUNT(*) AS n FROM {db}.left__4") == [{"n": 0}]
+    assert _location(engine, f"{db}.left__4") == schema_dir / "left__4"

@@ -18,7 +18,7 @@ from bot.spark.stand_ins import table_key
 from bot.spark.table_copies import TableTemplate, copyable
 from bot.spark.table_copies import create_copy as create_table_copy
 from bot.spark.table_copies import read_template as read_table_template
-from bot.spark.table_dirs import local_table_directory, made_beforehand
+from bot.spark.table_dirs import empty_directory, local_table_directory, made_beforehand
 from bot.spark.types import schema_columns
 from bot.spark.view_copies import ViewTemplate, create_copy, read_template
 
@@ -60,6 +60,9 @@ class SparkEngine:
         self._table_template: TableTemplate | None = None
         self._table_template_read = False
         self._table_template_guard = threading.Lock()
+        # Schemas holding meshbot's versioned tables (SparkRunner adds them): a table directory there
+        # that the catalog has no entry for is a leftover of a killed drop or write, removed on CREATE.
+        self.physical_schemas: set[str] = set()
 
     def table_lock(self, table: str) -> threading.Lock:
         """A lock per table, so batches writing the same table from several threads run one at a time."""
@@ -381,17 +384,33 @@ class SparkEngine:
         parts = tuple(split_table(table))
         new = self._java_session is not None and len(parts) == 2 and parts[1].lower() not in self._listing(parts[0])
         template = self._table_template
-        with spark_errors(f"creating table {table}"), made_beforehand(self._new_table_directory(table)):
+        directory = self._new_table_directory(table)
+        with spark_errors(f"creating table {table}"), made_beforehand(directory):
             copied = (new and template is not None and copyable(columns, partitioned_by)
                       and create_table_copy(template, parts, ordered,
                                             [name for name, _ in ordered[len(ordered) - len(partitioned_by):]]))
             if not copied:
-                self.sql(_create_table_sql(table, columns, partitioned_by))
+                statement = _create_table_sql(table, columns, partitioned_by)
+                try:
+                    self.sql(statement)
+                except Exception as exc:
+                    if not self._leftover_directory(table, directory, exc):
+                        raise
+                    empty_directory(directory)
+                    self.sql(statement)
                 if new and not self._table_template_read:
                     self._read_table_template(parts)
         self._note(table, exists=True)
         self._partitions[table.lower()] = partitioned_by
         self.created_columns[table_key(split_table(table))] = ordered
+
+    def _leftover_directory(self, table: str, directory: "Path | None", exc: Exception) -> bool:
+        """True when CREATE TABLE failed only because a directory the catalog does not know is in the
+        way, on a local warehouse, in one of meshbot's physical schemas."""
+        if directory is None or error_class(exc) != "LOCATION_ALREADY_EXISTS":
+            return False
+        schema, name = self._schema_and_name(table)
+        return schema.lower() in self.physical_schemas and name.lower() not in self._listing(schema, fresh=True)
 
     def _read_table_template(self, table: tuple[str, str]) -> None:
         with self._table_template_guard:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -52,3 +53,10 @@ def made_beforehand(directory: Path | None) -> Iterator[None]:
             with contextlib.suppress(OSError):
                 directory.rmdir()
         raise
+
+
+def empty_directory(directory: Path) -> None:
+    """Leave `directory` empty: a table's files whose catalog entry is gone (a drop or a write killed
+    halfway) would otherwise refuse the table's name for good (LOCATION_ALREADY_EXISTS)."""
+    shutil.rmtree(directory)
+    directory.mkdir()
