@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from bot.errors import PlanError
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
@@ -210,17 +210,19 @@ class Context:
         self.state.invalidate_environment(env)
         if not sync:
             return None
+        from bot.plan.janitor import clean_environment
+
+        self._start_engine_for_catalog()
+        return clean_environment(state=self.state, engine=self.engine, name=env, claims=self.claims)
+
+    def janitor(self, *, ignore_ttl: bool = False,
+                notice: Callable[[str], None] | None = None) -> "JanitorResult":
+        """Remove expired environments and snapshots (SPEC §6), once no plan or run is in flight."""
         from bot.plan.janitor import run_janitor
 
         self._start_engine_for_catalog()
-        return run_janitor(state=self.state, engine=self.engine, snapshots=False)
-
-    def janitor(self, *, ignore_ttl: bool = False) -> "JanitorResult":
-        """Remove expired environments and snapshots (SPEC §6)."""
-        from bot.plan.janitor import run_janitor
-
-        self._start_engine_for_catalog()
-        return run_janitor(state=self.state, engine=self.engine, ignore_ttl=ignore_ttl)
+        return run_janitor(state=self.state, engine=self.engine, ignore_ttl=ignore_ttl, claims=self.claims,
+                           notice=notice)
 
     # -- operations ---------------------------------------------------------------------
     def run(self, environment: str = "prod", *, execution_time: str | None = None,

@@ -184,3 +184,89 @@ def test_a_batch_another_writer_recorded_is_reused_and_its_table_forgotten_befor
     recorded = state.get_intervals([("db.events", "v1")])[("db.events", "v1")].intervals
     assert recorded == [(0, 4 * DAY)]
     assert state.live_leases() == {}
+
+
+class _FirstRuns(_Runner):
+    def first_run(self, table: str) -> None:
+        self.calls.append(("first_run", table))
+
+
+class _CountingState:
+    """The state, counting interval reads."""
+
+    def __init__(self, state) -> None:
+        self.state, self.reads = state, 0
+
+    def get_intervals(self, pairs):
+        self.reads += 1
+        return self.state.get_intervals(pairs)
+
+    def __getattr__(self, name):
+        return getattr(self.state, name)
+
+
+@pytest.mark.parametrize("leased", [True, False])
+def test_a_version_without_recorded_intervals_is_a_first_run_once_per_serial_backfill(state, leased):
+    """Whatever rows its table holds (a killed writer's or janitor's), the first batch of a version
+    with nothing recorded replaces them; later batches of the same writer add to it, with one
+    interval read per version, not per batch."""
+    counting, runner = _CountingState(state), _FirstRuns()
+    writer = BatchWriter(state=counting, runner=runner, claims=Claims(state) if leased else None,
+                         purpose="plan of `a`")
+    args = dict(snapshot=_snapshot(), model=None, table="t", mapping={}, execution_time=0)
+    for day in range(3):
+        writer.run(batch=(day * DAY, (day + 1) * DAY), **args)
+    assert runner.calls == [("first_run", "t"), ("evaluate", (0, DAY)), ("evaluate", (DAY, 2 * DAY)),
+                            ("evaluate", (2 * DAY, 3 * DAY))]
+    assert counting.reads == 1
+
+    # a killed janitor (or a restatement of everything) left the version with nothing recorded
+    state.remove_intervals("db.events", "v1", (0, 3 * DAY))
+    again = _FirstRuns()
+    BatchWriter(state=state, runner=again, claims=Claims(state) if leased else None).run(
+        batch=(0, DAY), **args)
+    assert ("first_run", "t") in again.calls
+
+    # intervals recorded before leases existed (nobody ever held the version's lease): not a first run
+    state.add_interval("db.events", "v2", (0, DAY))
+    old = _FirstRuns()
+    BatchWriter(state=state, runner=old, claims=Claims(state) if leased else None).run(
+        batch=(DAY, 2 * DAY), **{**args, "snapshot": Snapshot(
+            name="db.events", fingerprint=Fingerprint("d", "m"), version="v2",
+            kind="INCREMENTAL_BY_TIME_RANGE", definition={}, rendered_query="")})
+    assert old.calls == [("evaluate", (DAY, 2 * DAY))]
+
+
+def test_the_janitor_waits_for_a_plan_in_flight_and_a_plan_for_the_janitor(state, monkeypatch):
+    plan, janitor = Claims(state, ttl_s=5), Claims(state, ttl_s=5)
+    plan.acquire(environment_key("dev2"), "plan of `dev2` (plan 1a2b3c4d)")
+    lines: list[str] = []
+    entered = threading.Event()
+
+    def clean() -> None:
+        with janitor.hold_janitor(notice=lines.append):
+            entered.set()
+            time.sleep(1.0)
+
+    thread = threading.Thread(target=clean)
+    thread.start()
+    time.sleep(1.0)
+    assert not entered.is_set()   # the plan holds `dev2`: any table may be about to be reused
+    assert len(lines) == 1 and lines[0].startswith("waiting for the plan of `dev2` (plan 1a2b3c4d) on ")
+    plan.release(environment_key("dev2"))
+    assert entered.wait(5)
+    # now the janitor holds its lease: a plan or run taking an environment's lease gives it back and waits
+    waiting: list[str] = []
+    started = time.monotonic()
+    lease = Claims(state, ttl_s=5).acquire(environment_key("prod"), "run of `prod`", notice=waiting.append)
+    assert lease.granted and time.monotonic() - started > 0.3
+    assert len(waiting) == 1 and waiting[0].startswith("waiting for the janitor on ")
+    assert "holding the janitor's lease" in waiting[0]
+    thread.join(5)
+
+    # giving up names the janitor
+    monkeypatch.setenv("MESHBOT_LEASE_WAIT", "0.3")
+    janitor.acquire("janitor", "janitor")
+    with pytest.raises(PlanError, match="gave up after 0.3s .* waiting for the janitor on "):
+        Claims(state).acquire(environment_key("dev"), "plan of `dev`")
+    assert "environment:dev" not in state.live_leases()   # given back while it waited

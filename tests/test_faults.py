@@ -155,3 +155,19 @@ def test_view_failure_after_promotion_restores_previous_views_and_rerun_converge
     rerun.apply(again)
     assert rerun.fetchdf("SELECT SUM(amount) AS s FROM fd.events") == [{"s": 90}]
     assert rerun.state.get_environment("prod").plan_id == again.plan_id
+
+
+def test_rows_of_a_version_with_no_recorded_interval_are_replaced_not_added_to(tmp_path, clean_catalog):
+    """A killed janitor (state rows deleted, table not dropped yet) or a killed writer leaves rows the
+    state does not know: the next plan's first batch replaces them."""
+    root = write_project(tmp_path, "fr")
+    context = Context(root)
+    context.apply(context.plan("prod", options=PlanOptions(execution_time="2024-01-05")))
+    assert context.fetchdf("SELECT COUNT(*) AS n FROM fr.events") == [{"n": 12}]   # 4 days, 3 keys
+    version = context.state.get_environment("prod").by_name()["fr.events"].version
+    context.state.remove_intervals("fr.events", version, (0, 2**62))
+
+    again = Context(root)
+    again.apply(again.plan("prod", options=PlanOptions(execution_time="2024-01-03")))
+    assert again.fetchdf("SELECT ds, COUNT(*) AS n FROM fr.events GROUP BY ds ORDER BY ds") == [
+        {"ds": "2024-01-01", "n": 3}, {"ds": "2024-01-02", "n": 3}]

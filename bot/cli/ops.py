@@ -58,7 +58,7 @@ def run(ctx: click.Context, environment: str, execution_time: str | None, as_jso
 @handle_errors
 def janitor(ctx: click.Context, ignore_ttl: bool) -> None:
     """Drop expired environments' views and schemas, and expired snapshots' unshared tables."""
-    result = context_of(ctx).janitor(ignore_ttl=ignore_ttl)
+    result = context_of(ctx).janitor(ignore_ttl=ignore_ttl, notice=_to_stderr)
     for line in result.lines():
         click.echo(line)
     click.echo("Janitor: nothing to clean." if result.is_empty else
@@ -129,6 +129,11 @@ def destroy(ctx: click.Context, yes: bool) -> None:
         click.echo(line)
     click.echo(f"Destroyed: {len(result.tables)} table(s), {len(result.views)} view(s), "
                f"{len(result.schemas)} schema(s) and the state.")
+
+
+def _to_stderr(line: str) -> None:
+    """A waiting line ('waiting for the plan of `dev` ...'), kept off stdout's result lines."""
+    click.echo(line, err=True)
 
 
 COMMANDS = (invalidate, run, janitor, migrate, evaluate, dag, destroy,)

@@ -38,6 +38,8 @@ class BatchRunner(Protocol):
 
     # Optional: `forget_table(table)` drops what the runner remembers of a table another process
     # wrote since (SparkRunner: first-run flags, watermarks, cached listings and file indexes).
+    # Optional: `first_run(table)`: the table's version has no recorded interval, so its next batch
+    # replaces whatever rows it holds (a killed writer's or janitor's) instead of adding to them.
     # Optional: `task_scope()`, called on the applying thread, returns slot -> context manager that
     # each concurrent task runs in (SparkRunner: a FAIR scheduler pool per slot).
 
@@ -65,8 +67,8 @@ class BatchWriter:
     purpose: str = ""
     notice: Notice | None = None
     lock: threading.Lock | None = None
-    # key -> the version's recorded intervals as last read under its lease; valid while nobody else
-    # holds it in between (what this writer records itself is never asked for again)
+    # key -> the version's recorded intervals as last read under its lease, plus what this writer
+    # recorded since; valid while nobody else holds it in between
     _recorded: dict[str, list[Interval]] = field(default_factory=dict)
 
     def run(self, *, snapshot: Snapshot, model: Model, table: str, batch: Interval,
@@ -80,29 +82,42 @@ class BatchWriter:
         of the table first, so a batch that process appended without recording it (killed) is
         replaced, never appended twice.
         """
-        if self.claims is None or not record:
+        if not record:
             return BatchDone(tuple(self._write(snapshot, model, table, batch, mapping, execution_time,
                                                is_dev, record)))
         key = version_key(snapshot.name, snapshot.version)
+        if self.claims is None:
+            self._first_run_unless(self._recorded_for(key, _UNLEASED, snapshot, is_dev), table)
+            return BatchDone(tuple(self._write(snapshot, model, table, batch, mapping, execution_time,
+                                               is_dev, record, key=key)))
         with self.claims.hold(key, self.purpose, notice=self.notice) as lease:
             previous = lease.previous.owner if lease.previous is not None else None
-            if _covered(self._recorded_for(key, previous, snapshot, is_dev), batch):
+            recorded = self._recorded_for(key, previous, snapshot, is_dev)
+            if _covered(recorded, batch):
                 return BatchDone(reused=True)
             if previous is not None and previous != self.claims.owner:
                 forget = getattr(self.runner, "forget_table", None)
                 if forget is not None:
                     forget(table)
+            self._first_run_unless(recorded, table)
             warnings = self._write(snapshot, model, table, batch, mapping, execution_time, is_dev, record,
                                    key=key)
         return BatchDone(tuple(warnings))
 
+    def _first_run_unless(self, recorded: list[Interval], table: str) -> None:
+        """Nothing recorded for the version: this batch replaces the table's rows, whatever a killed
+        writer or janitor left there (a table the state does not know is never appended to)."""
+        first_run = getattr(self.runner, "first_run", None)
+        if not recorded and first_run is not None:
+            first_run(table)
+
     def _recorded_for(self, key: str, previous: str | None, snapshot: Snapshot,
                       is_dev: bool) -> list[Interval]:
-        """What was recorded when this lease was taken: nothing when nobody ever held it, the last
-        read when only this writer held it since, else read from state now."""
-        if previous is None:
-            self._recorded[key] = []
-        elif previous != self.claims.owner or key not in self._recorded:
+        """What was recorded when this lease was taken: the last read plus this writer's own batches
+        when only this writer held it since, else read from state now (so once per version in a
+        serial backfill; a key nobody held yet may have intervals recorded before leases existed)."""
+        mine = self.claims.owner if self.claims is not None else _UNLEASED
+        if previous != mine or key not in self._recorded:
             found = self.state.get_intervals([(snapshot.name, snapshot.version)]).get(
                 (snapshot.name, snapshot.version))
             self._recorded[key] = list((found.dev_intervals if is_dev else found.intervals) if found else [])
@@ -131,8 +146,13 @@ class BatchWriter:
                                   "process may have written it; re-run")
             with self.lock or contextlib.nullcontext():
                 self.state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev)
+            if key is not None:
+                self._recorded.setdefault(key, []).append(batch)
             checkpoint("mid-backfill")
         return [r for r in results if not r.passed]
+
+
+_UNLEASED = "\0"   # this writer as the previous holder of a version it writes without leases
 
 
 def _covered(spans: list[Interval], batch: Interval) -> bool:

@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 from bot.errors import PlanError
@@ -22,8 +22,12 @@ WAIT_ENV = "MESHBOT_LEASE_WAIT"
 Notice = Callable[[str], None]
 
 
+JANITOR_KEY = "janitor"
+_ENVIRONMENT = "environment:"
+
+
 def environment_key(name: str) -> str:
-    return f"environment:{name}"
+    return f"{_ENVIRONMENT}{name}"
 
 
 def version_key(name: str, version: str) -> str:
@@ -72,27 +76,76 @@ class Claims:
             self.release(key)
 
     def acquire(self, key: str, purpose: str, *, notice: Notice | None = None) -> Lease:
+        """Take `key`, waiting while another owner holds it. An environment's lease is not kept while
+        the janitor holds its own: it is given back, and taken again once the janitor is done."""
         deadline = time.monotonic() + self.wait_s
-        poll = min(0.5, self.ttl_s / 10)
+        first: Lease | None = None
         while True:
-            lease = self.state.acquire_lease(key, owner=self.owner, purpose=purpose,
-                                             ttl_ms=int(self.ttl_s * 1000))
+            lease = self._take(key, purpose, notice, deadline)
+            first = first or lease
+            if not key.startswith(_ENVIRONMENT):
+                return lease
+            # Taken first, then checked: the janitor takes its lease before it checks ours, so one of
+            # the two always sees the other (each lease write is a committed transaction).
+            if self._janitor() is None:
+                return replace(lease, previous=first.previous)   # who held it before this process did
+            self.release(key)
+            self._wait_while(self._janitor, JANITOR_KEY, notice, deadline)
+
+    @contextmanager
+    def hold_janitor(self, *, notice: Notice | None = None) -> Iterator[Lease]:
+        """The janitor's turn: hold its lease, then wait until no plan or run holds an environment's
+        lease (one in flight may be about to reuse any table), for the block."""
+        deadline = time.monotonic() + self.wait_s
+        with self.hold(JANITOR_KEY, "janitor", notice=notice) as lease:
+            self._wait_while(self._writer, None, notice, deadline)
+            yield lease
+
+    def _take(self, key: str, purpose: str, notice: Notice | None, deadline: float) -> Lease:
+        ttl_ms = int(self.ttl_s * 1000)
+        while True:
+            lease = self.state.acquire_lease(key, owner=self.owner, purpose=purpose, ttl_ms=ttl_ms)
             if lease.granted:
                 self._track(key)
                 return lease
             if _dead_here(lease.holder.owner):   # killed on this machine: no need to wait out its ttl
-                lease = self.state.acquire_lease(key, owner=self.owner, purpose=purpose,
-                                                 ttl_ms=int(self.ttl_s * 1000), replacing=lease.holder.owner)
+                lease = self.state.acquire_lease(key, owner=self.owner, purpose=purpose, ttl_ms=ttl_ms,
+                                                 replacing=lease.holder.owner)
                 if lease.granted:
                     self._track(key)
                     return lease
-            if notice is not None and self._told.get(key) != lease.holder.owner:
-                self._told[key] = lease.holder.owner   # one line per holder, not per batch it writes
-                notice("waiting for " + describe(key, lease.holder))
-            if time.monotonic() >= deadline:
-                raise PlanError(f"gave up after {self.wait_s:g}s ({WAIT_ENV}) waiting for "
-                                f"{describe(key, lease.holder)}; re-run later")
-            time.sleep(poll)
+            self._waiting(key, lease.holder, notice, deadline)
+
+    def _janitor(self) -> tuple[str, LeaseHolder] | None:
+        holder = self.state.live_leases().get(JANITOR_KEY)
+        return (JANITOR_KEY, holder) if self._other(holder) else None
+
+    def _writer(self) -> tuple[str, LeaseHolder] | None:
+        """A live environment lease of another process (the first by key), if any."""
+        for key, holder in self.state.live_leases().items():
+            if key.startswith(_ENVIRONMENT) and self._other(holder):
+                return key, holder
+        return None
+
+    def _other(self, holder: LeaseHolder | None) -> bool:
+        return holder is not None and holder.owner != self.owner and not _dead_here(holder.owner)
+
+    def _wait_while(self, blocker: Callable[[], tuple[str, LeaseHolder] | None], told_key: str | None,
+                    notice: Notice | None, deadline: float) -> None:
+        while (found := blocker()) is not None:
+            self._waiting(found[0], found[1], notice, deadline, told_key=told_key)
+
+    def _waiting(self, key: str, holder: LeaseHolder, notice: Notice | None, deadline: float,
+                 told_key: str | None = None) -> None:
+        """One waiting line per holder (not per batch it writes), giving up at `deadline`, else a pause."""
+        told = told_key or key
+        if notice is not None and self._told.get(told) != holder.owner:
+            self._told[told] = holder.owner
+            notice("waiting for " + describe(key, holder))
+        if time.monotonic() >= deadline:
+            raise PlanError(f"gave up after {self.wait_s:g}s ({WAIT_ENV}) waiting for "
+                            f"{describe(key, holder)}; re-run later")
+        time.sleep(min(0.5, self.ttl_s / 10))
 
     def release(self, key: str) -> None:
         with self._lock:
@@ -168,4 +221,6 @@ def _what(key: str) -> str:
         return f"version {version[:8]} of `{name}`"
     if kind == "environment":
         return f"environment `{rest}`"
+    if key == JANITOR_KEY:
+        return "the janitor's lease (no plan or run writes meanwhile)"
     return f"`{key}`"

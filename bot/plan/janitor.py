@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
+from bot.errors import PlanError
+from bot.faults import checkpoint
+from bot.plan.claims import JANITOR_KEY, Claims, Notice, environment_key
 from bot.project.model import KindName
 from bot.project.timeutil import now_ms as _now_ms
 from bot.snapshot import Snapshot, SnapshotId, view_name
-from bot.state.api import Environment
+from bot.state.api import Environment, PendingDrop
 
 if TYPE_CHECKING:
     from bot.spark.engine import SparkEngine
@@ -19,13 +22,19 @@ class JanitorState(Protocol):
 
     def expired_environments(self, now_ms: int) -> list[Environment]: ...
 
+    def get_environment(self, name: str) -> Environment | None: ...
+
     def delete_environment(self, name: str) -> None: ...
 
     def expired_snapshots(self, now_ms: int, *, ignore_ttl: bool = False) -> list[Snapshot]: ...
 
     def versions_in_use(self, exclude_ids: Iterable[SnapshotId] = ()) -> set[tuple[str, str]]: ...
 
-    def delete_snapshots(self, ids: Iterable[SnapshotId]) -> None: ...
+    def expire_snapshots(self, ids: Iterable[SnapshotId], drops: Iterable[PendingDrop]) -> list[PendingDrop]: ...
+
+    def pending_drops(self) -> list[PendingDrop]: ...
+
+    def delete_pending_drops(self, objects: Iterable[str]) -> None: ...
 
 
 class DestroyableState(JanitorState, Protocol):
@@ -58,13 +67,27 @@ class JanitorResult:
 
 
 def run_janitor(*, state: JanitorState, engine: "SparkEngine", ignore_ttl: bool = False,
-                now_ms: int | None = None, snapshots: bool = True) -> JanitorResult:
+                now_ms: int | None = None, snapshots: bool = True, claims: Claims | None = None,
+                notice: Notice | None = None) -> JanitorResult:
     """Clean expired environments, then (with `snapshots`) expired snapshots and their unshared tables.
 
-    `ignore_ttl` expires every snapshot no live environment references, whatever its age.
+    With `claims` this runs holding the janitor's lease, once no plan or run holds an environment's
+    lease (a plan or run waits for it in turn). Tables a killed janitor recorded and did not drop
+    are dropped first. `ignore_ttl` expires every snapshot no live environment references, whatever
+    its age.
     """
+    if claims is None:
+        return _janitor(state, engine, ignore_ttl=ignore_ttl, now_ms=now_ms, snapshots=snapshots)
+    with claims.hold_janitor(notice=notice):
+        return _janitor(state, engine, ignore_ttl=ignore_ttl, now_ms=now_ms, snapshots=snapshots,
+                        lost=lambda: claims.lost(JANITOR_KEY))
+
+
+def _janitor(state: JanitorState, engine: "SparkEngine", *, ignore_ttl: bool, now_ms: int | None,
+             snapshots: bool, lost: Callable[[], bool] = lambda: False) -> JanitorResult:
     now = _now_ms() if now_ms is None else now_ms
     engine.invalidate()   # listings may be stale: other processes change the catalog too
+    finished = finish_pending_drops(state, engine) if snapshots else []
     envs = state.expired_environments(now)
     views: list[str] = []
     schemas: list[str] = []
@@ -74,21 +97,73 @@ def run_janitor(*, state: JanitorState, engine: "SparkEngine", ignore_ttl: bool 
         schemas += dropped_schemas
         state.delete_environment(env.name)
     result = JanitorResult(environments=tuple(e.name for e in envs), views=tuple(views),
-                           schemas=tuple(schemas))
+                           schemas=tuple(schemas), tables=tuple(finished))
     if not snapshots:
         return result
     expired = state.expired_snapshots(now, ignore_ttl=ignore_ttl)
     if not expired:
         return result
+    if lost():
+        raise PlanError("the janitor lost its lease (it stalled longer than the lease lasts) and a plan "
+                        "or run may be writing meanwhile; nothing was expired; run the janitor again")
     in_use = state.versions_in_use(exclude_ids=[s.snapshot_id for s in expired])
-    tables: list[str] = []
-    for snapshot in expired:
-        if (snapshot.name, snapshot.version) not in in_use:
-            tables += drop_physical(engine, snapshot)
-            in_use.add((snapshot.name, snapshot.version))   # siblings of one version drop once
-    state.delete_snapshots([s.snapshot_id for s in expired])
-    return JanitorResult(environments=result.environments, views=result.views, schemas=result.schemas,
-                         snapshots=tuple(s.snapshot_id for s in expired), tables=tuple(tables))
+    drops = [drop for snapshot in expired if (snapshot.name, snapshot.version) not in in_use
+             for drop in physical_objects(snapshot)]
+    # rows first: a janitor killed after this transaction leaves its drops to the next one, never
+    # intervals without their table (a plan would serve them as if filled)
+    pending = state.expire_snapshots([s.snapshot_id for s in expired], drops)
+    checkpoint("janitor-after-state")
+    tables = drop_pending(state, engine, pending)
+    return replace(result, snapshots=tuple(s.snapshot_id for s in expired),
+                   tables=result.tables + tuple(tables))
+
+
+def finish_pending_drops(state: JanitorState, engine: "SparkEngine") -> list[str]:
+    """Drop what a killed janitor recorded and left; a version some snapshot references again (a
+    plan pushed it since) keeps its table, only the record goes. Returns the dropped names."""
+    pending = state.pending_drops()
+    if not pending:
+        return []
+    in_use = state.versions_in_use()
+    state.delete_pending_drops([d.object for d in pending if (d.model, d.version) in in_use])
+    return drop_pending(state, engine, [d for d in pending if (d.model, d.version) not in in_use])
+
+
+def drop_pending(state: JanitorState, engine: "SparkEngine", pending: Iterable[PendingDrop]) -> list[str]:
+    """Drop each object that exists, then delete its record; returns the names dropped."""
+    pending = list(pending)
+    absent = [d.object for d in pending if not engine.table_exists(d.object)]
+    if absent:
+        state.delete_pending_drops(absent)
+    dropped = []
+    for drop in pending:
+        if drop.object in absent:
+            continue
+        (engine.drop_view if drop.kind == "view" else engine.drop_table)(drop.object)
+        dropped.append(drop.object)
+        checkpoint("janitor-between-drops")
+        state.delete_pending_drops([drop.object])
+    return dropped
+
+
+def clean_environment(*, state: JanitorState, engine: "SparkEngine", name: str,
+                      claims: Claims | None = None, notice: Notice | None = None) -> JanitorResult:
+    """`invalidate --sync`: drop one expired environment's views and schemas and delete its row,
+    holding its lease (a plan of it waits, and one in flight is waited for); snapshots stay."""
+    if claims is None:
+        return _clean_environment(state, engine, name)
+    with claims.hold(environment_key(name), f"invalidate of `{name}`", notice=notice):
+        return _clean_environment(state, engine, name)
+
+
+def _clean_environment(state: JanitorState, engine: "SparkEngine", name: str) -> JanitorResult:
+    env = state.get_environment(name)
+    if env is None or env.expiration_ts is None or env.expiration_ts > _now_ms():
+        return JanitorResult()   # planned again meanwhile: no longer expired
+    engine.invalidate()
+    views, schemas = drop_environment_objects(engine, env)
+    state.delete_environment(name)
+    return JanitorResult(environments=(name,), views=tuple(views), schemas=tuple(schemas))
 
 
 def drop_environment_objects(engine: "SparkEngine", env: Environment, *,
@@ -117,23 +192,32 @@ def drop_environment_objects(engine: "SparkEngine", env: Environment, *,
     return dropped, schemas
 
 
-def drop_physical(engine: "SparkEngine", snapshot: Snapshot) -> list[str]:
-    """Drop a snapshot's physical table and its `__dev` preview; returns the names that existed."""
+def physical_objects(snapshot: Snapshot) -> list[PendingDrop]:
+    """A snapshot's physical table and its `__dev` preview (views for a non-materialized VIEW model)."""
     if snapshot.kind in (KindName.EXTERNAL.value, KindName.EMBEDDED.value):
         return []
     kind = snapshot.definition.get("kind") or {}
     is_view = snapshot.kind == KindName.VIEW.value and not kind.get("materialized", False)
+    return [PendingDrop(object=name, kind="view" if is_view else "table", model=snapshot.name,
+                        version=snapshot.version)
+            for name in (snapshot.table_name, snapshot.dev_table_name)]
+
+
+def drop_physical(engine: "SparkEngine", snapshot: Snapshot) -> list[str]:
+    """Drop a snapshot's physical table and its `__dev` preview; returns the names that existed."""
     dropped = []
-    for table in (snapshot.table_name, snapshot.dev_table_name):
-        if engine.table_exists(table):
-            (engine.drop_view if is_view else engine.drop_table)(table)
-            dropped.append(table)
+    for drop in physical_objects(snapshot):
+        if engine.table_exists(drop.object):
+            (engine.drop_view if drop.kind == "view" else engine.drop_table)(drop.object)
+            dropped.append(drop.object)
     return dropped
 
 
 def destroy_all(*, state: DestroyableState, engine: "SparkEngine") -> JanitorResult:
     """Drop every view, table and schema meshbot created for this state, then the state itself."""
     engine.invalidate()
+    pending = state.pending_drops()   # a killed janitor's: their snapshots are gone from state
+    tables: list[str] = drop_pending(state, engine, pending)
     envs = state.get_environments()
     views: list[str] = []
     schemas: list[str] = []
@@ -143,7 +227,6 @@ def destroy_all(*, state: DestroyableState, engine: "SparkEngine") -> JanitorRes
         schemas += dropped_schemas
         state.delete_environment(env.name)
     everything = state.expired_snapshots(_now_ms(), ignore_ttl=True)
-    tables: list[str] = []
     seen: set[tuple[str, str]] = set()
     for snapshot in everything:
         if (snapshot.name, snapshot.version) not in seen:

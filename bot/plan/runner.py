@@ -86,8 +86,14 @@ class SparkRunner:
         if self.engine.table_exists(table):
             self.engine.sql(f"REFRESH TABLE {quote_table(table)}")
 
+    def first_run(self, table: str) -> None:
+        """Its version has no recorded interval: the next batch replaces the table's rows (a killed
+        writer's, or a killed janitor's table pushed again) rather than adding to them."""
+        self._first_runs.add(table)
+
     def create_physical(self, snapshot: Snapshot, model: Model, *, table: str,
                         table_mapping: Mapping[str, str]) -> None:
+        self.engine.physical_schemas.add(table.rsplit(".", 1)[0].lower())
         if self.engine.table_exists(table):
             return
         query_sql = None
