@@ -9,7 +9,7 @@ import click
 
 from bot.cli import ops, plans, quality, tooling
 from bot.cli.common import add_github_mask, print_redacted_traceback
-from bot.context import Context
+from bot.cli.notifying import NotifyingContext
 from bot.redact import on_register
 from bot.spark.verbosity import set_verbose
 
@@ -41,7 +41,7 @@ def cli(ctx: click.Context, path: str, gateway: str | None, verbose: bool) -> No
     # masked by the runner in the job log, whatever prints it.
     on_register(add_github_mask if os.environ.get("GITHUB_ACTIONS") == "true" else None)
     set_verbose(verbose)
-    context = Context(path, gateway=gateway)
+    context = NotifyingContext(path, gateway=gateway)
     ctx.obj = context
     ctx.call_on_close(context.close)
 

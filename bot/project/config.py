@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 from bot.errors import ConfigError
 from bot.project.files import read_text, read_yaml, render_env_vars
+from bot.project.notifications import NotificationTarget, parse_notification_targets
 from bot.project.timeutil import TimeParseError, check_ttl, to_ms
 from bot.redact import register, register_setting, register_url
 
@@ -130,6 +131,7 @@ class ProjectConfig:
     after_all: tuple[str, ...] = ()    # ... and after
     linter: LinterConfig = LinterConfig()
     format: FormatConfig = FormatConfig()
+    notification_targets: tuple[NotificationTarget, ...] = ()
 
     def gateway(self, name: str | None = None) -> Gateway:
         key = name or self.default_gateway
@@ -192,12 +194,13 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         after_all=_statements(raw.get("after_all"), "after_all", path),
         linter=_parse_linter(raw.get("linter"), path),
         format=_parse_format(raw.get("format"), path),
+        notification_targets=parse_notification_targets(raw.get("notification_targets"), path),
     )
 
 
 _CONFIG_KEYS = frozenset({"gateways", "default_gateway", "model_defaults", "variables", "snapshot_ttl",
                           "environment_ttl", "physical_schema_mapping", "plan", "cicd_bot", "users",
-                          "before_all", "after_all", "linter", "format"})
+                          "before_all", "after_all", "linter", "format", "notification_targets"})
 
 
 def _statements(value: Any, key: str, path: Path) -> tuple[str, ...]:
@@ -399,6 +402,10 @@ def parse_users(raw: Any, path: Path | str) -> tuple[UserConfig, ...]:
         username = spec.get("username") or spec.get("github_username")
         if not username:
             raise ConfigError(f"`users[{index}]` needs a `username` or `github_username`", path=path)
+        if spec.get("notification_targets"):
+            from bot.project.warn import project_warning
+            project_warning(f"`users[{index}].notification_targets` (per-user targets) is not supported by "
+                            "meshbot and is ignored; use the top-level `notification_targets`", path=path)
         roles = spec.get("roles") or ()
         users.append(UserConfig(username=str(username),
                                 github_username=_opt_str(spec.get("github_username")),

@@ -9,6 +9,7 @@ import sys
 import threading
 import types
 from datetime import date, datetime
+from enum import Enum
 from typing import Any, Iterator, Union
 
 from bot.project.model import KindName
@@ -39,6 +40,9 @@ _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
         "Config", "ModelDefaultsConfig", "GatewayConfig", "SparkConnectionConfig", "DuckDBConnectionConfig",
         "PostgresConnectionConfig", "PlanConfig", "NameInferenceConfig", "LinterConfig",
         "CategorizerConfig", "AutoCategorizationMode", "FormatConfig")},
+    "sqlmesh.core.notification_target": {name: (None, name) for name in (
+        "NotificationEvent", "ConsoleNotificationTarget", "SlackWebhookNotificationTarget",
+        "SlackApiNotificationTarget", "BasicSMTPNotificationTarget")},
 }
 
 
@@ -63,7 +67,7 @@ def _raw(value: Any) -> Any:
         return value.to_raw()
     if isinstance(value, dict):
         return {str(k): _raw(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         return [_raw(v) for v in value]
     return getattr(value, "value", value)   # enums as their value
 
@@ -83,6 +87,20 @@ FormatConfig = _config_class("FormatConfig")
 SparkConnectionConfig = _config_class("SparkConnectionConfig", "spark")
 DuckDBConnectionConfig = _config_class("DuckDBConnectionConfig", "duckdb")
 PostgresConnectionConfig = _config_class("PostgresConnectionConfig", "postgres")
+ConsoleNotificationTarget = _config_class("ConsoleNotificationTarget", "console")
+SlackWebhookNotificationTarget = _config_class("SlackWebhookNotificationTarget", "slack_webhook")
+SlackApiNotificationTarget = _config_class("SlackApiNotificationTarget", "slack_api")   # refused when loaded
+BasicSMTPNotificationTarget = _config_class("BasicSMTPNotificationTarget", "smtp")      # refused when loaded
+
+
+class NotificationEvent(str, Enum):
+    APPLY_START = "apply_start"
+    APPLY_END = "apply_end"
+    APPLY_FAILURE = "apply_failure"
+    RUN_START = "run_start"
+    RUN_END = "run_end"
+    RUN_FAILURE = "run_failure"
+    AUDIT_FAILURE = "audit_failure"
 
 
 class AutoCategorizationMode:

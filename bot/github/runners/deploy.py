@@ -7,10 +7,12 @@ from bot.github.event import PullRequest
 from bot.github.gate import approval_status
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, start_check)
+from bot.github.runners.notify import notifier_for
 from bot.github.sections import recorded_plan_digest
 from bot.github.settings import CheckName
 from bot.github.views import CheckSummaryView, CommentView, plan_view
 from bot.plan.definition import Plan, PlanOptions
+from bot.report.notify import Notifier, evaluated_models, plan_models
 
 
 def deploy_production(run: BotRun, *, environment: str | None = None,
@@ -54,9 +56,11 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         if not status.approved:
             return finish("failure", f":x: Deploy to `{env}` refused: required approval is missing.",
                           (status.summary,))
+    notifier = notifier_for(run, pull_request=pr, sha=deployed_sha)
     try:
         plan = run.context.plan(env, options=PlanOptions(skip_tests=True))
     except BotError as error:
+        notifier.failed("apply", env, error)
         return finish("failure", f":x: The plan for `{env}` could not be built.", (error_text(error),))
     if plan.is_up_to_date and not command:
         # e.g. the push of a PR that `/deploy` already deployed and merged: keep its deploy report
@@ -73,17 +77,21 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         return finish("failure", f":x: Deploy to `{env}` refused: the plan differs from the approved "
                                  f"prod plan preview (require_approved_plan).", drift)
     run.outputs.set("plan_id", plan.plan_id)
+    changed = plan_models(plan)
+    notifier.send("apply_start", env, models=changed)
     try:
         result = run.context.apply(plan)
     except BotError as error:
+        notifier.failed("apply", env, error, models=changed)
         return finish("failure", f":x: Deploy to `{env}` failed.", (error_text(error),) + drift)
+    notifier.send("apply_end", env, models=changed)
     run.outputs.set("deployed_sha", deployed_sha)
     view = plan_view(plan)
     done = (f":rocket: Deployed to `{env}` (plan `{plan.plan_id}`): {len(view.changes)} change(s), "
             f"{len(result.evaluated)} batch(es) computed.")
     status = (f":rocket: Deployed to `{env}` from {deployed_sha[:7] or 'this commit'}: plan `{plan.plan_id}`, "
               f"digest `{digest}`.")
-    merged, ran, ok = (), _run_after_deploy(run, env), True
+    merged, ran, ok = (), _run_after_deploy(run, env, notifier), True
     if command and pr is not None and run.settings.merge_method:
         merged, ok = _merge(run, pr)
         status += " " + merged[0]
@@ -105,15 +113,18 @@ def large_backfill(limit: int | None, plan: Plan) -> tuple[str, ...]:
     return (f"the plan computes {total} batches, more than cicd_bot.max_backfill_batches ({limit}).",) + lines
 
 
-def _run_after_deploy(run: BotRun, env: str) -> tuple[tuple[str, ...], bool]:
+def _run_after_deploy(run: BotRun, env: str, notifier: Notifier) -> tuple[tuple[str, ...], bool]:
     """cicd_bot.run_on_deploy: right after a prod deploy, process what each model's cron made due (as
     SQLMesh's run_on_deploy_to_prod). (report lines, ok)."""
     if not run.settings.run_on_deploy or env != "prod":
         return (), True
+    notifier.send("run_start", "prod")
     try:
         result = run.context.run("prod")
     except BotError as error:
+        notifier.failed("run", "prod", error)
         return (f":x: The run after the deploy failed: {error_text(error)}",), False
+    notifier.send("run_end", "prod", models=evaluated_models(result.evaluated))
     if result.nothing_due:
         return ("Run after the deploy: nothing was due.",), True
     return (f"Run after the deploy: {len(result.evaluated)} batch(es) computed"

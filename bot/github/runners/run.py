@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 from bot.errors import BotError
 from bot.github.runners.base import BotRun, error_text
+from bot.github.runners.notify import notifier_for
 from bot.report.markdown import render
+from bot.report.notify import Notifier, evaluated_models
 
 
 @dataclass(frozen=True)
@@ -45,21 +47,25 @@ def run_environments(run: BotRun) -> int:
     independently. Exit 1 when any of them failed."""
     names = list(dict.fromkeys(["prod", run.settings.merge_environment]))
     existing = {env.name for env in run.context.environments()}
+    notifier = notifier_for(run)
     report = RunReport(gateway=run.settings.gateway,
-                       environments=tuple(_run_one(run, name, existing) for name in names))
+                       environments=tuple(_run_one(run, name, existing, notifier) for name in names))
     run.outputs.set("run_status", "success" if report.ok else "failure")
     run.outputs.summary(render("run.md.j2", report))
     return 0 if report.ok else 1
 
 
-def _run_one(run: BotRun, name: str, existing: set[str]) -> EnvironmentRun:
+def _run_one(run: BotRun, name: str, existing: set[str], notifier: Notifier) -> EnvironmentRun:
     if name not in existing:
         return EnvironmentRun(name, f"skipped: `{name}` has not been deployed yet")
     began = time.perf_counter()
+    notifier.send("run_start", name)
     try:
         result = run.context.run(name)
     except BotError as error:
+        notifier.failed("run", name, error)
         return EnvironmentRun(name, f"failed: {error_text(error)}", ok=False, seconds=time.perf_counter() - began)
+    notifier.send("run_end", name, models=evaluated_models(result.evaluated))
     by_model: dict[str, list[tuple[int, int]]] = {}
     for model, start, end in result.evaluated:
         by_model.setdefault(model, []).append((start, end))

@@ -1,0 +1,57 @@
+"""The CLI's Context: applies, runs, unit tests and audits also tell the config's notification targets."""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from typing import Any, Sequence
+
+from bot.context import ApplyResult, Context
+from bot.errors import BotError
+from bot.plan.definition import Plan, ProgressCallback
+from bot.report.notify import Notifier, Origin, evaluated_models, plan_models
+
+
+class NotifyingContext(Context):
+    """Context whose operations report to `notification_targets` (the commands stay as they are)."""
+
+    @cached_property
+    def notifier(self) -> Notifier:
+        return Notifier.from_config(self.config, origin=Origin.from_environ(os.environ))
+
+    def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
+        models = plan_models(plan)
+        self.notifier.send("apply_start", plan.environment, models=models)
+        try:
+            result = super().apply(plan, progress=progress)
+        except BotError as error:
+            self.notifier.failed("apply", plan.environment, error, models=models)
+            raise
+        self.notifier.send("apply_end", plan.environment, models=models or evaluated_models(result.evaluated))
+        return result
+
+    def run(self, environment: str = "prod", **kwargs: Any) -> Any:
+        self.notifier.send("run_start", environment)
+        try:
+            result = super().run(environment, **kwargs)
+        except BotError as error:
+            self.notifier.failed("run", environment, error)
+            raise
+        self.notifier.send("run_end", result.environment, models=evaluated_models(result.evaluated))
+        return result
+
+    def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> Any:
+        result = super().test(patterns=patterns, files=files)
+        if not result.passed:
+            self.notifier.send("test_failure", models=sorted({t.model for t in result.failures}),
+                               error=result.error())
+        return result
+
+    def audit(self, *, models: Sequence[str] = (), environment: str = "prod", start: str | None = None,
+              end: str | None = None) -> Any:
+        report = super().audit(models=models, environment=environment, start=start, end=end)
+        failed = report.blocking_failures
+        if failed:
+            self.notifier.send("audit_failure", environment, models=sorted({r.model for r in failed}),
+                               error="\n".join(r.describe() for r in failed))
+        return report
