@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Sequence
 
 from bot.context import ApplyResult, Context
 from bot.errors import BotError
 from bot.plan.definition import Plan, ProgressCallback
+from bot.plan.run import RunResult
+from bot.quality.api import AuditReport, TestSuiteResult
 from bot.report.notify import Notifier, Origin, evaluated_models, plan_models
 
 
@@ -30,17 +32,18 @@ class NotifyingContext(Context):
         self.notifier.send("apply_end", plan.environment, models=models or evaluated_models(result.evaluated))
         return result
 
-    def run(self, environment: str = "prod", **kwargs: Any) -> Any:
+    def run(self, environment: str = "prod", *, execution_time: str | None = None,
+            progress: ProgressCallback | None = None) -> RunResult:
         self.notifier.send("run_start", environment)
         try:
-            result = super().run(environment, **kwargs)
+            result = super().run(environment, execution_time=execution_time, progress=progress)
         except BotError as error:
             self.notifier.failed("run", environment, error)
             raise
         self.notifier.send("run_end", result.environment, models=evaluated_models(result.evaluated))
         return result
 
-    def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> Any:
+    def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> TestSuiteResult:
         result = super().test(patterns=patterns, files=files)
         if not result.passed:
             self.notifier.send("test_failure", models=sorted({t.model for t in result.failures}),
@@ -48,7 +51,7 @@ class NotifyingContext(Context):
         return result
 
     def audit(self, *, models: Sequence[str] = (), environment: str = "prod", start: str | None = None,
-              end: str | None = None) -> Any:
+              end: str | None = None) -> AuditReport:
         report = super().audit(models=models, environment=environment, start=start, end=end)
         failed = report.blocking_failures
         if failed:
