@@ -160,10 +160,10 @@ class Context:
                                   environment_ttl=self.config.environment_ttl, progress=progress,
                                   default_start=self.config.model_defaults.start,
                                   concurrent_tasks=self.gateway.connection.concurrent_tasks,
-                                  claims=self.claims)
-        runner.environment_statements(before_all, plan.environment)
+                                  claims=self.claims,
+                                  before_all=lambda env: runner.environment_statements(before_all, env),
+                                  after_all=lambda env: runner.environment_statements(after_all, env))
         log = evaluator.apply(plan)
-        runner.environment_statements(after_all, plan.environment)
         if not plan.options.skip_backfill:
             log.audit_warnings.extend(self._standalone_audits(evaluator.table_mapping(plan), plan))
         return ApplyResult(plan_id=plan.plan_id, environment=plan.environment,

@@ -476,7 +476,8 @@ class FakeEngine:
     def environments(self) -> list[Environment]:
         return [Environment(name=n, snapshots=(), plan_id="") for n in sorted(self.envs)]
 
-    def run(self, environment: str = "prod") -> RunResult:
+    def run(self, environment: str = "prod", *, execution_time: str | None = None,
+            progress: ProgressCallback | None = None) -> RunResult:
         """Everything in `due` (model -> batches as (start ms, end ms)) is processed once; `failing`
         environments raise as a failed model would."""
         self.runs.append(environment)

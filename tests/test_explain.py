@@ -90,7 +90,7 @@ def test_skip_backfill_hides_the_backfill_section(state, config):
 
 def test_json_shape(dev_plan):
     data = plan_to_json(dev_plan)
-    assert set(data) == {"environment", "new_environment", "plan_id", "models"}
+    assert set(data) == {"environment", "new_environment", "plan_id", "models", "stages"}
     assert (data["environment"], data["new_environment"], data["plan_id"]) == ("dev", True, dev_plan.plan_id)
     orders, revenue, top = data["models"]
     version = dev_plan.snapshots["db.orders"].version
@@ -101,6 +101,20 @@ def test_json_shape(dev_plan):
     assert (revenue["change"], revenue["category"], revenue["backfill"]) == (
         "indirectly_modified", "indirect_non_breaking", None)
     assert top["kind"] == "VIEW"
+
+
+def test_the_apply_stages_are_one_list_the_explainer_describes(dev_plan, state, config):
+    """The evaluator runs bot.plan.stages' list; --explain names this plan's stages in that order, and a
+    plan without backfill skips the backfill stages."""
+    from bot.plan.stages import APPLY_STAGES, stage_lines
+
+    names = [s.name for s in APPLY_STAGES]
+    assert plan_to_json(dev_plan)["stages"] == [n for n in names if n not in ("restate", "audit_existing")]
+    skipped = plan_to_json(plan_for(state, config, project(), skip_backfill=True))["stages"]
+    assert "backfill" not in skipped and "check_parents" not in skipped and skipped[-1] == "after_all"
+    lines = stage_lines(dev_plan)
+    assert lines[0].startswith("Apply stages (holding `environment:<name>`")
+    assert "backfill: compute the missing intervals" in "\n".join(lines)
 
 
 def test_json_full_refresh_view_and_removed(state, config):

@@ -95,6 +95,10 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
     for warning in the_plan.warnings:
         reporter.warning(warning)
     previous = the_plan.previous_environment
+    if explain and not the_plan.is_up_to_date:
+        from bot.plan.stages import stage_lines
+
+        reporter.text("\n".join(stage_lines(the_plan)))
     if explain or the_plan.is_up_to_date:
         return
     if previous is not None and previous.finalized_ts is None:

@@ -142,8 +142,10 @@ class TimedContext:
         return self._timed("apply", lambda: self._context.invalidate(environment, sync=sync),
                            loads=False, spark=True)
 
-    def run(self, environment: str = "prod") -> RunResult:
-        return self._timed("apply", lambda: self._context.run(environment), loads=True, spark=False)
+    def run(self, environment: str = "prod", *, execution_time: str | None = None,
+            progress: ProgressCallback | None = None) -> RunResult:
+        return self._timed("apply", lambda: self._context.run(environment, execution_time=execution_time,
+                                                               progress=progress), loads=True, spark=False)
 
     def environments(self) -> list[Environment]:
         return self._timed("plan", self._context.environments, loads=False, spark=False)

@@ -17,6 +17,7 @@ from bot.quality.api import AuditResult, audit_error
 from bot.plan.definition import BackfillKind, Plan, ProgressCallback
 from bot.plan.ownership import claim_schemas, forget_missing_tables
 from bot.plan.parents import ParentCheck, require_parents
+from bot.plan.stages import APPLY_STAGES
 from bot.plan.schedule import run_tasks
 from bot.project.dag import topological_order, upstream_of
 from bot.project.timeutil import now_ms, to_ms
@@ -37,6 +38,17 @@ class ApplyLog:
     audit_warnings: list[AuditResult] = field(default_factory=list)
 
 
+@dataclass
+class _Apply:
+    """What the stages of one apply hand to each other."""
+
+    plan: Plan
+    mapping: Mapping[str, str]
+    log: ApplyLog = field(default_factory=ApplyLog)
+    stored: Environment | None = None        # the environment's row once an unfinished promotion is finished
+    environment: Environment | None = None   # the row this plan promotes
+
+
 @dataclass(frozen=True)
 class PlanEvaluator:
     """Runs a Plan's stages in SPEC §5 order; every finished batch is recorded at once so reruns resume."""
@@ -49,6 +61,8 @@ class PlanEvaluator:
     default_start: str | None = None     # model_defaults.start, for the parent-interval rule
     concurrent_tasks: int = 1            # models backfilled / tables created at once
     claims: Claims | None = None         # leases: one applier per environment, one writer per batch
+    before_all: Callable[[str], None] | None = None   # the config's before_all statements, for an environment
+    after_all: Callable[[str], None] | None = None
 
     def apply(self, plan: Plan) -> ApplyLog:
         """SPEC §5 order, with every step that can fail on the project's input before the state write.
@@ -84,6 +98,8 @@ class PlanEvaluator:
         stored = self.state.get_environment(plan.environment)
         stored_id = stored.plan_id if stored is not None else None
         if stored_id == plan.expected_plan_id:
+            if waited:
+                self._check_reused_still_stored(plan)
             return
         if not waited:
             raise ConflictError(f"another plan was applied to `{plan.environment}` while yours was "
@@ -92,31 +108,60 @@ class PlanEvaluator:
         raise ConflictError(f"environment `{plan.environment}` was changed by {by} (it now serves "
                             f"plan {(stored_id or 'none')[:8]}) while this plan waited; plan again")
 
+    def _check_reused_still_stored(self, plan: Plan) -> None:
+        """A plan that waited (for a janitor, say) must find the snapshots it reuses still stored: their
+        tables and intervals may be gone, and its backfills were computed before."""
+        new = {s.snapshot_id for s in plan.new_snapshots}
+        reused = [s.snapshot_id for s in plan.snapshots.values() if s.snapshot_id not in new]
+        gone = sorted(i.name for i in set(reused) - set(self.state.get_snapshots(reused)))
+        if gone:
+            raise ConflictError(f"while this plan waited, the janitor removed what it reuses ({', '.join(f'`{n}`' for n in gone[:5])}"
+                                f"{' and more' if len(gone) > 5 else ''}); plan again")
+
     def _apply(self, plan: Plan) -> ApplyLog:
-        log = ApplyLog()
-        stored = finish_promotion(self.state, self.runner, plan.environment)
-        mapping = self.table_mapping(plan)
-        self._check_view_names(plan)
-        if not plan.options.skip_backfill:
-            self._check_parents(plan, mapping)
-        claim_schemas(plan, mapping, state=self.state, runner=self.runner)
-        self.state.push_snapshots(plan.new_snapshots)
-        self._create_tables(plan, mapping)
-        if not plan.options.skip_backfill:
-            self._restate(plan)
-            self._backfill(plan, mapping, log)
-        checkpoint("after-last-batch")
-        self._audit_existing(plan, mapping, log)
-        environment = self.environment_for(plan)
-        self.state.promote(environment, expected_plan_id=plan.expected_plan_id)
-        checkpoint("after-state-write")
+        """Run bot.plan.stages' list for `plan`, each stage's fault checkpoint at its end."""
+        work = _Apply(plan=plan, mapping=self.table_mapping(plan))
+        steps: dict[str, Callable[[_Apply], None]] = {
+            "finish_promotion": self._finish_promotion, "before_all": self._before_all,
+            "check_names": lambda w: self._check_view_names(w.plan),
+            "check_parents": lambda w: self._check_parents(w.plan, w.mapping),
+            "claim_schemas": lambda w: claim_schemas(w.plan, w.mapping, state=self.state, runner=self.runner),
+            "push_snapshots": lambda w: self.state.push_snapshots(w.plan.new_snapshots),
+            "create_tables": lambda w: self._create_tables(w.plan, w.mapping),
+            "restate": lambda w: self._restate(w.plan),
+            "backfill": lambda w: self._backfill(w.plan, w.mapping, w.log),
+            "audit_existing": lambda w: self._audit_existing(w.plan, w.mapping, w.log),
+            "promote": self._promote, "swap_views": self._swap_or_revert,
+            "finalize": lambda w: self.state.finalize(w.plan.environment, w.plan.plan_id),
+            "after_all": self._after_all,
+        }
+        for stage in APPLY_STAGES:
+            if stage.runs_for(plan):
+                steps[stage.name](work)
+            if stage.checkpoint:
+                checkpoint(stage.checkpoint)
+        return work.log
+
+    def _finish_promotion(self, work: "_Apply") -> None:
+        work.stored = finish_promotion(self.state, self.runner, work.plan.environment)
+
+    def _before_all(self, work: "_Apply") -> None:
+        if self.before_all is not None:
+            self.before_all(work.plan.environment)
+
+    def _after_all(self, work: "_Apply") -> None:
+        if self.after_all is not None:
+            self.after_all(work.plan.environment)
+
+    def _promote(self, work: "_Apply") -> None:
+        work.environment = self.environment_for(work.plan)
+        self.state.promote(work.environment, expected_plan_id=work.plan.expected_plan_id)
+
+    def _swap_or_revert(self, work: "_Apply") -> None:
         try:
-            log.views_created = self._swap_views(plan, environment)
+            work.log.views_created = self._swap_views(work.plan, work.environment)
         except Exception as exc:  # noqa: BLE001 - any failure must put the previous views back
-            self._revert_promotion(plan, environment, stored, exc)
-        self.state.finalize(plan.environment, plan.plan_id)
-        checkpoint("after-finalize")
-        return log
+            self._revert_promotion(work.plan, work.environment, work.stored, exc)
 
     def _check_view_names(self, plan: Plan) -> None:
         """Spark's catalog accepts only letters, digits and `_` in schema and table names: a model

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 from bot.intervals import IntervalUnit, format_interval, inclusive_end_date, interval_unit, merge
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, Plan
+from bot.plan.stages import stages_for
 from bot.snapshot import view_name
 
 _SECTIONS = (
@@ -133,4 +134,5 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
             "backfill": _json_backfill(backfill),
         })
     return {"environment": plan.environment, "new_environment": plan.new_environment,
-            "plan_id": plan.plan_id, "models": models}
+            "plan_id": plan.plan_id, "models": models,
+            "stages": [stage.name for stage in stages_for(plan)]}
