@@ -416,6 +416,7 @@ class FakeEngine:
         self.applied: list[str] = []
         self.invalidated: list[str] = []
         self.runs: list[str] = []
+        self.options: list[PlanOptions] = []     # the options of each plan, in order
         self.batches = 0          # batches each changed model's backfill computes in a plan
         self.due: dict[str, list[tuple[int, int]]] = {}
         self.failing: set[str] = set()
@@ -445,6 +446,7 @@ class FakeEngine:
 
     def plan(self, environment: str = "prod", *, options: PlanOptions = PlanOptions()) -> Plan:
         self.plans.append(environment)
+        self.options.append(options)
         version = "1" if environment == "prod" and self.deployed else "2"
         snapshots = {name: self._snapshot(name, version) for name in self.changed}
         exists = environment in self.envs or (environment == "prod" and self.deployed)

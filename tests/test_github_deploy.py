@@ -253,3 +253,26 @@ def test_a_large_backfill_needs_a_required_approvers_explicit_yes(scenario):
     assert bot.engine.applied == ["prod"]
     assert bot(_comment_event("/deploy --force")) == 0
     assert "does not know `--force`" in bot.replies[-1]
+
+
+def test_a_forward_only_branch_plans_forward_only_and_a_destructive_change_needs_an_approver(scenario):
+    """SQLMesh's forward_only_branch_suffix: the PR environment, the prod preview and the deploy of a PR from
+    `...-forward-only` are forward-only plans; `/deploy --allow-destructive-model M` (required approvers
+    only) allows M's destructive change and the deploy report says who allowed it."""
+    bot = scenario({"required_approvers": ["ann-gh"]})
+    bot.repo.permissions.update({"ann-gh": "write"})
+    opened = _opened(bot.head)
+    opened["pull_request"]["head"]["ref"] = "fix-forward-only"
+    pull = _pull(bot.head)
+    pull["head"]["ref"] = "fix-forward-only"
+    bot.repo.set_pull(pull)
+    bot.repo.review("ann-gh", "APPROVED", bot.head, "2024-01-02T00:00:00Z")
+    assert bot(opened, "pull_request") == 0
+    assert bot.engine.plans == ["hello_world_2", "prod"]
+    assert all(options.forward_only for options in bot.engine.options)
+    assert bot(_comment_event("/deploy --allow-destructive-model shop.orders")) == 1     # a writer, no approver
+    assert "can be given by a required approver only" in bot.replies[-1]
+    assert bot(_comment_event("/deploy --allow-destructive-model shop.orders", login="ann-gh")) == 0
+    deploy = bot.engine.options[-1]
+    assert deploy.forward_only and deploy.allow_destructive_models == ("shop.orders",)
+    assert "Destructive changes allowed for `shop.orders` by @ann-gh." in bot.repo.check(DEPLOY)["output"]["summary"]

@@ -17,7 +17,37 @@ from bot.github.settings import BotSettings
 
 
 ALLOW_LARGE_BACKFILL = "--allow-large-backfill"
-DEPLOY_OPTIONS = (ALLOW_LARGE_BACKFILL,)
+ALLOW_DESTRUCTIVE = "--allow-destructive-model"      # followed by a model name; given as --allow-destructive-model=M
+
+
+def deploy_options(args: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+    """A `/deploy` comment's words → (options, words it does not know). Both options are for required
+    approvers only.
+
+    >>> deploy_options(("--allow-destructive-model", "shop.orders", "--allow-large-backfill"))
+    (('--allow-destructive-model=shop.orders', '--allow-large-backfill'), [])
+    >>> deploy_options(("--allow-destructive-model",))
+    ((), ['--allow-destructive-model (needs a model name)'])
+    """
+    options: list[str] = []
+    unknown: list[str] = []
+    words = iter(args)
+    for word in words:
+        if word == ALLOW_LARGE_BACKFILL:
+            options.append(word)
+        elif word == ALLOW_DESTRUCTIVE or word.startswith(ALLOW_DESTRUCTIVE + "="):
+            model = word.partition("=")[2] or next(words, "")
+            if model and not model.startswith("--"):
+                options.append(f"{ALLOW_DESTRUCTIVE}={model}")
+            else:
+                unknown.append(f"{ALLOW_DESTRUCTIVE} (needs a model name)")
+        else:
+            unknown.append(word)
+    return tuple(options), unknown
+
+
+def destructive_models(options: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(o.partition("=")[2] for o in options if o.startswith(ALLOW_DESTRUCTIVE + "="))
 
 
 class Step(str, Enum):
@@ -96,12 +126,13 @@ def _classify_comment(event: Event, settings: BotSettings) -> Decision:
     if isinstance(parsed, Reply):
         return Decision(Step.REPLY, parsed.text)
     if isinstance(parsed, Command):
-        unknown = [arg for arg in parsed.args if arg not in DEPLOY_OPTIONS]
+        options, unknown = deploy_options(parsed.args)
         if unknown:
             prefix = command_prefix(settings.command_namespace)
             return Decision(Step.REPLY, f"`{prefix}deploy` does not know {', '.join(f'`{a}`' for a in unknown)}; "
-                                        f"its option is `{ALLOW_LARGE_BACKFILL}` (required approvers only).")
-        return Decision(Step.DEPLOY, environment=settings.merge_environment, command=True, options=parsed.args)
+                                        f"its options are `{ALLOW_LARGE_BACKFILL}` and `{ALLOW_DESTRUCTIVE} MODEL` "
+                                        "(required approvers only).")
+        return Decision(Step.DEPLOY, environment=settings.merge_environment, command=True, options=options)
     return Decision(Step.NOTHING, f"the comment is {parsed.reason}.")
 
 
@@ -138,8 +169,10 @@ def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *
         refusal = checkout_refusal(pr.head_sha, checkout_head, f"the head of #{pr.number}")
         if refusal is not None:
             return Verdict(pr, refusal + " (the `sha` output of the authorize job).")
-    if ALLOW_LARGE_BACKFILL in options and not _is_required_approver(github, settings, event, comment.user):
-        return Verdict(pr, f"deploy refused: `{ALLOW_LARGE_BACKFILL}` can be given by a required approver only.")
+    given = [o.partition("=")[0] for o in options]
+    if given and not _is_required_approver(github, settings, event, comment.user):
+        names = ", ".join(f"`{o}`" for o in dict.fromkeys(given))
+        return Verdict(pr, f"deploy refused: {names} can be given by a required approver only.")
     approval = approval_status(github, settings, event.repo.owner, pr)
     if not approval.approved:
         return Verdict(pr, f"deploy refused: required approval is missing. {approval.summary}", approval)

@@ -53,6 +53,7 @@ class BotSettings:
     table_diff_full_scope: str = "whole"     # FULL/VIEW/other kinds: "whole" query, or "skip"
     run_on_deploy: bool = False              # after a prod deploy, run what each model's cron made due
     max_backfill_batches: int | None = None  # a deploy computing more batches needs an approver's explicit yes
+    forward_only_branch_suffix: str = "-forward-only"   # a PR from a branch ending so plans forward-only
 
     @property
     def has_required_approvers(self) -> bool:
@@ -65,6 +66,14 @@ class BotSettings:
     def is_prod_branch(self, branch: str | None, default_branch: str) -> bool:
         names = self.prod_branch_names or (default_branch,)
         return branch is not None and branch in names
+
+    def forward_only(self, head_ref: str | None) -> bool:
+        """SQLMesh's forward_only_branch_suffix: a PR from such a branch makes forward-only plans.
+
+        >>> BotSettings().forward_only("fix-forward-only"), BotSettings().forward_only("main")
+        (True, False)
+        """
+        return bool(head_ref and self.forward_only_branch_suffix and head_ref.endswith(self.forward_only_branch_suffix))
 
     def deploys_on(self, trigger: str) -> bool:
         return self.deploy_on in (trigger, "both")
@@ -131,6 +140,7 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
         table_diff_full_scope=full_scope,
         run_on_deploy=_bool(raw.get("run_on_deploy", False), "run_on_deploy", where),
         max_backfill_batches=int(max_batches) if max_batches is not None else None,
+        forward_only_branch_suffix=str(raw.get("forward_only_branch_suffix") or "-forward-only"),
     )
 
 

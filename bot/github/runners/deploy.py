@@ -5,18 +5,20 @@ from __future__ import annotations
 from bot.errors import BotError, GithubError
 from bot.github.event import PullRequest
 from bot.github.gate import approval_status
+from bot.github.runners.pr import prod_options
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, start_check)
 from bot.github.runners.notify import notifier_for
 from bot.github.sections import recorded_plan_digest
 from bot.github.settings import CheckName
 from bot.github.views import CheckSummaryView, CommentView, plan_view
-from bot.plan.definition import Plan, PlanOptions
+from bot.plan.definition import Plan
 from bot.report.notify import Notifier, evaluated_models, plan_models
 
 
 def deploy_production(run: BotRun, *, environment: str | None = None,
-                      pull_request: PullRequest | None = None, allow_large_backfill: bool = False) -> int:
+                      pull_request: PullRequest | None = None, allow_large_backfill: bool = False,
+                      allow_destructive: tuple[str, ...] = ()) -> int:
     """Apply the plan to `environment` (default: the merge environment) for the PR of this commit.
 
     `pull_request` is the PR of an authorized `/deploy` (bot.github.gate checked it before the project
@@ -58,7 +60,7 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
                           (status.summary,))
     notifier = notifier_for(run, pull_request=pr, sha=deployed_sha)
     try:
-        plan = run.context.plan(env, options=PlanOptions(skip_tests=True))
+        plan = run.context.plan(env, options=prod_options(run, pr, allow_destructive=allow_destructive))
     except BotError as error:
         notifier.failed("apply", env, error)
         return finish("failure", f":x: The plan for `{env}` could not be built.", (error_text(error),))
@@ -91,6 +93,9 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
             f"{len(result.evaluated)} batch(es) computed.")
     status = (f":rocket: Deployed to `{env}` from {deployed_sha[:7] or 'this commit'}: plan `{plan.plan_id}`, "
               f"digest `{digest}`.")
+    if allow_destructive:
+        drift += (f"Destructive changes allowed for {', '.join(f'`{m}`' for m in allow_destructive)} by "
+                  f"@{run.event.comment.user if run.event.comment else 'a required approver'}.",)
     merged, ran, ok = (), _run_after_deploy(run, env, notifier), True
     if command and pr is not None and run.settings.merge_method:
         merged, ok = _merge(run, pr)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.github.gate import (ALLOW_LARGE_BACKFILL, Decision, Step, authorize_command, checkout_refusal, classify,
+from bot.github.gate import (ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, authorize_command, checkout_refusal, classify,
                              release_refusal)
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
@@ -87,7 +87,8 @@ def _deploy(run: BotRun, decision: Decision) -> int:
         run.github.add_reaction(comment.id, "rocket")
     run.open_project(read_cache=False)
     return deploy_production(run, environment=decision.environment, pull_request=pull_request,
-                             allow_large_backfill=ALLOW_LARGE_BACKFILL in decision.options)
+                             allow_large_backfill=ALLOW_LARGE_BACKFILL in decision.options,
+                             allow_destructive=destructive_models(decision.options))
 
 
 def _run(run: BotRun) -> int:

@@ -50,7 +50,7 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | 
     check = start_check(run, CheckName.PR_ENVIRONMENT, pr.head_sha)
     s = run.settings
     options = PlanOptions(skip_backfill=s.skip_pr_backfill and not s.default_pr_start,
-                          start=s.default_pr_start, skip_tests=True)
+                          start=s.default_pr_start, skip_tests=True, forward_only=s.forward_only(pr.head_ref))
     try:
         require_lasting_storage(run)
         existed = env in {e.name for e in run.context.environments()}
@@ -99,7 +99,7 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
         return ()
     if prod_plan is None:
         try:
-            prod_plan = run.context.plan("prod", options=PlanOptions(skip_tests=True))
+            prod_plan = run.context.plan("prod", options=prod_options(run, pr))
         except BotError as error:
             return (DiffView("prod plan", note=f"not compared: {error_text(error)}"),)
     backfilled = not pr_plan.options.skip_backfill
@@ -121,7 +121,7 @@ def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str |
     check = start_check(run, CheckName.PROD_PLAN, pr.head_sha)
     try:
         require_lasting_storage(run)
-        plan = run.context.plan("prod", options=PlanOptions(skip_tests=True))
+        plan = run.context.plan("prod", options=prod_options(run, pr))
     except BotError as error:
         finish_check(run, check, name=CheckName.PROD_PLAN, sha=pr.head_sha, conclusion="failure",
                      view=CheckSummaryView(summary="The prod plan could not be built",
@@ -156,6 +156,13 @@ def approval_step(run: BotRun, pr: PullRequest) -> ApprovalStatus:
 
 def _approval_word(status: ApprovalStatus) -> str:
     return "skipped" if not status.required else ("success" if status.approved else "failure")
+
+
+def prod_options(run: BotRun, pr: PullRequest | None, *, allow_destructive: tuple[str, ...] = ()) -> PlanOptions:
+    """How the bot plans prod for `pr` (its preview and its deploy alike): forward-only for a branch
+    ending in cicd_bot.forward_only_branch_suffix; destructive changes only where an approver allowed them."""
+    return PlanOptions(skip_tests=True, forward_only=run.settings.forward_only(pr.head_ref if pr else None),
+                       allow_destructive_models=allow_destructive)
 
 
 def deploy_hint(run: BotRun) -> str:
