@@ -12,7 +12,7 @@ from bot.plan.definition import Plan, PlanOptions, ProgressCallback
 from bot.project.config import Gateway, ProjectConfig
 from bot.project.model import Model
 from bot.snapshot import normalize_environment
-from bot.state.api import Environment
+from bot.state.api import Environment, HistoryEntry
 
 if TYPE_CHECKING:
     from bot.diff.api import ModelDataDiff, TableDiffResult
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from bot.plan.env_statements import EnvironmentStatements
     from bot.plan.janitor import JanitorResult
     from bot.plan.lint import LintResult
+    from bot.plan.rollback import RollbackResult
     from bot.plan.run import RunResult
     from bot.plan.runner import SparkRunner
     from bot.project.loader import Project
@@ -199,6 +200,28 @@ class Context:
     # -- environments -------------------------------------------------------------------
     def environments(self) -> list[Environment]:
         return self.state.get_environments()
+
+    def environment_history(self, environment: str) -> list[HistoryEntry]:
+        """The plans `environment` served (applies and rollbacks), newest first."""
+        env = normalize_environment(environment)
+        if self.state.get_environment(env) is None:
+            raise PlanError(f"environment `{env}` does not exist")
+        return self.state.get_environment_history(env)
+
+    def rollback(self, environment: str, *, to_plan_id: str | None = None) -> "RollbackResult":
+        """Serve an earlier plan's snapshots again (default: the previous plan): views repointed to
+        tables that still exist, nothing computed; the project's files are not read."""
+        from bot.plan.evaluator import PlanEvaluator
+        from bot.plan.rollback import rollback
+        from bot.plan.runner import SparkRunner
+
+        self._start_engine_for_catalog()
+        concurrent = self.gateway.connection.concurrent_tasks
+        runner = SparkRunner(engine=self.engine, context_models={}, config=self.config,
+                             gateway=self.gateway.name, audits={}, concurrent_tasks=concurrent)
+        evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
+                                  concurrent_tasks=concurrent, claims=self.claims)
+        return rollback(evaluator, normalize_environment(environment), to_plan_id=to_plan_id)
 
     def invalidate(self, environment: str, *, sync: bool = False) -> "JanitorResult | None":
         """Mark a dev environment expired; `sync` drops its views and schemas right away."""

@@ -23,6 +23,7 @@ from bot.errors import EngineError
 from bot.plan.definition import (Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions,
                                  ProgressCallback)
 from bot.plan.janitor import JanitorResult
+from bot.plan.rollback import RollbackResult
 from bot.plan.run import RunResult
 from bot.project.config import ModelDefaults, ProjectConfig, UserConfig
 from bot.quality.api import TestResult, TestSuiteResult
@@ -415,6 +416,7 @@ class FakeEngine:
         self.plans: list[str] = []
         self.applied: list[str] = []
         self.invalidated: list[str] = []
+        self.rolled_back: list[tuple[str, str | None]] = []   # (environment, --to plan id) of each rollback
         self.runs: list[str] = []
         self.options: list[PlanOptions] = []     # the options of each plan, in order
         self.batches = 0          # batches each changed model's backfill computes in a plan
@@ -488,6 +490,11 @@ class FakeEngine:
         evaluated = tuple((model, s, e) for model, spans in sorted(self.due.items()) for s, e in spans)
         self.due = {}
         return RunResult(environment=environment, execution_time=0, evaluated=evaluated)
+
+    def rollback(self, environment: str, *, to_plan_id: str | None = None) -> RollbackResult:
+        self.rolled_back.append((environment, to_plan_id))
+        return RollbackResult(environment=environment, plan_id="c" * 32, from_plan_id="b" * 32,
+                              to_plan_id=to_plan_id or "a" * 32, repointed=tuple(self.changed), seconds=0.5)
 
     def invalidate(self, environment: str, *, sync: bool = False) -> JanitorResult | None:
         self.invalidated.append(environment)

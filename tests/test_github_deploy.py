@@ -276,3 +276,33 @@ def test_a_forward_only_branch_plans_forward_only_and_a_destructive_change_needs
     deploy = bot.engine.options[-1]
     assert deploy.forward_only and deploy.allow_destructive_models == ("shop.orders",)
     assert "Destructive changes allowed for `shop.orders` by @ann-gh." in bot.repo.check(DEPLOY)["output"]["summary"]
+
+
+def test_rollback_is_for_required_approvers_and_replies_with_what_it_repointed(scenario):
+    """`/rollback [PLAN_ID]` rolls the merge environment back: a writer who is not a required approver, a
+    reader, a fork's PR are refused before the project is opened; an approver's rollback replies with the plans
+    and the views it repointed."""
+    bot = scenario({"required_approvers": ["ann-gh"]})
+    bot.repo.permissions.update({"ann-gh": "write", "reader": "read"})
+    bot.repo.set_pull(_pull(bot.head), merged=True)
+    assert bot(_comment_event("/rollback")) == 1
+    assert "`/rollback` can be given by a required approver only" in bot.replies[-1]
+    assert bot(_comment_event("/rollback", login="reader")) == 1
+    assert "needs write permission on this repository (yours is `read`)" in bot.replies[-1]
+    assert bot(_comment_event("/rollback to yesterday", login="ann-gh")) == 0
+    assert "takes at most one plan id" in bot.replies[-1]
+    assert bot.engine.rolled_back == [] and bot.engine.plans == []
+    bot.repo.set_pull(_pull(bot.head, head_repo="someone/Hello-World"))
+    assert bot(_comment_event("/rollback", login="ann-gh")) == 1
+    assert "comes from the fork `someone/Hello-World`" in bot.replies[-1] and bot.engine.rolled_back == []
+
+    bot.repo.set_pull(_pull(bot.head), merged=True)    # the job checked out the PR's head, not the default branch
+    assert bot(_comment_event("/rollback", login="ann-gh")) == 1
+    assert "rollback refused: the checked-out commit" in bot.replies[-1] and bot.engine.rolled_back == []
+    bot.repo.set_pull(_pull("f" * 40), merged=True)     # the checkout is a default-branch commit
+    assert bot(_comment_event("/rollback", login="ann-gh")) == 0
+    assert bot.engine.rolled_back == [("prod", None)]
+    assert ("rolled `prod` back from plan bbbbbbbb to plan aaaaaaaa's snapshots (new plan cccccccc)"
+            in bot.replies[-1]) and "views repointed: `shop.orders`" in bot.replies[-1]
+    assert bot(_comment_event("/rollback 1A2B3C", login="ann-gh")) == 0
+    assert bot.engine.rolled_back[-1] == ("prod", "1a2b3c") and bot.engine.applied == []

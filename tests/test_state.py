@@ -101,6 +101,8 @@ def test_version_1_state_is_refused_until_migrated_and_keeps_its_rows(connection
     indexes = sa.inspect(state.engine).get_indexes("snapshots", schema=connection.schema)
     assert "ix_snapshots_name_version" in {i["name"] for i in indexes}
     assert state.pending_drops() == []   # v0005's table is there
+    [entry] = state.get_environment_history("dev")   # v0006 records the plan each environment serves
+    assert (entry.plan_id, entry.snapshots, entry.finalized_ts) == ("p1", (), None)
     state_id = state.state_id
     assert len(state_id) == 32 and int(state_id, 16) >= 0
     assert state.migrate() == latest_version()   # idempotent
@@ -146,4 +148,5 @@ def test_unknown_state_type_is_refused(tmp_path):
 def test_migrations_are_numbered_without_gaps():
     assert [m.version for m in all_migrations()] == list(range(1, latest_version() + 1))
     assert build_tables().metadata.tables.keys() == {"snapshots", "environments", "intervals",
-                                                     "versions", "leases", "pending_drops"}
+                                                     "versions", "leases", "pending_drops",
+                                                     "environment_history"}

@@ -272,3 +272,34 @@ def test_expiring_snapshots_records_the_drops_of_unshared_versions_in_the_same_t
     assert state.pending_drops() == [drops[1]]
     state.expire_snapshots([], [drops[1]])   # recorded again (a janitor finishing another's): once
     assert state.pending_drops() == [drops[1]]
+
+
+def test_every_promotion_is_recorded_in_the_history_in_its_transaction(state):
+    a1, a2 = make_snapshot("db.a", 1), make_snapshot("db.a", 2)
+    state.promote(env_of("prod", "plan1", a1), expected_plan_id=None)
+    state.finalize("prod", "plan1")
+    state.promote(env_of("prod", "plan2", a2), expected_plan_id="plan1")
+    history = state.get_environment_history("prod")
+    assert [(e.plan_id, e.finalized_ts is not None) for e in history] == [("plan2", False), ("plan1", True)]
+    assert history[1].snapshots == env_of("prod", "x", a1).snapshots
+    assert history[0].promoted_ts >= history[1].promoted_ts
+    with pytest.raises(ConflictError):                       # a refused promotion writes no history
+        state.promote(env_of("prod", "plan3", a1), expected_plan_id="plan1")
+    state.restore_environment("prod", state.get_environment("prod") and
+                              env_of("prod", "plan1", a1, finalized_ts=1), expected_plan_id="plan2")
+    assert [e.plan_id for e in state.get_environment_history("prod")] == ["plan1"]   # an undone one is gone
+    state.promote(env_of("dev", "d1", a2, expiration_ts=5), expected_plan_id=None)
+    state.delete_environment("dev")
+    assert state.get_environment_history("dev") == []
+
+
+def test_the_previous_plan_of_a_live_environment_is_kept_by_the_janitor_unless_ignore_ttl(state):
+    now = 1_700_000_000_000 + 10 * DAY
+    old, current, older = make_snapshot("db.a", 1), make_snapshot("db.a", 2), make_snapshot("db.a", 0)
+    state.push_snapshots([older, old, current])
+    state.promote(env_of("prod", "p0", older), expected_plan_id=None)
+    state.promote(env_of("prod", "p1", old), expected_plan_id="p0")
+    state.promote(env_of("prod", "p2", current), expected_plan_id="p1")
+    assert state.expired_snapshots(now) == [older]           # p1's snapshot: the rollback target
+    assert {s.identifier for s in state.expired_snapshots(now, ignore_ttl=True)} == {older.identifier,
+                                                                                     old.identifier}

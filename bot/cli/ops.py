@@ -1,4 +1,4 @@
-"""Operations commands: invalidate, run, janitor, migrate, evaluate, dag, destroy."""
+"""Operations commands: invalidate, rollback, run, janitor, migrate, evaluate, dag, destroy."""
 
 from __future__ import annotations
 
@@ -23,6 +23,25 @@ def invalidate(ctx: click.Context, environment: str, sync: bool) -> None:
     if result is not None:
         for line in result.lines():
             click.echo(line)
+
+
+@click.command()
+@click.argument("environment")
+@click.option("--to", "to_plan_id", default=None, metavar="PLAN_ID",
+              help="The plan to serve again (an id or its prefix; default: the plan before the current one).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+@handle_errors
+def rollback(ctx: click.Context, environment: str, to_plan_id: str | None, as_json: bool) -> None:
+    """Serve an earlier plan of ENVIRONMENT again: its views repointed to tables that still exist, nothing computed."""
+    result = context_of(ctx).rollback(environment, to_plan_id=to_plan_id)
+    if as_json:
+        TerminalReporter(json_mode=True).json({
+            "environment": result.environment, "plan_id": result.plan_id, "from_plan_id": result.from_plan_id,
+            "to_plan_id": result.to_plan_id, "repointed": list(result.repointed), "seconds": result.seconds})
+        return
+    for line in result.lines():
+        click.echo(line)
 
 
 @click.command()
@@ -136,4 +155,4 @@ def _to_stderr(line: str) -> None:
     click.echo(line, err=True)
 
 
-COMMANDS = (invalidate, run, janitor, migrate, evaluate, dag, destroy,)
+COMMANDS = (invalidate, rollback, run, janitor, migrate, evaluate, dag, destroy,)

@@ -144,15 +144,30 @@ def _apply(context: Context, the_plan: Any, reporter: TerminalReporter) -> None:
 
 
 @click.command()
+@click.argument("environment", required=False)
+@click.option("--history", is_flag=True, help="List the plans ENVIRONMENT served, newest first.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 @handle_errors
-def environments(ctx: click.Context, as_json: bool) -> None:
-    """List environments."""
+def environments(ctx: click.Context, environment: str | None, history: bool, as_json: bool) -> None:
+    """List environments, or with ENVIRONMENT --history the plans it served (newest first)."""
+    reporter = TerminalReporter(json_mode=as_json)
+    if history or environment:
+        if not (history and environment):
+            raise click.UsageError("give an environment and --history: `meshbot environments prod --history`")
+        current = context_of(ctx).environment_history(environment)
+        plans = [{"plan_id": e.plan_id, "promoted_at": iso(e.promoted_ts) if e.promoted_ts else None,
+                  "finalized_at": iso(e.finalized_ts), "snapshot_count": len(e.snapshots),
+                  "current": i == 0} for i, e in enumerate(current)]
+        if as_json:
+            reporter.json(plans)
+        else:
+            reporter.table([{**p, "plan_id": p["plan_id"][:12], "current": "*" if p["current"] else ""}
+                            for p in plans])
+        return
     envs = context_of(ctx).environments()
     rows = [{"name": e.name, "snapshot_count": len(e.snapshots), "expires_at": iso(e.expiration_ts),
              "finalized_at": iso(e.finalized_ts)} for e in envs]
-    reporter = TerminalReporter(json_mode=as_json)
     reporter.json(rows) if as_json else reporter.table(rows)
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-COMMANDS = ("deploy",)
+COMMANDS = ("deploy", "rollback")
 HELP = ("meshbot commands: `{prefix}deploy` applies the prod plan of this PR "
-        "(needs write access and the required approvals); `{prefix}help` shows this message.")
+        "(needs write access and the required approvals); `{prefix}rollback [PLAN_ID]` serves the merge "
+        "environment's previous plan (or PLAN_ID) again, nothing recomputed (required approvers only); "
+        "`{prefix}help` shows this message.")
 
 
 @dataclass(frozen=True)

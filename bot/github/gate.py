@@ -57,6 +57,7 @@ class Step(str, Enum):
     DEPLOY = "deploy"          # apply prod: push to the prod branch, release or tag, `/deploy`
     CLEANUP = "cleanup"        # a pull request closed
     RUN = "run"                # a schedule or a manual dispatch: process what each model's cron made due
+    ROLLBACK = "rollback"      # `/rollback`: serve the merge environment's previous plan again
     NOTHING = "nothing"
 
 
@@ -72,7 +73,7 @@ class Decision:
 
     @property
     def loads_project(self) -> bool:
-        return self.step in (Step.SYNC, Step.DEPLOY, Step.CLEANUP, Step.RUN)
+        return self.step in (Step.SYNC, Step.DEPLOY, Step.CLEANUP, Step.RUN, Step.ROLLBACK)
 
 
 def classify(event: Event, settings: BotSettings) -> Decision:
@@ -125,6 +126,8 @@ def _classify_comment(event: Event, settings: BotSettings) -> Decision:
                            enabled=settings.enable_deploy_command)
     if isinstance(parsed, Reply):
         return Decision(Step.REPLY, parsed.text)
+    if isinstance(parsed, Command) and parsed.name == "rollback":
+        return _classify_rollback(parsed, settings)
     if isinstance(parsed, Command):
         options, unknown = deploy_options(parsed.args)
         if unknown:
@@ -134,6 +137,39 @@ def _classify_comment(event: Event, settings: BotSettings) -> Decision:
                                         "(required approvers only).")
         return Decision(Step.DEPLOY, environment=settings.merge_environment, command=True, options=options)
     return Decision(Step.NOTHING, f"the comment is {parsed.reason}.")
+
+
+def _classify_rollback(parsed: Command, settings: BotSettings) -> Decision:
+    """`/rollback [PLAN_ID]`: the plan id (hex, a prefix will do) travels as the option `--to=PLAN_ID`."""
+    args = parsed.args
+    if len(args) > 1 or (args and not all(c in "0123456789abcdef" for c in args[0].lower())):
+        prefix = command_prefix(settings.command_namespace)
+        return Decision(Step.REPLY, f"`{prefix}rollback` takes at most one plan id (hex, as `meshbot environments "
+                                    f"{settings.merge_environment} --history` lists them).")
+    return Decision(Step.ROLLBACK, environment=settings.merge_environment, command=True,
+                    options=tuple(f"--to={a.lower()}" for a in args))
+
+
+def rollback_target(options: tuple[str, ...]) -> str | None:
+    return next((o.partition("=")[2] for o in options if o.startswith("--to=")), None)
+
+
+def authorize_rollback(event: Event, settings: BotSettings, github: GithubPort) -> Verdict:
+    """May the `/rollback` of this comment roll back now? Write permission, a pull request of this
+    repository (not a fork), and a required approver as commenter. Reads the GitHub API only."""
+    comment = event.comment
+    prefix = command_prefix(settings.command_namespace)
+    permission = github.permission(comment.user)
+    if permission not in WRITE_PERMISSIONS:
+        return Verdict(None, f"ignored `{prefix}rollback`: it needs write permission on this repository "
+                             f"(yours is `{permission}`).")
+    pr = github.pull_request(comment.issue_number)
+    if pr.is_from_fork(event.repo):
+        return Verdict(pr, f"rollback refused: #{pr.number} comes from {pr.head_origin()}; meshbot takes "
+                           "commands that touch prod only on pull requests of this repository.")
+    if not _is_required_approver(github, settings, event, comment.user):
+        return Verdict(pr, f"rollback refused: `{prefix}rollback` can be given by a required approver only.")
+    return Verdict(pr, None)
 
 
 @dataclass(frozen=True)

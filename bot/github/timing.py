@@ -29,6 +29,7 @@ from bot.project.config import ProjectConfig
 from bot.quality.api import TestSuiteResult
 
 if TYPE_CHECKING:   # types only: the GitHub layer reaches state and Spark through the context
+    from bot.plan.rollback import RollbackResult
     from bot.plan.run import RunResult
     from bot.state.api import Environment
 
@@ -140,6 +141,10 @@ class TimedContext:
 
     def invalidate(self, environment: str, *, sync: bool = False) -> JanitorResult | None:
         return self._timed("apply", lambda: self._context.invalidate(environment, sync=sync),
+                           loads=False, spark=True)
+
+    def rollback(self, environment: str, *, to_plan_id: str | None = None) -> RollbackResult:
+        return self._timed("apply", lambda: self._context.rollback(environment, to_plan_id=to_plan_id),
                            loads=False, spark=True)
 
     def run(self, environment: str = "prod", *, execution_time: str | None = None,

@@ -17,7 +17,7 @@ from bot.quality.api import AuditResult, audit_error
 from bot.plan.definition import BackfillKind, Plan, ProgressCallback
 from bot.plan.ownership import claim_schemas, forget_missing_tables
 from bot.plan.parents import ParentCheck, require_parents
-from bot.plan.stages import APPLY_STAGES
+from bot.plan.stages import APPLY_STAGES, PROMOTE_STAGES, Stage
 from bot.plan.schedule import run_tasks
 from bot.project.dag import topological_order, upstream_of
 from bot.project.timeutil import now_ms, to_ms
@@ -120,7 +120,15 @@ class PlanEvaluator:
 
     def _apply(self, plan: Plan) -> ApplyLog:
         """Run bot.plan.stages' list for `plan`, each stage's fault checkpoint at its end."""
-        work = _Apply(plan=plan, mapping=self.table_mapping(plan))
+        return self._run(APPLY_STAGES, _Apply(plan=plan, mapping=self.table_mapping(plan)))
+
+    def promote_snapshots(self, plan: Plan, environment: Environment, *, stored: Environment | None) -> ApplyLog:
+        """Serve `environment` (snapshots whose tables already hold their data) through the apply's own
+        promote, swap_views and finalize stages: a rollback. `plan` carries its plan id and the row it
+        replaces (`stored`, finalized); the caller holds the environment's lease."""
+        return self._run(PROMOTE_STAGES, _Apply(plan=plan, mapping={}, stored=stored, environment=environment))
+
+    def _run(self, stages: Iterable[Stage], work: "_Apply") -> ApplyLog:
         steps: dict[str, Callable[[_Apply], None]] = {
             "finish_promotion": self._finish_promotion, "before_all": self._before_all,
             "check_names": lambda w: self._check_view_names(w.plan),
@@ -135,8 +143,8 @@ class PlanEvaluator:
             "finalize": lambda w: self.state.finalize(w.plan.environment, w.plan.plan_id),
             "after_all": self._after_all,
         }
-        for stage in APPLY_STAGES:
-            if stage.runs_for(plan):
+        for stage in stages:
+            if stage.runs_for(work.plan):
                 steps[stage.name](work)
             if stage.checkpoint:
                 checkpoint(stage.checkpoint)
@@ -154,7 +162,8 @@ class PlanEvaluator:
             self.after_all(work.plan.environment)
 
     def _promote(self, work: "_Apply") -> None:
-        work.environment = self.environment_for(work.plan)
+        if work.environment is None:
+            work.environment = self.environment_for(work.plan)
         self.state.promote(work.environment, expected_plan_id=work.plan.expected_plan_id)
 
     def _swap_or_revert(self, work: "_Apply") -> None:

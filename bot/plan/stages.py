@@ -42,6 +42,8 @@ APPLY_STAGES: tuple[Stage, ...] = (
     Stage("finalize", "mark the environment finalized", checkpoint="after-finalize"),
     Stage("after_all", "run the config's after_all statements"),
 )
+# a rollback serves snapshots whose tables hold their data already: the apply's own last three stages
+PROMOTE_STAGES: tuple[Stage, ...] = tuple(s for s in APPLY_STAGES if s.name in ("promote", "swap_views", "finalize"))
 ENVIRONMENT_LEASE = "`environment:<name>`, held from the first stage to the last"
 
 

@@ -48,6 +48,17 @@ class Environment:
         return {s.name: s for s in self.snapshots}
 
 
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One plan an environment served: written with its promotion, finalized with it."""
+
+    environment: str
+    plan_id: str
+    snapshots: tuple[EnvironmentSnapshot, ...]
+    promoted_ts: int                   # epoch ms
+    finalized_ts: int | None = None
+
+
 @dataclass
 class SnapshotIntervals:
     """Intervals recorded for one (name, version); dev intervals belong to `__dev` preview tables."""
@@ -96,6 +107,10 @@ class StateReader(Protocol):
     def get_environment(self, name: str) -> Environment | None: ...
 
     def get_environments(self) -> list[Environment]: ...
+
+    def get_environment_history(self, name: str) -> list[HistoryEntry]:
+        """The plans `name` served, newest first (its current plan first)."""
+        ...
 
     def get_snapshots(self, ids: Iterable[SnapshotId]) -> dict[SnapshotId, Snapshot]: ...
 

@@ -1,4 +1,4 @@
-"""Environment repository: optimistic-locked promotion, finalize, invalidate, expiry, deletion."""
+"""Environment repository: optimistic-locked promotion (with its history row), finalize, invalidate, expiry, deletion."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import sqlalchemy as sa
 
 from bot.errors import ConflictError, StateError
 from bot.state._util import write_transaction
-from bot.state.api import Environment
-from bot.state.serialize import environment_to_row, row_to_environment
+from bot.state.api import Environment, HistoryEntry
+from bot.state.serialize import environment_to_row, history_to_row, row_to_environment, row_to_history
 from bot.state.tables import Tables
 
 
@@ -19,6 +19,7 @@ class EnvironmentState:
     def __init__(self, engine: sa.Engine, tables: Tables) -> None:
         self.engine = engine
         self.table = tables.environments
+        self.history_table = tables.environment_history
 
     def get(self, name: str) -> Environment | None:
         with self.engine.connect() as conn:
@@ -30,8 +31,15 @@ class EnvironmentState:
             rows = conn.execute(sa.select(self.table).order_by(self.table.c.name)).mappings().all()
         return [row_to_environment(row) for row in rows]
 
-    def promote(self, environment: Environment, *, expected_plan_id: str | None) -> None:
-        """Replace the row in one transaction, refusing when its plan_id is not the expected one.
+    def history(self, name: str) -> list[HistoryEntry]:
+        h = self.history_table
+        query = sa.select(h).where(h.c.name == name).order_by(h.c.promoted_ts.desc(), h.c.plan_id)
+        with self.engine.connect() as conn:
+            return [row_to_history(row) for row in conn.execute(query).mappings()]
+
+    def promote(self, environment: Environment, *, expected_plan_id: str | None, now_ms: int) -> None:
+        """Replace the row in one transaction, refusing when its plan_id is not the expected one; the
+        same transaction records the plan in environment_history.
 
         SQLite takes the database write lock first (BEGIN IMMEDIATE); PostgreSQL locks the row
         (SELECT ... FOR UPDATE), and two inserts of a new environment collide on the primary key.
@@ -51,6 +59,9 @@ class EnvironmentState:
                     conn.execute(sa.insert(t), [row])
                 else:
                     conn.execute(sa.update(t).where(t.c.name == environment.name).values(**row))
+                h = self.history_table
+                conn.execute(sa.delete(h).where(h.c.name == environment.name, h.c.plan_id == environment.plan_id))
+                conn.execute(sa.insert(h), [history_to_row(environment, promoted_ts=now_ms)])
         except sa.exc.IntegrityError as error:
             raise conflict(environment.name) from error
 
@@ -63,6 +74,8 @@ class EnvironmentState:
             current = conn.execute(sa.select(t.c.plan_id).where(t.c.name == name).with_for_update()).first()
             if current is None or current.plan_id != expected_plan_id:
                 raise conflict(name)
+            h = self.history_table
+            conn.execute(sa.delete(h).where(h.c.name == name, h.c.plan_id == expected_plan_id))
             if previous is None:
                 conn.execute(sa.delete(t).where(t.c.name == name))
             else:
@@ -75,6 +88,9 @@ class EnvironmentState:
                                   .values(finalized_ts=now_ms))
             if result.rowcount != 1:
                 raise conflict(name)
+            h = self.history_table
+            conn.execute(sa.update(h).where(h.c.name == name, h.c.plan_id == plan_id)
+                         .values(finalized_ts=now_ms))
 
     def invalidate(self, name: str, *, now_ms: int) -> None:
         if name == "prod":
@@ -95,3 +111,4 @@ class EnvironmentState:
     def delete(self, name: str) -> None:
         with write_transaction(self.engine) as conn:
             conn.execute(sa.delete(self.table).where(self.table.c.name == name))
+            conn.execute(sa.delete(self.history_table).where(self.history_table.c.name == name))

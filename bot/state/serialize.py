@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Any, Mapping
 
 from bot.snapshot import ChangeCategory, Fingerprint, Snapshot, SnapshotId
-from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.api import Environment, EnvironmentSnapshot, HistoryEntry
 
 
 def snapshot_to_row(snapshot: Snapshot) -> dict[str, Any]:
@@ -78,3 +78,16 @@ def row_to_environment(row: Mapping[str, Any]) -> Environment:
         suffix_target=row["suffix_target"],
         previous_snapshots=tuple(EnvironmentSnapshot(**s) for s in row.get("previous_snapshots") or ()),
     )
+
+
+def history_to_row(environment: Environment, *, promoted_ts: int) -> dict[str, Any]:
+    """The environment_history row of a promotion of `environment`."""
+    return {"name": environment.name, "plan_id": environment.plan_id,
+            "snapshots": [asdict(s) for s in environment.snapshots],
+            "promoted_ts": promoted_ts, "finalized_ts": None}
+
+
+def row_to_history(row: Mapping[str, Any]) -> HistoryEntry:
+    return HistoryEntry(environment=row["name"], plan_id=row["plan_id"],
+                        snapshots=tuple(EnvironmentSnapshot(**s) for s in row["snapshots"]),
+                        promoted_ts=int(row["promoted_ts"]), finalized_ts=row["finalized_ts"])

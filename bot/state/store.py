@@ -11,7 +11,7 @@ from bot.project import timeutil
 from bot.snapshot import Snapshot, SnapshotId
 from bot.state import versions
 from bot.state._util import write_transaction
-from bot.state.api import Environment, Interval, Lease, LeaseHolder, PendingDrop, SnapshotIntervals
+from bot.state.api import Environment, HistoryEntry, Interval, Lease, LeaseHolder, PendingDrop, SnapshotIntervals
 from bot.state.environments import EnvironmentState
 from bot.state.intervals import IntervalState
 from bot.state.leases import LeaseState
@@ -75,13 +75,25 @@ class SqlStateSync:
         return self._snapshots.by_version(name_versions)
 
     def expired_snapshots(self, now_ms: int, *, ignore_ttl: bool = False) -> list[Snapshot]:
-        """Snapshots past their TTL (any age with `ignore_ttl`) that no live environment references."""
+        """Snapshots past their TTL (any age with `ignore_ttl`) that no live environment references.
+
+        Without `ignore_ttl` a live environment's previous plan (the default rollback target) is kept
+        as a reference too, however old its snapshots; older plans expire by their TTL.
+        """
         self._current()
-        live = {s.snapshot_id for env in self._environments.all()
-                if env.expiration_ts is None or env.expiration_ts > now_ms for s in env.snapshots}
+        envs = [env for env in self._environments.all()
+                if env.expiration_ts is None or env.expiration_ts > now_ms]
+        live = {s.snapshot_id for env in envs for s in env.snapshots}
+        if not ignore_ttl:
+            live |= {s.snapshot_id for env in envs for s in self._rollback_target(env)}
         ids = self._snapshots.expired_ids(now_ms, ignore_ttl=ignore_ttl, keep=live)
         found = self._snapshots.get(ids)
         return [found[i] for i in ids if i in found]
+
+    def _rollback_target(self, env: Environment) -> tuple:
+        """The snapshots of the plan `env` served before its current one (from its history, else its row)."""
+        entry = next((e for e in self._environments.history(env.name) if e.plan_id == env.previous_plan_id), None)
+        return entry.snapshots if entry is not None else env.previous_snapshots
 
     def versions_in_use(self, exclude_ids: Iterable[SnapshotId] = ()) -> set[tuple[str, str]]:
         """(name, version) of every stored snapshot except `exclude_ids`: their tables must stay."""
@@ -162,9 +174,14 @@ class SqlStateSync:
         self._current()
         return self._environments.all()
 
+    def get_environment_history(self, name: str) -> list[HistoryEntry]:
+        """The plans `name` served (applies and rollbacks), newest first."""
+        self._current()
+        return self._environments.history(name)
+
     def promote(self, environment: Environment, *, expected_plan_id: str | None) -> None:
         self._current()
-        self._environments.promote(environment, expected_plan_id=expected_plan_id)
+        self._environments.promote(environment, expected_plan_id=expected_plan_id, now_ms=timeutil.now_ms())
 
     def restore_environment(self, name: str, previous: Environment | None, *,
                             expected_plan_id: str) -> None:

@@ -22,6 +22,7 @@ class Tables:
     versions: sa.Table
     leases: sa.Table
     pending_drops: sa.Table
+    environment_history: sa.Table
 
 
 def build_tables(schema: str | None = None) -> Tables:
@@ -97,4 +98,13 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("version", HASH, nullable=False),           # a version pushed again is kept
         sa.Column("created_ts", sa.BigInteger, nullable=False),
     )
-    return Tables(metadata, snapshots, environments, intervals, versions, leases, pending_drops)
+    environment_history = sa.Table(                                                           # v0006
+        "environment_history", metadata,
+        sa.Column("name", NAME, primary_key=True),            # the environment
+        sa.Column("plan_id", PLAN_ID, primary_key=True),      # a plan (apply or rollback) it served
+        sa.Column("snapshots", sa.JSON, nullable=False),      # as the environments table stores them
+        sa.Column("promoted_ts", sa.BigInteger, nullable=False),
+        sa.Column("finalized_ts", sa.BigInteger),             # NULL: promoted, views not (yet) written
+    )
+    return Tables(metadata, snapshots, environments, intervals, versions, leases, pending_drops,
+                  environment_history)

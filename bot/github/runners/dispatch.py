@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from bot.github.gate import (ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, authorize_command, checkout_refusal, classify,
-                             release_refusal)
+from bot.github.gate import (ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, authorize_command,
+                             authorize_rollback, checkout_refusal, classify, release_refusal, rollback_target)
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
 from bot.github.runners.deploy import deploy_production
+from bot.github.runners.rollback import rollback_environment
 from bot.github.runners.run import run_environments
 from bot.github.runners.pr import (check_required_approvers, gen_prod_plan, run_tests, sync_pull_request,
                                    update_pr_environment)
@@ -21,7 +22,7 @@ COMMAND_STEPS: dict[str, frozenset[Step]] = {
     "update-pr-environment": frozenset({Step.SYNC}),
     "gen-prod-plan": frozenset({Step.SYNC}),
     "check-required-approvers": frozenset({Step.SYNC, Step.APPROVAL}),
-    "deploy-production": frozenset({Step.DEPLOY}),
+    "deploy-production": frozenset({Step.DEPLOY, Step.ROLLBACK}),
     "cleanup-pr-environment": frozenset({Step.CLEANUP}),
     "run": frozenset({Step.RUN}),
     AUTHORIZE_DEPLOY: frozenset({Step.DEPLOY, Step.REPLY}),
@@ -55,6 +56,8 @@ def dispatch(run: BotRun, command: str) -> int:
         return _deploy(run, decision)
     if decision.step is Step.RUN:
         return _run(run)
+    if decision.step is Step.ROLLBACK:
+        return _rollback(run, decision)
     run.open_project()
     if decision.step is Step.CLEANUP:
         return cleanup_pr_environment(run)
@@ -106,6 +109,28 @@ def _run(run: BotRun) -> int:
         return 1
     run.open_project(read_cache=False)
     return run_environments(run)
+
+
+def _rollback(run: BotRun, decision: Decision) -> int:
+    """`/rollback`: the same gates as `/deploy` that apply (trusted settings, write permission, this
+    repository, a required approver), checked with the API alone; the checkout whose config.yaml names the
+    state must be a commit of the default branch, never the PR's head."""
+    comment = run.event.comment
+    refusal = _untrusted_refusal(run)
+    if refusal is None:
+        refusal = authorize_rollback(run.event, run.settings, run.github).refusal
+    if refusal is None:
+        head = run.checkout_head
+        refusal = (release_refusal(head, run.event.repo.default_branch, run.on_default_branch) if head else
+                   "rollback refused: the checked-out commit cannot be read (not a git checkout).")
+        if refusal is not None:
+            refusal = refusal.replace("deploy refused", "rollback refused").replace("tagged commit", "checked-out commit")
+    if refusal is not None:
+        reply(run, comment.issue_number, comment.user, refusal)
+        return 1
+    run.github.add_reaction(comment.id, "rocket")
+    run.open_project(read_cache=False)
+    return rollback_environment(run, environment=decision.environment, to_plan_id=rollback_target(decision.options))
 
 
 def _untrusted_refusal(run: BotRun) -> str | None:
