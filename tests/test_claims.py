@@ -177,13 +177,50 @@ def test_a_batch_another_writer_recorded_is_reused_and_its_table_forgotten_befor
     assert writer_b.run(batch=(0, DAY), **args).reused
     assert writer_b.run(batch=(DAY, 2 * DAY), **args).reused
     assert not writer_b.run(batch=(2 * DAY, 3 * DAY), **args).reused
-    assert second.calls == [("evaluate", (2 * DAY, 3 * DAY))]   # b held it last: nothing to forget
+    # a held it last: b forgets the table before reusing, then holds it itself and forgets no more
+    assert second.calls == [("forget", "t"), ("evaluate", (2 * DAY, 3 * DAY))]
 
     assert not writer_a.run(batch=(3 * DAY, 4 * DAY), **args).reused
     assert first.calls[2:] == [("forget", "t"), ("evaluate", (3 * DAY, 4 * DAY))]
     recorded = state.get_intervals([("db.events", "v1")])[("db.events", "v1")].intervals
     assert recorded == [(0, 4 * DAY)]
     assert state.live_leases() == {}
+
+
+class _Table(_Runner):
+    """SparkRunner's first-run flag: set by creating the table, cleared by forget_table or a write;
+    a write with the flag replaces the table's rows, otherwise it adds to them."""
+
+    def __init__(self, rows: dict[str, list[tuple[int, int]]]) -> None:
+        super().__init__()
+        self.rows, self.first = rows, False
+
+    def create_physical(self) -> None:
+        self.first = True
+
+    def forget_table(self, table: str) -> None:
+        self.first = False
+
+    def evaluate(self, snapshot, model, *, table, interval, table_mapping, execution_time) -> None:
+        self.rows[table] = ([] if self.first else self.rows.get(table, [])) + [interval]
+        self.first = False
+
+
+def test_a_writer_that_created_the_table_and_reused_every_batch_adds_its_own_batch(state):
+    """Issue 24 (tests/test_chaos.py, seed 22): a deploy created the shared table, waited while a PR
+    plan wrote and recorded days 1-6, reused them, then wrote day 7 as the table's first batch:
+    INSERT OVERWRITE of the whole table, so days 1-6 stayed recorded without their rows."""
+    rows: dict[str, list[tuple[int, int]]] = {}
+    args = dict(snapshot=_snapshot(), model=None, table="t", mapping={}, execution_time=0)
+    deploy, pr = _Table(rows), _Table(rows)
+    deploy.create_physical()                          # the deploy's create_tables stage made the table
+    pr_writer = BatchWriter(state=state, runner=pr, claims=Claims(state), purpose="plan of `pr`")
+    for day in range(2):
+        pr_writer.run(batch=(day * DAY, (day + 1) * DAY), **args)
+    writer = BatchWriter(state=state, runner=deploy, claims=Claims(state), purpose="plan of `prod`")
+    assert [writer.run(batch=(day * DAY, (day + 1) * DAY), **args).reused for day in range(3)] == [
+        True, True, False]
+    assert rows["t"] == [(0, DAY), (DAY, 2 * DAY), (2 * DAY, 3 * DAY)]
 
 
 class _FirstRuns(_Runner):

@@ -88,7 +88,7 @@ class Bot:
                               seconds_between_writes=0, retry=NO_WAIT)
         self.outputs = StepOutputs.in_folder(self.out)
         run = BotRun(event=event, settings=settings, github=client, context=self.context, outputs=self.outputs,
-                     run_url=RUN_URL, trusted=trusted, checkout_head=head)
+                     run_url=RUN_URL, trusted=trusted, checkout_head=head, commits_behind=client.commits_behind)
         return dispatch(run, "run-all")
 
     @property

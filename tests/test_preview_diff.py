@@ -168,6 +168,9 @@ def test_previews_are_cast_to_declared_columns_and_reach_past_a_non_breaking_cha
     before = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
     root = tmp_path / "shop"
     write_example(root)
+    # a second project with a state of its own, next to the module's `shop`: one state per physical schema
+    with (root / "config.yaml").open("a") as handle:
+        handle.write("physical_schema_mapping:\n  shop: sqlmesh__shop_cast\n")
     amounts = root / "models" / "order_amounts.sql"
     query = ("MODEL (name shop.order_amounts, kind FULL, grain order_id,\n"
              "  columns (order_id INT, amount DECIMAL(12, 2), ds STRING));\n"

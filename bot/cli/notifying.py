@@ -4,24 +4,30 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from bot.context import ApplyResult, Context
 from bot.errors import BotError
 from bot.plan.definition import Plan, ProgressCallback
 from bot.plan.run import RunResult
 from bot.quality.api import AuditReport, TestSuiteResult
-from bot.report.notify import Notifier, Origin, evaluated_models, plan_models
+
+if TYPE_CHECKING:   # the sender (and Jinja) load only when something is to be told
+    from bot.report.notify import Notifier
 
 
 class NotifyingContext(Context):
     """Context whose operations report to `notification_targets` (the commands stay as they are)."""
 
     @cached_property
-    def notifier(self) -> Notifier:
+    def notifier(self) -> "Notifier":
+        from bot.report.notify import Notifier, Origin
+
         return Notifier.from_config(self.config, origin=Origin.from_environ(os.environ))
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
+        from bot.report.notify import evaluated_models, plan_models
+
         models = plan_models(plan)
         self.notifier.send("apply_start", plan.environment, models=models)
         try:
@@ -34,6 +40,8 @@ class NotifyingContext(Context):
 
     def run(self, environment: str = "prod", *, execution_time: str | None = None,
             progress: ProgressCallback | None = None) -> RunResult:
+        from bot.report.notify import evaluated_models
+
         self.notifier.send("run_start", environment)
         try:
             result = super().run(environment, execution_time=execution_time, progress=progress)

@@ -93,12 +93,14 @@ class BatchWriter:
         with self.claims.hold(key, self.purpose, notice=self.notice) as lease:
             previous = lease.previous.owner if lease.previous is not None else None
             recorded = self._recorded_for(key, previous, snapshot, is_dev)
-            if _covered(recorded, batch):
-                return BatchDone(reused=True)
             if previous is not None and previous != self.claims.owner:
+                # before a reuse too: this process may have created the table (first-run flag) and then
+                # reuse every batch another writer recorded; its next own batch must add, not replace
                 forget = getattr(self.runner, "forget_table", None)
                 if forget is not None:
                     forget(table)
+            if _covered(recorded, batch):
+                return BatchDone(reused=True)
             self._first_run_unless(recorded, table)
             warnings = self._write(snapshot, model, table, batch, mapping, execution_time, is_dev, record,
                                    key=key)

@@ -38,7 +38,8 @@ class SparkRunner:
     audits: Mapping[str, AuditDefinition]
     concurrent_tasks: int = VIEW_THREADS     # views created / dropped at once
     _models: dict[str, Model] = field(default_factory=dict)
-    _first_runs: set[str] = field(default_factory=set)
+    _first_runs: set[str] = field(default_factory=set)   # the next batch replaces the table's rows
+    _created: set[str] = field(default_factory=set)      # made by this process: its first batch is `creating`
 
     def model_for(self, snapshot: Snapshot) -> Model:
         """The snapshot's model: the local one when unchanged, else rebuilt from its stored definition."""
@@ -82,6 +83,7 @@ class SparkRunner:
         """Another process wrote `table` since this one last did: drop the first-run flag (its rows
         may be there now), the watermark, cached listings and Spark's file index of the table."""
         self._first_runs.discard(table)
+        self._created.discard(table)
         self.engine.invalidate(table)
         if self.engine.table_exists(table):
             self.engine.sql(f"REFRESH TABLE {quote_table(table)}")
@@ -111,6 +113,7 @@ class SparkRunner:
                 raise
             return
         self._first_runs.add(table)
+        self._created.add(table)
         if model.physical_properties and model.kind.name is not KindName.VIEW:
             self.engine.set_table_properties(table, model.physical_properties)
 
@@ -127,7 +130,8 @@ class SparkRunner:
                                      interval=interval, execution_time=execution_time)
         # SQLMesh renders a table's first evaluation (its table did not exist before) as `creating`,
         # except for INCREMENTAL_BY_TIME_RANGE, whose every batch is `evaluating` (checked on 0.236.4)
-        first = table in self._first_runs and model.kind.name is not KindName.INCREMENTAL_BY_TIME_RANGE
+        # (a batch that only replaces rows a crash left, in a table that existed, is `evaluating`)
+        first = table in self._created and model.kind.name is not KindName.INCREMENTAL_BY_TIME_RANGE
         kwargs["runtime_stage"] = "creating" if first else "evaluating"
         for statement in render_statements(model, model.pre_statements, **kwargs):
             self.engine.execute(statement)
@@ -143,6 +147,7 @@ class SparkRunner:
                              start=start, end=end, execution_time=execution_time,
                              first_run=table in self._first_runs)
         self._first_runs.discard(table)
+        self._created.discard(table)
         for statement in render_statements(model, model.post_statements, **kwargs):
             self.engine.execute(statement)
 
