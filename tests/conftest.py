@@ -210,3 +210,13 @@ def _no_secrets_from_other_tests():
     forget_all()
     yield
     forget_all()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def connection(request, tmp_path):
+    """A state connection on each backend: a SQLite file, or a PostgreSQL schema of its own."""
+    from bot.project.config import StateConnection
+
+    if request.param == "sqlite":
+        return StateConnection(type="sqlite", database=str(tmp_path / "state.db"))
+    return StateConnection(**request.getfixturevalue("postgres_schema"))

@@ -29,13 +29,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DAY = 86_400_000
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def connection(request, tmp_path) -> StateConnection:
-    if request.param == "sqlite":
-        return StateConnection(type="sqlite", database=str(tmp_path / "state.db"))
-    return StateConnection(**request.getfixturevalue("postgres_schema"))
-
-
 @pytest.fixture
 def state(tmp_path):
     store = connect_state(StateConnection(type="sqlite", database=str(tmp_path / "state.db")), project_root=tmp_path)

@@ -13,13 +13,6 @@ from bot.state.connect import connect_state
 TTL = 60_000
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def connection(request, tmp_path) -> StateConnection:
-    if request.param == "sqlite":
-        return StateConnection(type="sqlite", database=str(tmp_path / "state.db"))
-    return StateConnection(**request.getfixturevalue("postgres_schema"))
-
-
 @pytest.fixture
 def state(connection, tmp_path):
     store = connect_state(connection, project_root=tmp_path)

@@ -10,20 +10,12 @@ import pytest
 import sqlalchemy as sa
 
 from bot.errors import ConflictError, StateError
-from bot.project.config import StateConnection
 from bot.snapshot import ChangeCategory, Fingerprint, Snapshot, SnapshotId
 from bot.state.api import Environment, EnvironmentSnapshot
 from bot.state.connect import connect_state
 
 DAY = 86_400_000
 CONFLICT = "another plan was applied to `{}` while yours was in progress; re-plan"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def connection(request, tmp_path) -> StateConnection:
-    if request.param == "sqlite":
-        return StateConnection(type="sqlite", database=str(tmp_path / "state.db"))
-    return StateConnection(**request.getfixturevalue("postgres_schema"))
 
 
 @pytest.fixture
