@@ -159,10 +159,9 @@ def authorize_rollback(event: Event, settings: BotSettings, github: GithubPort) 
     repository (not a fork), and a required approver as commenter. Reads the GitHub API only."""
     comment = event.comment
     prefix = command_prefix(settings.command_namespace)
-    permission = github.permission(comment.user)
-    if permission not in WRITE_PERMISSIONS:
-        return Verdict(None, f"ignored `{prefix}rollback`: it needs write permission on this repository "
-                             f"(yours is `{permission}`).")
+    refused = _writer_refusal(github, comment.user, f"{prefix}rollback")
+    if refused is not None:
+        return refused
     pr = github.pull_request(comment.issue_number)
     if pr.is_from_fork(event.repo):
         return Verdict(pr, f"rollback refused: #{pr.number} comes from {pr.head_origin()}; meshbot takes "
@@ -193,10 +192,9 @@ def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *
     checkout (it must be exactly the PR's head). Reads the GitHub API only."""
     comment = event.comment
     prefix = command_prefix(settings.command_namespace)
-    permission = github.permission(comment.user)
-    if permission not in WRITE_PERMISSIONS:
-        return Verdict(None, f"ignored `{prefix}deploy`: it needs write permission on this repository "
-                             f"(yours is `{permission}`).")
+    refused = _writer_refusal(github, comment.user, f"{prefix}deploy")
+    if refused is not None:
+        return refused
     pr = github.pull_request(comment.issue_number)
     refusal = _pull_request_refusal(event, pr, github, settings, prefix) or _behind_refusal(pr, commits_behind)
     if refusal is not None:
@@ -213,6 +211,15 @@ def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *
     if not approval.approved:
         return Verdict(pr, f"deploy refused: required approval is missing. {approval.summary}", approval)
     return Verdict(pr, None, approval)
+
+
+def _writer_refusal(github: GithubPort, login: str, command: str) -> "Verdict | None":
+    """A command that touches prod needs write permission on the repository (asked of the API)."""
+    permission = github.permission(login)
+    if permission in WRITE_PERMISSIONS:
+        return None
+    return Verdict(None, f"ignored `{command}`: it needs write permission on this repository "
+                         f"(yours is `{permission}`).")
 
 
 def _pull_request_refusal(event: Event, pr: PullRequest, github: GithubPort, settings: BotSettings,
