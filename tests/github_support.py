@@ -260,12 +260,14 @@ class FakeRepository:
     default_branch: str = "master"           # the payloads' repository.default_branch
     released_on_default_branch: bool = True  # what GET /compare/{default}...{sha} says of a tagged commit
     pr_behind_by: int = 0                    # commits of the base the PR head lacks (GET /compare/{base}...{head})
+    default_branch_sha: str = "d" * 40       # the default branch's newest commit (compare of it with itself)
     contents_reads: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         m, p = self.mock, PATHS
         m.add("GET", p["contents"], self._contents)
         m.add("GET", p["compare"], self._compare)
+
         m.add("GET", p["comments"], lambda path, body: self.comments)
         m.add("POST", p["comments"], self._create_comment, status=201)
         m.add("PATCH", p["comment"], self._edit_comment)
@@ -384,8 +386,11 @@ class FakeRepository:
 
     def _compare(self, path: str, body: Any) -> dict[str, Any]:
         item = example(PATHS["compare"], "get")
-        head = path.rsplit("...", 1)[1]
-        if self.pull and head == self.pull["head"]["sha"]:     # a PR head against its base
+        base, head = path.rsplit("/", 1)[1].split("...", 1)
+        if base == head:                                       # a branch against itself: its newest commit
+            item.update(status="identical", ahead_by=0, behind_by=0)
+            item["base_commit"]["sha"] = self.default_branch_sha
+        elif self.pull and head == self.pull["head"]["sha"]:   # a PR head against its base
             item.update(status="ahead" if not self.pr_behind_by else "diverged", behind_by=self.pr_behind_by)
         else:                                                  # a tagged commit against the default branch
             item["status"] = "behind" if self.released_on_default_branch else "diverged"

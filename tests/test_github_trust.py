@@ -474,3 +474,29 @@ def test_gate_settings_read_as_data_name_a_template_and_the_file():
 
     with pytest.raises(Exception, match=r"config.yaml on the default branch `main`: `cicd_bot` uses a template"):
         read_trusted_config(input_text=None, default_branch=Files())
+
+
+def test_authorize_deploy_outputs_the_default_branch_head_for_a_rollback(tmp_path):
+    """`/rollback` goes through the same two jobs as `/deploy`: the first (no checkout, no secrets) checks a
+    required approver asked and outputs the default branch's head, which the second checks out."""
+    outputs = tmp_path / "outputs.env"
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh, permissions={"ann-gh": "write", "writer": "write"}, default_branch_sha="e" * 40,
+                              default_config=default_branch_config({"enable_deploy_command": True,
+                                                                    "required_approvers": ["ann-gh"]}))
+        repo.set_pull(copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"]))
+
+        def authorize(login: str) -> int:
+            outputs.write_text("")
+            return main(Invocation(command="authorize-deploy", project_path=str(tmp_path / "no-checkout"),
+                                   event_path=_write_event(tmp_path, pr_comment_event("/rollback", login)),
+                                   event_name="issue_comment"),
+                        env={**API_ENV, "GITHUB_OUTPUT": str(outputs)}, out=lambda line: None)
+
+        assert authorize("ann-gh") == 0
+        assert dict(line.split("=", 1) for line in outputs.read_text().splitlines()) == {
+            "authorized": "true", "sha": "e" * 40, "pr_number": "2"}
+        assert authorize("writer") == 1
+        assert "can be given by a required approver only" in repo.comments[-1]["body"]
+        assert not gh.errors, gh.errors

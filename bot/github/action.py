@@ -140,6 +140,9 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
         def commits_behind(base: str, head: str) -> int | None:
             contains = checkout.is_ancestor(f"origin/{base}", head)
             return None if contains is None else (0 if contains else 1)
+
+        def default_branch_head() -> str | None:
+            return checkout.commit_of(trusted_ref)
     else:
         if invocation.answers:
             raise GithubError("--answers is for local mode only (with --output-dir, or outside GitHub Actions)")
@@ -154,6 +157,9 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
 
         def commits_behind(base: str, head: str) -> int | None:
             return client.commits_behind(base, head)
+
+        def default_branch_head() -> str | None:
+            return client.branch_head(branch)
     config_input = invocation.config if invocation.config is not None else env.get("MESHBOT_CICD_BOT")
     trusted = read_trusted_config(input_text=config_input, default_branch=default_branch, project_subdir=subdir)
     if default_branch is None and not trusted.trusted:
@@ -170,7 +176,7 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
     return BotRun(event=event, settings=settings, github=TimedGithub(github, timings),
                   context=TimedContext(seal, timings), outputs=outputs, timings=timings, seal=seal,
                   trusted=trusted, checkout_head=checkout.head(), on_default_branch=on_default_branch,
-                  commits_behind=commits_behind,
+                  commits_behind=commits_behind, default_branch_head=default_branch_head,
                   project_subdir=subdir, sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
                   on_actions_runner=env.get("GITHUB_ACTIONS") == "true")
 

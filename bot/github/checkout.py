@@ -23,7 +23,11 @@ class GitCheckout:
 
     def head(self) -> str | None:
         """The commit checked out, or None outside a git work tree."""
-        done = self._git("rev-parse", "--verify", "HEAD^{commit}")
+        return self.commit_of("HEAD")
+
+    def commit_of(self, ref: str) -> str | None:
+        """The commit `ref` names, or None when it names none here."""
+        done = self._git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
         return done.stdout.decode().strip() if done is not None and done.returncode == 0 else None
 
     def root(self) -> Path | None:

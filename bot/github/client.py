@@ -121,6 +121,11 @@ class GithubClient:
         data = self._request("GET", f"/compare/{quote(branch, safe='')}...{sha}")
         return data.get("status") in ("identical", "behind")
 
+    def branch_head(self, branch: str) -> str:
+        """The newest commit of `branch`: the base commit of comparing the branch with itself."""
+        name = quote(branch, safe="")
+        return str(self._request("GET", f"/compare/{name}...{name}")["base_commit"]["sha"])
+
     def commits_behind(self, base: str, head: str) -> int:
         """How many commits of branch `base` commit `head` does not contain (the compare API's behind_by)."""
         return int(self._request("GET", f"/compare/{quote(base, safe='')}...{head}").get("behind_by") or 0)

@@ -304,16 +304,17 @@ def checkout_refusal(expected: str, checkout_head: str | None, what: str) -> str
             f"exactly that commit. Check out `{expected}`")
 
 
-def release_refusal(sha: str, default_branch: str, on_default_branch: Callable[[str], bool | None]) -> str | None:
-    """Why a release or tag at `sha` must not deploy: it must be a commit of the default branch."""
+def release_refusal(sha: str, default_branch: str, on_default_branch: Callable[[str], bool | None], *,
+                    action: str = "deploy", what: str = "the tagged commit") -> str | None:
+    """Why `action` must not run on commit `sha` (`what`): it must be a commit of the default branch."""
     answer = on_default_branch(sha)
     if answer is True:
         return None
     if answer is None:
-        return (f"deploy refused: meshbot could not tell whether the tagged commit {sha[:7]} is on the default "
-                f"branch `{default_branch}`, and deploys only commits that are.")
-    return (f"deploy refused: the tagged commit {sha[:7]} is not on the default branch `{default_branch}`; "
-            "release from a commit that was merged there.")
+        return (f"{action} refused: meshbot could not tell whether {what} {sha[:7]} is on the default "
+                f"branch `{default_branch}`, and {action}s only from commits that are.")
+    return (f"{action} refused: {what} {sha[:7]} is not on the default branch `{default_branch}`; "
+            f"{action} from a commit that was merged there.")
 
 
 class SealedContext:

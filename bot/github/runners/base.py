@@ -48,6 +48,7 @@ class BotRun:
     checkout_head: str | None = None      # the commit checked out (git HEAD), None outside a git checkout
     on_default_branch: Callable[[str], bool | None] = lambda sha: None   # is this commit on the default branch?
     commits_behind: Callable[[str, str], int | None] = lambda base, head: None   # base branch's commits head lacks
+    default_branch_head: Callable[[], str | None] = lambda: None      # the default branch's newest commit
 
     def open_project(self, *, read_cache: bool = True) -> None:
         """The event is authorized: the project's files may be read from now on (with `read_cache`

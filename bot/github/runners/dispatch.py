@@ -25,7 +25,7 @@ COMMAND_STEPS: dict[str, frozenset[Step]] = {
     "deploy-production": frozenset({Step.DEPLOY, Step.ROLLBACK}),
     "cleanup-pr-environment": frozenset({Step.CLEANUP}),
     "run": frozenset({Step.RUN}),
-    AUTHORIZE_DEPLOY: frozenset({Step.DEPLOY, Step.REPLY}),
+    AUTHORIZE_DEPLOY: frozenset({Step.DEPLOY, Step.ROLLBACK, Step.REPLY}),
 }
 COMMANDS = tuple(COMMAND_STEPS)
 
@@ -121,10 +121,9 @@ def _rollback(run: BotRun, decision: Decision) -> int:
         refusal = authorize_rollback(run.event, run.settings, run.github).refusal
     if refusal is None:
         head = run.checkout_head
-        refusal = (release_refusal(head, run.event.repo.default_branch, run.on_default_branch) if head else
+        refusal = (release_refusal(head, run.event.repo.default_branch, run.on_default_branch,
+                                   action="rollback", what="the checked-out commit") if head else
                    "rollback refused: the checked-out commit cannot be read (not a git checkout).")
-        if refusal is not None:
-            refusal = refusal.replace("deploy refused", "rollback refused").replace("tagged commit", "checked-out commit")
     if refusal is not None:
         reply(run, comment.issue_number, comment.user, refusal)
         return 1
@@ -142,30 +141,35 @@ def _untrusted_refusal(run: BotRun) -> str | None:
 
 
 def authorize_deploy(run: BotRun, decision: Decision) -> int:
-    """The first job of a `/deploy`: verify the command with the API alone and output the SHA to check out.
+    """The first job of a `/deploy` or `/rollback`: verify the command with the API alone and output the
+    commit the second job checks out (the PR head to deploy; the default branch's head for a rollback).
 
-    Step outputs: `authorized` (true/false), `sha` (the PR head to deploy) and `pr_number`."""
+    Step outputs: `authorized` (true/false), `sha` and `pr_number`."""
     run.outputs.set("authorized", "false")
     comment = run.event.comment
     if decision.step is Step.REPLY:
         reply(run, comment.issue_number, comment.user, decision.text)
         return 0
-    if decision.step is not Step.DEPLOY or not decision.command:
-        run.outputs.summary(f"meshbot: no `/deploy` to authorize: {decision.text or decision.step.value}")
+    if decision.step not in (Step.DEPLOY, Step.ROLLBACK) or not decision.command:
+        run.outputs.summary(f"meshbot: no `/deploy` or `/rollback` to authorize: {decision.text or decision.step.value}")
         return 0
     refusal = _untrusted_refusal(run)
-    verdict = None
-    if refusal is None:
+    verdict, sha = None, None
+    if refusal is None and decision.step is Step.ROLLBACK:
+        verdict = authorize_rollback(run.event, run.settings, run.github)
+        sha = run.default_branch_head()
+        refusal = verdict.refusal or (None if sha else "rollback refused: the default branch's head could not be read.")
+    elif refusal is None:
         verdict = authorize_command(run.event, run.settings, run.github, checkout_head=None, check_head=False,
                                     commits_behind=run.commits_behind, options=decision.options)
-        refusal = verdict.refusal
+        refusal, sha = verdict.refusal, verdict.pull_request.head_sha if verdict.pull_request else None
     if refusal is not None:
         reply(run, comment.issue_number, comment.user, refusal)
         return 1
     pr = verdict.pull_request
     run.outputs.set("authorized", "true")
-    run.outputs.set("sha", pr.head_sha)
+    run.outputs.set("sha", sha)
     run.outputs.set("pr_number", str(pr.number))
-    run.outputs.summary(f"meshbot: `/deploy` of #{pr.number} by @{comment.user} is authorized; the deploy job "
-                        f"checks out {pr.head_sha}.")
+    run.outputs.summary(f"meshbot: `/{decision.step.value}` on #{pr.number} by @{comment.user} is authorized; the "
+                        f"second job checks out {sha}.")
     return 0
