@@ -3,7 +3,8 @@
 `MESHBOT_KILL_AT=<point>` (or `<point>:<n>`) makes the process SIGKILL itself the first (n-th) time
 it reaches `checkpoint(<point>)`, so tests can stop a plan at an exact step as a crash would.
 Points: mid-backfill (after a batch is recorded), after-last-batch, after-state-write,
-between-views (after a view is written), after-finalize.
+between-views (after a view is written), after-finalize (bot/plan/stages.py names the stage each
+ends), janitor-after-state (its state transaction), janitor-between-drops.
 """
 
 from __future__ import annotations
