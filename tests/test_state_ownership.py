@@ -76,6 +76,8 @@ def test_a_table_dropped_outside_meshbot_is_computed_again_not_served_empty(tmp_
     with pytest.raises(PlanError, match=r"are missing although the state recorded intervals"):
         dev.apply(plan)
     assert dev.state.get_environment("dev") is None
+    daily = plan.snapshots[f"{SCHEMA}.daily"]        # computed from the lost rows: recomputed with them
+    assert dev.state.get_intervals([(daily.name, daily.version)])[(daily.name, daily.version)].intervals == []
     again = Context(root)
     again.apply(again.plan("dev", options=PlanOptions(execution_time="2024-01-04", include_unmodified=True)))
     assert again.fetchdf(f"SELECT ds, total FROM {SCHEMA}__dev.daily ORDER BY ds") == expected

@@ -58,10 +58,37 @@ def claim_schemas(plan: Plan, mapping: Mapping[str, str], *, state: StateSync, r
         catalog.claim_schema(schema, state_id)
 
 
+def _forget_downstream(plan: Plan, parents: set[str], spans: list[tuple[int, int]], *, state: StateSync) -> None:
+    """What was computed from the lost rows is recomputed with them: every version downstream of `parents`
+    in the plan loses its recorded intervals over the lost span (a FULL model's whole record)."""
+    children: dict[str, set[str]] = {}
+    for snapshot in plan.snapshots.values():
+        for parent in snapshot.parents:
+            children.setdefault(parent.name, set()).add(snapshot.name)
+    downstream, todo = set(), list(parents)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in downstream:
+                downstream.add(child)
+                todo.append(child)
+    span = (min(s for s, _ in spans), max(e for _, e in spans))
+    for name in sorted(downstream - parents):
+        snapshot = plan.snapshots[name]
+        if snapshot.kind in _NOT_PHYSICAL:
+            continue
+        full = snapshot.kind in (KindName.FULL.value, KindName.VIEW.value, KindName.SEED.value)
+        recorded = state.get_intervals([(snapshot.name, snapshot.version)]).get((snapshot.name, snapshot.version))
+        for interval in (recorded.intervals if recorded else ()):
+            start, end = interval if full else (max(interval[0], span[0]), min(interval[1], span[1]))
+            if start < end:
+                state.remove_intervals(snapshot.name, snapshot.version, (start, end))
+
+
 def forget_missing_tables(plan: Plan, mapping: Mapping[str, str], *, state: StateSync,
                           exists: Callable[[str], bool]) -> None:
     """A reused version whose table is gone (dropped outside meshbot) must not be served as filled:
-    its recorded intervals are removed and the plan stops, so the next plan computes them again."""
+    its recorded intervals are removed, and those of everything downstream computed from it over the same
+    span, and the plan stops, so the next plan computes them again."""
     new = {s.snapshot_id for s in plan.new_snapshots}
     reused = [s for s in plan.snapshots.values()
               if s.kind not in _NOT_PHYSICAL and s.snapshot_id not in new and mapping[s.name] == s.table_name
@@ -69,14 +96,16 @@ def forget_missing_tables(plan: Plan, mapping: Mapping[str, str], *, state: Stat
     if not reused:
         return
     recorded = state.get_intervals([(s.name, s.version) for s in reused])
-    lost = []
+    lost, spans_lost = [], []
     for snapshot in reused:
         spans = recorded.get((snapshot.name, snapshot.version))
         for interval in (spans.intervals if spans else ()):
             state.remove_intervals(snapshot.name, snapshot.version, interval)
+            spans_lost.append(interval)
         if spans and spans.intervals:
             lost.append(f"`{snapshot.table_name}` (model `{snapshot.name}`)")
     if lost:
+        _forget_downstream(plan, {s.name for s in reused}, spans_lost, state=state)
         raise PlanError(f"physical table(s) {', '.join(lost)} are missing although the state recorded intervals of "
                         "them (dropped outside meshbot, or by a janitor killed mid-way); those intervals were "
                         "cleared and nothing was promoted: run the plan again to compute them")
