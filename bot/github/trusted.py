@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import yaml
 
 from bot.errors import GithubError
+from bot.github.checkout import GitCheckout
 from bot.project.config import UserConfig, parse_users
 
 INPUT_NAME = "the action's `config` input (MESHBOT_CICD_BOT)"
@@ -116,11 +117,15 @@ def _section(value: Any, key: str, where: str) -> dict[str, Any]:
     return dict(value)
 
 
+class _ContentsApi(Protocol):
+    def file_at(self, relative: str, *, ref: str) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class ApiDefaultBranch:
     """The default branch read through the contents API (inside GitHub Actions)."""
 
-    client: Any          # bot.github.client.GithubClient: file_at(relative, ref=...)
+    client: _ContentsApi   # bot.github.client.GithubClient
     branch: str
 
     def read(self, relative: str) -> str | None:
@@ -131,7 +136,7 @@ class ApiDefaultBranch:
 class GitDefaultBranch:
     """The default branch as the checkout's ref `origin/<branch>` (local mode)."""
 
-    checkout: Any        # bot.github.checkout.GitCheckout
+    checkout: GitCheckout
     branch: str
 
     def read(self, relative: str) -> str | None:
