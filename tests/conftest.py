@@ -220,3 +220,20 @@ def connection(request, tmp_path):
     if request.param == "sqlite":
         return StateConnection(type="sqlite", database=str(tmp_path / "state.db"))
     return StateConnection(**request.getfixturevalue("postgres_schema"))
+
+
+@pytest.fixture
+def state_database():
+    """A PostgreSQL database of its own on the machine's server, dropped afterwards (its name)."""
+    import sqlalchemy as sa
+
+    name = f"meshbot_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(sa.engine.URL.create(
+        "postgresql+psycopg2", username=POSTGRES["user"], host=POSTGRES["host"], port=POSTGRES["port"],
+        database=POSTGRES["database"]), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    yield name
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()

@@ -429,21 +429,6 @@ def plan_rounds(rng: random.Random) -> list[Round]:
     return rounds
 
 
-@pytest.fixture
-def state_database():
-    """A PostgreSQL database of its own on the machine's server, dropped afterwards."""
-    name = f"meshbot_chaos_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(sa.engine.URL.create(
-        "postgresql+psycopg2", username=POSTGRES["user"], host=POSTGRES["host"], port=POSTGRES["port"],
-        database=POSTGRES["database"]), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    yield name
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
-
-
 def test_many_actors_on_one_state_and_one_catalog(tmp_path, connect_server, state_database):
     url, schema = connect_server.url, f"chaos{uuid.uuid4().hex[:6]}"
     rng = random.Random(SEED)

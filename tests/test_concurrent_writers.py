@@ -12,23 +12,14 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-import yaml
 
-from test_faults import write_project
+from test_fault_matrix import remote_project
 
 ROOT = Path(__file__).resolve().parent.parent
 DAYS = range(1, 11)   # planned at 2024-01-11: ten daily batches of events
 EVENTS = sorted([f"2024-01-{day:02d}", day, k] for day in DAYS for k in (1, 2, 3))
 
 pytestmark = pytest.mark.spark
-
-
-def _project(root: Path, schema: str, url: str, state: dict) -> Path:
-    write_project(root, schema, state=state)
-    config = yaml.safe_load((root / "config.yaml").read_text())
-    config["gateways"]["local"]["connection"] = {"type": "spark", "remote": url}
-    (root / "config.yaml").write_text(yaml.safe_dump(config))
-    return root
 
 
 def _start(root: Path, environment: str) -> subprocess.Popen:
@@ -54,7 +45,7 @@ print(json.dumps({{key: sorted(list(row) for row in s.sql(sql).collect()) for ke
 def test_two_plans_backfilling_the_same_versions_write_each_batch_once(
         tmp_path, connect_server, postgres_schema):
     schema = f"cw{uuid.uuid4().hex[:6]}"
-    roots = [_project(tmp_path / name, schema, connect_server.url, postgres_schema) for name in ("a", "b")]
+    roots = [remote_project(tmp_path / name, schema, connect_server.url, postgres_schema) for name in ("a", "b")]
     try:
         processes = [_start(root, env) for root, env in zip(roots, ("pra", "prb"))]
         outputs = [process.communicate(timeout=300)[0] for process in processes]

@@ -66,7 +66,7 @@ def _drop_postgres_schemas(schemas: list[str]) -> None:
     engine.dispose()
 
 
-def _project(root: Path, schema: str, url: str, state: dict) -> Path:
+def remote_project(root: Path, schema: str, url: str, state: dict) -> Path:
     write_project(root, schema, state=state)
     config = yaml.safe_load((root / "config.yaml").read_text())
     config["gateways"]["local"]["connection"] = {"type": "spark", "remote": url}
@@ -152,7 +152,7 @@ def matrix(connect_server, tmp_path_factory):
     for backend, backend_chains in CHAINS.items():
         for points in backend_chains:
             schema, state = f"fm{tag}_{len(chains)}", _state(backend)
-            root = _project(base / f"p{len(chains)}", schema, url, state)
+            root = remote_project(base / f"p{len(chains)}", schema, url, state)
             chains.append(Chain(backend, points, root, schema, state, pool.submit(_plan_runs, root, points)))
     try:
         yield chains

@@ -16,11 +16,9 @@ import csv
 import json
 import os
 import subprocess
-import uuid
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
 
 from bot.project.example import EXAMPLE_DIR, write_example
 from conftest import POSTGRES
@@ -44,23 +42,6 @@ def _git(cwd: Path, *args: str) -> str:
     result = subprocess.run(["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", *args],
                             cwd=cwd, capture_output=True, text=True, check=True)
     return result.stdout.strip()
-
-
-@pytest.fixture
-def state_database():
-    """A PostgreSQL database of its own on the machine's server, dropped afterwards."""
-    import sqlalchemy as sa
-
-    name = f"meshbot_fresh_{uuid.uuid4().hex[:10]}"
-    url = sa.engine.URL.create("postgresql+psycopg2", username=POSTGRES["user"], host=POSTGRES["host"],
-                               port=POSTGRES["port"], database=POSTGRES["database"])
-    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    yield name
-    with engine.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    engine.dispose()
 
 
 def _drop_schemas(url: str) -> None:

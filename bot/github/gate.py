@@ -71,10 +71,6 @@ class Decision:
     command: bool = False              # DEPLOY asked for by a `/deploy` comment
     options: tuple[str, ...] = ()      # the command's options, e.g. --allow-large-backfill
 
-    @property
-    def loads_project(self) -> bool:
-        return self.step in (Step.SYNC, Step.DEPLOY, Step.CLEANUP, Step.RUN, Step.ROLLBACK)
-
 
 def classify(event: Event, settings: BotSettings) -> Decision:
     """The step `event` asks for under `settings` (pure: the payload and the trusted settings only).
@@ -178,10 +174,6 @@ class Verdict:
     pull_request: PullRequest | None
     refusal: str | None = None
     approval: ApprovalStatus | None = None
-
-    @property
-    def allowed(self) -> bool:
-        return self.refusal is None
 
 
 def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *,
