@@ -96,7 +96,9 @@ def test_only_the_deploy_command_workflow_runs_on_comments():
     assert _workflow("meshbot-deploy-command.yml")["on"] == {"issue_comment": {"types": ["created"]}}
     assert set(_workflow("meshbot-release.yml")["on"]) == {"release"}, \
         "a release published from a new tag must deploy once, not twice"
-    assert set(_workflow("meshbot-deploy.yml")["on"]) == {"push"}
+    deploy = _workflow("meshbot-deploy.yml")["on"]
+    assert set(deploy) == {"push", "workflow_dispatch"}     # dispatched: a rollback (or a run)
+    assert set(deploy["workflow_dispatch"]["inputs"]) == {"rollback", "rollback_to"}
 
 
 def test_deploy_command_authorizes_without_secrets_then_deploys_the_verified_head():

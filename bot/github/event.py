@@ -87,6 +87,11 @@ class Event:
     sha: str | None = None     # push: the `after` commit
     tag: str | None = None     # push of a tag, or release tag_name
     deleted: bool = False      # push that deleted the branch or tag
+    inputs: tuple[tuple[str, str], ...] = ()   # workflow_dispatch: the inputs given, as strings
+
+    def input(self, name: str) -> str:
+        """A workflow_dispatch input ('' when not given); booleans read as 'true' / 'false'."""
+        return dict(self.inputs).get(name, "")
 
     @property
     def is_pr_sync(self) -> bool:
@@ -146,6 +151,9 @@ def parse_event(name: str, payload: dict[str, Any]) -> Event:
                     tag=ref[len("refs/tags/"):] if ref.startswith("refs/tags/") else None)
     if name in ("workflow_dispatch", "schedule"):
         base.update(ref=payload.get("ref"))
+    if name == "workflow_dispatch" and isinstance(payload.get("inputs"), dict):
+        base.update(inputs=tuple((str(k), str(v).lower() if isinstance(v, bool) else str(v))
+                                 for k, v in payload["inputs"].items() if v is not None))
     if name == "release" and payload.get("release"):
         release = payload["release"]
         base.update(tag=release.get("tag_name"), sha=None,

@@ -99,6 +99,8 @@ def classify(event: Event, settings: BotSettings) -> Decision:
         return Decision(Step.APPROVAL)
     if event.name == "issue_comment":
         return _classify_comment(event, settings)
+    if event.name == "workflow_dispatch" and event.input("rollback").lower() == "true":
+        return _classify_dispatched_rollback(event, settings)
     if event.name in ("schedule", "workflow_dispatch"):
         return Decision(Step.RUN)
     if event.name == "push" and event.deleted:
@@ -146,6 +148,17 @@ def _classify_rollback(parsed: Command, settings: BotSettings) -> Decision:
                     options=tuple(f"--to={a.lower()}" for a in args))
 
 
+def _classify_dispatched_rollback(event: Event, settings: BotSettings) -> Decision:
+    """The deploy workflow's `workflow_dispatch` with `rollback: true` and an optional `rollback_to` plan id."""
+    target = event.input("rollback_to").strip().lower()
+    if target and not all(c in "0123456789abcdef" for c in target):
+        return Decision(Step.NOTHING, f"rollback refused: the input `rollback_to` must be a plan id (hex, as "
+                                      f"`meshbot environments {settings.merge_environment} --history` lists "
+                                      f"them), not `{target}`.")
+    return Decision(Step.ROLLBACK, environment=settings.merge_environment,
+                    options=(f"--to={target}",) if target else ())
+
+
 def rollback_target(options: tuple[str, ...]) -> str | None:
     return next((o.partition("=")[2] for o in options if o.startswith("--to=")), None)
 
@@ -165,6 +178,18 @@ def authorize_rollback(event: Event, settings: BotSettings, github: GithubPort) 
     if not _is_required_approver(github, settings, event, comment.user):
         return Verdict(pr, f"rollback refused: `{prefix}rollback` can be given by a required approver only.")
     return Verdict(pr, None)
+
+
+def authorize_dispatched_rollback(event: Event, settings: BotSettings, github: GithubPort) -> str | None:
+    """May the user who dispatched the deploy workflow with `rollback: true` roll back? The same people as
+    `/rollback`: write permission and a required approver. The refusal, or None."""
+    user = event.sender or ""
+    refused = _writer_refusal(github, user, "rollback")
+    if refused is not None:
+        return refused.refusal
+    if not _is_required_approver(github, settings, event, user):
+        return f"rollback refused: @{user} dispatched it, but a rollback can be started by a required approver only."
+    return None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.github.gate import (ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, authorize_command,
-                             authorize_rollback, checkout_refusal, classify, release_refusal, rollback_target)
+                             authorize_dispatched_rollback, authorize_rollback, checkout_refusal, classify, release_refusal, rollback_target)
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
 from bot.github.runners.deploy import deploy_production
@@ -112,22 +112,30 @@ def _run(run: BotRun) -> int:
 
 
 def _rollback(run: BotRun, decision: Decision) -> int:
-    """`/rollback`: the same gates as `/deploy` that apply (trusted settings, write permission, this
-    repository, a required approver), checked with the API alone; the checkout whose config.yaml names the
-    state must be a commit of the default branch, never the PR's head."""
+    """`/rollback`, or the deploy workflow dispatched with `rollback: true`: the same gates as `/deploy` that
+    apply (trusted settings, write permission, a required approver; for a comment, this repository's PR),
+    checked with the API alone; the checkout whose config.yaml names the state must be a commit of the
+    default branch (for a dispatch, exactly the event's commit), never a PR's head."""
     comment = run.event.comment
     refusal = _untrusted_refusal(run)
     if refusal is None:
-        refusal = authorize_rollback(run.event, run.settings, run.github).refusal
+        refusal = (authorize_rollback(run.event, run.settings, run.github).refusal if decision.command
+                   else authorize_dispatched_rollback(run.event, run.settings, run.github))
+    if refusal is None and not decision.command and run.sha:
+        refusal = checkout_refusal(run.sha, run.checkout_head, "the commit of the event (GITHUB_SHA)")
     if refusal is None:
         head = run.checkout_head
         refusal = (release_refusal(head, run.event.repo.default_branch, run.on_default_branch,
                                    action="rollback", what="the checked-out commit") if head else
                    "rollback refused: the checked-out commit cannot be read (not a git checkout).")
     if refusal is not None:
-        reply(run, comment.issue_number, comment.user, refusal)
+        if decision.command:
+            reply(run, comment.issue_number, comment.user, refusal)
+        else:
+            run.outputs.summary(f"meshbot: {refusal}")
         return 1
-    run.github.add_reaction(comment.id, "rocket")
+    if decision.command:
+        run.github.add_reaction(comment.id, "rocket")
     run.open_project(read_cache=False)
     return rollback_environment(run, environment=decision.environment, to_plan_id=rollback_target(decision.options))
 
