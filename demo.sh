@@ -11,7 +11,7 @@ if [ ! -x "$here/.venv/bin/meshbot" ]; then
   echo "==> Installing meshbot into $here/.venv"
   "$python" -m venv "$here/.venv"
   "$here/.venv/bin/python" -m pip install --quiet --upgrade pip
-  "$here/.venv/bin/python" -m pip install --quiet -e "$here"
+  "$here/.venv/bin/python" -m pip install --quiet -e "$here[spark]"   # [spark]: the full PySpark, local Spark
 fi
 meshbot="$here/.venv/bin/meshbot"
 py="$here/.venv/bin/python"

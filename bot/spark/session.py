@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -101,7 +103,80 @@ def _is_stopped(session: "SparkSession") -> bool:
         return True
 
 
+# pip extras (pyproject.toml): `connect` installs the Spark Connect client alone (pyspark-client: PySpark's
+# Python code without its jars, py4j or RDD core, ~1.5 MB), `spark` the full PySpark (~400 MB of jars) with
+# the Connect client's dependencies, for local and cluster masters and Spark Connect alike.
+CONNECT_EXTRA = "meshbot[connect]"
+SPARK_EXTRA = "meshbot[spark]"
+# What a Spark Connect session imports beyond PySpark's own Python code (pyspark-client's dependencies).
+_CONNECT_MODULES = ("grpc", "grpc_status", "pandas", "pyarrow")
+
+
+@dataclass(frozen=True)
+class PySparkInstall:
+    """What the installed PySpark can run, read from its files without importing it.
+
+    `classic`: a session in this process (local or a cluster master URL): PySpark's RDD core, py4j and
+    Spark's jars (in the package, as the `pyspark` wheel has them, or under SPARK_HOME). `connect`: a
+    Spark Connect session: PySpark's `sql.connect` client and the gRPC, pandas and Arrow modules it uses.
+    `pyspark-client` has `connect` without `classic`; `pyspark` without its `[connect]` extra the reverse.
+    """
+
+    location: Path | None
+    classic: bool
+    connect: bool
+    missing_connect_modules: tuple[str, ...] = ()
+
+
+def pyspark_install() -> PySparkInstall:
+    spec = importlib.util.find_spec("pyspark")
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not locations:
+        return PySparkInstall(location=None, classic=False, connect=False)
+    package = Path(locations[0])
+    jars = (package / "jars").is_dir() or bool(os.environ.get("SPARK_HOME"))
+    classic = (package / "core").is_dir() and jars and importlib.util.find_spec("py4j") is not None
+    missing = tuple(name for name in _CONNECT_MODULES if importlib.util.find_spec(name) is None)
+    connect = (package / "sql" / "connect").is_dir() and not missing
+    return PySparkInstall(location=package, classic=classic, connect=connect, missing_connect_modules=missing)
+
+
+def require_pyspark(connection: SparkConnection, install: PySparkInstall | None = None) -> None:
+    """Raise EngineError naming the pip extra to install when the installed PySpark cannot run `connection`.
+
+    >>> client = PySparkInstall(location=Path("/venv/pyspark"), classic=False, connect=True)
+    >>> require_pyspark(SparkConnection(remote="sc://spark:15002"), client)
+    >>> require_pyspark(SparkConnection(master="local[*]"), client)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    bot.errors.EngineError: the gateway runs Spark in this process (master `local[*]`), which needs the full PySpark with Spark's jars, but only the Spark Connect client (pyspark-client) is installed...; install the full one with: pip install 'meshbot[spark]'
+    """
+    install = install if install is not None else pyspark_install()
+    if connection.remote:
+        if install.connect:
+            return
+        if install.location is None:
+            found = "PySpark is not installed"
+        else:
+            found = (f"the installed PySpark ({install.location}) lacks "
+                     + ", ".join(install.missing_connect_modules or ("pyspark.sql.connect",)))
+        raise EngineError(f"the gateway connects to Spark Connect at {mask_url(connection.remote)} "
+                          f"(connection.remote), which needs the Spark Connect client, but {found}; install it "
+                          f"with: pip install '{CONNECT_EXTRA}' (or '{SPARK_EXTRA}', which also runs Spark locally)")
+    if install.classic:
+        return
+    where = f"master `{mask_url(connection.master or 'local[*]')}`"
+    if install.location is None:
+        found = "PySpark is not installed"
+    elif install.connect:
+        found = f"only the Spark Connect client (pyspark-client) is installed ({install.location})"
+    else:
+        found = f"the PySpark at {install.location} has no Spark jars, RDD core or py4j"
+    raise EngineError(f"the gateway runs Spark in this process ({where}), which needs the full PySpark with "
+                      f"Spark's jars, but {found}; install the full one with: pip install '{SPARK_EXTRA}'")
+
+
 def _build(connection: SparkConnection, state_dir: Path, *, catalog_only: bool = False) -> "SparkSession":
+    require_pyspark(connection)
     from pyspark.sql import SparkSession
 
     verbose = is_verbose()
