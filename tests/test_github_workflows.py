@@ -254,7 +254,7 @@ def test_action_cache_key_changes_with_meshbot_python_and_project_files():
     """A key of the project's files alone would hit a cache written by an older meshbot forever."""
     steps = _load(ROOT / "action.yml")["runs"]["steps"]
     key_step = next(s for s in steps if s.get("id") == "cache-key")
-    restore = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/restore@"))
+    restore = next(s for s in steps if s.get("id") == "cache-restore")
     assert steps.index(key_step) < steps.index(restore)
     assert restore["with"]["path"].endswith("/.meshbot/cache")
     assert restore["with"]["key"].startswith("${{ steps.cache-key.outputs.prefix }}")
@@ -270,9 +270,11 @@ def test_action_cache_is_saved_by_trusted_events_only_and_restored_by_prefix_on_
     steps = _load(ROOT / "action.yml")["runs"]["steps"]
     assert not any(re.match(r"actions/cache@", str(s.get("uses", ""))) for s in steps), \
         "actions/cache saves from every event in its post step"
-    restore = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/restore@"))
-    save = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@"))
+    restore = next(s for s in steps if s.get("id") == "cache-restore")
+    save = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")
+                and s["with"]["path"] == restore["with"]["path"])
     bot = next(s for s in steps if s.get("id") == "bot")
+    assert restore["uses"].startswith("actions/cache/restore@")
     assert restore["with"]["restore-keys"] == \
         "${{ github.event_name == 'pull_request' && steps.cache-key.outputs.prefix || '' }}"
     assert steps.index(restore) < steps.index(bot) < steps.index(save) == len(steps) - 1
@@ -287,6 +289,62 @@ def test_action_cache_is_saved_by_trusted_events_only_and_restored_by_prefix_on_
         assert "inputs.command != 'authorize-deploy'" in step["if"], step.get("name")
     drop = steps[steps.index(restore) - 1]
     assert drop["run"] == 'rm -rf -- "$MESHBOT_PROJECT_PATH/.meshbot/cache"', "a committed cache is dropped first"
+
+
+def test_action_restores_the_installed_environment_by_exact_key_and_saves_it_from_the_default_branch_only():
+    """The virtualenv with meshbot and its PySpark extra: keyed on everything that makes it (meshbot's
+    version and pyproject, the action's path, the extra, Python, runner OS and image), restored by exact
+    key on every event but authorize-deploy, saved right after a fresh install (before extra_pip and
+    before meshbot runs anything of the project) and only by the default branch's own events."""
+    steps = _load(ROOT / "action.yml")["runs"]["steps"]
+    ids = [s.get("id") for s in steps]
+    choose, restore = steps[ids.index("install")], steps[ids.index("venv-restore")]
+    install = next(s for s in steps if s.get("name") == "Install meshbot from the action's checkout")
+    save = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")
+                and s["with"]["path"] == restore["with"]["path"])
+    extra_pip = next(s for s in steps if s.get("name") == "Install extra_pip")
+    bot = steps[ids.index("bot")]
+    assert steps.index(choose) < steps.index(restore) < steps.index(install) < steps.index(save) \
+        < steps.index(extra_pip) < steps.index(bot)
+    assert steps.index(save) < ids.index("cache-restore")   # before the project's parse cache is even read
+    assert "restore-keys" not in restore["with"]
+    assert restore["with"]["key"] == "${{ steps.install.outputs.key }}"
+    assert restore["with"]["path"] == "${{ steps.install.outputs.venv }}"
+    assert save["with"]["key"] == "${{ steps.venv-restore.outputs.cache-primary-key }}"
+    for part in ("RUNNER_OS", "ImageOS", "PYTHON_FULL_VERSION", "version", "extra", "deps"):
+        assert "${" + part in choose["run"].split("key=", 1)[1], part
+    assert choose["env"]["PYTHON_FULL_VERSION"] == "${{ steps.python.outputs.python-version }}"
+    assert 'python -I "$GITHUB_ACTION_PATH/bot/spark/extra.py"' in choose["run"]
+    assert "inputs.command != 'authorize-deploy'" in restore["if"] and "inputs.command != 'authorize-deploy'" in save["if"]
+    assert install["if"] == "steps.venv-restore.outputs.cache-hit != 'true'"
+    condition = " ".join(save["if"].split())
+    assert condition.startswith("success() &&") and "steps.venv-restore.outputs.cache-hit != 'true'" in condition
+    assert "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)" in condition
+    events = set(re.findall(r"github\.event_name == '(\w+)'", condition))
+    assert events == {"push", "schedule", "workflow_dispatch"}, events
+    assert '"$MESHBOT_VENV/bin/meshbot" github' in bot["run"]
+
+
+def test_the_action_picks_the_pyspark_extra_from_the_config_as_data(tmp_path):
+    """bot/spark/extra.py as the action runs it: `python -I`, the standard library only, from any directory."""
+    from bot.project.example import write_example
+
+    write_example(tmp_path / "shop")
+
+    def extra(*args: str) -> str:
+        result = subprocess.run([sys.executable, "-I", str(ROOT / "bot/spark/extra.py"), *args],
+                                cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    assert extra("shop") == "spark"            # default_gateway: local
+    assert extra("shop", "ci") == "connect"    # the team gateway: remote only
+    assert extra("nowhere") == "spark"         # no config.yaml (or a config.py): the full one runs everything
+    config = tmp_path / "shop" / "config.yaml"
+    config.write_text(config.read_text().replace("default_gateway: local", "default_gateway: ci"))
+    assert extra("shop") == "connect"
+    config.write_text("gateways: {ci: {connection: {remote: 'sc://spark'}}}\n")
+    assert extra("shop", "ci") == "spark"      # flow style: not read for certain
 
 
 def test_action_runs_no_python_module_from_the_checkout():
