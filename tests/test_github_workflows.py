@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import jsonschema
@@ -345,6 +346,31 @@ def test_the_action_picks_the_pyspark_extra_from_the_config_as_data(tmp_path):
     assert extra("shop") == "connect"
     config.write_text("gateways: {ci: {connection: {remote: 'sc://spark'}}}\n")
     assert extra("shop", "ci") == "spark"      # flow style: not read for certain
+
+
+@pytest.mark.parametrize("command, pyspark, gateway, extra", [
+    ("run-all", "auto", "ci", "connect"), ("run-all", "auto", "", "spark"), ("run", "spark", "ci", "spark"),
+    ("authorize-deploy", "auto", "ci", "none"),
+])
+def test_the_install_step_keys_the_environment_on_the_extra(tmp_path, command, pyspark, gateway, extra):
+    """The action's own `Choose meshbot's install` script, run by bash as the runner runs it."""
+    from bot.project.example import write_example
+
+    write_example(tmp_path / "work" / "shop")
+    step = next(s for s in _load(ROOT / "action.yml")["runs"]["steps"] if s.get("id") == "install")
+    output = tmp_path / "output"
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "GITHUB_ACTION_PATH": str(ROOT),
+           "GITHUB_OUTPUT": str(output), "RUNNER_TEMP": str(tmp_path / "temp"), "RUNNER_OS": "Linux",
+           "ImageOS": "ubuntu24", "MESHBOT_PYSPARK": pyspark, "MESHBOT_COMMAND": command,
+           "MESHBOT_PROJECT_PATH": "shop", "MESHBOT_GATEWAY": gateway, "PYTHON_FULL_VERSION": "3.11.9"}
+    result = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path / "work", env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert outputs["extra"] == extra
+    assert outputs["venv"] == str(tmp_path / "temp" / "meshbot-venv")
+    version = re.escape(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])
+    assert re.fullmatch(rf"meshbot-venv-Linux-ubuntu24-py3\.11\.9-{version}-{extra}-[0-9a-f]{{16}}", outputs["key"])
 
 
 def test_action_runs_no_python_module_from_the_checkout():
