@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from bot.plan.claims import Claims
     from bot.plan.env_statements import EnvironmentStatements
     from bot.plan.janitor import JanitorResult
+    from bot.plan.estimate import BackfillEstimate
     from bot.plan.lint import LintResult
     from bot.plan.rollback import RollbackResult
     from bot.plan.run import RunResult
@@ -139,6 +140,13 @@ class Context:
                           rendered=self.rendered_queries(), state=self.state, environment=env,
                           options=options, config=self.config, now_ms=now_ms())
         return replace(plan, warnings=lint_warnings + plan.warnings) if lint_warnings else plan
+
+    def backfill_estimates(self, plan: Plan) -> tuple["BackfillEstimate", ...]:
+        """Each backfill of `plan` with its batches and, from earlier batches' recorded wall times, its duration."""
+        from bot.plan.estimate import estimate_backfills
+
+        names = {b.snapshot_id.name for b in plan.backfills}
+        return estimate_backfills(plan, self.state.get_batch_times(names) if names else {})
 
     def rendered_queries(self) -> dict[str, str]:
         """Every SQL model rendered at the reference interval, for fingerprints and diffs (cached on disk)."""

@@ -23,12 +23,13 @@ from bot.errors import EngineError
 from bot.plan.definition import (Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions,
                                  ProgressCallback)
 from bot.plan.janitor import JanitorResult
+from bot.plan.estimate import BackfillEstimate, estimate_backfills
 from bot.plan.rollback import RollbackResult
 from bot.plan.run import RunResult
 from bot.project.config import ModelDefaults, ProjectConfig, UserConfig
 from bot.quality.api import TestResult, TestSuiteResult
 from bot.snapshot import ChangeCategory, Fingerprint, Snapshot
-from bot.state.api import Environment
+from bot.state.api import BatchTimes, Environment
 
 GITHUB_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github"   # see SOURCE.md there
 SPEC_PATH = GITHUB_FIXTURES / "github-openapi-subset.json"
@@ -425,8 +426,10 @@ class FakeEngine:
         self.runs: list[str] = []
         self.options: list[PlanOptions] = []     # the options of each plan, in order
         self.batches = 0          # batches each changed model's backfill computes in a plan
+        self.batch_days = 1       # daily intervals per batch
         self.due: dict[str, list[tuple[int, int]]] = {}
         self.failing: set[str] = set()
+        self.batch_times: dict[tuple[str, str], BatchTimes] = {}   # what earlier batches took, as recorded
 
     @property
     def config(self) -> ProjectConfig:
@@ -463,8 +466,10 @@ class FakeEngine:
                     previous_environment=previous, snapshots=snapshots, new_snapshots=(),
                     changes=self._changes(environment, snapshots), options=options,
                     backfills=tuple(Backfill(snapshot_id=s.snapshot_id, kind=BackfillKind.INTERVALS,
-                                             intervals=((0, self.batches * 86_400_000),),
-                                             batches=tuple((d * 86_400_000, (d + 1) * 86_400_000)
+                                             intervals=tuple((d * 86_400_000, (d + 1) * 86_400_000)
+                                                             for d in range(self.batches * self.batch_days)),
+                                             batches=tuple((d * self.batch_days * 86_400_000,
+                                                            (d + 1) * self.batch_days * 86_400_000)
                                                            for d in range(self.batches)))
                                     for s in snapshots.values() if self.batches and not exists))
 
@@ -505,6 +510,9 @@ class FakeEngine:
         self.invalidated.append(environment)
         self.envs.discard(environment)
         return None
+
+    def backfill_estimates(self, plan: Plan) -> tuple[BackfillEstimate, ...]:
+        return estimate_backfills(plan, self.batch_times)
 
     def machine_local_storage(self) -> tuple[str, ...]:
         return ()          # stands for a team gateway: state and catalog outlive the runner

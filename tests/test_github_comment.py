@@ -173,3 +173,22 @@ def test_a_deleted_head_repository_is_not_a_fork_named_none(tmp_path):
     summary = (out / "summary.md").read_text()
     assert "a head repository that is no longer available" in summary and "None" not in summary
     assert engine.plans == []
+
+
+def test_the_prod_preview_shows_intervals_batches_and_an_estimate_from_recorded_batch_times(bot):
+    """Each backfilled model's intervals and batches, and how long its backfill should take from the wall time
+    recorded with earlier batches of the model; without any, the comment says there is no estimate yet."""
+    from bot.state.api import BatchTimes
+
+    b = bot()
+    b.engine.batches, b.engine.batch_days = 3, 2
+    assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
+    assert "| shop.orders | intervals | 6 | 3 | " in b.comment
+    assert "No estimate yet: none of these models has a timed batch recorded in the state." in b.comment
+
+    b.engine.batch_times = {("shop.orders", "1"): BatchTimes("shop.orders", "1", batches=4, span_ms=4 * 86_400_000,
+                                                             elapsed_ms=4 * 600_000, last_ts=1)}
+    assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
+    # a FULL model: 10 min per recorded batch, 3 batches
+    assert re.search(r"\| shop\.orders \| intervals \| 6 \| 3 \| [^|]+ \| [^|]+ \| ~30 min \|", b.comment), b.comment
+    assert "about 30 min of compute one after another" in b.comment

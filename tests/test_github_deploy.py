@@ -248,13 +248,25 @@ def test_a_large_backfill_needs_a_required_approvers_explicit_yes(scenario):
     check = bot.repo.check(DEPLOY)
     assert check["conclusion"] == "failure"
     assert "the plan computes 3 batches, more than cicd_bot.max_backfill_batches (2)" in check["output"]["summary"]
-    assert "`shop.orders`: 3 batch(es)" in check["output"]["summary"]
+    assert "`shop.orders`: 3 interval(s) in 3 batch(es)" in check["output"]["summary"]
     assert bot(_comment_event("/deploy --allow-large-backfill")) == 1 and bot.engine.applied == []
     assert "can be given by a required approver only" in bot.replies[-1]
     assert bot(_comment_event("/deploy --allow-large-backfill", login="ann-gh")) == 0
     assert bot.engine.applied == ["prod"]
     assert bot(_comment_event("/deploy --force")) == 0
     assert "does not know `--force`" in bot.replies[-1]
+
+
+def test_max_backfill_intervals_counts_intervals_whatever_the_batch_size(scenario):
+    """cicd_bot.max_backfill_intervals: 10 daily intervals in 2 batches of 5 pass a limit of 2 batches
+    but not one of 7 intervals."""
+    bot = scenario({"max_backfill_batches": 2, "max_backfill_intervals": 7})
+    bot.engine.batches, bot.engine.batch_days = 2, 5
+    bot.repo.set_pull(_pull(bot.head))
+    assert bot(_comment_event()) == 1 and bot.engine.applied == []
+    summary = bot.repo.check(DEPLOY)["output"]["summary"]
+    assert "the plan computes 10 intervals, more than cicd_bot.max_backfill_intervals (7)." in summary
+    assert "batches, more than" not in summary and "`shop.orders`: 10 interval(s) in 2 batch(es)" in summary
 
 
 def test_a_forward_only_branch_plans_forward_only_and_a_destructive_change_needs_an_approver(scenario):

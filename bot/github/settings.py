@@ -53,6 +53,7 @@ class BotSettings:
     table_diff_full_scope: str = "whole"     # FULL/VIEW/other kinds: "whole" query, or "skip"
     run_on_deploy: bool = False              # after a prod deploy, run what each model's cron made due
     max_backfill_batches: int | None = None  # a deploy computing more batches needs an approver's explicit yes
+    max_backfill_intervals: int | None = None   # likewise for intervals (a daily model's six years: 2191)
     forward_only_branch_suffix: str = "-forward-only"   # a PR from a branch ending so plans forward-only
 
     @property
@@ -100,9 +101,8 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
         raise ConfigError("cicd_bot.min_approvals must be an integer", path=where) from None
     if min_approvals < 1:
         raise ConfigError("cicd_bot.min_approvals must be at least 1", path=where)
-    max_batches = raw.get("max_backfill_batches")
-    if max_batches is not None and (isinstance(max_batches, bool) or not str(max_batches).isdigit()):
-        raise ConfigError(f"cicd_bot.max_backfill_batches must be a whole number (got `{max_batches}`)", path=where)
+    max_batches, max_intervals = (_whole(raw, key, where) for key in ("max_backfill_batches",
+                                                                       "max_backfill_intervals"))
     window_days = raw.get("table_diff_window_days", 7)
     if isinstance(window_days, bool) or not isinstance(window_days, (int, str)) or not str(window_days).isdigit() \
             or int(window_days) < 1:
@@ -139,7 +139,8 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
         table_diff_window_days=int(window_days),
         table_diff_full_scope=full_scope,
         run_on_deploy=_bool(raw.get("run_on_deploy", False), "run_on_deploy", where),
-        max_backfill_batches=int(max_batches) if max_batches is not None else None,
+        max_backfill_batches=max_batches,
+        max_backfill_intervals=max_intervals,
         forward_only_branch_suffix=str(raw.get("forward_only_branch_suffix") or "-forward-only"),
     )
 
@@ -162,6 +163,15 @@ def pr_environment_name(prefix: str, number: int) -> str:
     digest = hashlib.sha256(full.encode()).hexdigest()[:8]
     suffix = f"_{digest}_{int(number)}"
     return base[:MAX_ENV_NAME - len(suffix)].rstrip("_") + suffix
+
+
+def _whole(raw: dict[str, Any], key: str, where: str) -> int | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not str(value).isdigit():
+        raise ConfigError(f"cicd_bot.{key} must be a whole number (got `{value}`)", path=where)
+    return int(value)
 
 
 def _bool(value: Any, key: str, where: str) -> bool:

@@ -29,6 +29,7 @@ from bot.project.config import ProjectConfig
 from bot.quality.api import TestSuiteResult
 
 if TYPE_CHECKING:   # types only: the GitHub layer reaches state and Spark through the context
+    from bot.plan.estimate import BackfillEstimate
     from bot.plan.rollback import RollbackResult
     from bot.plan.run import RunResult
     from bot.state.api import Environment
@@ -134,6 +135,9 @@ class TimedContext:
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         return self._timed("apply", lambda: self._context.apply(plan, progress=progress), loads=True, spark=True)
+
+    def backfill_estimates(self, plan: Plan) -> tuple[BackfillEstimate, ...]:
+        return self._timed("plan", lambda: self._context.backfill_estimates(plan), loads=False, spark=False)
 
     def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> TestSuiteResult:
         return self._timed("tests", lambda: self._context.test(patterns=patterns, files=files),

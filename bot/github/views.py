@@ -9,7 +9,8 @@ from typing import Mapping
 
 from bot.diff.api import ModelDataDiff
 from bot.github.settings import CheckName
-from bot.plan.definition import Plan
+from bot.plan.definition import BackfillKind, Plan
+from bot.plan.estimate import BackfillEstimate, format_seconds, total_seconds
 from bot.quality.api import TestSuiteResult
 from bot.project.timeutil import to_datetime
 from bot.report.markdown import md_escape, render
@@ -35,6 +36,8 @@ class BackfillView:
     intervals: int
     start: str
     end: str
+    batches: int = 0
+    estimate: str = ""       # "~12 min" from recorded batch times; "" when there are none
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class PlanView:
     skipped_backfill: bool = False
     omitted_changes: int = 0
     omitted_backfills: int = 0
+    estimated: bool = False      # backfill estimates were asked for
+    estimate_total: str = ""     # their serial sum; "" when no model has recorded batch times
 
     @property
     def has_changes(self) -> bool:
@@ -188,20 +193,30 @@ class CommentView:
 
 # -- building views from engine results ----------------------------------------------------------
 
-def plan_view(plan: Plan) -> PlanView:
-    """The comment's view of a plan: its changes and the intervals it backfills."""
+def plan_view(plan: Plan, estimates: tuple[BackfillEstimate, ...] | None = None) -> PlanView:
+    """The comment's view of a plan: its changes, the intervals and batches it backfills and, given
+    `estimates` (bot.context.Context.backfill_estimates), how long that should take."""
     changes = tuple(ChangeView(
         name=c.name, change=c.change.value.replace("_", " "),
         category=c.category.label if c.category is not None else "",
         kind=c.kind, diff=c.diff, indirect=c.indirect_children)
         for c in plan.changes)
     names = {s.snapshot_id: s.name for s in plan.snapshots.values()}
+    timed = dict(zip((b.snapshot_id for b in plan.backfills), estimates)) if estimates is not None else {}
     backfills = tuple(BackfillView(
         model=names.get(b.snapshot_id, b.snapshot_id.name), kind=b.kind.value,
         intervals=len(b.intervals), start=_ms(b.intervals[0][0]) if b.intervals else "",
-        end=_ms(b.intervals[-1][1]) if b.intervals else "") for b in plan.backfills)
+        end=_ms(b.intervals[-1][1]) if b.intervals else "",
+        batches=len(b.batches) if b.kind is BackfillKind.INTERVALS else 1,
+        estimate=_estimate(timed.get(b.snapshot_id))) for b in plan.backfills)
+    total = total_seconds(estimates) if estimates else None
     return PlanView(environment=plan.environment, changes=changes, backfills=backfills,
-                    skipped_backfill=plan.options.skip_backfill)
+                    skipped_backfill=plan.options.skip_backfill, estimated=estimates is not None,
+                    estimate_total=f"~{format_seconds(total)}" if total is not None else "")
+
+
+def _estimate(estimate: BackfillEstimate | None) -> str:
+    return f"~{format_seconds(estimate.seconds)}" if estimate is not None and estimate.seconds is not None else ""
 
 
 def tests_view(result: TestSuiteResult) -> TestsView:

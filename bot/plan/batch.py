@@ -128,6 +128,7 @@ class BatchWriter:
     def _write(self, snapshot: Snapshot, model: Model, table: str, batch: Interval,
                mapping: Mapping[str, str], execution_time: int, is_dev: bool, record: bool,
                key: str | None = None) -> list[object]:
+        started = time.monotonic()
         try:
             self.runner.evaluate(snapshot, model, table=table, interval=batch, table_mapping=mapping,
                                  execution_time=execution_time)
@@ -147,7 +148,8 @@ class BatchWriter:
                                   "on the table (it stalled longer than the lease lasts) and another "
                                   "process may have written it; re-run")
             with self.lock or contextlib.nullcontext():
-                self.state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev)
+                self.state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev,
+                                        elapsed_ms=round((time.monotonic() - started) * 1000))
             if key is not None:
                 self._recorded.setdefault(key, []).append(batch)
             checkpoint("mid-backfill")

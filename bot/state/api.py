@@ -103,6 +103,18 @@ class Lease:
     previous: LeaseHolder | None = None
 
 
+@dataclass(frozen=True)
+class BatchTimes:
+    """The recorded batches of one model version that kept their wall time, summed."""
+
+    name: str
+    version: str
+    batches: int
+    span_ms: int          # the time the batches covered
+    elapsed_ms: int       # the wall time they took
+    last_ts: int          # when the newest was recorded (epoch ms)
+
+
 class StateReader(Protocol):
     def get_environment(self, name: str) -> Environment | None: ...
 
@@ -118,13 +130,18 @@ class StateReader(Protocol):
 
     def get_intervals(self, name_versions: Iterable[tuple[str, str]]) -> dict[tuple[str, str], SnapshotIntervals]: ...
 
+    def get_batch_times(self, names: Iterable[str]) -> dict[tuple[str, str], BatchTimes]:
+        """What the recorded batches of every version of `names` took (timed batches only)."""
+        ...
+
     def schema_version(self) -> int: ...
 
 
 class StateSync(StateReader, Protocol):
     def push_snapshots(self, snapshots: Iterable[Snapshot]) -> None: ...
 
-    def add_interval(self, name: str, version: str, interval: Interval, *, is_dev: bool = False) -> None: ...
+    def add_interval(self, name: str, version: str, interval: Interval, *, is_dev: bool = False,
+                     elapsed_ms: int | None = None) -> None: ...
 
     def remove_intervals(self, name: str, version: str, interval: Interval, *, is_dev: bool = False) -> None: ...
 

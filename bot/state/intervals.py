@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from bot.project.timeutil import now_ms
 from bot.state._interval_math import replay
 from bot.state._util import chunks, write_transaction
-from bot.state.api import Interval, SnapshotIntervals
+from bot.state.api import BatchTimes, Interval, SnapshotIntervals
 from bot.state.tables import Tables
 
 
@@ -20,13 +20,13 @@ class IntervalState:
         self.table = tables.intervals
 
     def record(self, name: str, version: str, interval: Interval, *,
-               is_dev: bool, is_removed: bool) -> None:
+               is_dev: bool, is_removed: bool, elapsed_ms: int | None = None) -> None:
         """Append one row; committed at once so a rerun resumes after the last finished batch."""
         start, end = interval
         if start >= end:
             return
         row = dict(name=name, version=version, start_ts=start, end_ts=end, is_dev=is_dev,
-                   is_removed=is_removed, created_ts=now_ms())
+                   is_removed=is_removed, created_ts=now_ms(), elapsed_ms=elapsed_ms)
         with write_transaction(self.engine) as conn:
             conn.execute(sa.insert(self.table), [row])
 
@@ -50,6 +50,21 @@ class IntervalState:
                 dev_intervals=replay(records.get((name, version, True), ())))
             for name, version in wanted
         }
+
+    def batch_times(self, names: Iterable[str]) -> dict[tuple[str, str], BatchTimes]:
+        """What the timed batches of each version of `names` took, summed per (name, version)."""
+        t = self.table
+        found: dict[tuple[str, str], BatchTimes] = {}
+        with self.engine.connect() as conn:
+            for part in chunks(sorted(set(names))):
+                query = (sa.select(t.c.name, t.c.version, sa.func.count(), sa.func.sum(t.c.end_ts - t.c.start_ts),
+                                   sa.func.sum(t.c.elapsed_ms), sa.func.max(t.c.created_ts))
+                         .where(t.c.name.in_(list(part)), t.c.elapsed_ms.is_not(None), t.c.is_removed.is_(False))
+                         .group_by(t.c.name, t.c.version))
+                for name, version, count, span, elapsed, last in conn.execute(query):
+                    found[(name, version)] = BatchTimes(name, version, batches=int(count), span_ms=int(span or 0),
+                                                        elapsed_ms=int(elapsed or 0), last_ts=int(last or 0))
+        return found
 
     def delete_versions(self, conn: sa.Connection, name_versions: Iterable[tuple[str, str]]) -> None:
         key = sa.tuple_(self.table.c.name, self.table.c.version)

@@ -11,7 +11,8 @@ from bot.project import timeutil
 from bot.snapshot import Snapshot, SnapshotId
 from bot.state import versions
 from bot.state._util import write_transaction
-from bot.state.api import Environment, HistoryEntry, Interval, Lease, LeaseHolder, PendingDrop, SnapshotIntervals
+from bot.state.api import (BatchTimes, Environment, HistoryEntry, Interval, Lease, LeaseHolder, PendingDrop,
+                           SnapshotIntervals)
 from bot.state.environments import EnvironmentState
 from bot.state.intervals import IntervalState
 from bot.state.leases import LeaseState
@@ -130,9 +131,10 @@ class SqlStateSync:
 
     # intervals
 
-    def add_interval(self, name: str, version: str, interval: Interval, *, is_dev: bool = False) -> None:
+    def add_interval(self, name: str, version: str, interval: Interval, *, is_dev: bool = False,
+                     elapsed_ms: int | None = None) -> None:
         self._current()
-        self._intervals.record(name, version, interval, is_dev=is_dev, is_removed=False)
+        self._intervals.record(name, version, interval, is_dev=is_dev, is_removed=False, elapsed_ms=elapsed_ms)
 
     def remove_intervals(self, name: str, version: str, interval: Interval, *,
                          is_dev: bool = False) -> None:
@@ -143,6 +145,10 @@ class SqlStateSync:
                       ) -> dict[tuple[str, str], SnapshotIntervals]:
         self._current()
         return self._intervals.get(name_versions)
+
+    def get_batch_times(self, names: Iterable[str]) -> dict[tuple[str, str], BatchTimes]:
+        self._current()
+        return self._intervals.batch_times(names)
 
     # leases
 

@@ -73,6 +73,7 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("is_dev", sa.Boolean, nullable=False),
         sa.Column("is_removed", sa.Boolean, nullable=False),
         sa.Column("created_ts", sa.BigInteger, nullable=False),
+        sa.Column("elapsed_ms", sa.BigInteger),               # v0007: the batch's wall time; NULL before
         sa.Index("ix_intervals_name_version", "name", "version"),
     )
     versions = sa.Table(

@@ -10,7 +10,7 @@ from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_te
                                      post_comment, start_check)
 from bot.github.runners.notify import notifier_for
 from bot.github.sections import recorded_plan_digest
-from bot.github.settings import CheckName
+from bot.github.settings import BotSettings, CheckName
 from bot.github.views import CheckSummaryView, CommentView, plan_view
 from bot.plan.definition import Plan
 from bot.report.notify import Notifier, evaluated_models, plan_models
@@ -68,11 +68,11 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         # e.g. the push of a PR that `/deploy` already deployed and merged: keep its deploy report
         return finish("success", f":white_check_mark: `{env}` already serves this commit's models: "
                                  "nothing to deploy.", comment=False)
-    large = large_backfill(run.settings.max_backfill_batches, plan)
+    large = large_backfill(run.settings, plan)
     if large and not allow_large_backfill:
         return finish("failure", f":x: Deploy to `{env}` refused: {large[0]}", large[1:] + (
             "A required approver can comment `/deploy --allow-large-backfill` to deploy it anyway, or raise "
-            "`cicd_bot.max_backfill_batches`.",))
+            "the limit in `cicd_bot`.",))
     digest, models = plan_digest(plan)
     drift = _drift(run, pr, digest, models)
     if drift and run.settings.require_approved_plan:
@@ -104,18 +104,25 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
     return 1 if not (ok and ran[1]) else code
 
 
-def large_backfill(limit: int | None, plan: Plan) -> tuple[str, ...]:
-    """(why, one line per model) when `plan` computes more batches than `limit`; () otherwise."""
-    counts: dict[str, int] = {}
+def large_backfill(settings: BotSettings, plan: Plan) -> tuple[str, ...]:
+    """(why, one line per model) when `plan` computes more batches than cicd_bot.max_backfill_batches or
+    more intervals than cicd_bot.max_backfill_intervals; () otherwise."""
     names = {s.snapshot_id: s.name for s in plan.snapshots.values()}
+    batches: dict[str, int] = {}
+    intervals: dict[str, int] = {}
     for backfill in plan.backfills:
         name = names.get(backfill.snapshot_id, backfill.snapshot_id.name)
-        counts[name] = counts.get(name, 0) + len(backfill.batches)
-    total = sum(counts.values())
-    if limit is None or total <= limit:
+        batches[name] = batches.get(name, 0) + len(backfill.batches)
+        intervals[name] = intervals.get(name, 0) + len(backfill.intervals)
+    over = [f"{sum(counts.values())} {what}, more than cicd_bot.max_backfill_{what} ({limit})"
+            for what, counts, limit in (("batches", batches, settings.max_backfill_batches),
+                                        ("intervals", intervals, settings.max_backfill_intervals))
+            if limit is not None and sum(counts.values()) > limit]
+    if not over:
         return ()
-    lines = tuple(f"`{name}`: {count} batch(es)" for name, count in sorted(counts.items(), key=lambda i: -i[1]))
-    return (f"the plan computes {total} batches, more than cicd_bot.max_backfill_batches ({limit}).",) + lines
+    lines = tuple(f"`{name}`: {intervals[name]} interval(s) in {count} batch(es)"
+                  for name, count in sorted(batches.items(), key=lambda i: (-intervals[i[0]], -i[1], i[0])))
+    return (f"the plan computes {' and '.join(over)}.",) + lines
 
 
 def _run_after_deploy(run: BotRun, env: str, notifier: Notifier) -> tuple[tuple[str, ...], bool]:

@@ -16,6 +16,7 @@ from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanView,
                               diff_view, plan_view, tests_view)
 from bot.report.markdown import pluralize
 from bot.plan.definition import ChangeType, Plan, PlanOptions
+from bot.plan.estimate import BackfillEstimate
 
 
 def _pr(run: BotRun) -> PullRequest | None:
@@ -129,12 +130,20 @@ def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str |
         return None, None, "", None
     digest, models = plan_digest(plan)
     run.outputs.set("plan_id", plan.plan_id)
-    view = plan_view(plan)
+    view = plan_view(plan, _estimates(run, plan))
     summary = (f"Prod plan: {len(view.changes)} change(s), digest {digest}" if view.has_changes
                else "No changes to deploy to prod")
     finish_check(run, check, name=CheckName.PROD_PLAN, sha=pr.head_sha, conclusion="success",
                  view=CheckSummaryView(summary=summary, plan=view, plan_title="Prod plan preview"))
     return view, digest, models, plan
+
+
+def _estimates(run: BotRun, plan: Plan) -> tuple[BackfillEstimate, ...] | None:
+    """The preview's backfill estimates; None (no column) when the state cannot give them."""
+    try:
+        return run.context.backfill_estimates(plan) if plan.backfills else None
+    except BotError:
+        return None
 
 
 def approval_fields(run: BotRun, status: ApprovalStatus) -> dict[str, Any]:
