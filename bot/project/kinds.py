@@ -35,16 +35,15 @@ def parse_kind(prop: Prop | None, *, default: str | None, dialect: str, path: Pa
             raise ConfigError(f"invalid kind `{prop.text[:60]}`", path=path, line=prop.line)
         name_text, inner, line = match.group(1), match.group(2), prop.line
         props = _inner_props(inner, prop.line, path) if inner is not None else ()
-    if name_text.upper() == "CUSTOM":
-        materialization = next((value_text(parse_value(p, dialect=dialect, path=path), dialect)
-                                for p in props if p.key == "materialization"), "?")
-        raise custom_kind_error(model_name, materialization, path=path, line=line)
     name = _kind_name(name_text, path=path, line=line)
     fields: dict[str, Any] = {"name": name,
                               "on_destructive_change": OnDestructiveChange(on_destructive_change)}
     for item in (*extra.values(), *props):
         _apply_property(fields, item, dialect=dialect, path=path)
     _check_required(fields, path=path, line=line)
+    if name is KindName.CUSTOM:   # materializations/*.py load with the project's other Python, as in SQLMesh
+        from bot.project.materializations import find_materialization
+        find_materialization(fields["materialization"], model=model_name, path=path, line=line)
     return Kind(**fields)
 
 
@@ -58,10 +57,13 @@ def ignored_kind_properties(prop: Prop | None, path: Path) -> list[tuple[str, in
     return [(p.key, p.line) for p in _inner_props(match.group(2), prop.line, path) if p.key in _IGNORED]
 
 
-def custom_kind_error(model_name: str, materialization: str, *, path: Path, line: int | None) -> ConfigError:
-    return ConfigError(f"model {model_name or '?'}: kind CUSTOM (materialization `{materialization}`) is not "
-                       "supported by meshbot: custom materializations run on SQLMesh's engine adapters; "
-                       "use a built-in kind", path=path, line=line)
+def _materialization_properties(prop: Prop, value: exp.Expression, dialect: str, path: Path) -> str:
+    """`(key = value, ...)` as SQL text in the model's dialect; each item must be `key = value`."""
+    items = value_items(value)
+    if not all(isinstance(item, (exp.EQ, exp.PropertyEQ)) and isinstance(item.this, (exp.Column, exp.Identifier))
+               for item in items):
+        raise ConfigError("`materialization_properties` expects `(name = value, ...)`", path=path, line=prop.line)
+    return exp.Tuple(expressions=[item.copy() for item in items]).sql(dialect=dialect)
 
 
 def _kind_name(text: str, *, path: Path, line: int | None) -> KindName:
@@ -106,6 +108,10 @@ def _apply_property(fields: dict[str, Any], prop: Prop, *, dialect: str, path: P
         fields["seed_path"] = value_text(value, dialect)
     elif key == "csv_settings":
         fields["csv_settings"] = _csv_settings(prop, value, dialect, path)
+    elif key == "materialization" and fields["name"] is KindName.CUSTOM:
+        fields["materialization"] = value_text(value, dialect)
+    elif key == "materialization_properties" and fields["name"] is KindName.CUSTOM:
+        fields["materialization_properties"] = _materialization_properties(prop, value, dialect, path)
     else:
         raise ConfigError(f"unknown property `{key}` for kind {fields['name'].value}", path=path,
                           line=prop.line)
@@ -146,5 +152,7 @@ def _check_required(fields: dict[str, Any], *, path: Path, line: int | None) -> 
         raise ConfigError(f"kind {name.value} requires `unique_key`", path=path, line=line)
     if name is KindName.SCD_TYPE_2_BY_COLUMN and not fields.get("scd_columns"):
         raise ConfigError("kind SCD_TYPE_2_BY_COLUMN requires `columns`", path=path, line=line)
+    if name is KindName.CUSTOM and not fields.get("materialization"):
+        raise ConfigError("kind CUSTOM requires `materialization`", path=path, line=line)
     if name is KindName.SEED and not fields.get("seed_path"):
         raise ConfigError("kind SEED requires `path`", path=path, line=line)

@@ -121,6 +121,9 @@ def _kind_value(key: str, value: Any, path: Path) -> Any:
         return value
     if key == "csv_settings" and isinstance(value, Mapping):
         return tuple(value.items())
+    if key == "materialization_properties" and isinstance(value, Mapping):
+        return exp.Tuple(expressions=[exp.EQ(this=exp.column(str(k)), expression=v if isinstance(v, exp.Expression)
+                                             else exp.convert(v)) for k, v in value.items()]).sql()
     return value
 
 
@@ -132,9 +135,6 @@ def parse_kind(value: Any, *, default: str | None, path: Path) -> Kind:
         value = value.value
     props: dict[str, Any] = dict(value) if isinstance(value, Mapping) else {"name": value or default or "FULL"}
     raw_name = props.pop("name", None)
-    if str(getattr(raw_name, "value", raw_name)).upper() == "CUSTOM":
-        from bot.project.kinds import custom_kind_error
-        raise custom_kind_error("", str(props.get("materialization", "?")), path=path, line=None)
     try:
         name = KindName(KIND_ALIASES.get(str(getattr(raw_name, "value", raw_name)).upper(),
                                      str(getattr(raw_name, "value", raw_name)).upper()))
@@ -159,6 +159,11 @@ def parse_kind(value: Any, *, default: str | None, path: Path) -> Kind:
     if name in (KindName.INCREMENTAL_BY_UNIQUE_KEY, KindName.SCD_TYPE_2_BY_TIME,
                 KindName.SCD_TYPE_2_BY_COLUMN) and not kwargs.get("unique_key"):
         raise ConfigError(f"kind {name.value} requires `unique_key`", path=path)
+    if name is KindName.CUSTOM:
+        from bot.project.materializations import find_materialization
+        if not kwargs.get("materialization"):
+            raise ConfigError("kind CUSTOM requires `materialization`", path=path)
+        find_materialization(str(kwargs["materialization"]), model="", path=path)
     return Kind(name=name, **kwargs)
 
 

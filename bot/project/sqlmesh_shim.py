@@ -22,8 +22,11 @@ _MODEL = {"model": ("bot.project.python_model", "model"), "ModelKindName": (None
 _DATES = {name: (None, name) for name in ("to_datetime", "to_ds", "to_ts", "to_timestamp", "make_inclusive",
                                           "now", "TimeLike")}
 _RULES = {name: ("bot.project.lint_rules", name) for name in ("Rule", "RuleViolation", "Range", "Position")}
+_MATERIALIZATION = {"CustomMaterialization": ("bot.project.materializations", "CustomMaterialization")}
+_CUSTOM_KIND = {"CustomKind": ("bot.project.materializations", "CustomKind")}
 _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
-    "sqlmesh": {**_MACRO, **_MODEL, "ExecutionContext": (None, "ExecutionContext"),
+    "sqlmesh": {**_MACRO, **_MODEL, **_MATERIALIZATION, **_CUSTOM_KIND, "QueryOrDF": (None, "QueryOrDF"),
+                "Model": ("bot.project.lint_rules", "ModelView"), "ExecutionContext": (None, "ExecutionContext"),
                 "EngineAdapter": (None, "EngineAdapter"), "str_to_bool": (None, "str_to_bool")},
     "sqlmesh.core": {},
     "sqlmesh.core.macros": _MACRO,
@@ -31,7 +34,10 @@ _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
                                          for name in ("Model", "SqlModel", "PythonModel", "SeedModel")}},
     "sqlmesh.core.linter": {},
     "sqlmesh.core.linter.rule": _RULES,
-    "sqlmesh.core.model.kind": {"ModelKindName": (None, "KindName")},
+    "sqlmesh.core.model.kind": {"ModelKindName": (None, "KindName"), **_CUSTOM_KIND},
+    "sqlmesh.core.snapshot": {},
+    "sqlmesh.core.snapshot.evaluator": _MATERIALIZATION,
+    "sqlmesh.core.engine_adapter._typing": {"QueryOrDF": (None, "QueryOrDF")},
     "sqlmesh.core.context": {"ExecutionContext": (None, "ExecutionContext")},
     "sqlmesh.core.engine_adapter": {"EngineAdapter": (None, "EngineAdapter")},
     "sqlmesh.utils": {"str_to_bool": (None, "str_to_bool")},
@@ -148,6 +154,7 @@ class SQL(str):
 
 
 TimeLike = Union[date, datetime, str, int, float]
+QueryOrDF = Any   # a sqlglot query or a DataFrame
 
 
 def str_to_bool(value: Any) -> bool:

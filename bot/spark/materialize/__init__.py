@@ -7,9 +7,9 @@ from types import ModuleType
 from typing import Any
 
 from bot.errors import EngineError
-from bot.project.model import Kind, KindName
+from bot.project.model import Kind, KindName, Model
 from bot.spark.engine import SparkEngine
-from bot.spark.materialize import (full, incremental_key, incremental_partition, incremental_time,
+from bot.spark.materialize import (custom, full, incremental_key, incremental_partition, incremental_time,
                                   incremental_unmanaged, scd2, seed, view)
 
 STRATEGIES: dict[KindName, ModuleType] = {
@@ -22,6 +22,7 @@ STRATEGIES: dict[KindName, ModuleType] = {
     KindName.SEED: seed,
     KindName.INCREMENTAL_BY_PARTITION: incremental_partition,
     KindName.INCREMENTAL_UNMANAGED: incremental_unmanaged,
+    KindName.CUSTOM: custom,
 }
 
 
@@ -35,21 +36,24 @@ def _strategy(kind: Kind, table: str) -> ModuleType | None:
 
 
 def create_physical(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None,
-                    columns: Sequence[tuple[str, str]] | None, partitioned_by: Sequence[str] = ()) -> None:
+                    columns: Sequence[tuple[str, str]] | None, partitioned_by: Sequence[str] = (),
+                    model: Model | None = None) -> None:
     """Create the empty physical table (or the view) of a model if absent; no Spark job runs.
 
     Columns come from `columns` (declared types, any sqlglot spelling) or from the analyzed
     schema of `query_sql`. SCD type 2 tables get valid_from/valid_to. EXTERNAL and EMBEDDED
-    models own nothing and are ignored.
+    models own nothing and are ignored. `model` is needed by CUSTOM kinds only (their materialization
+    is found from the model's project).
     """
     strategy = _strategy(kind, table)
     if strategy is not None:
+        extra = {"model": model} if strategy is custom else {}
         strategy.create(engine, kind=kind, table=table, query_sql=query_sql, columns=columns,
-                        partitioned_by=tuple(partitioned_by))
+                        partitioned_by=tuple(partitioned_by), **extra)
 
 
 def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,
-             execution_time: int, first_run: bool) -> None:
+             execution_time: int, first_run: bool, model: Model | None = None) -> None:
     """Write one batch [start, end) (epoch ms) of a model into `table` with its kind's semantics.
 
     `query` is rendered Spark SQL, a Spark DataFrame or a pandas DataFrame (Python models); it
@@ -59,6 +63,7 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
     strategy = _strategy(kind, table)
     if strategy is None:
         return
+    extra = {"model": model} if strategy is custom else {}
     with engine.table_lock(table):
         strategy.evaluate(engine, kind=kind, table=table, query=query, start=start, end=end,
-                          execution_time=execution_time, first_run=first_run)
+                          execution_time=execution_time, first_run=first_run, **extra)
