@@ -8,6 +8,7 @@ from pathlib import Path
 from sqlglot import exp
 
 from bot.errors import ConfigError
+from bot.project.catalogs import Catalogs
 from bot.project.header import Block, parse_body, parse_value, value_items, value_pairs, value_text
 from bot.project.sqltext import to_sql
 
@@ -27,8 +28,10 @@ class AuditDefinition:
     standalone: bool = False    # `standalone true`: run on its own by plan and audit, not attached to a model
 
 
-def audits_from_blocks(blocks: list[Block], *, text: str, path: Path, default_dialect: str) -> list[AuditDefinition]:
-    """AuditDefinitions of `AUDIT (...)` blocks (audits/*.sql, or inline in a model file)."""
+def audits_from_blocks(blocks: list[Block], *, text: str, path: Path, default_dialect: str,
+                       catalogs: Catalogs = Catalogs()) -> list[AuditDefinition]:
+    """AuditDefinitions of `AUDIT (...)` blocks (audits/*.sql, or inline in a model file); table names
+    lose the default catalog (`"jaffle_shop"."main"."orders"` reads model `main.orders`)."""
     audits = []
     for block in blocks:
         props = {p.key: p for p in block.props}
@@ -42,6 +45,7 @@ def audits_from_blocks(blocks: list[Block], *, text: str, path: Path, default_di
         name = value_text(values["name"], dialect).lower()
         if query is None:
             raise ConfigError(f"audit `{name}` has no query", path=path, line=block.line)
+        catalogs.strip([s.expression for s in statements], path=path, owner=f"audit `{name}`", text=text)
         blocking = value_text(values["blocking"], dialect).lower() != "false" if "blocking" in values else True
         standalone = value_text(values["standalone"], dialect).lower() == "true" if "standalone" in values else False
         audits.append(AuditDefinition(

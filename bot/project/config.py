@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from bot.errors import ConfigError
+from bot.project.catalogs import Catalogs, catalogs_of
 from bot.project.files import read_text, read_yaml, render_env_vars
 from bot.project.notifications import NotificationTarget, parse_notification_targets
 from bot.project.timeutil import TimeParseError, check_ttl, to_ms
@@ -85,6 +86,7 @@ class ModelDefaults:
     start: str | None = None
     owner: str | None = None
     on_destructive_change: str = "error"
+    catalogs: Catalogs = Catalogs()   # config.yaml's `default_catalog` and the gateways' Spark catalogs
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,9 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         root=root,
         gateways=gateways,
         default_gateway=default_gateway,
-        model_defaults=_parse_model_defaults(raw.get("model_defaults"), path),
+        model_defaults=replace(_parse_model_defaults(raw.get("model_defaults"), path), catalogs=catalogs_of(
+            raw.get("default_catalog"), [c.config for g in gateways.values()
+                                         for c in (g.connection, g.test_connection) if c is not None], path=path)),
         variables=dict(_mapping(raw.get("variables"), "variables", path)),
         snapshot_ttl=_ttl(raw, "snapshot_ttl", text, path),
         environment_ttl=_ttl(raw, "environment_ttl", text, path),
@@ -200,7 +204,8 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
 
 _CONFIG_KEYS = frozenset({"gateways", "default_gateway", "model_defaults", "variables", "snapshot_ttl",
                           "environment_ttl", "physical_schema_mapping", "plan", "cicd_bot", "users",
-                          "before_all", "after_all", "linter", "format", "notification_targets"})
+                          "before_all", "after_all", "linter", "format", "notification_targets",
+                          "default_catalog"})
 
 
 def _statements(value: Any, key: str, path: Path) -> tuple[str, ...]:

@@ -142,7 +142,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read
 
         def parse(file: _SqlFile) -> tuple[ParsedModel, ...]:
             return parse_model_file(file.path, decode_text(file.data, file.path), defaults=config.model_defaults,
-                                    variables=config.variables, jinja=jinja)
+                                    variables=config.variables, jinja=jinja, root=root)
 
         encoded = _parse_in_workers([f for f in files if f.entries is None], parse, while_parsing)
         for file in files:
@@ -253,7 +253,8 @@ def _external_models_file(path: Path, config: ProjectConfig) -> list[Model]:
         if not isinstance(columns, dict):
             raise ConfigError(f"`columns` of external model `{item['name']}` must be a mapping", path=path)
         models.append(Model(
-            name=normalize_name(str(item["name"]), item_dialect), kind=Kind(name=KindName.EXTERNAL),
+            name=config.model_defaults.catalogs.reference(normalize_name(str(item["name"]), item_dialect)),
+            kind=Kind(name=KindName.EXTERNAL),
             dialect=item_dialect, path=path, line=1,
             columns=tuple((str(col).lower(), spark_type(str(typ), dialect=item_dialect, path=path))
                           for col, typ in columns.items()),
@@ -299,7 +300,8 @@ def load_audits(root: Path, config: ProjectConfig) -> dict[str, AuditDefinition]
     for path in _files(root / "audits", "*.sql"):
         text = read_text(path)
         blocks = split_blocks(text, keyword="AUDIT", path=path)
-        for audit in audits_from_blocks(blocks, text=text, path=path, default_dialect=config.model_defaults.dialect):
+        for audit in audits_from_blocks(blocks, text=text, path=path, default_dialect=config.model_defaults.dialect,
+                                        catalogs=config.model_defaults.catalogs):
             if audit.name in audits:
                 raise ConfigError(f"duplicate audit `{audit.name}`: also defined in {audits[audit.name].path}",
                                   path=path, line=audit.line)

@@ -74,17 +74,18 @@ class ParsedModel:
 
 def parse_model_file(path: Path, text: str, *, defaults: ModelDefaults,
                      variables: Mapping[str, Any] | None = None,
-                     jinja: JinjaSettings | None = None) -> tuple[ParsedModel, ...]:
+                     jinja: JinjaSettings | None = None, root: Path | None = None) -> tuple[ParsedModel, ...]:
     """Parse one SQL model file into its model, or one model per blueprint; problems name `path` and the line.
 
     `@{name}` takes the blueprint's value, else the config variable's (`variables`). Jinja blocks are
     rendered at the reference interval with `jinja`'s variables and macros: the rendered query gives the
-    parents and columns; rendering again per interval happens in bot.project.render.
+    parents and columns; rendering again per interval happens in bot.project.render. A seed path
+    `$root/seeds/x.csv` starts at the project `root` (as in SQLMesh), another one at the model's folder.
     """
     source = text
     text, jinja_blocks = cut_blocks(text, path=path)
     parse = functools.partial(_parse_model, path, defaults=defaults, source=source, jinja_blocks=jinja_blocks,
-                              jinja=jinja or JinjaSettings())
+                              jinja=jinja or JinjaSettings(), root=root or path.parent)
     config_values = scalar_variables(variables or {}) if "@{" in text else {}
     blocks = _model_blocks(text, path)
     prop = next((p for p in blocks[0].props if p.key == "blueprints"), None)
@@ -115,7 +116,7 @@ def _model_blocks(text: str, path: Path) -> list[Block]:
 
 
 def _parse_model(path: Path, text: str, blocks: list[Block], *, defaults: ModelDefaults, blueprint: Blueprint,
-                 source: str, jinja_blocks: tuple[JinjaBlock, ...], jinja: JinjaSettings) -> ParsedModel:
+                 source: str, jinja_blocks: tuple[JinjaBlock, ...], jinja: JinjaSettings, root: Path) -> ParsedModel:
     block, audit_blocks = blocks[0], blocks[1:]
     notes: list[tuple[str, int]] = []
     props = _props_by_key(block, path, notes)
@@ -128,6 +129,8 @@ def _parse_model(path: Path, text: str, blocks: list[Block], *, defaults: ModelD
     fields = _header_fields(props, dialect=dialect, defaults=defaults, path=path, line=block.line)
     statements, jinja_fields = _resolve_jinja(statements, jinja_blocks, name=fields["name"], dialect=dialect,
                                               path=path, settings=jinja or JinjaSettings())
+    defaults.catalogs.strip([s.expression for s in statements], path=path, owner=f"model `{fields['name']}`",
+                            text=text)
     query_index = next((i for i, s in enumerate(statements) if isinstance(s.expression, exp.Query)), None)
     kind = fields["kind"]
     if kind.name is KindName.INCREMENTAL_BY_PARTITION and not fields["partitioned_by"]:
@@ -138,7 +141,7 @@ def _parse_model(path: Path, text: str, blocks: list[Block], *, defaults: ModelD
                           path=path, line=block.line)
     pre, query_stmt, post = _around_query(statements, query_index)
     if kind.name is KindName.SEED:
-        fields.update(_seed_fields(kind.seed_path, path=path, line=props["kind"].line))
+        fields.update(_seed_fields(kind.seed_path, path=path, line=props["kind"].line, root=root))
     everything = [s.expression for s in statements]
     depends = (table_references(everything) | blueprint_tables(everything, blueprint, dialect)
                | set(fields["depends_on_explicit"])) - {fields["name"]}
@@ -149,8 +152,8 @@ def _parse_model(path: Path, text: str, blocks: list[Block], *, defaults: ModelD
         pre_statements=pre, post_statements=post, depends_on=frozenset(depends), **jinja_fields,
         blueprint_variables=as_sql_pairs(blueprint, dialect),
     )
-    inline = tuple(audits_from_blocks(audit_blocks, text=text, path=path, default_dialect=dialect)) \
-        if audit_blocks else ()
+    inline = tuple(audits_from_blocks(audit_blocks, text=text, path=path, default_dialect=dialect,
+                                      catalogs=defaults.catalogs)) if audit_blocks else ()
     notes += [(f"model {model.name}: kind property `{key}` is not supported by meshbot and is ignored", line)
               for key, line in ignored_kind_properties(props.get("kind"), path)]
     refs = tuple(r for r in macro_references(everything, text=source if jinja_blocks else text, start=0)
@@ -229,7 +232,7 @@ def _header_fields(props: dict[str, Prop], *, dialect: str, defaults: ModelDefau
     def text(key: str, default: str | None = None) -> str | None:
         return value_text(values[key], dialect) if key in values else default
 
-    name = normalize_name(text("name"), dialect)
+    name = defaults.catalogs.model_name(normalize_name(text("name"), dialect), path=path, line=props["name"].line)
     cron = text("cron", defaults.cron)
     if not _valid_cron(cron):
         raise ConfigError(f"invalid cron `{cron}`", path=path, line=props.get("cron", Prop("", "", line)).line)
@@ -264,7 +267,8 @@ def _header_fields(props: dict[str, Prop], *, dialect: str, defaults: ModelDefau
                                         dialect, path) if "physical_properties" in values else (),
         session_properties=value_pairs(props["session_properties"], values["session_properties"],
                                        dialect, path) if "session_properties" in values else (),
-        depends_on_explicit=tuple(normalize_name(n, dialect) for n in value_names(values["depends_on"], dialect))
+        depends_on_explicit=tuple(defaults.catalogs.reference(normalize_name(n, dialect))
+                                  for n in value_names(values["depends_on"], dialect))
         if "depends_on" in values else (),
         enabled=value_bool(props["enabled"], values["enabled"], dialect, path) if "enabled" in values else True,
     )
@@ -313,8 +317,9 @@ def _audit_ref(name: str, args: list, *, dialect: str, path: Path, line: int) ->
     return AuditRef(name=name, args=tuple(pairs), blocking=blocking)
 
 
-def _seed_fields(seed_path: str | None, *, path: Path, line: int) -> dict[str, Any]:
-    target = (path.parent / (seed_path or "")).resolve()
+def _seed_fields(seed_path: str | None, *, path: Path, line: int, root: Path) -> dict[str, Any]:
+    marker, *rest = Path(seed_path or "").parts or ("",)
+    target = (root.joinpath(*rest) if marker.lower() == "$root" else path.parent / (seed_path or "")).resolve()
     if not target.is_file():
         raise ConfigError(f"seed file `{seed_path}` not found (looked for {target})", path=path, line=line)
     return {"seed_abs_path": target, "seed_content_hash": hashlib.sha256(target.read_bytes()).hexdigest()}

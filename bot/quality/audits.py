@@ -49,8 +49,13 @@ def run_audits(*, engine: SparkEngine, model: Model,
     only when count > 0.
     Raises nothing for failed audits (see bot.quality.api.raise_for_audits); a Spark error is an
     EngineError naming the audit and model.
+
+    `table_mapping` maps model names to the tables of the environment being planned: a custom
+    audit's `FROM db.m` (or `catalog.db.m`) reads those, as the model's query does; the audited
+    model's own name always reads `table` (the whole table, while `@this_model` is the interval).
     """
     relation = audited_relation(engine, model=model, table=table, start=start, end=end)
+    table_mapping = {**(table_mapping or {}), model.name: table}
     pairs = []
     for ref in model.audits:
         audit = resolve_audit(ref, model=model, audit_defs=audit_defs or {})

@@ -1,0 +1,122 @@
+"""Real SQLMesh projects unchanged (issue 26): audits read the environment's tables, catalog-qualified
+names, `$root` seed paths, grains, `ignore_patterns`, kind properties.
+
+Expected values come from SQLMesh 0.236.4 on DuckDB, run on the same projects (noted per test).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.context import Context
+from bot.errors import ConfigError, QualityError
+from bot.plan.definition import PlanOptions
+from bot.project.loader import load_project
+from tests.project_files import write_files
+
+OPTIONS = PlanOptions(execution_time="2024-01-03")
+CONFIG = "model_defaults:\n  dialect: duckdb\n  start: '2024-01-01'\n"
+POSITIVE = "MODEL (name db.order_f, kind FULL{audits});\nSELECT 1 AS id, 10 AS amount\n"
+NEGATIVE = ("MODEL (name db.order_f, kind FULL{audits});\n"
+            "SELECT 1 AS id, -10 AS amount UNION ALL SELECT 2 AS id, -5 AS amount\n")
+
+
+def _apply(context: Context, environment: str):
+    return context.apply(context.plan(environment, options=OPTIONS))
+
+
+def test_an_audit_naming_its_model_audits_the_dev_version(tmp_path, clean_catalog):
+    # SQLMesh 0.236.4: the dev plan fails, "'no_negative' audit error: 2 rows failed", its query
+    # reading the dev version's physical table (`... "db__order_f__3291226586" AS "order_f"`)
+    audits = ", audits (no_negative)"
+    root = write_files(tmp_path / "p", {
+        "config.yaml": CONFIG,
+        "models/order_f.sql": POSITIVE.format(audits=audits),
+        "audits/no_negative.sql": "AUDIT (name no_negative);\nSELECT * FROM db.order_f WHERE amount < 0\n",
+    })
+    _apply(Context(root), "prod")
+    (root / "models" / "order_f.sql").write_text(NEGATIVE.format(audits=audits))
+    context = Context(root)
+    with pytest.raises(QualityError) as failure:
+        _apply(context, "dev")
+    assert "no_negative" in str(failure.value) and "2 violating row(s)" in str(failure.value)
+    assert context.state.get_environment("dev") is None
+    assert [r.violation_count for r in Context(root).audit(environment="prod").results] == [0]
+
+
+def test_an_audit_naming_a_parent_reads_the_parents_dev_version(tmp_path, clean_catalog):
+    # SQLMesh 0.236.4: "'parent_positive' audit error: 2 rows failed"; both the catalog-qualified
+    # `"jaffle_shop"."db"."other"` and `db.order_f` read the dev versions' physical tables
+    root = write_files(tmp_path / "p", {
+        "config.yaml": CONFIG + "default_catalog: jaffle_shop\n",
+        "models/order_f.sql": POSITIVE.format(audits=""),
+        "models/other.sql": "MODEL (name db.other, kind FULL, audits (parent_positive));\nSELECT id FROM db.order_f\n",
+        "audits/parent_positive.sql": (
+            "AUDIT (name parent_positive);\nSELECT o.id FROM \"jaffle_shop\".\"db\".\"other\" AS o\n"
+            "JOIN db.order_f AS f ON f.id = o.id WHERE f.amount < 0\n"),
+    })
+    _apply(Context(root), "prod")
+    (root / "models" / "order_f.sql").write_text(NEGATIVE.format(audits=""))
+    context = Context(root)
+    with pytest.raises(QualityError) as failure:
+        _apply(context, "dev")
+    assert "parent_positive" in str(failure.value) and "2 violating row(s)" in str(failure.value)
+
+
+JAFFLE = {
+    "config.yaml": CONFIG + "default_catalog: jaffle_shop\n",
+    "seeds/orders.csv": "id,amount,status\n1,10,paid\n2,25,paid\n3,7,open\n",
+    "models/staging/seed_orders.sql":
+        "MODEL (name jaffle_shop.raw.seed_orders, kind SEED (path '$root/seeds/orders.csv'));\n",
+    "models/orders.sql": ("MODEL (name jaffle_shop.main.orders, kind FULL, audits (positive_amount, paid_seen));\n"
+                          "SELECT id, amount, status FROM \"jaffle_shop\".\"raw\".\"seed_orders\"\n"),
+    "models/summary.sql": (
+        "MODEL (name main.summary, kind FULL);\n"
+        "SELECT COUNT(*) AS n, SUM(o.amount) AS total, SUM(CASE WHEN s.status = 'paid' THEN 1 ELSE 0 END) AS paid\n"
+        "FROM jaffle_shop.main.orders AS o JOIN raw.seed_orders AS s ON s.id = o.id\n"),
+    "audits/a.sql": (
+        "AUDIT (name positive_amount);\nSELECT * FROM \"jaffle_shop\".\"main\".\"orders\" WHERE amount <= 0;\n\n"
+        "AUDIT (name paid_seen);\n"
+        "SELECT * FROM main.orders WHERE status NOT IN (SELECT status FROM jaffle_shop.raw.seed_orders);\n"),
+}
+
+
+def test_the_default_catalog_is_mapped_away(tmp_path, clean_catalog):
+    # SQLMesh 0.236.4 on DuckDB (database jaffle_shop.db), same files: main.summary is n=3, total=42, paid=2
+    root = write_files(tmp_path / "p", JAFFLE)
+    context = Context(root)
+    assert sorted(context.models) == ["main.orders", "main.summary", "raw.seed_orders"]
+    assert context.models["main.summary"].depends_on == {"main.orders", "raw.seed_orders"}
+    assert context.models["raw.seed_orders"].seed_abs_path == root / "seeds" / "orders.csv"
+    _apply(context, "prod")
+    assert [dict(r.asDict()) if hasattr(r, "asDict") else dict(r)
+            for r in context.fetchdf("SELECT * FROM main.summary")] == [{"n": 3, "total": 42, "paid": 2}]
+    assert [r.violation_count for r in context.audit(models=["main.orders"]).results] == [0, 0]
+
+
+def test_spark_catalog_is_a_default_catalog_and_another_catalog_is_named(tmp_path):
+    files = {**JAFFLE, "config.yaml": CONFIG}
+    root = write_files(tmp_path / "p", files)
+    with pytest.raises(ConfigError) as failure:
+        load_project(root)
+    assert str(failure.value).startswith(f"{root / 'models' / 'orders.sql'}:1: model `jaffle_shop.main.orders`: "
+                                         "catalog `jaffle_shop` is not the default catalog (`spark_catalog`;")
+
+    root = write_files(tmp_path / "q", {"config.yaml": CONFIG, "models/a.sql": (
+        "MODEL (name spark_catalog.db.a, kind FULL);\nSELECT 1 AS id\n"), "models/b.sql": (
+        "MODEL (name db.b, kind FULL);\nSELECT a.id FROM spark_catalog.db.a AS a\n"
+        "JOIN elsewhere.db.x AS x ON x.id = a.id\n")})
+    with pytest.raises(ConfigError) as failure:
+        load_project(root)
+    assert str(failure.value) == (
+        f"{root / 'models' / 'b.sql'}:3: model `db.b` reads `elsewhere.db.x AS x`: catalog `elsewhere` is neither "
+        "the default catalog (`spark_catalog`; set `default_catalog` in config.yaml to the catalog the project was "
+        "written for) nor a Spark catalog of a gateway (`spark.sql.catalog.elsewhere`)")
+
+    (root / "config.yaml").write_text(CONFIG + "gateways:\n  local:\n    connection:\n      type: spark\n"
+                                      "      config:\n        spark.sql.catalog.elsewhere: some.Catalog\n")
+    project = load_project(root)
+    assert sorted(project.models) == ["db.a", "db.b"]
+    assert project.models["db.b"].depends_on == {"db.a", "elsewhere.db.x"}
