@@ -141,6 +141,14 @@ class Context:
                           options=options, config=self.config, now_ms=now_ms())
         return replace(plan, warnings=lint_warnings + plan.warnings) if lint_warnings else plan
 
+    def model_versions(self) -> dict[str, str]:
+        """Each model's version identifier as the project's files define it (what a plan would name its
+        snapshot); reads no state and starts no engine."""
+        from bot.fingerprint import fingerprint_models
+
+        fingerprints = fingerprint_models(self.models, self.project.dag.order, self.rendered_queries())
+        return {name: fingerprint.identifier for name, fingerprint in fingerprints.items()}
+
     def backfill_estimates(self, plan: Plan) -> tuple["BackfillEstimate", ...]:
         """Each backfill of `plan` with its batches and, from earlier batches' recorded wall times, its duration."""
         from bot.plan.estimate import estimate_backfills

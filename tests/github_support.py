@@ -430,6 +430,7 @@ class FakeEngine:
         self.due: dict[str, list[tuple[int, int]]] = {}
         self.failing: set[str] = set()
         self.batch_times: dict[tuple[str, str], BatchTimes] = {}   # what earlier batches took, as recorded
+        self.versions: dict[str, str] | None = None    # model_versions(); None: the changed models' new versions
 
     @property
     def config(self) -> ProjectConfig:
@@ -510,6 +511,11 @@ class FakeEngine:
         self.invalidated.append(environment)
         self.envs.discard(environment)
         return None
+
+    def model_versions(self) -> dict[str, str]:
+        if self.versions is not None:
+            return dict(self.versions)
+        return {name: self._snapshot(name, "2").identifier for name in self.changed}
 
     def backfill_estimates(self, plan: Plan) -> tuple[BackfillEstimate, ...]:
         return estimate_backfills(plan, self.batch_times)

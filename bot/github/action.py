@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 from bot.context import Context
 from bot.errors import BotError, GithubError
 from bot.github.api import EngineContext, GithubPort, TokenPermissionError
+from bot.github.base_changes import load_base_versions
 from bot.github.checkout import GitCheckout
 from bot.github.event import Event, PullRequest, load_event
 from bot.github.gate import SealedContext
@@ -172,11 +173,23 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
             return context_factory(invocation.project_path, invocation.gateway)
         return Context(invocation.project_path, gateway=invocation.gateway, read_cache=read_cache)
 
+    def base_versions(pr: PullRequest) -> dict[str, str] | None:
+        """The base commit's model versions: its files exported from git and loaded like the project
+        (default-branch code in a PR job; called only once the event is authorized)."""
+        def versions(folder: Path) -> dict[str, str]:
+            base = (context_factory(str(folder), invocation.gateway) if context_factory is not None
+                    else Context(folder, gateway=invocation.gateway, read_cache=False))
+            return base.model_versions()
+
+        with timings.phase("plan"):
+            return load_base_versions(GitCheckout(Path(invocation.project_path)), pr, versions)
+
     seal = SealedContext(project)
     return BotRun(event=event, settings=settings, github=TimedGithub(github, timings),
                   context=TimedContext(seal, timings), outputs=outputs, timings=timings, seal=seal,
                   trusted=trusted, checkout_head=checkout.head(), on_default_branch=on_default_branch,
                   commits_behind=commits_behind, default_branch_head=default_branch_head,
+                  base_versions=base_versions,
                   project_subdir=subdir, sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
                   on_actions_runner=env.get("GITHUB_ACTIONS") == "true")
 

@@ -1,8 +1,10 @@
-"""The job's git checkout, asked with plain `git` commands: its HEAD, a file at another ref, ancestry."""
+"""The job's git checkout, asked with plain `git` commands: its HEAD, a file or folder at another ref, ancestry."""
 
 from __future__ import annotations
 
+import io
 import subprocess
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,3 +53,22 @@ class GitCheckout:
         if done is None:
             return None
         return {0: True, 1: False}.get(done.returncode)
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of two commits; None when git cannot tell (a shallow clone without it)."""
+        done = self._git("merge-base", a, b)
+        return done.stdout.decode().strip() if done is not None and done.returncode == 0 and done.stdout else None
+
+    def export(self, ref: str, destination: Path) -> bool:
+        """Write the files of this folder as they are at `ref` into `destination`; False when git cannot.
+        Links and special files are skipped."""
+        root, prefix = self.root(), self._git("rev-parse", "--show-prefix")
+        if root is None or prefix is None or prefix.returncode != 0:
+            return False
+        done = GitCheckout(root)._git("archive", "--format=tar", f"{ref}:{prefix.stdout.decode().strip()}")
+        if done is None or done.returncode != 0:
+            return False
+        with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+            archive.extractall(destination, members=[m for m in archive.getmembers() if m.isfile() or m.isdir()],
+                               filter="data")
+        return True

@@ -37,6 +37,7 @@ class PullRequest:
     state: str = "open"
     mergeable: bool | None = None        # GET /pulls/{n} only; None while GitHub is still computing it
     mergeable_state: str | None = None   # clean, blocked, dirty, behind, unstable, draft, unknown...
+    base_sha: str = ""                   # the base branch's commit when the event was sent
 
     def is_from_fork(self, repo: Repo) -> bool:
         """True unless the head branch lives in `repo` (a deleted head repository cannot be trusted either)."""
@@ -181,7 +182,7 @@ def parse_pull_request(raw: dict[str, Any]) -> PullRequest:
         head_repo=head_repo.get("full_name") if head_repo else None,
         draft=bool(raw.get("draft")), merged=bool(raw.get("merged_at") or raw.get("merged")),
         state=str(raw.get("state") or "open"), mergeable=raw.get("mergeable"),
-        mergeable_state=raw.get("mergeable_state"))
+        mergeable_state=raw.get("mergeable_state"), base_sha=str(base.get("sha") or ""))
 
 
 def parse_review(raw: dict[str, Any]) -> Review:

@@ -139,6 +139,9 @@ class TimedContext:
     def backfill_estimates(self, plan: Plan) -> tuple[BackfillEstimate, ...]:
         return self._timed("plan", lambda: self._context.backfill_estimates(plan), loads=False, spark=False)
 
+    def model_versions(self) -> dict[str, str]:
+        return self._timed("plan", self._context.model_versions, loads=True, spark=False)
+
     def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> TestSuiteResult:
         return self._timed("tests", lambda: self._context.test(patterns=patterns, files=files),
                            loads=True, spark=True)

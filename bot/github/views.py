@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 from bot.diff.api import ModelDataDiff
+from bot.github.base_changes import Origin
 from bot.github.settings import CheckName
 from bot.plan.definition import BackfillKind, Plan
 from bot.plan.estimate import BackfillEstimate, format_seconds, total_seconds
@@ -27,6 +28,7 @@ class ChangeView:
     kind: str
     diff: str = ""
     indirect: tuple[str, ...] = ()
+    on_base: bool = False    # already on the PR's base branch, not yet in prod (not this PR's change)
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,19 @@ class PlanView:
     omitted_backfills: int = 0
     estimated: bool = False      # backfill estimates were asked for
     estimate_total: str = ""     # their serial sum; "" when no model has recorded batch times
+    base_branch: str = ""        # set when changes were split by origin: the PR's base branch
 
     @property
     def has_changes(self) -> bool:
         return bool(self.changes) or self.omitted_changes > 0
+
+    @property
+    def own_changes(self) -> tuple[ChangeView, ...]:
+        return tuple(c for c in self.changes if not c.on_base)
+
+    @property
+    def base_changes(self) -> tuple[ChangeView, ...]:
+        return tuple(c for c in self.changes if c.on_base)
 
 
 @dataclass(frozen=True)
@@ -193,13 +204,16 @@ class CommentView:
 
 # -- building views from engine results ----------------------------------------------------------
 
-def plan_view(plan: Plan, estimates: tuple[BackfillEstimate, ...] | None = None) -> PlanView:
+def plan_view(plan: Plan, estimates: tuple[BackfillEstimate, ...] | None = None, *,
+              origins: Mapping[str, Origin] | None = None, base_branch: str = "") -> PlanView:
     """The comment's view of a plan: its changes, the intervals and batches it backfills and, given
-    `estimates` (bot.context.Context.backfill_estimates), how long that should take."""
+    `estimates` (bot.context.Context.backfill_estimates), how long that should take; given `origins`
+    (bot.github.base_changes), which changes are already on `base_branch` rather than the PR's own."""
     changes = tuple(ChangeView(
         name=c.name, change=c.change.value.replace("_", " "),
         category=c.category.label if c.category is not None else "",
-        kind=c.kind, diff=c.diff, indirect=c.indirect_children)
+        kind=c.kind, diff=c.diff, indirect=c.indirect_children,
+        on_base=(origins or {}).get(c.name) is Origin.BASE)
         for c in plan.changes)
     names = {s.snapshot_id: s.name for s in plan.snapshots.values()}
     timed = dict(zip((b.snapshot_id for b in plan.backfills), estimates)) if estimates is not None else {}
@@ -212,6 +226,7 @@ def plan_view(plan: Plan, estimates: tuple[BackfillEstimate, ...] | None = None)
     total = total_seconds(estimates) if estimates else None
     return PlanView(environment=plan.environment, changes=changes, backfills=backfills,
                     skipped_backfill=plan.options.skip_backfill, estimated=estimates is not None,
+                    base_branch=base_branch if origins is not None else "",
                     estimate_total=f"~{format_seconds(total)}" if total is not None else "")
 
 

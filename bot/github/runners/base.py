@@ -49,6 +49,8 @@ class BotRun:
     on_default_branch: Callable[[str], bool | None] = lambda sha: None   # is this commit on the default branch?
     commits_behind: Callable[[str, str], int | None] = lambda base, head: None   # base branch's commits head lacks
     default_branch_head: Callable[[], str | None] = lambda: None      # the default branch's newest commit
+    # each model's version at the PR's base commit (None: the checkout's history cannot tell)
+    base_versions: Callable[[PullRequest], dict[str, str] | None] = lambda pr: None
 
     def open_project(self, *, read_cache: bool = True) -> None:
         """The event is authorized: the project's files may be read from now on (with `read_cache`

@@ -7,6 +7,7 @@ from typing import Any
 
 from bot.errors import BotError
 from bot.github.approvals import ApprovalStatus
+from bot.github.base_changes import change_origins
 from bot.github.gate import approval_status
 from bot.github.event import PullRequest
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
@@ -130,7 +131,11 @@ def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str |
         return None, None, "", None
     digest, models = plan_digest(plan)
     run.outputs.set("plan_id", plan.plan_id)
-    view = plan_view(plan, _estimates(run, plan))
+    origins = None
+    if plan.changes:
+        base = run.base_versions(pr)
+        origins = change_origins(plan, base) if base is not None else None
+    view = plan_view(plan, _estimates(run, plan), origins=origins, base_branch=pr.base_ref)
     summary = (f"Prod plan: {len(view.changes)} change(s), digest {digest}" if view.has_changes
                else "No changes to deploy to prod")
     finish_check(run, check, name=CheckName.PROD_PLAN, sha=pr.head_sha, conclusion="success",
