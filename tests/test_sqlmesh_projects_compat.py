@@ -120,3 +120,36 @@ def test_spark_catalog_is_a_default_catalog_and_another_catalog_is_named(tmp_pat
     project = load_project(root)
     assert sorted(project.models) == ["db.a", "db.b"]
     assert project.models["db.b"].depends_on == {"db.a", "elsewhere.db.x"}
+
+
+def test_a_grain_the_model_lacks_warns_unless_strict(tmp_path, capsys):
+    # SQLMesh 0.236.4 plans this model without a word; meshbot warns (file and line), `strict: true` refuses
+    root = write_files(tmp_path / "p", {"config.yaml": CONFIG, "models/m.sql": (
+        "MODEL (\n  name db.m,\n  kind FULL,\n  grain (id, nope)\n);\nSELECT 1 AS id\n")})
+    plan = Context(root).plan("prod", options=OPTIONS)
+    assert plan.change_for("db.m") is not None
+    where = f"{root / 'models' / 'm.sql'}:4: "
+    assert (f"Warning: {where}`grain` of model `db.m` names column `nope`, which the model does not produce "
+            "(its columns: id); `strict: true` in config.yaml makes this an error") in capsys.readouterr().err
+
+    (root / "config.yaml").write_text(CONFIG + "strict: true\n")
+    with pytest.raises(ConfigError) as failure:
+        Context(root).plan("prod", options=OPTIONS)
+    assert str(failure.value).startswith(where + "`grain` of model `db.m` names column `nope`")
+
+
+def test_ignore_patterns_skip_files_as_in_sqlmesh(tmp_path, capsys):
+    # SQLMesh 0.236.4 loads this project with one model, db.a (SELECT 1), no audit and no unit test
+    root = write_files(tmp_path / "p", {
+        "config.yaml": CONFIG + "ignore_patterns:\n  - \"models/legacy/*\"\n  - \"*_old.sql\"\n"
+                                "  - \"tests/test_skip.yaml\"\n",
+        "models/a.sql": "MODEL (name db.a, kind FULL); SELECT 1 AS id",
+        "models/legacy/broken.sql": "MODEL (name db.broken kind FULL SELECT",
+        "models/a_old.sql": "MODEL (name db.a, kind FULL); SELECT 2 AS id",
+        "audits/bad_old.sql": "AUDIT (name x; SELECT",
+        "tests/test_skip.yaml": "test_skip:\n  model: db.nope\n  outputs:\n    query: []\n",
+    })
+    project = load_project(root)
+    assert list(project.models) == ["db.a"] and "SELECT 1" in project.models["db.a"].query_text
+    assert project.audits == {} and project.test_files == ()
+    assert "ignore_patterns" not in capsys.readouterr().err

@@ -15,6 +15,8 @@ from bot.project.notifications import NotificationTarget, parse_notification_tar
 from bot.project.timeutil import TimeParseError, check_ttl, to_ms
 from bot.redact import register, register_setting, register_url
 
+IGNORE_PATTERNS = (".ipynb_checkpoints/*",)   # SQLMesh's default; config.yaml's ignore_patterns add to it
+
 
 @dataclass(frozen=True)
 class SparkConnection:
@@ -134,6 +136,8 @@ class ProjectConfig:
     linter: LinterConfig = LinterConfig()
     format: FormatConfig = FormatConfig()
     notification_targets: tuple[NotificationTarget, ...] = ()
+    strict: bool = False   # `strict: true`: a grain naming a column the model lacks is an error, not a warning
+    ignore_patterns: tuple[str, ...] = IGNORE_PATTERNS   # globs of project files not loaded (SQLMesh's key)
 
     def gateway(self, name: str | None = None) -> Gateway:
         key = name or self.default_gateway
@@ -199,20 +203,30 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         linter=_parse_linter(raw.get("linter"), path),
         format=_parse_format(raw.get("format"), path),
         notification_targets=parse_notification_targets(raw.get("notification_targets"), path),
+        strict=_flag(raw, "strict", path),
+        ignore_patterns=IGNORE_PATTERNS + _statements(raw.get("ignore_patterns"), "ignore_patterns", path,
+                                                      what="glob patterns"),
     )
 
 
 _CONFIG_KEYS = frozenset({"gateways", "default_gateway", "model_defaults", "variables", "snapshot_ttl",
                           "environment_ttl", "physical_schema_mapping", "plan", "cicd_bot", "users",
                           "before_all", "after_all", "linter", "format", "notification_targets",
-                          "default_catalog"})
+                          "default_catalog", "strict", "ignore_patterns"})
 
 
-def _statements(value: Any, key: str, path: Path) -> tuple[str, ...]:
+def _flag(raw: dict, key: str, path: Path) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"`{key}` must be true or false (got {value!r})", path=path)
+    return value
+
+
+def _statements(value: Any, key: str, path: Path, *, what: str = "SQL statements") -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ConfigError(f"`{key}` must be a list of SQL statements", path=path)
+        raise ConfigError(f"`{key}` must be a list of {what}", path=path)
     return tuple(value)
 _MODEL_DEFAULT_KEYS = frozenset({"dialect", "kind", "cron", "start", "owner", "on_destructive_change"})
 _PLAN_KEYS = frozenset({"auto_categorize_changes", "include_unmodified"})

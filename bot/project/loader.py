@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import glob
 import hashlib
 import json
 import os
@@ -76,29 +77,40 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
     dag = DAG.build(by_name)
     return Project(
         root=root, config=config, models={name: by_name[name] for name in dag.order},
-        audits=_with_inline_audits(load_audits(root, config), parsed), test_files=_test_files(root),
-        macro_files=tuple(sorted(p for pattern in ("*.py", "*.sql") for p in (root / "macros").rglob(pattern)))
-        if (root / "macros").is_dir() else (),
+        audits=_with_inline_audits(load_audits(root, config), parsed), test_files=_test_files(root, config),
+        macro_files=tuple(sorted(_files(root / "macros", "*.py", "*.sql", config=config))),
         dag=dag, source_digests={p.model.name: digest for p, digest in zip(parsed, digests)},
     )
 
 
-def _files(folder: Path, *patterns: str) -> list[Path]:
-    """Files under `folder` whose name matches a pattern, hidden ones left out, sorted.
+def _files(folder: Path, *patterns: str, config: ProjectConfig | None = None) -> list[Path]:
+    """Files under `folder` whose name matches a pattern, hidden ones and those `config.ignore_patterns`
+    names left out, sorted.
 
     Symlinked folders are not descended into; a symlink loop under `folder` is a ConfigError.
     """
     if not folder.is_dir():
         return []
+    ignored = _ignored(config) if config is not None else lambda path: False
     found = []
     for path in folder.rglob("*"):
         if any(part.startswith(".") for part in path.relative_to(folder).parts):
             continue
         if path.is_symlink():
             _check_symlink(path, folder)
-        if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in patterns) and path.is_file():
+        if any(fnmatch.fnmatchcase(path.name, pattern) for pattern in patterns) and path.is_file() \
+                and not ignored(path):
             found.append(path)
     return sorted(found)
+
+
+def _ignored(config: ProjectConfig) -> Callable[[Path], bool]:
+    """SQLMesh's rule for `ignore_patterns`: a file is skipped when it matches a pattern from the right
+    (`Path.match`: `models/legacy/*`, `*_old.sql`) or is one of the files the pattern globs from the
+    project root (`**` recursive)."""
+    patterns = config.ignore_patterns
+    globbed = {Path(p) for pattern in patterns for p in glob.glob(str(config.root / pattern), recursive=True)}
+    return lambda path: path in globbed or any(path.match(pattern) for pattern in patterns)
 
 
 def _check_symlink(path: Path, folder: Path) -> None:
@@ -122,12 +134,12 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read
     cache = (ModelCache.open(root) if read_cache else ModelCache.empty(root)) if use_cache else None
     context = cache_context(root, config.model_defaults, sorted((str(k), repr(v)) for k, v in config.variables.items()))
     jinja = JinjaSettings(variables=config.variables, gateway=config.default_gateway,
-                          macros=load_jinja_macros(_files(root / "macros", "*.sql")))
+                          macros=load_jinja_macros(_files(root / "macros", "*.sql", config=config)))
     jinja_context = f"{context}|{jinja.digest()}"
     parsed, digests = [], []
     with paused_gc():
         files, unreadable = [], None
-        for path in _files(root / "models", "*.sql"):
+        for path in _files(root / "models", "*.sql", config=config):
             try:
                 data = path.read_bytes()
             except OSError as error:   # raised after the files before it are parsed, as a serial loop would
@@ -197,7 +209,7 @@ def _seed_unchanged(model: Model) -> bool:
 
 
 def _load_python_models(root: Path, config: ProjectConfig) -> list[Model]:
-    files = _files(root / "models", "*.py")
+    files = _files(root / "models", "*.py", config=config)
     if not files:
         return []
     return [model for path in files
@@ -235,7 +247,7 @@ def _index_models(models: Iterable[Model]) -> dict[str, Model]:
 def load_external_models(root: Path, config: ProjectConfig) -> list[Model]:
     """external_models.yaml: a list of `{name, columns: {col: type}, audits?}` → EXTERNAL models."""
     paths = [root / n for n in EXTERNAL_MODELS_FILES if (root / n).is_file()]
-    paths += _files(root / "external_models", "*.yaml", "*.yml")
+    paths += _files(root / "external_models", "*.yaml", "*.yml", config=config)
     return [model for path in paths for model in _external_models_file(path, config)]
 
 
@@ -297,7 +309,7 @@ def _yaml_value_sql(value: Any) -> str:
 def load_audits(root: Path, config: ProjectConfig) -> dict[str, AuditDefinition]:
     """Every AUDIT block in audits/*.sql; duplicate audit names are an error."""
     audits: dict[str, AuditDefinition] = {}
-    for path in _files(root / "audits", "*.sql"):
+    for path in _files(root / "audits", "*.sql", config=config):
         text = read_text(path)
         blocks = split_blocks(text, keyword="AUDIT", path=path)
         for audit in audits_from_blocks(blocks, text=text, path=path, default_dialect=config.model_defaults.dialect,
@@ -322,9 +334,9 @@ def _with_inline_audits(audits: dict[str, AuditDefinition],
     return merged
 
 
-def _test_files(root: Path) -> tuple[Path, ...]:
+def _test_files(root: Path, config: ProjectConfig) -> tuple[Path, ...]:
     """tests/*.yaml; each must at least be valid YAML (malformed files are reported here, with the line)."""
-    files = _files(root / "tests", "*.yaml", "*.yml")
+    files = _files(root / "tests", "*.yaml", "*.yml", config=config)
     for path in files:
         read_yaml(path)
     return tuple(files)
