@@ -234,3 +234,51 @@ def test_sqlmesh_style_macro_files_import(tmp_path: Path) -> None:
     assert expand("SELECT @double(x)", registry=registry) == "SELECT x * 2"
     import sys
     assert "sqlmesh" not in sys.modules  # the shim is removed after import
+
+
+PAYMENT_METHODS = "@DEF(payment_methods, ['credit_card', 'coupon', 'bank_transfer'])"
+
+
+def test_each_lambda_with_an_alias_and_braced_variables_render_as_sqlmesh() -> None:
+    # `sqlmesh render` (0.236.4, DuckDB) of the same models gives these projections
+    summed = expand("SELECT order_id, @EACH(@payment_methods, x -> SUM(CASE WHEN payment_method = x THEN amount "
+                    "ELSE 0 END) AS @{x}_amount) FROM db.order_payments GROUP BY order_id",
+                    dialect="duckdb", pre=PAYMENT_METHODS)
+    assert summed == ("SELECT order_id, "
+                      "SUM(CASE WHEN payment_method = 'credit_card' THEN amount ELSE 0 END) AS credit_card_amount, "
+                      "SUM(CASE WHEN payment_method = 'coupon' THEN amount ELSE 0 END) AS coupon_amount, "
+                      "SUM(CASE WHEN payment_method = 'bank_transfer' THEN amount ELSE 0 END) AS bank_transfer_amount "
+                      "FROM db.order_payments GROUP BY order_id")
+    qualified = expand("SELECT order_payments.order_id, @EACH(@payment_methods, x -> order_payments.@{x}_amount) "
+                       "FROM order_payments", dialect="duckdb", pre=PAYMENT_METHODS)
+    assert qualified == ("SELECT order_payments.order_id, order_payments.credit_card_amount, "
+                         "order_payments.coupon_amount, order_payments.bank_transfer_amount FROM order_payments")
+    assert expand("SELECT t.@{m}_total AS @{m}_x FROM t", pre="@DEF(m, 'coupon')") == \
+        "SELECT t.coupon_total AS coupon_x FROM t"
+
+
+def test_braced_variables_print_back_as_written() -> None:
+    from bot.project.sqltext import to_sql
+
+    text = "SELECT t.@{x}_amount AS @{x}_total FROM t"
+    assert to_sql(parse_sql(text, "duckdb")[0], "duckdb") == text
+    with pytest.raises(ConfigError, match=r"macro variable @nope is undefined in model db.m"):
+        expand("SELECT @{nope}_x FROM t")
+
+
+def test_each_with_braced_aliases_loads_and_renders_a_project(tmp_path: Path) -> None:
+    from bot.project.loader import load_project
+    from bot.project.render import render_sql
+
+    (tmp_path / "models").mkdir()
+    (tmp_path / "config.yaml").write_text("model_defaults:\n  dialect: duckdb\n  start: '2024-01-01'\n")
+    (tmp_path / "models" / "n.sql").write_text(
+        f"MODEL (name db.n, kind FULL);\n{PAYMENT_METHODS};\nWITH order_payments AS (SELECT * FROM db.m)\n"
+        "SELECT order_payments.order_id, @EACH(@payment_methods, x -> order_payments.@{x}_amount)\n"
+        "FROM order_payments\n")
+    project = load_project(tmp_path, use_cache=False)
+    assert render_sql(project.models["db.n"], models=project.models) == (
+        "WITH `order_payments` AS (SELECT * FROM `db`.`m`) SELECT `order_payments`.`order_id`, "
+        "`order_payments`.`credit_card_amount`, `order_payments`.`coupon_amount`, "
+        "`order_payments`.`bank_transfer_amount` FROM `order_payments`")
+    assert project.models["db.n"].depends_on == {"db.m"}

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 
+from bot.project.sqltext import braced_text, fill_braced, has_braced
+
 if TYPE_CHECKING:
     from bot.project.macros import MacroEvaluator
 
@@ -67,12 +69,15 @@ def _items(node: exp.Expression) -> list[exp.Expression]:
     return [node]
 
 
-def _substitute(body: exp.Expression, names: dict[str, exp.Expression]) -> exp.Expression:
+def _substitute(body: exp.Expression, names: dict[str, exp.Expression], dialect: str) -> exp.Expression:
     def swap(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and not node.table and node.name.lower() in names:
             return names[node.name.lower()].copy()
         if isinstance(node, exp.Parameter) and node.this is not None and node.name.lower() in names:
             return names[node.name.lower()].copy()
+        if isinstance(node, exp.Identifier) and isinstance(node.this, str) and has_braced(node.this):
+            return exp.to_identifier(fill_braced(node.this, lambda name: braced_text(names[name.lower()], dialect)
+                                                 if name.lower() in names else None), quoted=node.quoted)
         if isinstance(node, exp.Identifier) and node.name.lower() in names:
             value = names[node.name.lower()]
             if isinstance(node.parent, (exp.Column, exp.Table, exp.TableAlias)) or node.arg_key == "alias":
@@ -91,7 +96,7 @@ def each(ev: MacroEvaluator, items: exp.Expression, func: exp.Expression) -> lis
     params = [p.name.lower() for p in func.expressions]
     out = []
     for item in _items(items):
-        body = _substitute(func.this, {params[0]: item})
+        body = _substitute(func.this, {params[0]: item}, ev.dialect)
         result = ev.transform(body)
         out.extend(result if isinstance(result, list) else [result] if result is not None else [])
     return out

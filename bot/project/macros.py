@@ -20,6 +20,7 @@ from bot.errors import ConfigError
 from bot.project.macro_args import BadArgument, bind_arguments
 from bot.project.macro_builtins import BUILTINS, to_expression
 from bot.project.sqlmesh_shim import project_imports, sqlmesh_shim, unsupported_import
+from bot.project.sqltext import braced_text, fill_braced, has_braced
 from bot.project.sqltext import macro_call_name as macro_name
 from bot.project.sqltext import parse_sql
 from bot.project.timeutil import to_datetime, to_ds, to_ts
@@ -271,10 +272,16 @@ class MacroEvaluator:
         if (self.dialect == "duckdb" and isinstance(node, exp.Abs) and isinstance(node.this, exp.Column)
                 and not node.this.table and self.has_variable(node.this.name)):
             return self._variable(node, node.this.name)  # DuckDB parses `@x` as ABS(x)
+        if isinstance(node, exp.Identifier) and isinstance(node.this, str) and has_braced(node.this):
+            return exp.to_identifier(fill_braced(node.this, self._braced_value), quoted=node.quoted)
         name = macro_name(node)
         if name is None:
             return node
         return self.call(name, node)
+
+    def _braced_value(self, name: str) -> str:
+        """What `@{name}` puts into an identifier (a @DEF, built-in, blueprint or config variable)."""
+        return braced_text(to_expression(self.lookup(name)), self.dialect)
 
     def _variable(self, node: exp.Expression, name: str) -> Any:
         value = to_expression(self.lookup(name)).copy()
@@ -331,7 +338,9 @@ def _is_macro_lambda(node: exp.Expression) -> bool:
 
 
 def _has_macros(node: exp.Expression) -> bool:
-    return any(isinstance(n, exp.Parameter) or macro_name(n) for n in node.walk())
+    return any(isinstance(n, exp.Parameter) or macro_name(n)
+               or (isinstance(n, exp.Identifier) and isinstance(n.this, str) and has_braced(n.this))
+               for n in node.walk())
 
 
 def _split_args(args: list[exp.Expression]) -> tuple[list[exp.Expression], dict[str, exp.Expression]]:

@@ -6,7 +6,7 @@ import contextlib
 import functools
 import re
 import threading
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -21,6 +21,10 @@ _MACRO_CALL = re.compile(rf"(?P<skip>{_SKIP})|@(?P<name>[A-Za-z_][A-Za-z0-9_]*)\
 _STRUCTURE = re.compile(rf"(?P<skip>{_SKIP})|(?P<ch>[;,()\[\]{{}}])", re.S)
 _BLANK = re.compile(rf"(?:\s+|{_SKIP[_SKIP.index('--'):]})*", re.S)
 _OPEN, _CLOSE = "([{", ")]}"
+# `@{name}` inside an identifier (`@{x}_amount`, `t.@{x}_amount`) is parsed as part of the identifier,
+# spelled with this marker; the macro evaluator puts the variable's value in (SQLMesh's `@{}`).
+_BRACED_CALL = re.compile(rf"(?P<skip>{_SKIP})|@\{{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}}", re.S)
+_BRACED_MARK = re.compile(r"__mb_([A-Za-z_][A-Za-z0-9_]*?)_bm__", re.I)
 
 
 def preprocess_macros(sql: str) -> str:
@@ -39,7 +43,41 @@ def preprocess_macros(sql: str) -> str:
             return match.group(0)
         return f"{MACRO_FUNC_PREFIX}{match.group('name').upper()}("
 
-    return _MACRO_CALL.sub(replace, sql)
+    def mark(match: re.Match) -> str:
+        return match.group(0) if match.group("skip") is not None else f"__mb_{match.group('name')}_bm__"
+
+    return _BRACED_CALL.sub(mark, _MACRO_CALL.sub(replace, sql)) if "@{" in sql else _MACRO_CALL.sub(replace, sql)
+
+
+def has_braced(name: str) -> bool:
+    """True when an identifier's name holds a `@{var}` (as parse_sql spells it)."""
+    return "_bm__" in name and _BRACED_MARK.search(name) is not None
+
+
+def fill_braced(name: str, value_of: "Callable[[str], str | None]") -> str:
+    """The identifier name with each `@{var}` replaced by `value_of(var)` (left as it is when None).
+
+    >>> fill_braced(parse_sql("SELECT @{x}_amount", "duckdb")[0].selects[0].name, {"x": "coupon"}.get)
+    'coupon_amount'
+    """
+    def put(match: re.Match) -> str:
+        value = value_of(match.group(1))
+        return match.group(0) if value is None else value
+
+    return _BRACED_MARK.sub(put, name)
+
+
+def braced_text(value: exp.Expression, dialect: str) -> str:
+    """What `@{var}` puts into an identifier: a string or name unquoted, anything else as SQL.
+
+    >>> braced_text(exp.Literal.string("coupon"), "duckdb"), braced_text(exp.column("a"), "duckdb")
+    ('coupon', 'a')
+    """
+    if isinstance(value, exp.Literal):
+        return str(value.this)
+    if isinstance(value, (exp.Column, exp.Identifier, exp.Var)):
+        return value.name
+    return value.sql(dialect=dialect)
 
 
 def macro_call_name(node: exp.Expression) -> str | None:
@@ -134,6 +172,24 @@ def _print_parameter(self, expression: exp.Parameter) -> str:
     return "@" + self.sql(expression, "this")
 
 
+def _print_identifier(default: Callable) -> Callable:
+    def print_identifier(self, expression: exp.Identifier) -> str:   # `@{x}_amount` as written
+        if isinstance(expression.this, str) and has_braced(expression.this):
+            return _BRACED_MARK.sub(lambda m: "@{" + m.group(1) + "}", expression.this)
+        return default(self, expression)
+    return print_identifier
+
+
+def _lambda_with_alias(default: Callable) -> Callable:
+    """A macro lambda's body may carry an alias (`x -> SUM(x) AS @{x}_total`), as SQLMesh parses it."""
+    def parse(self, expressions):
+        node = default(self, expressions)
+        if isinstance(node, exp.Lambda) and self._match(TokenType.ALIAS):
+            node.set("this", exp.Alias(this=node.this, alias=self._parse_id_var(any_token=True)))
+        return node
+    return parse
+
+
 _MACRO_DISPATCH: dict[type, dict] = {}   # generator class -> its dispatch table, printing `@x`
 
 
@@ -152,6 +208,8 @@ def _dialect_tools(dialect: str) -> tuple[Dialect, tuple]:
     if parser_cls.PLACEHOLDER_PARSERS.get(TokenType.PARAMETER) is not \
             Parser.PLACEHOLDER_PARSERS.get(TokenType.PARAMETER):
         parser_swaps.append((parser_cls.PLACEHOLDER_PARSERS, TokenType.PARAMETER, _parse_parameter))
+    if TokenType.ARROW in parser_cls.LAMBDAS:
+        parser_swaps.append((parser_cls.LAMBDAS, TokenType.ARROW, _lambda_with_alias(parser_cls.LAMBDAS[TokenType.ARROW])))
     return base, tuple(parser_swaps)
 
 
@@ -219,7 +277,9 @@ def to_sql(expression: exp.Expression, dialect: str, *, printers: dict | None = 
     generator = base.generator_class(dialect=base, **opts)
     dispatch = _MACRO_DISPATCH.get(type(generator))
     if dispatch is None:
-        dispatch = _MACRO_DISPATCH[type(generator)] = {**generator._dispatch, exp.Parameter: _print_parameter}
+        dispatch = _MACRO_DISPATCH[type(generator)] = {
+            **generator._dispatch, exp.Parameter: _print_parameter,
+            exp.Identifier: _print_identifier(generator._dispatch[exp.Identifier])}
     generator._dispatch = {**dispatch, **printers} if printers else dispatch
     return generator.generate(expression, copy=False)
 
