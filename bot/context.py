@@ -306,14 +306,19 @@ class Context:
         before = self.state.schema_version()
         return before, self.state.migrate()
 
-    def destroy(self) -> "JanitorResult":
-        """Drop every meshbot view, table and schema, and the state tables. Irreversible."""
+    def destroy(self, *, notice: Callable[[str], None] | None = None) -> "JanitorResult":
+        """Drop every meshbot view, table and schema, and the state tables, once no plan or run is in
+        flight (holding the janitor's lease, so none starts meanwhile). Irreversible."""
+        from bot.plan.claims import JANITOR_KEY
         from bot.plan.janitor import destroy_all
 
         self._start_engine_for_catalog()
-        result = destroy_all(state=self.state, engine=self.engine)
+        with self.claims.hold_janitor(notice=notice):
+            result = destroy_all(state=self.state, engine=self.engine)
+            self.claims.abandon(JANITOR_KEY)   # its lease went with the state
         self.close()
-        del self.__dict__["state"]
+        self.__dict__.pop("state", None)
+        self.__dict__.pop("claims", None)
         return result
 
     def dag(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+import time
 
 import pytest
 from click.testing import CliRunner
 
 from bot.cli import cli
+from bot.project.config import StateConnection
 from bot.state.migrations import latest_version
 from ops_project import write_ops_project
 
@@ -85,8 +88,23 @@ def test_run_evaluate_janitor_and_destroy(tmp_path, clean_catalog):
     janitor = _invoke(root, "janitor")
     assert janitor.exit_code == 0 and "Janitor: nothing to clean." in janitor.output
 
+    # destroy waits for a plan in flight (another process's environment lease), then drops everything
+    from bot.plan.claims import Claims, environment_key
+    from bot.state.connect import connect_state
+
+    writer_state = connect_state(StateConnection(type="sqlite", database=str(root / ".meshbot/state.db")),
+                                 project_root=root)
+    writer = Claims(writer_state)
+    writer.acquire(environment_key("prod"), "plan of `prod` (a teammate's)")
+    releaser = threading.Timer(2.0, lambda: writer.release(environment_key("prod")))
+    releaser.start()
+    started = time.monotonic()
     destroy = _invoke(root, "destroy", "--yes")
+    releaser.join()
+    writer_state.close()
     assert destroy.exit_code == 0, destroy.output
+    assert time.monotonic() - started >= 2.0
+    assert "waiting for the plan of `prod` (a teammate's)" in destroy.output
     assert "Dropped view ops.hourly" in destroy.output and "Dropped schema sqlmesh__ops" in destroy.output
     databases = {row[0] for row in spark.sql("SHOW DATABASES").collect()}
     assert not {"ops", "sqlmesh__ops"} & databases

@@ -143,7 +143,7 @@ def destroy(ctx: click.Context, yes: bool) -> None:
                              "state? This cannot be undone", default=False):
             click.echo("Nothing destroyed.")
             return
-    result = context.destroy()
+    result = context.destroy(notice=_to_stderr)
     for line in result.lines():
         click.echo(line)
     click.echo(f"Destroyed: {len(result.tables)} table(s), {len(result.views)} view(s), "

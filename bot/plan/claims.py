@@ -63,6 +63,7 @@ class Claims:
     _held: set[str] = field(default_factory=set)
     _lost: set[str] = field(default_factory=set)
     _told: dict[str, str] = field(default_factory=dict)   # key -> the holder a waiting line named
+    _abandoned: set[str] = field(default_factory=set)     # held in a state that no longer exists
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _heartbeat: threading.Thread | None = None
 
@@ -151,7 +152,16 @@ class Claims:
         with self._lock:
             self._held.discard(key)
             self._lost.discard(key)
+            if key in self._abandoned:
+                self._abandoned.discard(key)
+                return
         self.state.release_lease(key, owner=self.owner)
+
+    def abandon(self, key: str) -> None:
+        """Stop renewing `key` and never release it: the state that held it was dropped (`destroy`)."""
+        with self._lock:
+            self._held.discard(key)
+            self._abandoned.add(key)
 
     def lost(self, key: str) -> bool:
         """True when a renewal found `key` taken over (this process stalled longer than the ttl)."""

@@ -1,5 +1,6 @@
 """INCREMENTAL_BY_PARTITION: the partitions the query returns replace those partitions of the table
-(dynamic partition overwrite); partitions the query does not return are kept."""
+(dynamic partition overwrite); partitions the query does not return are kept, except on a version's
+first batch, which replaces the whole table (rows a killed writer left behind are not the version's)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
     columns = common.prepare_table(engine, query, table=table)
     key = "spark.sql.sources.partitionOverwriteMode"
     previous = engine.session.conf.get(key, "static")
-    engine.session.conf.set(key, "dynamic")
+    engine.session.conf.set(key, "static" if first_run else "dynamic")
     try:
         if isinstance(query, str):
             rows = common.batch_sql(engine, query, table=table, columns=columns, fresh=True)
