@@ -153,3 +153,39 @@ def test_ignore_patterns_skip_files_as_in_sqlmesh(tmp_path, capsys):
     assert list(project.models) == ["db.a"] and "SELECT 1" in project.models["db.a"].query_text
     assert project.audits == {} and project.test_files == ()
     assert "ignore_patterns" not in capsys.readouterr().err
+
+
+DAYS = ", ".join(f"('2024-01-0{d}')" for d in range(1, 9))
+LOOKBACK = {
+    "config.yaml": CONFIG,
+    "models/days.sql": f"MODEL (name db.days, kind FULL);\nSELECT CAST(d AS DATE) AS ds FROM (VALUES {DAYS}) AS t(d)\n",
+    "models/ev.sql": (
+        "MODEL (\n  name db.ev,\n"
+        "  kind INCREMENTAL_BY_TIME_RANGE (time_column ds, batch_size 2, lookback 1, forward_only true),\n"
+        "  start '2024-01-01',\n  cron '@daily',\n  allow_partials false,\n  clustered_by (ds)\n);\n"
+        "SELECT ds, @start_ds AS batch_start, @end_ds AS batch_end FROM db.days WHERE ds BETWEEN @start_ds AND @end_ds\n"),
+}
+
+
+def test_batch_size_and_lookback_of_a_forward_only_model_match_sqlmesh(tmp_path, clean_catalog, capsys):
+    # SQLMesh 0.236.4 (Python API, same files on DuckDB): plan at 2024-01-06 runs batches [01, 02], [03, 04],
+    # [05]; a run at 2024-01-08 recomputes 05 (lookback 1) with 06, then 07
+    root = write_files(tmp_path / "p", LOOKBACK)
+    context = Context(root)
+    model = context.models["db.ev"]
+    assert (model.kind.batch_size, model.kind.lookback, model.kind.forward_only) == (2, 1, True)
+    err = capsys.readouterr().err
+    assert "ev.sql:6: MODEL property `allow_partials` is not supported by meshbot and is ignored" in err
+    assert "ev.sql:7: MODEL property `clustered_by` is not supported by meshbot and is ignored" in err
+
+    def rows():
+        return [(str(r["ds"]), r["batch_start"], r["batch_end"])
+                for r in context.fetchdf("SELECT * FROM db.ev ORDER BY ds")]
+
+    context.apply(context.plan("prod", options=PlanOptions(execution_time="2024-01-06 00:00:00")))
+    assert rows() == [("2024-01-01", "2024-01-01", "2024-01-02"), ("2024-01-02", "2024-01-01", "2024-01-02"),
+                      ("2024-01-03", "2024-01-03", "2024-01-04"), ("2024-01-04", "2024-01-03", "2024-01-04"),
+                      ("2024-01-05", "2024-01-05", "2024-01-05")]
+    context.run("prod", execution_time="2024-01-08 00:00:00")
+    assert rows()[4:] == [("2024-01-05", "2024-01-05", "2024-01-06"), ("2024-01-06", "2024-01-05", "2024-01-06"),
+                          ("2024-01-07", "2024-01-07", "2024-01-07")]
