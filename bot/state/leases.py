@@ -1,4 +1,7 @@
-"""Lease repository: one owner per key at a time, with an expiry, taken over only when free or expired."""
+"""Lease repository: one owner per key at a time, with an expiry, taken over only when free or expired.
+
+Times come from the database's clock on PostgreSQL (one clock for every machine sharing the state, so a
+machine whose clock runs ahead cannot take a live lease for expired); SQLite state is one machine's."""
 
 from __future__ import annotations
 
@@ -29,9 +32,9 @@ class LeaseState:
         second acquirer read the row only after the first one's decision is committed.
         """
         t = self.table
-        now = now_ms()
         purpose = purpose[:PURPOSE_LENGTH]
         with write_transaction(self.engine) as conn:
+            now = _now(conn)
             insert = _insert(conn.dialect.name)
             conn.execute(insert(t).values(key=key, owner=None, purpose=None, acquired_ts=now,
                                           expires_ts=now, last_owner=None).on_conflict_do_nothing())
@@ -52,9 +55,10 @@ class LeaseState:
         wanted = sorted(set(keys))
         kept: set[str] = set()
         with write_transaction(self.engine) as conn:
+            now = _now(conn)
             for part in chunks(wanted):
                 mine = (t.c.key.in_(list(part)), t.c.owner == owner)
-                conn.execute(sa.update(t).where(*mine).values(expires_ts=now_ms() + ttl_ms))
+                conn.execute(sa.update(t).where(*mine).values(expires_ts=now + ttl_ms))
                 kept.update(conn.execute(sa.select(t.c.key).where(*mine)).scalars())
         return kept
 
@@ -62,15 +66,22 @@ class LeaseState:
         t = self.table
         with write_transaction(self.engine) as conn:
             result = conn.execute(sa.update(t).where(t.c.key == key, t.c.owner == owner)
-                                  .values(owner=None, expires_ts=now_ms()))
+                                  .values(owner=None, expires_ts=_now(conn)))
         return result.rowcount == 1
 
     def live(self) -> dict[str, LeaseHolder]:
         """Every lease held now by someone (expired ones are free to take)."""
         t = self.table
-        query = sa.select(t).where(t.c.owner.is_not(None), t.c.expires_ts > now_ms()).order_by(t.c.key)
         with self.engine.connect() as conn:
+            query = sa.select(t).where(t.c.owner.is_not(None), t.c.expires_ts > _now(conn)).order_by(t.c.key)
             return {row["key"]: _holder(row, row["owner"]) for row in conn.execute(query).mappings()}
+
+
+def _now(conn: sa.Connection) -> int:
+    """Epoch milliseconds by the database's clock (PostgreSQL), else this machine's."""
+    if conn.dialect.name == "postgresql":
+        return int(conn.execute(sa.text("SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint")).scalar_one())
+    return now_ms()
 
 
 def _holder(row, owner: str) -> LeaseHolder:
