@@ -164,3 +164,100 @@ def test_sqlmesh_style_python_models_load_and_resolve(tmp_path: Path) -> None:
     assert (model.name, model.kind.name, model.kind.time_column) == \
         ("db.py_sqlmesh", KindName.INCREMENTAL_BY_TIME_RANGE, "ds")
     assert resolve_python_model(model)(None, "2024-01-01", None, None)["n"][0] == 1
+
+
+KIND_CLASSES_SOURCE = '''
+import pandas as pd
+from sqlmesh import model
+from sqlmesh.core.model import FullKind, IncrementalByTimeRangeKind, SCDType2ByColumnKind
+from sqlmesh.core.model.kind import (IncrementalByUniqueKeyKind, IncrementalUnmanagedKind, ModelKindName,
+                                     SCDType2ByTimeKind, TimeColumn, ViewKind)
+
+KINDS = {
+    "time": IncrementalByTimeRangeKind(time_column=TimeColumn("ds", format="%Y%m%d"), batch_size=2),
+    "time2": IncrementalByTimeRangeKind(time_column="ds"),
+    "key": IncrementalByUniqueKeyKind(unique_key=["Id"]),
+    "scd": SCDType2ByTimeKind(unique_key="id", updated_at_name="ts"),
+    "scdc": SCDType2ByColumnKind(unique_key=["id"], columns=["v"]),
+    "unmanaged": IncrementalUnmanagedKind(insert_overwrite=True),
+    "full": FullKind(),
+    "named": dict(name=ModelKindName.FULL),
+}
+
+for suffix, kind in KINDS.items():
+    @model(f"db.k_{suffix}", kind=kind, columns={"id": "int"})
+    def execute(context, start, end, execution_time, **kwargs):
+        return pd.DataFrame({"id": [1]})
+    globals()[f"execute_{suffix}"] = execute
+'''
+
+
+def test_kinds_given_as_sqlmesh_kind_classes(tmp_path: Path) -> None:
+    models = {m.name: m.kind for m in load_python_models(_write(tmp_path, KIND_CLASSES_SOURCE, name="k.py"))}
+    time = models["db.k_time"]
+    assert (time.name, time.time_column, time.time_column_format, time.batch_size) == \
+        (KindName.INCREMENTAL_BY_TIME_RANGE, "ds", "%Y%m%d", 2)
+    assert models["db.k_time2"].time_column == "ds"
+    assert (models["db.k_key"].name, models["db.k_key"].unique_key) == (KindName.INCREMENTAL_BY_UNIQUE_KEY, ("id",))
+    assert (models["db.k_scd"].name, models["db.k_scd"].updated_at_name) == (KindName.SCD_TYPE_2_BY_TIME, "ts")
+    assert (models["db.k_scdc"].name, models["db.k_scdc"].scd_columns) == (KindName.SCD_TYPE_2_BY_COLUMN, ("v",))
+    assert models["db.k_unmanaged"].insert_overwrite is True
+    assert models["db.k_full"].name is models["db.k_named"].name is KindName.FULL
+
+
+KIND_PROJECT = {
+    "config.yaml": "gateways:\n  local:\n    connection:\n      type: spark\n      master: local[2]\n"
+                   "    state_connection:\n      type: sqlite\n      database: .meshbot/state.db\n"
+                   "default_gateway: local\nmodel_defaults:\n  dialect: duckdb\n  start: '2024-01-01'\n"
+                   "variables:\n  factor: 10\n",
+    "models/src.sql": "MODEL (name db.src, kind FULL);\nSELECT 1 AS id, 'a' AS v UNION ALL SELECT 2 AS id, 'b' AS v\n",
+    "models/daily.py": '''import typing as t
+import pandas as pd
+from sqlmesh import ExecutionContext, model
+from sqlmesh.core.model import IncrementalByTimeRangeKind
+from sqlmesh.core.model.kind import TimeColumn
+
+
+@model("db.daily", kind=IncrementalByTimeRangeKind(time_column=TimeColumn(column="ds", format="%Y-%m-%d")),
+       columns={"ds": "date", "n": "int", "f": "int"}, depends_on=["db.src"])
+def execute(context: ExecutionContext, start, end, execution_time, **kwargs: t.Any) -> pd.DataFrame:
+    rows = context.fetchdf(f"SELECT COUNT(*) AS n FROM {context.resolve_table('db.src')}", quote_identifiers=True)
+    return pd.DataFrame({"ds": [start.date()], "n": [int(rows["n"][0])], "f": [context.var("factor")]})
+''',
+    "models/keyed.py": '''import pandas as pd
+from sqlmesh import model
+from sqlmesh.core.model.kind import IncrementalByUniqueKeyKind
+
+
+@model("db.keyed", kind=IncrementalByUniqueKeyKind(unique_key=["id"]), columns={"id": "int", "v": "text"})
+def execute(context, start, end, execution_time, **kwargs):
+    return pd.DataFrame({"id": [1, 2], "v": [str(start.date()), "x"]})
+''',
+    "models/full.py": '''import pandas as pd
+from sqlmesh import model
+from sqlmesh.core.model import FullKind
+
+
+@model("db.full_py", kind=FullKind(), columns={"id": "int"})
+def execute(context, start, end, execution_time, **kwargs):
+    return pd.DataFrame({"id": [len(context.fetchdf("SELECT 1 AS a UNION ALL SELECT 2"))]})
+''',
+}
+
+
+def test_kind_classes_and_context_fetchdf_run_as_in_sqlmesh(tmp_path: Path, clean_catalog) -> None:
+    from bot.context import Context
+    from bot.plan.definition import PlanOptions
+    from project_files import write_files
+
+    context = Context(write_files(tmp_path / "p", KIND_PROJECT))
+    try:
+        context.apply(context.plan("prod", options=PlanOptions(execution_time="2024-01-03 01:00:00")))
+        rows = {table: [tuple(r.values()) for r in context.fetchdf(f"SELECT * FROM {table} ORDER BY 1")]
+                for table in ("db.daily", "db.keyed", "db.full_py")}
+    finally:
+        context.close()
+    # SQLMesh 0.236.4 on DuckDB, same project, plan at 2024-01-03 01:00 UTC (one batch from 2024-01-01)
+    assert [(str(ds), n, f) for ds, n, f in rows["db.daily"]] == [("2024-01-01", 2, 10)]
+    assert rows["db.keyed"] == [(1, "2024-01-01"), (2, "x")]
+    assert rows["db.full_py"] == [(2,)]

@@ -27,7 +27,9 @@ class CustomKind:
     (literals as Python values, anything else as a sqlglot expression), `dialect` and the batch settings.
     Subclass it and declare `CustomMaterialization[YourKind]` to get your kind's properties."""
 
-    def __init__(self, kind: Kind, dialect: str) -> None:
+    def __init__(self, kind: Kind | None = None, dialect: str = "", **properties: Any) -> None:
+        self._declared = properties   # `@model(kind=CustomKind(materialization=..., ...))` in a Python model
+        kind = kind or Kind(name=KindName.CUSTOM, materialization=str(properties.get("materialization") or ""))
         self.name = KindName.CUSTOM
         self.materialization = kind.materialization or ""
         self.dialect = dialect
@@ -43,6 +45,10 @@ class CustomKind:
         node = self.materialization_properties_
         items = node.expressions if isinstance(node, exp.Tuple) else [node.unnest()]
         return {item.this.name: _python_value(item.expression) for item in items}
+
+    def kind_properties(self) -> dict[str, Any]:
+        """What a Python model declared, as `@model(kind={...})` takes it."""
+        return {"name": "CUSTOM", **{k: v for k, v in self._declared.items() if k != "dialect"}}
 
     model_kind_name = property(lambda self: self.name)
     is_custom = property(lambda self: True)

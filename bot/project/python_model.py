@@ -27,6 +27,7 @@ from bot.project.warn import project_warning
 _MODEL_ATTR = "__meshbot_model__"
 _KIND_FIELDS = {f.name for f in fields(Kind)} - {"name"}
 _TUPLE_FIELDS = ("unique_key", "scd_columns")
+_KIND_KEY_NAMES = {"columns": "scd_columns", "path": "seed_path"}   # SQLMesh's property -> Kind field
 _IGNORED_KIND_KEYS = frozenset({"batch_concurrency", "on_additive_change", "partition_by_time_column",
                                 "time_data_type", "min_interval_unit"})
 
@@ -131,6 +132,8 @@ def parse_kind(value: Any, *, default: str | None, path: Path) -> Kind:
     """A kind given as a Kind, a name ('FULL') or a dict {'name': ..., property: value}."""
     if isinstance(value, Kind):
         return value
+    if callable(getattr(value, "kind_properties", None)):   # FullKind(), IncrementalByTimeRangeKind(...), CustomKind(...)
+        value = value.kind_properties()
     if isinstance(value, KindName):
         value = value.value
     props: dict[str, Any] = dict(value) if isinstance(value, Mapping) else {"name": value or default or "FULL"}
@@ -143,7 +146,7 @@ def parse_kind(value: Any, *, default: str | None, path: Path) -> Kind:
         raise ConfigError(f"unknown model kind `{raw_name}`; known kinds: {known}", path=path) from None
     kwargs: dict[str, Any] = {}
     for key, item in props.items():
-        key = key.lower()
+        key = _KIND_KEY_NAMES.get(key.lower(), key.lower())
         if key in _IGNORED_KIND_KEYS:
             project_warning(f"kind property `{key}` is not supported by meshbot and is ignored", path=path)
             continue

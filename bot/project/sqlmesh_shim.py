@@ -24,17 +24,23 @@ _DATES = {name: (None, name) for name in ("to_datetime", "to_ds", "to_ts", "to_t
 _RULES = {name: ("bot.project.lint_rules", name) for name in ("Rule", "RuleViolation", "Range", "Position")}
 _MATERIALIZATION = {"CustomMaterialization": ("bot.project.materializations", "CustomMaterialization")}
 _CUSTOM_KIND = {"CustomKind": ("bot.project.materializations", "CustomKind")}
+_KIND_CLASSES = {name: (None, name) for name in (
+    "FullKind", "ViewKind", "IncrementalByTimeRangeKind", "IncrementalByUniqueKeyKind", "IncrementalByPartitionKind",
+    "IncrementalUnmanagedKind", "SCDType2ByTimeKind", "SCDType2ByColumnKind", "SeedKind", "ExternalKind",
+    "EmbeddedKind", "TimeColumn")}
+_KINDS = {**_KIND_CLASSES, **_CUSTOM_KIND, "ModelKindName": (None, "KindName"),
+          "OnDestructiveChange": ("bot.project.model", "OnDestructiveChange")}
 _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
     "sqlmesh": {**_MACRO, **_MODEL, **_MATERIALIZATION, **_CUSTOM_KIND, "QueryOrDF": (None, "QueryOrDF"),
                 "Model": ("bot.project.lint_rules", "ModelView"), "ExecutionContext": (None, "ExecutionContext"),
                 "EngineAdapter": (None, "EngineAdapter"), "str_to_bool": (None, "str_to_bool")},
     "sqlmesh.core": {},
     "sqlmesh.core.macros": _MACRO,
-    "sqlmesh.core.model": {**_MODEL, **{name: ("bot.project.lint_rules", "ModelView")
+    "sqlmesh.core.model": {**_MODEL, **_KINDS, **{name: ("bot.project.lint_rules", "ModelView")
                                          for name in ("Model", "SqlModel", "PythonModel", "SeedModel")}},
     "sqlmesh.core.linter": {},
     "sqlmesh.core.linter.rule": _RULES,
-    "sqlmesh.core.model.kind": {"ModelKindName": (None, "KindName"), **_CUSTOM_KIND},
+    "sqlmesh.core.model.kind": _KINDS,
     "sqlmesh.core.snapshot": {},
     "sqlmesh.core.snapshot.evaluator": _MATERIALIZATION,
     "sqlmesh.core.engine_adapter._typing": {"QueryOrDF": (None, "QueryOrDF")},
@@ -139,6 +145,63 @@ def python_config(path: Any) -> dict[str, Any]:
             raise ConfigError("config.py must define `config = Config(...)`", path=path)
         found = configs[0]
     return found.to_raw()
+
+
+class TimeColumn:
+    """SQLMesh's TimeColumn: `TimeColumn("ds")`, `TimeColumn(column="ds", format="%Y%m%d")`."""
+
+    def __init__(self, column: Any, format: str | None = None):
+        self.column, self.format = column, format
+
+    def as_property(self) -> Any:
+        name = getattr(self.column, "name", None) or str(self.column)
+        return (name, self.format) if self.format else name
+
+
+class _ModelKind:
+    """A SQLMesh kind class as a Python model's `@model(kind=...)` gives it; `kind_properties()` is the
+    `{"name": ..., property: value}` mapping meshbot reads (names of columns, TimeColumn as text)."""
+
+    kind_name = ""
+
+    def __init__(self, **properties: Any):
+        self.properties = {k: v for k, v in properties.items() if k not in ("name", "dialect")}
+
+    @property
+    def name(self) -> KindName:
+        return KindName(self.kind_name)
+
+    def kind_properties(self) -> dict[str, Any]:
+        return {"name": self.kind_name, **{key: _kind_property(value) for key, value in self.properties.items()}}
+
+
+def _kind_property(value: Any) -> Any:
+    if isinstance(value, TimeColumn):
+        return value.as_property()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_kind_property(v) for v in value]
+    if hasattr(value, "sql") and hasattr(value, "name"):   # a sqlglot column or identifier
+        return value.name or value.sql()
+    return value
+
+
+def _kind_class(class_name: str, kind_name: str) -> type:
+    return type(class_name, (_ModelKind,), {"kind_name": kind_name})
+
+
+FullKind = _kind_class("FullKind", "FULL")
+ViewKind = _kind_class("ViewKind", "VIEW")
+IncrementalByTimeRangeKind = _kind_class("IncrementalByTimeRangeKind", "INCREMENTAL_BY_TIME_RANGE")
+IncrementalByUniqueKeyKind = _kind_class("IncrementalByUniqueKeyKind", "INCREMENTAL_BY_UNIQUE_KEY")
+IncrementalByPartitionKind = _kind_class("IncrementalByPartitionKind", "INCREMENTAL_BY_PARTITION")
+IncrementalUnmanagedKind = _kind_class("IncrementalUnmanagedKind", "INCREMENTAL_UNMANAGED")
+SCDType2ByTimeKind = _kind_class("SCDType2ByTimeKind", "SCD_TYPE_2_BY_TIME")
+SCDType2ByColumnKind = _kind_class("SCDType2ByColumnKind", "SCD_TYPE_2_BY_COLUMN")
+SeedKind = _kind_class("SeedKind", "SEED")
+ExternalKind = _kind_class("ExternalKind", "EXTERNAL")
+EmbeddedKind = _kind_class("EmbeddedKind", "EMBEDDED")
 
 
 class ExecutionContext:

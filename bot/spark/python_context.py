@@ -22,25 +22,49 @@ if TYPE_CHECKING:
 
 
 class EngineAdapter:
-    """The part of SQLMesh's engine adapter Python models use: `fetchdf`, `execute`, `spark`, `dialect`."""
+    """The part of SQLMesh's engine adapter Python models use: `fetchdf`, `fetchall`, `fetchone`,
+    `fetch_pyspark_df`, `execute`, `table_exists`, `columns`, `spark`, `dialect`."""
 
     dialect = "spark"
+    default_catalog = None
 
     def __init__(self, session: "SparkSession"):
         self.spark = session
 
-    def fetchdf(self, query: Any) -> Any:
-        """Rows of a query (SQL text or a sqlglot expression) as a pandas DataFrame."""
-        return self.spark.sql(_sql(query)).toPandas()
+    def fetchdf(self, query: Any, quote_identifiers: bool = False) -> Any:
+        """Rows of a query (SQL text or a sqlglot expression, its identifiers quoted when asked) as pandas."""
+        return self.spark.sql(_sql(query, quote_identifiers)).toPandas()
 
-    def execute(self, query: Any) -> None:
+    def fetch_pyspark_df(self, query: Any, quote_identifiers: bool = False) -> "DataFrame":
+        return self.spark.sql(_sql(query, quote_identifiers))
+
+    def fetchall(self, query: Any, ignore_unsupported_errors: bool = False,
+                 quote_identifiers: bool = False) -> list[tuple]:
+        return [tuple(row) for row in self.spark.sql(_sql(query, quote_identifiers)).collect()]
+
+    def fetchone(self, query: Any, ignore_unsupported_errors: bool = False,
+                 quote_identifiers: bool = False) -> tuple | None:
+        rows = self.spark.sql(_sql(query, quote_identifiers)).take(1)
+        return tuple(rows[0]) if rows else None
+
+    def execute(self, query: Any, ignore_unsupported_errors: bool = False, quote_identifiers: bool = True,
+                **kwargs: Any) -> None:
         """Run one statement (or several, given a list)."""
         for item in query if isinstance(query, (list, tuple)) else [query]:
-            self.spark.sql(_sql(item)).collect()
+            self.spark.sql(_sql(item, quote_identifiers)).collect()
+
+    def table_exists(self, table_name: Any) -> bool:
+        return bool(self.spark.catalog.tableExists(_sql(table_name, False)))
+
+    def columns(self, table_name: Any, include_pseudo_columns: bool = False) -> dict[str, Any]:
+        """Column name -> sqlglot DataType."""
+        from sqlglot import exp
+        return {f.name: exp.DataType.build(f.dataType.simpleString(), dialect="spark")
+                for f in self.spark.table(_sql(table_name, False)).schema.fields}
 
 
-def _sql(query: Any) -> str:
-    return query if isinstance(query, str) else query.sql(dialect="spark")
+def _sql(query: Any, quote: bool = False) -> str:
+    return query if isinstance(query, str) else query.sql(dialect="spark", identify=quote)
 
 
 class ExecutionContext:
@@ -68,8 +92,17 @@ class ExecutionContext:
         """Deprecated SQLMesh spelling of `resolve_table`."""
         return self.resolve_table(name)
 
-    def fetchdf(self, query: Any) -> Any:
-        return self.engine_adapter.fetchdf(query)
+    def fetchdf(self, query: Any, quote_identifiers: bool = False) -> Any:
+        return self.engine_adapter.fetchdf(query, quote_identifiers=quote_identifiers)
+
+    def fetch_pyspark_df(self, query: Any, quote_identifiers: bool = False) -> "DataFrame":
+        return self.engine_adapter.fetch_pyspark_df(query, quote_identifiers=quote_identifiers)
+
+    def with_variables(self, variables: Mapping[str, Any],
+                       blueprint_variables: Mapping[str, Any] | None = None) -> "ExecutionContext":
+        """A copy of this context with other variables (SQLMesh's `with_variables`)."""
+        return ExecutionContext(self.spark, self.mapping, variables=variables, gateway=self.gateway,
+                                quote=self._quote, blueprint_variables=blueprint_variables or {})
 
     def var(self, name: str, default: Any = None) -> Any:
         return self.variables.get(str(name).lower(), default)
@@ -81,6 +114,10 @@ class ExecutionContext:
     @property
     def default_catalog(self) -> str | None:
         return None
+
+    default_dialect = "spark"
+    snowpark = bigframe = None
+    is_restatement = parent_intervals = None
 
 
 def interval_datetimes(start: int, end: int, execution_time: int) -> tuple[datetime, datetime, datetime]:
