@@ -1,0 +1,199 @@
+"""Column-level impact (bot.plan.impact): hand-worked expectations over small plans, no Spark."""
+
+from __future__ import annotations
+
+from bot.plan.definition import ChangeType, ModelChange, Plan
+from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, analyze, column_impact
+from bot.snapshot import ChangeCategory, Fingerprint, Snapshot
+
+ORDERS_OLD = "SELECT id, customer_id, amount FROM raw.orders"
+
+
+def snap(name: str, sql: str, *parents: str, columns: tuple[tuple[str, str], ...] = (),
+         owner: str | None = None, version: str = "1", kind: str = "FULL") -> Snapshot:
+    return Snapshot(name=name, fingerprint=Fingerprint(data_hash=f"{name}{version}", metadata_hash="0"),
+                    version=version, kind=kind, definition={"owner": owner, "depends_on": list(parents)},
+                    rendered_query=sql, columns=columns)
+
+
+def plan_of(models: list[Snapshot], modified: dict[str, Snapshot]) -> Plan:
+    """`models` are the new versions; `modified` maps directly modified names to their previous version."""
+    changes = tuple(ModelChange(name=name, change=ChangeType.DIRECTLY_MODIFIED, category=ChangeCategory.BREAKING,
+                                kind="FULL", snapshot=next(s for s in models if s.name == name), previous=prev)
+                    for name, prev in modified.items())
+    return Plan(plan_id="p", environment="prod", new_environment=False, expected_plan_id=None,
+                previous_environment=None, snapshots={s.name: s for s in models}, new_snapshots=(),
+                changes=changes, backfills=())
+
+
+def one(plan: Plan, **kwargs):
+    impacts = column_impact(plan, **kwargs)
+    assert len(impacts) == 1
+    return impacts[0]
+
+
+def test_removed_column_still_selected_downstream_breaks():
+    orders = snap("shop.orders", "SELECT id, customer_id FROM raw.orders", owner="sales-eng", version="2")
+    revenue = snap("shop.customer_revenue",
+                   "SELECT customer_id, SUM(amount) AS revenue, COUNT(id) AS orders FROM shop.orders "
+                   "GROUP BY customer_id", "shop.orders", owner="finance")
+    untouched = snap("shop.order_ids", "SELECT id FROM shop.orders", "shop.orders")
+    impact = one(plan_of([orders, revenue, untouched], {"shop.orders": snap("shop.orders", ORDERS_OLD)}))
+    assert impact.model == "shop.orders" and impact.owner == "sales-eng"
+    assert impact.changes == (ColumnChange("shop.orders", "amount", "removed"),)
+    assert impact.impacts == (ColumnImpact("shop.customer_revenue", "revenue", ("shop.orders", "amount"), breaks=True),)
+    assert impact.breaks == impact.impacts
+    assert impact.reached == ("shop.customer_revenue",)      # shop.order_ids reads no changed column
+    assert impact.owners == ("finance",)
+
+
+def test_removed_column_read_only_in_where_breaks_outside_the_outputs():
+    orders = snap("shop.orders", "SELECT id, customer_id FROM raw.orders", version="2")
+    paid = snap("shop.paid", "SELECT id FROM shop.orders WHERE amount > 0", "shop.orders")
+    impact = one(plan_of([orders, paid], {"shop.orders": snap("shop.orders", ORDERS_OLD)}))
+    assert impact.impacts == (ColumnImpact("shop.paid", "", ("shop.orders", "amount"), breaks=True),)
+
+
+def test_select_star_propagates_the_removal_and_its_reader_breaks():
+    # orders drops `amount` and adds `status`; orders_wide is `SELECT *` (its columns follow orders'),
+    # so it loses `amount` and gains `status` without breaking; report reads orders_wide.amount: breaks.
+    orders = snap("shop.orders", "SELECT id, customer_id, 'new' AS status FROM raw.orders", version="2")
+    wide = snap("shop.orders_wide", "SELECT * FROM shop.orders", "shop.orders")
+    report = snap("shop.report", "SELECT w.id, w.amount AS total FROM shop.orders_wide AS w", "shop.orders_wide",
+                  owner="bi")
+    impact = one(plan_of([orders, wide, report], {"shop.orders": snap("shop.orders", ORDERS_OLD)}))
+    assert impact.changes == (ColumnChange("shop.orders", "amount", "removed"),
+                              ColumnChange("shop.orders", "status", "added"))
+    assert impact.propagated == (ColumnChange("shop.orders_wide", "amount", "removed"),
+                                 ColumnChange("shop.orders_wide", "status", "added"))
+    assert impact.impacts == (ColumnImpact("shop.report", "total", ("shop.orders_wide", "amount"), breaks=True),)
+    assert impact.reached == ("shop.report", "shop.orders_wide")
+    assert impact.owners == ("bi",)
+
+
+def test_star_expansion_over_a_join_and_a_cte():
+    # `o.*` expands to orders' new columns only: `amount` is not selected any more, nothing breaks;
+    # the CTE's `*` likewise. The join key and customers' columns are untouched.
+    orders = snap("shop.orders", "SELECT id, customer_id FROM raw.orders", version="2")
+    customers = snap("shop.customers", "SELECT id AS customer_id, name FROM raw.customers")
+    joined = snap("shop.joined",
+                  "WITH o AS (SELECT * FROM shop.orders) SELECT o.*, c.name FROM o "
+                  "JOIN shop.customers AS c ON o.customer_id = c.customer_id", "shop.orders", "shop.customers")
+    impact = one(plan_of([orders, customers, joined], {"shop.orders": snap("shop.orders", ORDERS_OLD)}))
+    assert impact.propagated == (ColumnChange("shop.joined", "amount", "removed"),)
+    assert impact.breaks == ()
+
+
+def test_cte_chain_carries_a_retyped_column_to_the_output_that_aggregates_it():
+    before = snap("shop.orders", ORDERS_OLD,
+                  columns=(("id", "INT"), ("customer_id", "INT"), ("amount", "DECIMAL(10,2)")))
+    after = snap("shop.orders", ORDERS_OLD, version="2",
+                 columns=(("id", "INT"), ("customer_id", "INT"), ("amount", "double")))
+    child = snap("shop.totals",
+                 "WITH o AS (SELECT customer_id, amount AS amt FROM shop.orders), "
+                 "agg AS (SELECT customer_id, SUM(amt) AS total FROM o GROUP BY customer_id) "
+                 "SELECT customer_id, total FROM agg", "shop.orders")
+    impact = one(plan_of([after, child], {"shop.orders": before}))
+    assert impact.changes == (ColumnChange("shop.orders", "amount", "retyped",
+                                           old_type="DECIMAL(10, 2)", new_type="DOUBLE"),)
+    assert impact.impacts == (ColumnImpact("shop.totals", "total", ("shop.orders", "amount"), breaks=False),)
+
+
+def test_cast_gives_a_type_without_declared_columns():
+    before = snap("shop.orders", "SELECT id, CAST(amount AS INT) AS amount FROM raw.orders")
+    after = snap("shop.orders", "SELECT id, CAST(amount AS BIGINT) AS amount FROM raw.orders", version="2")
+    impact = one(plan_of([after], {"shop.orders": before}))
+    assert impact.changes == (ColumnChange("shop.orders", "amount", "retyped", old_type="INT", new_type="BIGINT"),)
+
+
+def test_union_branches_are_matched_by_position():
+    # the output is named by the first branch (`value`); the second branch's `amount` feeds it by position
+    orders = snap("shop.orders", "SELECT id, customer_id FROM raw.orders", version="2")
+    refunds = snap("shop.refunds", "SELECT id, fee FROM raw.refunds")
+    ledger = snap("shop.ledger",
+                  "SELECT id, fee AS value FROM shop.refunds UNION ALL SELECT id, amount FROM shop.orders",
+                  "shop.orders", "shop.refunds")
+    impact = one(plan_of([orders, refunds, ledger], {"shop.orders": snap("shop.orders", ORDERS_OLD)}))
+    assert impact.impacts == (ColumnImpact("shop.ledger", "value", ("shop.orders", "amount"), breaks=True),)
+
+
+def test_rename_by_alias_breaks_readers_of_the_old_name_and_follows_star():
+    orders = snap("shop.orders", "SELECT id, customer_id, amount AS amount_usd FROM raw.orders", version="2")
+    spend = snap("shop.spend", "SELECT customer_id, amount AS spend FROM shop.orders", "shop.orders")
+    wide = snap("shop.orders_wide", "SELECT * FROM shop.orders", "shop.orders")
+    fresh = snap("shop.fresh", "SELECT amount_usd * 2 AS doubled FROM shop.orders", "shop.orders")
+    impact = one(plan_of([orders, spend, wide, fresh], {"shop.orders": snap("shop.orders", ORDERS_OLD)}))
+    assert impact.changes == (ColumnChange("shop.orders", "amount", "renamed", new_name="amount_usd"),)
+    # the star passthrough of a renamed column is a rename too
+    assert impact.propagated == (ColumnChange("shop.orders_wide", "amount", "renamed", new_name="amount_usd"),)
+    assert impact.impacts == (
+        ColumnImpact("shop.fresh", "doubled", ("shop.orders", "amount_usd"), breaks=False),
+        ColumnImpact("shop.spend", "spend", ("shop.orders", "amount"), breaks=True))
+
+
+def test_nested_subqueries_and_a_scalar_subquery():
+    orders = snap("shop.orders", "SELECT id, customer_id FROM raw.orders", version="2")
+    customers = snap("shop.customers", "SELECT id, name FROM raw.customers")
+    nested = snap("shop.big_spenders",
+                  "SELECT customer_id, big FROM (SELECT customer_id, x AS big FROM "
+                  "(SELECT customer_id, amount * 2 AS x FROM shop.orders) AS inner1 WHERE x > 10) AS outer1",
+                  "shop.orders")
+    scalar = snap("shop.customer_max",
+                  "SELECT c.id, c.name, (SELECT MAX(o.amount) FROM shop.orders AS o WHERE o.customer_id = c.id) "
+                  "AS max_amount FROM shop.customers AS c", "shop.orders", "shop.customers")
+    impact = one(plan_of([orders, customers, nested, scalar], {"shop.orders": snap("shop.orders", ORDERS_OLD)}))
+    assert impact.impacts == (
+        ColumnImpact("shop.big_spenders", "big", ("shop.orders", "amount"), breaks=True),
+        ColumnImpact("shop.customer_max", "max_amount", ("shop.orders", "amount"), breaks=True))
+
+
+def test_transitive_readers_are_impacted_not_broken_and_exposures_are_named():
+    before = snap("shop.orders", "SELECT id, customer_id, CAST(amount AS INT) AS amount FROM raw.orders")
+    after = snap("shop.orders", "SELECT id, customer_id, CAST(amount AS DOUBLE) AS amount FROM raw.orders",
+                 version="2")
+    revenue = snap("shop.customer_revenue", "SELECT customer_id, SUM(amount) AS revenue FROM shop.orders "
+                   "GROUP BY customer_id", "shop.orders", owner="finance")
+    ranking = snap("shop.ranking", "SELECT customer_id, RANK() OVER (ORDER BY revenue DESC) AS rnk, "
+                   "customer_id AS cid FROM shop.customer_revenue", "shop.customer_revenue", owner="growth")
+    other = snap("shop.other", "SELECT 1 AS one")
+    exposures = (Exposure("Revenue dashboard", owner="cfo", url="https://bi/1", depends_on=("shop.ranking",)),
+                 Exposure("Ops board", depends_on=("shop.other",)),
+                 Exposure("Orders export", depends_on=("SHOP.ORDERS",)))
+    impact = one(plan_of([after, revenue, ranking, other], {"shop.orders": before}), exposures=exposures)
+    assert impact.impacts == (
+        ColumnImpact("shop.customer_revenue", "revenue", ("shop.orders", "amount")),
+        ColumnImpact("shop.ranking", "rnk", ("shop.customer_revenue", "revenue")))
+    assert impact.breaks == ()
+    assert impact.owners == ("finance", "growth")
+    assert [e.name for e in impact.exposures] == ["Revenue dashboard", "Orders export"]
+
+
+def test_a_downstream_model_fixed_in_the_same_plan_does_not_break():
+    orders = snap("shop.orders", "SELECT id, customer_id FROM raw.orders", version="2")
+    revenue_old = snap("shop.customer_revenue", "SELECT customer_id, SUM(amount) AS revenue FROM shop.orders "
+                       "GROUP BY customer_id", "shop.orders")
+    revenue = snap("shop.customer_revenue", "SELECT customer_id, COUNT(id) AS revenue FROM shop.orders "
+                   "GROUP BY customer_id", "shop.orders", version="2")
+    impacts = column_impact(plan_of([orders, revenue], {"shop.orders": snap("shop.orders", ORDERS_OLD),
+                                                        "shop.customer_revenue": revenue_old}))
+    assert [i.model for i in impacts] == ["shop.customer_revenue", "shop.orders"]
+    assert impacts[0].changes == () and impacts[1].breaks == ()
+
+
+def test_untraced_children_and_models_are_listed():
+    orders = snap("shop.orders", "SELECT id, customer_id FROM raw.orders", version="2")
+    python_child = snap("shop.scored", "", "shop.orders")
+    impact = one(plan_of([orders, python_child], {"shop.orders": snap("shop.orders", ORDERS_OLD)}))
+    assert impact.untraced == ("shop.scored",)
+    # a model whose own columns are unknown (a `*` over a warehouse table) is not traced at all
+    star = snap("shop.orders", "SELECT * FROM raw.orders", version="2")
+    impact = one(plan_of([star], {"shop.orders": snap("shop.orders", "SELECT * FROM raw.orders WHERE 1 = 1")}))
+    assert not impact.traced and impact.changes == ()
+
+
+def test_analyze_lineage_through_union_and_cte():
+    a = analyze("WITH x AS (SELECT id, a + b AS s FROM db.t) SELECT id, s FROM x UNION SELECT k, c FROM db.u",
+                {"db.t": ["id", "a", "b"], "db.u": ["k", "c"]})
+    assert [(o.name, sorted(o.sources)) for o in a.outputs] == [
+        ("id", [("db.t", "id"), ("db.u", "k")]),
+        ("s", [("db.t", "a"), ("db.t", "b"), ("db.u", "c")])]
