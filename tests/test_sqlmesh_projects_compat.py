@@ -189,3 +189,127 @@ def test_batch_size_and_lookback_of_a_forward_only_model_match_sqlmesh(tmp_path,
     context.run("prod", execution_time="2024-01-08 00:00:00")
     assert rows()[4:] == [("2024-01-05", "2024-01-05", "2024-01-06"), ("2024-01-06", "2024-01-05", "2024-01-06"),
                           ("2024-01-07", "2024-01-07", "2024-01-07")]
+
+
+# A project shaped like the public SQLMesh projects the README's table was drawn from (jaffle-shop, sushi,
+# OMOP style): DuckDB SQL, a `$root` seed with batch_size and columns, `=` audit arguments and [lists], a
+# trailing comma in the header, catalog-qualified names, an inline AUDIT, audits naming their model, a
+# self-referencing incremental model, both SCD type 2 kinds, config keys meshbot does not use.
+SHOP = {
+    "config.yaml": """\
+project: shop
+default_target_environment: dev
+default_catalog: shop
+gateways:
+  local:
+    connection:
+      type: spark
+model_defaults:
+  dialect: duckdb
+  start: 2024-01-01
+plan:
+  enable_preview: true
+""",
+    "seeds/raw_orders.csv": "id,customer_id,status,amount,ds\n1,1,placed,10,2024-01-01\n2,2,shipped,20,2024-01-02\n",
+    "models/raw_orders.sql": """\
+MODEL (
+  name main.raw_orders,
+  kind SEED (
+    path '$root/seeds/raw_orders.csv',
+    batch_size 1000
+  ),
+  depends_on (),
+  columns (id INT, customer_id INT, status TEXT, amount INT, ds TEXT)
+)
+""",
+    "models/staging/stg_orders.sql": """\
+MODEL (
+  name main.stg_orders,
+  kind INCREMENTAL_BY_TIME_RANGE (
+    time_column ds,
+    forward_only true,
+    on_destructive_change warn
+  ),
+  cron '*/5 * * * *',
+  grains [id, ds],
+  references [customer_id],
+  allow_partials TRUE,
+  audits (
+    UNIQUE_VALUES(columns = (id)),
+    NOT_NULL(columns=[id, customer_id, ds]),
+    ACCEPTED_VALUES("column" = status, is_in = ['placed', 'shipped']),
+    unique_combination_of_columns(columns=[id, ds]),
+    orders_have_customers
+  ),
+);
+SELECT id::INT AS id, customer_id::INT AS customer_id, status, amount, ds::TEXT AS ds
+FROM "shop"."main"."raw_orders" WHERE ds BETWEEN @start_ds AND @end_ds;
+
+AUDIT (name orders_have_customers);
+SELECT * FROM "shop"."main"."stg_orders" WHERE customer_id IS NULL
+""",
+    "models/lifetime.sql": """\
+MODEL (
+  name main.lifetime,
+  kind INCREMENTAL_BY_TIME_RANGE (time_column ds, batch_size 1),
+  grains [customer_id, ds],
+  columns (customer_id INT, revenue BIGINT, ds TEXT, customer_key TEXT),
+  audits (lifetime_positive)
+);
+WITH prev AS (
+  SELECT customer_id, revenue FROM main.lifetime WHERE ds = strftime(@end_date - INTERVAL '1' DAY, '%Y-%m-%d')
+)
+SELECT o.customer_id, SUM(o.amount) + COALESCE(MAX(p.revenue), 0) AS revenue, @end_ds AS ds,
+  @generate_surrogate_key(o.customer_id) AS customer_key
+FROM main.stg_orders AS o LEFT JOIN prev AS p ON p.customer_id = o.customer_id
+WHERE o.ds = @end_ds GROUP BY o.customer_id
+""",
+    "models/snap.sql": """\
+model (
+    name main.snap,
+    kind scd_type_2_by_column (
+        unique_key id,
+        columns *,
+        execution_time_as_valid_from true
+    )
+);
+select id, status from main.stg_orders
+""",
+    "models/by_time.sql": """\
+MODEL (
+  name main.by_time,
+  kind SCD_TYPE_2_BY_TIME (unique_key id, updated_at_name event_date)
+);
+SELECT id::INT AS id, ds::DATE AS event_date FROM main.stg_orders
+""",
+    "audits/lifetime.sql": """\
+AUDIT (name lifetime_positive, dialect duckdb, blocking FALSE);
+SELECT * FROM main.LIFETIME WHERE revenue < 0;
+""",
+}
+
+
+def test_a_project_shaped_like_public_sqlmesh_projects_gives_sqlmesh_rows(tmp_path, clean_catalog, capsys):
+    # SQLMesh 0.236.4, same files on DuckDB (database shop.duckdb instead of default_catalog), plan at
+    # 2024-01-03: the rows below; main.snap's valid_from is 2024-01-03 there (execution_time_as_valid_from),
+    # 1970-01-01 here (the property is ignored with a warning)
+    root = write_files(tmp_path / "p", SHOP)
+    context = Context(root)
+    context.apply(context.plan("prod", options=OPTIONS))
+    err = capsys.readouterr().err
+    for warned in ("config key `project`", "config key `default_target_environment`", "`plan.enable_preview`",
+                   "MODEL property `references`", "MODEL property `allow_partials`",
+                   "kind property `execution_time_as_valid_from`"):
+        assert warned in err
+
+    def rows(sql: str) -> list[tuple]:
+        return [tuple(row.values()) if isinstance(row, dict) else tuple(row) for row in context.fetchdf(sql)]
+
+    assert rows("SELECT * FROM main.stg_orders ORDER BY id") == [
+        (1, 1, "placed", 10, "2024-01-01"), (2, 2, "shipped", 20, "2024-01-02")]
+    assert rows("SELECT * FROM main.lifetime ORDER BY customer_id") == [
+        (1, 10, "2024-01-01", "c4ca4238a0b923820dcc509a6f75849b"),
+        (2, 20, "2024-01-02", "c81e728d9d4c2f636f067f89cc14862c")]
+    assert rows("SELECT id, status, valid_to FROM main.snap ORDER BY id") == [(1, "placed", None), (2, "shipped", None)]
+    assert rows("SELECT id, CAST(event_date AS STRING), valid_to FROM main.by_time ORDER BY id") == [
+        (1, "2024-01-01", None), (2, "2024-01-02", None)]
