@@ -168,3 +168,41 @@ def test_unknown_materialization_and_missing_adapter_method_are_named(tmp_path, 
             context.apply(context.plan("prod", options=PlanOptions(execution_time="2024-01-02 01:00:00")))
     finally:
         context.close()
+
+
+def test_spark_adapter_methods_on_parquet_tables(engine_schema):
+    import pandas as pd
+    from sqlglot import exp
+
+    from bot.spark.adapter import SparkAdapter
+
+    engine, schema = engine_schema
+    adapter = SparkAdapter(engine, materialization="m", model="db.m")
+    table = f"{schema}.t"
+    adapter.create_table(table, {"id": exp.DataType.build("int"), "ds": exp.DataType.build("date"),
+                                 "v": exp.DataType.build("text")})
+    assert adapter.table_exists(table) and not adapter.table_exists(f"{schema}.nope")
+    assert {k: v.sql("spark") for k, v in adapter.columns(table).items()} == {"id": "INT", "ds": "DATE", "v": "STRING"}
+    adapter.insert_append(table, exp.maybe_parse("SELECT 1 AS id, DATE '2024-01-01' AS ds, 'a' AS v UNION ALL "
+                                                 "SELECT 2, DATE '2024-01-02', 'b'", dialect="spark"))
+    adapter.merge(table, pd.DataFrame({"id": [2, 3], "ds": [pd.Timestamp("2024-01-02").date()] * 2, "v": ["B", "c"]}),
+                  unique_key=[exp.column("id")])
+    assert adapter.fetchall(f"SELECT id, v FROM {table} ORDER BY id") == [(1, "a"), (2, "B"), (3, "c")]
+
+    def as_date(moment, _types):
+        return exp.cast(exp.Literal.string(moment.strftime("%Y-%m-%d")), "date")
+
+    adapter.insert_overwrite_by_time_partition(
+        table, f"SELECT 9 AS id, ds, 'z' AS v FROM {table}", start=1704153600000, end=1704240000000,
+        time_formatter=as_date, time_column="ds")   # [2024-01-02, 2024-01-03): rows outside the span are kept
+    assert adapter.fetchall(f"SELECT id, CAST(ds AS STRING), v FROM {table} ORDER BY id") == [
+        (1, "2024-01-01", "a"), (9, "2024-01-02", "z"), (9, "2024-01-02", "z")]
+    adapter.delete_from(table, exp.condition("id = 9"))
+    assert adapter.fetchone(f"SELECT COUNT(*) FROM {table}") == (1,)
+    adapter.replace_query(table, "SELECT 5 AS id, DATE '2024-02-01' AS ds, 'r' AS v")
+    assert list(adapter.fetchdf(f"SELECT id FROM {table}")["id"]) == [5]
+    adapter.delete_from(table)
+    assert adapter.fetchone(f"SELECT COUNT(*) FROM {table}") == (0,)
+    assert not hasattr(adapter, "wap_prepare")
+    with pytest.raises(EngineError, match=r"custom materialization `m` calls `adapter.wap_prepare`"):
+        adapter.wap_prepare(table, "x")

@@ -179,25 +179,32 @@ class SparkAdapter:
                                            target_columns_to_types: ColumnTypes | None = None,
                                            source_columns: Sequence[str] | None = None, **kwargs: Any) -> None:
         """Replace the rows whose `time_column` is within [start, end) (epoch ms or datetimes, `end`
-        exclusive as SQLMesh passes them) by the query's rows there."""
+        exclusive as SQLMesh passes them) by the query's rows there, in one rewrite of the table."""
+        from bot.spark.materialize import common
+
         table = _name(table_name)
         query = _source(query_or_df)
         self._ensure(table, query, target_columns_to_types)
         types = target_columns_to_types or self.columns(table)
         column = time_column if isinstance(time_column, exp.Expression) else exp.column(
-            str(getattr(time_column, "column", time_column)))
+            _column_name(getattr(time_column, "column", time_column)))
         low = time_formatter(to_datetime(to_ms(start)), types)
         high = time_formatter(to_datetime(to_ms(end)) - timedelta(microseconds=1), types)
         where = exp.Between(this=column, low=low, high=high)
-        self.delete_from(table, where)
-        if not isinstance(query, str):
-            from bot.spark.materialize import common
-            query = common.source_frame(self.engine, query, table=table)
-            with spark_errors(self._subject("insert_overwrite_by_time_partition")):
-                self.insert_append(table, query.where(spark_sql(where)))
-            return
-        rows = exp.select("*").from_(exp.maybe_parse(query, dialect="spark").subquery("_rows")).where(where)
-        self.insert_append(table, spark_sql(rows))
+        kept = exp.select("*").from_(table_expression(table)).where(
+            exp.not_(exp.func("COALESCE", exp.paren(where.copy()), exp.false())))
+        subject = self._subject("insert_overwrite_by_time_partition")
+        columns = self.engine.columns(table)
+        if isinstance(query, str):
+            rows = common.batch_sql(self.engine, query, table=table, columns=columns, condition=where, fresh=True)
+            frame = self.engine.dataframe(spark_sql(exp.union(kept, rows, distinct=False)), subject=subject)
+        else:
+            with spark_errors(subject):
+                new = common.conform(common.source_frame(self.engine, query, table=table), columns)
+                frame = self.engine.dataframe(spark_sql(kept), subject=subject).unionByName(
+                    new.where(spark_sql(where)))
+        common.overwrite(self.engine, table=table, frame=frame)   # staged first: the query may read the table
+        self.engine.invalidate(table)
 
     def merge(self, target_table: Any, source_table: Any, target_columns_to_types: ColumnTypes | None = None,
               unique_key: Sequence[Any] = (), when_matched: Any = None, merge_filter: Any = None,
