@@ -307,13 +307,16 @@ def written_output_names(query: exp.Expression) -> list[str] | None:
     ['a', 'c']
     >>> written_output_names(parse_sql("SELECT a, @x AS c FROM t", "spark")[0]) is None
     True
+    >>> written_output_names(parse_sql("SELECT a AS @{x}_c FROM t", "spark")[0]) is None
+    True
     """
     if not isinstance(query, exp.Select):
         return None
     names = []
     for projection in query.expressions:
         if projection.is_star or not projection.output_name or projection.find(exp.Parameter) or any(
-                macro_call_name(node) is not None for node in projection.find_all(exp.Anonymous)):
+                macro_call_name(node) is not None for node in projection.find_all(exp.Anonymous)) or any(
+                isinstance(node.this, str) and has_braced(node.this) for node in projection.find_all(exp.Identifier)):
             return None
         names.append(projection.output_name)
     return names
