@@ -206,3 +206,60 @@ def test_spark_adapter_methods_on_parquet_tables(engine_schema):
     assert not hasattr(adapter, "wap_prepare")
     with pytest.raises(EngineError, match=r"custom materialization `m` calls `adapter.wap_prepare`"):
         adapter.wap_prepare(table, "x")
+
+
+# SQLMesh's examples/sushi `custom_full_with_custom_kind`, plus a `create` of its own
+CUSTOM_KIND = '''from __future__ import annotations
+
+import typing as t
+
+from sqlmesh import CustomMaterialization, CustomKind, Model
+from sqlmesh.utils.pydantic import validate_string
+
+if t.TYPE_CHECKING:
+    from sqlmesh import QueryOrDF
+
+
+class ExtendedCustomKind(CustomKind):
+    @property
+    def custom_property(self) -> str:
+        return validate_string(self.materialization_properties.get("custom_property"))
+
+
+class CustomFullWithCustomKindMaterialization(CustomMaterialization[ExtendedCustomKind]):
+    NAME = "custom_full_with_custom_kind"
+
+    def insert(
+        self,
+        table_name: str,
+        query_or_df: QueryOrDF,
+        model: Model,
+        is_first_insert: bool,
+        **kwargs: t.Any,
+    ) -> None:
+        assert type(model.kind).__name__ == "ExtendedCustomKind"
+        self._replace_query_for_model(model, table_name, query_or_df)
+        self.adapter.execute(f"INSERT INTO {table_name} SELECT 0, '{model.kind.custom_property}'")
+
+    def create(self, table_name, model, is_table_deployable, render_kwargs, **kwargs):
+        self.adapter.create_table(table_name, {"id": "INT", "note": "STRING"})
+'''
+
+
+def test_custom_kind_subclass_and_own_create(tmp_path, engine_schema):
+    from bot.project.model import Kind, KindName, Model
+    from bot.spark.materialize import create_physical, evaluate
+
+    engine, schema = engine_schema
+    root = write_files(tmp_path / "ck", {"config.yaml": CONFIG, "materializations/custom_kind.py": CUSTOM_KIND,
+                                         "models/latest.sql": "-- stand-in"})
+    kind = Kind(name=KindName.CUSTOM, materialization="custom_full_with_custom_kind",
+                materialization_properties="(custom_property = 'sushi!!!')")
+    model = Model(name="sushi.latest_order", kind=kind, dialect="duckdb", path=root / "models" / "latest.sql")
+    table = f"{schema}.latest__1"
+    create_physical(engine, kind=kind, table=table, query_sql="SELECT 1 AS id, 'x' AS v", columns=None, model=model)
+    assert engine.columns(table) == [("id", "INT"), ("note", "STRING")]    # its create, not the query's columns
+    evaluate(engine, kind=kind, table=table, query="SELECT 1 AS id, 'x' AS note", start=0, end=1,
+             execution_time=1, first_run=True, model=model)
+    assert [tuple(r.values()) for r in engine.fetch(f"SELECT * FROM {table} ORDER BY id")] == [
+        (0, "sushi!!!"), (1, "x")]

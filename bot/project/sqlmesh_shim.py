@@ -48,6 +48,7 @@ _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
     "sqlmesh.core.engine_adapter": {"EngineAdapter": (None, "EngineAdapter")},
     "sqlmesh.utils": {"str_to_bool": (None, "str_to_bool")},
     "sqlmesh.utils.date": _DATES,
+    "sqlmesh.utils.pydantic": {"validate_string": (None, "validate_string")},
     "sqlmesh.core.config": {name: (None, name) for name in (
         "Config", "ModelDefaultsConfig", "GatewayConfig", "SparkConnectionConfig", "DuckDBConnectionConfig",
         "PostgresConnectionConfig", "PlanConfig", "NameInferenceConfig", "LinterConfig",
@@ -218,6 +219,11 @@ class SQL(str):
 
 TimeLike = Union[date, datetime, str, int, float]
 QueryOrDF = Any   # a sqlglot query or a DataFrame
+
+
+def validate_string(value: Any) -> str:
+    """SQLMesh's `sqlmesh.utils.pydantic.validate_string`: a sqlglot node's name, else the value as text."""
+    return value.name if hasattr(value, "name") and hasattr(value, "sql") else str(value)
 
 
 def str_to_bool(value: Any) -> bool:
