@@ -4,6 +4,7 @@ with the values SQLMesh 0.236.4 gives on DuckDB for the same project."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -263,3 +264,28 @@ def test_custom_kind_subclass_and_own_create(tmp_path, engine_schema):
              execution_time=1, first_run=True, model=model)
     assert [tuple(r.values()) for r in engine.fetch(f"SELECT * FROM {table} ORDER BY id")] == [
         (0, "sushi!!!"), (1, "x")]
+
+
+def test_materializations_from_entry_points_and_the_project_folder(tmp_path, monkeypatch):
+    from bot.project import materializations
+
+    site = write_files(tmp_path / "site", {
+        "mesh_mats/__init__.py": "from sqlmesh import CustomMaterialization\n\n\n"
+                                 "class PackagedFull(CustomMaterialization):\n    NAME = 'packaged_full'\n",
+        "mesh_mats-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: mesh-mats\nVersion: 0.1\n",
+        "mesh_mats-0.1.dist-info/entry_points.txt":
+            "[sqlmesh.materializations]\npackaged_full = mesh_mats:PackagedFull\n"})
+    root = write_files(tmp_path / "proj", {"config.yaml": CONFIG, "materializations/local.py": KEYED})
+    monkeypatch.syspath_prepend(str(site))
+    materializations._load_cached.cache_clear()
+    found = materializations.load_materializations(root)
+    assert sorted(found) == ["keyedappend", "packaged_full"]
+    assert found["packaged_full"].__module__ == "mesh_mats"
+    (site / "mesh_mats-0.1.dist-info" / "entry_points.txt").write_text(
+        "[sqlmesh.materializations]\nbad = mesh_mats:CustomMaterialization.__init__\n")
+    materializations._load_cached.cache_clear()
+    with pytest.raises(ConfigError, match=r"entry point `bad` \(mesh_mats:CustomMaterialization.__init__\) must be "
+                                          r"a subclass of CustomMaterialization"):
+        materializations.load_materializations(root)
+    materializations._load_cached.cache_clear()
+    monkeypatch.delitem(sys.modules, "mesh_mats", raising=False)
