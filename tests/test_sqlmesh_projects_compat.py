@@ -313,3 +313,22 @@ def test_a_project_shaped_like_public_sqlmesh_projects_gives_sqlmesh_rows(tmp_pa
     assert rows("SELECT id, status, valid_to FROM main.snap ORDER BY id") == [(1, "placed", None), (2, "shipped", None)]
     assert rows("SELECT id, CAST(event_date AS STRING), valid_to FROM main.by_time ORDER BY id") == [
         (1, "2024-01-01", None), (2, "2024-01-02", None)]
+
+
+def test_external_models_and_depends_on_lose_the_default_catalog(tmp_path):
+    # `sqlmesh create_external_models` writes fully qualified names ('"jaffle_shop"."raw"."events"')
+    root = write_files(tmp_path / "p", {
+        "config.yaml": CONFIG + "default_catalog: jaffle_shop\n",
+        "external_models.yaml": "- name: '\"jaffle_shop\".\"raw\".\"events\"'\n  columns:\n    id: int\n",
+        "models/a.sql": ("MODEL (name jaffle_shop.db.a, kind FULL, depends_on (jaffle_shop.raw.events));\n"
+                         "SELECT id FROM \"jaffle_shop\".\"raw\".\"events\"\n"),
+    })
+    project = load_project(root)
+    assert sorted(project.models) == ["db.a", "raw.events"]
+    assert project.models["db.a"].depends_on == {"raw.events"}
+
+    (root / "external_models.yaml").write_text("- name: other.raw.events\n")
+    with pytest.raises(ConfigError) as failure:
+        load_project(root)
+    assert str(failure.value).startswith(f"{root / 'external_models.yaml'}: external model #1 names "
+                                         "`other.raw.events`: catalog `other` is neither the default catalog")

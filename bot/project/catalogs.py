@@ -45,10 +45,20 @@ class Catalogs:
                           "set `default_catalog` in config.yaml to the catalog the project was written for): "
                           "meshbot keeps every model in Spark's session catalog", path=path, line=line)
 
-    def reference(self, name: str) -> str:
-        """A normalized table name read by a model, without its default catalog."""
+    def reference(self, name: str, *, path: Path, owner: str, line: int | None = None) -> str:
+        """A normalized table name (`depends_on`, an external model) without its default catalog; a
+        catalog that is neither a default one nor a Spark catalog of a gateway is a ConfigError."""
         parts = name.split(".")
-        return ".".join(parts[1:]) if len(parts) == 3 and parts[0] in self.default else name
+        if len(parts) != 3 or parts[0] in self.spark:
+            return name
+        if parts[0] in self.default:
+            return ".".join(parts[1:])
+        raise ConfigError(f"{owner} names `{name}`: {self._unknown(parts[0])}", path=path, line=line)
+
+    def _unknown(self, catalog: str) -> str:
+        return (f"catalog `{catalog}` is neither the default catalog ({self.describe()}; set `default_catalog` "
+                "in config.yaml to the catalog the project was written for) nor a Spark catalog of a gateway "
+                f"(`spark.sql.catalog.{catalog}`)")
 
     def strip(self, expressions: Iterable[exp.Expression], *, path: Path, owner: str, text: str = "",
               line: int = 1) -> None:
@@ -66,11 +76,8 @@ class Catalogs:
                 if name in self.default:
                     node.set("catalog", None)
                 elif isinstance(node, exp.Table) and name not in self.spark:
-                    raise ConfigError(
-                        f"{owner} reads `{node.sql()}`: catalog `{name}` is neither the default "
-                        f"catalog ({self.describe()}; set `default_catalog` in config.yaml to the catalog the "
-                        f"project was written for) nor a Spark catalog of a gateway "
-                        f"(`spark.sql.catalog.{name}`)", path=path, line=_line_of(text, name, line))
+                    raise ConfigError(f"{owner} reads `{node.sql()}`: {self._unknown(name)}", path=path,
+                                      line=_line_of(text, name, line))
 
 
 def _line_of(text: str, word: str, first: int) -> int:

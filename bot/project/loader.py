@@ -265,7 +265,8 @@ def _external_models_file(path: Path, config: ProjectConfig) -> list[Model]:
         if not isinstance(columns, dict):
             raise ConfigError(f"`columns` of external model `{item['name']}` must be a mapping", path=path)
         models.append(Model(
-            name=config.model_defaults.catalogs.reference(normalize_name(str(item["name"]), item_dialect)),
+            name=config.model_defaults.catalogs.reference(normalize_name(str(item["name"]), item_dialect),
+                                                          path=path, owner=f"external model #{index + 1}"),
             kind=Kind(name=KindName.EXTERNAL),
             dialect=item_dialect, path=path, line=1,
             columns=tuple((str(col).lower(), spark_type(str(typ), dialect=item_dialect, path=path))

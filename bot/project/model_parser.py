@@ -267,7 +267,9 @@ def _header_fields(props: dict[str, Prop], *, dialect: str, defaults: ModelDefau
                                         dialect, path) if "physical_properties" in values else (),
         session_properties=value_pairs(props["session_properties"], values["session_properties"],
                                        dialect, path) if "session_properties" in values else (),
-        depends_on_explicit=tuple(defaults.catalogs.reference(normalize_name(n, dialect))
+        depends_on_explicit=tuple(defaults.catalogs.reference(normalize_name(n, dialect), path=path,
+                                                              owner=f"`depends_on` of model `{name}`",
+                                                              line=props["depends_on"].line)
                                   for n in value_names(values["depends_on"], dialect))
         if "depends_on" in values else (),
         enabled=value_bool(props["enabled"], values["enabled"], dialect, path) if "enabled" in values else True,
