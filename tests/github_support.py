@@ -431,6 +431,9 @@ class FakeEngine:
         self.failing: set[str] = set()
         self.batch_times: dict[tuple[str, str], BatchTimes] = {}   # what earlier batches took, as recorded
         self.versions: dict[str, str] | None = None    # model_versions(); None: the changed models' new versions
+        # rendered queries, model -> (before, after): unchanged models (before == after) join the plan's snapshots
+        self.queries: dict[str, tuple[str, str]] = {}
+        self.parents: dict[str, tuple[str, ...]] = {}   # depends_on of the models in `queries`
 
     @property
     def config(self) -> ProjectConfig:
@@ -443,15 +446,17 @@ class FakeEngine:
         pass
 
     def _snapshot(self, name: str, version: str) -> Snapshot:
+        before, after = self.queries.get(name, ("", ""))
         return Snapshot(name=name, fingerprint=Fingerprint(data_hash=version, metadata_hash="0"),
-                        version=version, kind="FULL", definition={})
+                        version=version, kind="FULL", rendered_query=before if version == "1" else after,
+                        definition={"depends_on": list(self.parents[name])} if name in self.parents else {})
 
     def _changes(self, environment: str, snapshots: dict[str, Snapshot]) -> tuple[ModelChange, ...]:
         if (environment == "prod" and self.deployed) or (environment != "prod" and environment in self.envs):
             return ()
         return tuple(ModelChange(
             name=name, change=ChangeType.DIRECTLY_MODIFIED, category=ChangeCategory.BREAKING, kind="FULL",
-            snapshot=snapshots[name],
+            snapshot=snapshots[name], previous=self._snapshot(name, "1") if name in self.queries else None,
             diff=f"- SELECT 1 AS {name.split('.')[-1]}\n+ SELECT 2 AS {name.split('.')[-1]}")
             for name in self.changed)
 
@@ -460,6 +465,7 @@ class FakeEngine:
         self.options.append(options)
         version = "1" if environment == "prod" and self.deployed else "2"
         snapshots = {name: self._snapshot(name, version) for name in self.changed}
+        snapshots.update({name: self._snapshot(name, "1") for name in self.queries if name not in snapshots})
         exists = environment in self.envs or (environment == "prod" and self.deployed)
         previous = Environment(name=environment, snapshots=(), plan_id="applied", finalized_ts=1) if exists else None
         return Plan(plan_id=f"plan_{len(self.plans)}", environment=environment,
@@ -472,7 +478,8 @@ class FakeEngine:
                                              batches=tuple((d * self.batch_days * 86_400_000,
                                                             (d + 1) * self.batch_days * 86_400_000)
                                                            for d in range(self.batches)))
-                                    for s in snapshots.values() if self.batches and not exists))
+                                    for s in snapshots.values() if self.batches and not exists
+                                    and s.name in self.changed))
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         self.applied.append(plan.environment)

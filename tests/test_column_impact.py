@@ -197,3 +197,49 @@ def test_analyze_lineage_through_union_and_cte():
     assert [(o.name, sorted(o.sources)) for o in a.outputs] == [
         ("id", [("db.t", "id"), ("db.u", "k")]),
         ("s", [("db.t", "a"), ("db.t", "b"), ("db.u", "c")])]
+
+
+# -- the PR comment, through main() with GitHub mocked and a FakeEngine ---------------------------
+
+def test_the_pr_comment_shows_the_impact_with_breaks_and_exposures(tmp_path, monkeypatch):
+    import json
+    import time
+
+    import responses
+
+    from bot.github.action import Invocation, main
+    from github_support import FakeEngine, FakeRepository, default_branch_config, install, payload
+
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+    cicd_bot = {"exposures": [{"name": "Revenue dashboard", "owner": "cfo", "url": "https://bi.example/d/1",
+                               "depends_on": ["shop.customer_revenue"]},
+                              {"name": "Unrelated", "depends_on": ["shop.other"]}]}
+    engine = FakeEngine(cicd_bot, changed=("shop.orders",))
+    engine.queries = {
+        "shop.orders": (ORDERS_OLD, "SELECT id, customer_id FROM raw.orders"),
+        "shop.customer_revenue": ("SELECT customer_id, SUM(amount) AS revenue FROM shop.orders GROUP BY 1",) * 2,
+        "shop.other": ("SELECT 1 AS one",) * 2}
+    engine.parents = {"shop.orders": ("raw.orders",), "shop.customer_revenue": ("shop.orders",), "shop.other": ()}
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_impact_token", "GITHUB_API_URL": "https://api.github.com",
+           "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
+           "GITHUB_RUN_ID": "4242", "GITHUB_OUTPUT": str(tmp_path / "out.env"),
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "s.md")}
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(payload("pull_request/opened.payload.json")))
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh, permissions={}, default_config=default_branch_config(cicd_bot))
+        repo.set_pull(payload("pull_request/opened.payload.json")["pull_request"])
+        main(Invocation(event_name="pull_request", event_path=str(event)), env=env,
+             context_factory=lambda p, g: engine, out=lambda line: None)
+        assert not gh.errors, gh.errors
+    body, = [c["body"] for c in repo.comments if "<!-- meshbot:pr-comment" in c["body"]]
+    prod = body.split("<!-- meshbot:section prod_plan -->")[1].split("<!-- /meshbot:section prod_plan -->")[0]
+    assert "#### Column impact" in prod
+    assert ("- `shop.orders`: `amount` removed — **breaks** `shop.customer_revenue.revenue`; reaches 1 downstream "
+            "model; exposures: Revenue dashboard") in prod
+    # names inside <summary> are not backslash-escaped (GitHub shows the backslash there)
+    assert "<summary>Column lineage of <code>shop.orders</code>: 1 breaking read</summary>" in prod
+    assert "| `shop.customer_revenue.revenue` | `shop.orders.amount` | :x: breaks: the column is gone |" in prod
+    assert "Exposures reached: [Revenue dashboard](https://bi.example/d/1) (owner cfo)." in prod
+    assert "Unrelated" not in prod

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from bot.errors import ConfigError
+from bot.plan.impact import Exposure
 from bot.project.config import UserConfig
 
 MAX_ENV_NAME = 63
@@ -44,6 +45,7 @@ class BotSettings:
     required_approvers: tuple[str, ...] = ()      # GitHub logins
     required_teams: tuple[str, ...] = ()          # "org/team-slug" or "team-slug" (repository owner's org)
     gateway: str | None = None
+    exposures: tuple[Exposure, ...] = ()         # dashboards and other consumers the impact section names
     bot_login: str = "github-actions[bot]"
     run_table_diff: bool = True
     table_diff_samples: bool = False
@@ -131,6 +133,7 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
         required_approvers=tuple(dict.fromkeys(approvers)),
         required_teams=tuple(teams),
         gateway=gateway or _opt_str(raw.get("gateway")),
+        exposures=_exposures(raw.get("exposures"), where),
         bot_login=str(raw.get("bot_login") or "github-actions[bot]"),
         run_table_diff=_bool(raw.get("run_table_diff", True), "run_table_diff", where),
         table_diff_samples=_bool(raw.get("table_diff_samples", False), "table_diff_samples", where),
@@ -194,3 +197,22 @@ def _str_list(value: Any, key: str, where: str) -> list[str]:
     if not isinstance(value, (list, tuple)):
         raise ConfigError(f"cicd_bot.{key} must be a list of names", path=where)
     return [str(v) for v in value]
+
+
+def _exposures(value: Any, where: str) -> tuple[Exposure, ...]:
+    """`exposures:` — a list of {name, owner, url, depends_on: [models]}: who reads the models outside the project."""
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError("cicd_bot.exposures must be a list of {name, owner, url, depends_on}", path=where)
+    found = []
+    for item in value:
+        if not isinstance(item, dict) or not _opt_str(item.get("name")):
+            raise ConfigError("each cicd_bot.exposures entry must be a mapping with a `name`", path=where)
+        unknown = sorted(set(item) - {"name", "owner", "url", "depends_on"})
+        if unknown:
+            raise ConfigError(f"cicd_bot.exposures `{item['name']}`: unknown key(s) {', '.join(unknown)}", path=where)
+        models = _str_list(item.get("depends_on"), f"exposures.{item['name']}.depends_on", where)
+        found.append(Exposure(name=str(item["name"]), owner=_opt_str(item.get("owner")),
+                              url=_opt_str(item.get("url")), depends_on=tuple(m.lower() for m in models)))
+    return tuple(found)

@@ -12,6 +12,7 @@ from bot.github.base_changes import Origin
 from bot.github.settings import CheckName
 from bot.plan.definition import BackfillKind, Plan
 from bot.plan.estimate import BackfillEstimate, format_seconds, total_seconds
+from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, ModelImpact, column_impact
 from bot.quality.api import TestSuiteResult
 from bot.project.timeutil import to_datetime
 from bot.report.markdown import md_escape, render
@@ -160,6 +161,65 @@ class StatusView:
 
 
 @dataclass(frozen=True)
+class ColumnChangeView:
+    """One column of a model that the PR adds, removes, renames or re-types."""
+
+    model: str
+    column: str
+    change: str                  # added, removed, renamed, retyped
+    new_name: str = ""
+    old_type: str = ""
+    new_type: str = ""
+
+
+@dataclass(frozen=True)
+class ColumnReadView:
+    """A downstream model's column reading a changed column; `column` "" when read outside its outputs."""
+
+    model: str
+    column: str
+    reads_model: str
+    reads_column: str
+    breaks: bool = False
+
+
+@dataclass(frozen=True)
+class ExposureView:
+    name: str
+    owner: str = ""
+    url: str = ""                # http(s) only, else ""
+
+
+@dataclass(frozen=True)
+class ModelImpactView:
+    """The column-level impact of one directly modified model (bot.plan.impact)."""
+
+    model: str
+    owner: str = ""
+    traced: bool = True
+    changes: tuple[ColumnChangeView, ...] = ()
+    propagated: tuple[ColumnChangeView, ...] = ()     # downstream columns changing with it through `SELECT *`
+    breaks: tuple[ColumnReadView, ...] = ()
+    reads: tuple[ColumnReadView, ...] = ()            # impacted, not breaking
+    omitted_reads: int = 0
+    reached: int = 0                                  # downstream models reached
+    owners: tuple[str, ...] = ()
+    exposures: tuple[ExposureView, ...] = ()
+    untraced: tuple[str, ...] = ()
+    details: bool = True                              # False once shortened: the summary line only
+
+
+@dataclass(frozen=True)
+class ImpactView:
+    models: tuple[ModelImpactView, ...] = ()
+    omitted: int = 0
+
+    @property
+    def breaking(self) -> int:
+        return sum(1 for m in self.models if m.breaks)
+
+
+@dataclass(frozen=True)
 class CommentView:
     """Everything the PR comment shows; each section may be None when it did not run."""
 
@@ -170,6 +230,7 @@ class CommentView:
     tests: TestsView | None = None
     pr_environment: PrEnvironmentView | None = None
     prod_plan: PlanView | None = None
+    impact: ImpactView | None = None            # column-level impact of the prod plan
     diffs: tuple[DiffView, ...] = ()
     omitted_diffs: int = 0
     approval: str | None = None
@@ -287,6 +348,49 @@ def _ms(value: int) -> str:
     return to_datetime(value).strftime("%Y-%m-%d %H:%M")
 
 
+MAX_IMPACT_MODELS = 30
+MAX_IMPACT_READS = 40
+
+
+def impact_view(plan: Plan, exposures: tuple[Exposure, ...] = ()) -> ImpactView | None:
+    """The comment's column-level impact of `plan` (bot.plan.impact.column_impact, sqlglot only): per directly
+    modified model, its column changes, the downstream columns reading them (breaking ones first), and the
+    owners and `cicd_bot.exposures` reached; None when no model changes a column."""
+    models = tuple(_model_impact_view(m) for m in column_impact(plan, exposures=exposures)
+                   if m.changes or m.impacts or not m.traced)
+    if not models:
+        return None
+    models = tuple(sorted(models, key=lambda m: (not m.breaks, m.model)))
+    return ImpactView(models=models[:MAX_IMPACT_MODELS], omitted=max(0, len(models) - MAX_IMPACT_MODELS))
+
+
+def _model_impact_view(impact: ModelImpact) -> ModelImpactView:
+    def change(c: ColumnChange) -> ColumnChangeView:
+        return ColumnChangeView(model=c.model, column=c.column, change=c.change, new_name=c.new_name or "",
+                                old_type=c.old_type or "", new_type=c.new_type or "")
+
+    def read(i: ColumnImpact) -> ColumnReadView:
+        return ColumnReadView(model=i.model, column=i.column, reads_model=i.reads[0], reads_column=i.reads[1],
+                              breaks=i.breaks)
+
+    reads = tuple(read(i) for i in impact.impacts if not i.breaks)
+    return ModelImpactView(
+        model=impact.model, owner=impact.owner or "", traced=impact.traced,
+        changes=tuple(change(c) for c in impact.changes), propagated=tuple(change(c) for c in impact.propagated),
+        breaks=tuple(read(i) for i in impact.breaks), reads=reads[:MAX_IMPACT_READS],
+        omitted_reads=max(0, len(reads) - MAX_IMPACT_READS), reached=len(impact.reached), owners=impact.owners,
+        exposures=tuple(ExposureView(name=e.name, owner=e.owner or "", url=_http_url(e.url))
+                        for e in impact.exposures),
+        untraced=impact.untraced)
+
+
+def _http_url(url: str | None) -> str:
+    """A link target safe in Markdown: http(s), no space or parenthesis; "" otherwise."""
+    if not url or not re.fullmatch(r"https?://[^\s()<>]+", url):
+        return ""
+    return url
+
+
 # -- size-aware rendering -----------------------------------------------------------------------
 
 def render_comment(view: CommentView, *, limit: int = COMMENT_LIMIT) -> tuple[str, str]:
@@ -354,8 +458,16 @@ def _cut_failures(view: CommentView) -> CommentView:
     return replace(view, tests=replace(view.tests, failures=failures))
 
 
+def _cut_impact(view: CommentView) -> CommentView:
+    """The impact's summary lines stay; its folded details go."""
+    if view.impact is None:
+        return view
+    return replace(view, impact=replace(view.impact, models=tuple(replace(m, details=False)
+                                                                  for m in view.impact.models)))
+
+
 # Lowest-priority sections first: SQL diffs, table_diff detail, backfill and change lists, test output.
-_SHORTENERS = (_cut_diffs(40), _cut_diffs(10), _cut_diff_tables, _cut_diffs(0), _cut_lists(50),
+_SHORTENERS = (_cut_diffs(40), _cut_diffs(10), _cut_diff_tables, _cut_diffs(0), _cut_impact, _cut_lists(50),
                _cut_lists(10), _cut_failures, _cut_lists(0))
 
 _FENCE = re.compile(r"^(`{3,}|~{3,})")

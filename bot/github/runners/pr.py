@@ -14,7 +14,7 @@ from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_te
                                      post_comment, require_lasting_storage, start_check, touches_project)
 from bot.github.settings import CheckName
 from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanView, PrEnvironmentView, TestsView,
-                              diff_view, plan_view, tests_view)
+                              diff_view, impact_view, plan_view, tests_view)
 from bot.report.markdown import pluralize
 from bot.plan.definition import ChangeType, Plan, PlanOptions
 from bot.plan.estimate import BackfillEstimate
@@ -226,6 +226,8 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
         prod, digest, models, preview = prod_plan_step(run, pr)
         view = replace(view, prod_plan=prod, plan_digest=digest, plan_models=models,
                        deploy_hint=deploy_hint(run))
+        if preview is not None:
+            view = replace(view, impact=impact_view(preview, run.settings.exposures))
         ok = ok and digest is not None
     if view.pr_environment is not None:
         view = replace(view, pr_environment=_with_models(run, view.pr_environment,
