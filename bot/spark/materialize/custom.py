@@ -31,7 +31,7 @@ def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None
     """The materialization's own `create` when it overrides it; else an empty table as FULL makes one."""
     instance, _ = _materialization(engine, kind, model, table)
     assert model is not None
-    if type(instance).create is CustomMaterialization.create or not hasattr(type(instance), "create"):
+    if getattr(type(instance), "create", None) in (None, CustomMaterialization.create):
         full.create(engine, kind=kind, table=table, query_sql=query_sql, columns=columns,
                     partitioned_by=partitioned_by)
         return
