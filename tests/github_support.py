@@ -434,6 +434,7 @@ class FakeEngine:
         # rendered queries, model -> (before, after): unchanged models (before == after) join the plan's snapshots
         self.queries: dict[str, tuple[str, str]] = {}
         self.parents: dict[str, tuple[str, ...]] = {}   # depends_on of the models in `queries`
+        self.diffs: tuple[ModelDataDiff, ...] = ()     # what preview_diff answers
 
     @property
     def config(self) -> ProjectConfig:
@@ -537,7 +538,7 @@ class FakeEngine:
     def preview_diff(self, plan: Plan, *, environment: str | None = None, window_days: int = 7,
                      full_scope: str = "whole", decimals: int = 3, show_sample: bool = False,
                      limit: int = 20) -> tuple[ModelDataDiff, ...]:
-        return ()          # the data diff is asserted on the real engine (test_preview_diff, lifecycle)
+        return self.diffs  # the data diff itself is asserted on the real engine (test_preview_diff, lifecycle)
 
 
 def pr_comment_event(body: str, login: str, *, number: int = 2, comment_id: int = 77) -> dict[str, Any]:

@@ -55,6 +55,35 @@ def test_table_diff_counts_every_kind_of_difference(spark, tables):
     assert sorted((r["id"], r["s__name"], r["t__name"]) for r in samples.changed) == [
         (2, "b", "B"), (5, "e2", "e")]
     assert (result.source_label, result.target_label) == ("prod", "dev")
+    # key values per side (NULL once): source 1, 2, 3, 4, 5, NULL; target 1, 2, 3, 5, 6, NULL
+    assert (rows.distinct_key_source_count, rows.distinct_key_target_count) == (6, 6)
+
+
+def test_the_same_query_profiles_each_compared_column_on_both_sides(spark, tables):
+    """Null rows, approximate distinct values, min/max/mean (numbers; min/max for dates too), each row
+    counted once even where a duplicate key repeats it in the join."""
+    rows = table_diff(engine=SparkEngine(spark), source_table=tables[0], target_table=tables[1],
+                      keys=["id"]).rows
+    source, target = rows.profiles["amount"]
+    assert (source.nulls, source.distinct, source.minimum, source.maximum) == (0, 6, 0.0, 5.0)
+    assert source.mean == pytest.approx(20.0 / 7)            # 0 + 1 + 2 + 3 + 4 + 5 + 5 over 7 rows
+    assert (target.nulls, target.distinct, target.minimum, target.maximum) == (0, 6, 0.0, 6.0)
+    assert target.mean == pytest.approx(17.0000001 / 6)
+    name_source, name_target = rows.profiles["name"]
+    assert (name_source.distinct, name_target.distinct) == (7, 6)
+    assert name_source.minimum is None and name_source.mean is None           # strings: counts only
+    assert set(rows.profiles) == {"name", "amount", "qty"}
+
+
+def test_a_duplicated_key_on_one_side_is_counted_in_rows_and_distinct_keys(spark):
+    spark.sql("SELECT * FROM VALUES (1, 10), (2, 20) AS s(k, v)").createOrReplaceTempView("dup_src")
+    spark.sql("SELECT * FROM VALUES (1, 10), (1, 11), (1, 12), (2, 20), (2, CAST(NULL AS INT)) AS t(k, v)"
+              ).createOrReplaceTempView("dup_tgt")
+    rows = table_diff(engine=SparkEngine(spark), source_table="dup_src", target_table="dup_tgt", keys=["k"]).rows
+    assert (rows.target_count, rows.distinct_key_target_count, rows.duplicate_key_target_count) == (5, 2, 5)
+    assert (rows.source_count, rows.distinct_key_source_count) == (2, 2)
+    source, target = rows.profiles["v"]
+    assert (source.nulls, target.nulls) == (0, 1) and target.mean == pytest.approx(53 / 4)
 
 
 def test_table_diff_decimals_skip_where_and_json(spark, tables):

@@ -84,7 +84,7 @@ def test_status_names_the_missing_approval_and_turns_green_when_it_arrives(bot):
                                        "Approval (0 of 1 required approval(s))")
     # each check links its run (html_url from GitHub's answer); the workflow run is linked
     links = re.findall(r"\[([^\]]+)\]\((https://github.com/Codertocat/Hello-World/runs/\d+)\)", b.status)
-    assert [name for name, _ in links] == ["Unit Tests", "PR Environment Synced", "Prod Plan Preview",
+    assert [name for name, _ in links] == ["Unit Tests", "PR Environment Synced", "Prod Plan Preview", "Data Diff",
                                            "Required Approval"]
     assert RUN_LINK in b.comment
     assert "Who can approve: @ann-gh; any member of `Codertocat/data-eng`." in b.comment

@@ -14,6 +14,8 @@ S, T = "s", "t"
 PRESENT = "__meshbot_present"     # TRUE on every row of a side, NULL after the outer join when absent
 KEY_COUNT = "__meshbot_key_rows"  # rows of the same side sharing this row's key
 _NUMERIC_PREFIXES = ("float", "double", "decimal")
+_NUMBER_PREFIXES = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal", "byte", "short", "long")
+_ORDERED_PREFIXES = _NUMBER_PREFIXES + ("date", "timestamp")
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,18 @@ class DiffSamples:
     source_only: tuple[dict[str, Any], ...] = ()
     target_only: tuple[dict[str, Any], ...] = ()
     changed: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class ColumnProfile:
+    """One column on one side: null rows, approximate distinct values (HyperLogLog), and for numbers,
+    dates and times the smallest and largest value; the mean for numbers. None where not computed."""
+
+    nulls: int
+    distinct: int
+    minimum: Any = None
+    maximum: Any = None
+    mean: float | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +61,9 @@ class RowDiff:
     duplicate_key_source_count: int = 0
     duplicate_key_target_count: int = 0
     samples: DiffSamples | None = None
+    distinct_key_source_count: int = 0     # key values (NULL counted once) of each side
+    distinct_key_target_count: int = 0
+    profiles: dict[str, tuple[ColumnProfile, ColumnProfile]] = field(default_factory=dict)   # (source, target)
 
 
 @dataclass(frozen=True)
@@ -70,6 +87,8 @@ def row_diff(engine: "SparkEngine", spec: RowDiffQuery, *, show_sample: bool = F
            for i, (name, _, _) in enumerate(spec.columns)}
     full = int(row["full_match_count"] or 0)
     samples = _samples(engine, spec, limit) if show_sample else None
+    profiles = {name: (_profile(row, i, S, source_type), _profile(row, i, T, target_type))
+                for i, (name, source_type, target_type) in enumerate(spec.columns)}
     return RowDiff(
         source_count=_int(row["source_count"]), target_count=_int(row["target_count"]),
         joined_count=joined, full_match_count=full, partial_match_count=joined - full,
@@ -80,7 +99,53 @@ def row_diff(engine: "SparkEngine", spec: RowDiffQuery, *, show_sample: bool = F
         duplicate_key_source_count=_int(row["duplicate_key_source_count"]),
         duplicate_key_target_count=_int(row["duplicate_key_target_count"]),
         samples=samples,
+        distinct_key_source_count=_int(row["distinct_key_source_count"]),
+        distinct_key_target_count=_int(row["distinct_key_target_count"]),
+        profiles=profiles,
     )
+
+
+def _profile(row: dict[str, Any], index: int, side: str, column_type: str) -> ColumnProfile:
+    prefix = f"p{index}_{side}_"
+    mean = row.get(prefix + "mean")
+    return ColumnProfile(nulls=_int(row[prefix + "nulls"]), distinct=_int(row[prefix + "distinct"]),
+                         minimum=row.get(prefix + "min"), maximum=row.get(prefix + "max"),
+                         mean=float(mean) if mean is not None else None)
+
+
+def _ordered(column_type: str) -> bool:
+    """Numbers, dates and times: min and max say something about them."""
+    return column_type.lower().startswith(_ORDERED_PREFIXES)
+
+
+def _numeric(column_type: str) -> bool:
+    return column_type.lower().startswith(_NUMBER_PREFIXES)
+
+
+def profile_projections(columns: Sequence[tuple[str, str, str]]) -> list[exp.Expression]:
+    """Per compared column and side, in the statistics query itself (no second scan): weighted null rows
+    (a row a duplicate key repeats in the join counts once), approx_count_distinct, min, max and a
+    weighted mean."""
+    projections: list[exp.Expression] = []
+    for index, (name, source_type, target_type) in enumerate(columns):
+        for side, other, column_type in ((S, T, source_type), (T, S, target_type)):
+            prefix = f"p{index}_{side}_"
+            value = _col(name, side)
+            weight = _per_row_weight(other)
+            is_null = exp.Is(this=value, expression=exp.null())
+            projections += [
+                exp.alias_(_sum_if(exp.and_(_present(side), is_null), weight), prefix + "nulls"),
+                exp.alias_(exp.func("APPROX_COUNT_DISTINCT", value), prefix + "distinct"),
+            ]
+            if _ordered(column_type):
+                projections += [exp.alias_(exp.Min(this=value), prefix + "min"),
+                                exp.alias_(exp.Max(this=value), prefix + "max")]
+            if _numeric(column_type):
+                known = exp.and_(_present(side), exp.Not(this=is_null))
+                total = _sum_if(known, exp.Mul(this=exp.cast(value, "DOUBLE"), expression=weight))
+                projections.append(exp.alias_(exp.Div(this=total, expression=exp.func(
+                    "NULLIF", _sum_if(known, weight), exp.Literal.number(0))), prefix + "mean"))
+    return projections
 
 
 def _int(value: Any) -> int:
@@ -171,6 +236,8 @@ def stats_sql(spec: RowDiffQuery) -> str:
                                                expression=exp.Literal.number(1)),
                        exp.Not(this=exp.paren(_null_key(spec.keys, this))))
         projections += [
+            exp.alias_(_sum_if(_present(this), exp.Div(this=weight, expression=_col(KEY_COUNT, this))),
+                       f"distinct_key_{label}_count"),
             exp.alias_(_sum_if(_present(this), weight), f"{label}_count"),
             exp.alias_(_sum_if(exp.and_(_present(this), _absent(other))), f"{label}_only_count"),
             exp.alias_(_sum_if(exp.and_(_present(this), exp.paren(_null_key(spec.keys, this)))),
@@ -183,6 +250,7 @@ def stats_sql(spec: RowDiffQuery) -> str:
     ]
     projections += [exp.alias_(_sum_if(exp.and_(_both(), m)), f"match_{i}")
                     for i, m in enumerate(matches)]
+    projections += profile_projections(spec.columns)
     return joined_relation(spec).select(*projections).sql(dialect="spark", identify=True)
 
 

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from bot.diff.gates import Gates, parse_gates
 from bot.errors import ConfigError
 from bot.plan.impact import Exposure
 from bot.project.config import UserConfig
@@ -24,7 +25,8 @@ class CheckName:
     PROD_PLAN = "Prod Plan Preview"
     APPROVAL = "Required Approval"
     PROD_DEPLOY = "Prod Environment Synced"
-    ALL = (UNIT_TESTS, PR_ENVIRONMENT, PROD_PLAN, APPROVAL, PROD_DEPLOY)
+    DATA_DIFF = "Data Diff"
+    ALL = (UNIT_TESTS, PR_ENVIRONMENT, PROD_PLAN, DATA_DIFF, APPROVAL, PROD_DEPLOY)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class BotSettings:
     merge_method: str | None = None               # merge the PR after a successful /deploy (merge|squash|rebase)
     table_diff_window_days: int = 7          # INCREMENTAL_BY_TIME_RANGE: last N days of intervals compared
     table_diff_full_scope: str = "whole"     # FULL/VIEW/other kinds: "whole" query, or "skip"
+    table_diff_gates: Gates = Gates()        # the Data Diff check's thresholds (bot.diff.gates)
     run_on_deploy: bool = False              # after a prod deploy, run what each model's cron made due
     max_backfill_batches: int | None = None  # a deploy computing more batches needs an approver's explicit yes
     max_backfill_intervals: int | None = None   # likewise for intervals (a daily model's six years: 2191)
@@ -141,6 +144,7 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
         merge_method=merge_method.lower() if merge_method else None,
         table_diff_window_days=int(window_days),
         table_diff_full_scope=full_scope,
+        table_diff_gates=parse_gates(raw.get("table_diff_gates"), where=where),
         run_on_deploy=_bool(raw.get("run_on_deploy", False), "run_on_deploy", where),
         max_backfill_batches=max_batches,
         max_backfill_intervals=max_intervals,

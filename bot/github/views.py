@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 from bot.diff.api import ModelDataDiff
+from bot.diff.gates import Finding, Level
+from bot.diff.rows import ColumnProfile
 from bot.github.base_changes import Origin
 from bot.github.settings import CheckName
 from bot.plan.definition import BackfillKind, Plan
@@ -95,6 +97,19 @@ class SampleView:
 
 
 @dataclass(frozen=True)
+class ProfileView:
+    """One compared column, prod → PR: null share, approximate distinct values, min, max, mean."""
+
+    column: str
+    match: float | None      # % of the rows matched by key where the column is equal
+    nulls: str
+    distinct: str
+    minimum: str = ""
+    maximum: str = ""
+    mean: str = ""
+
+
+@dataclass(frozen=True)
 class DiffView:
     """One model compared with prod; prod is the base, the PR the change.
 
@@ -117,6 +132,9 @@ class DiffView:
     schema_changes: tuple[str, ...] = ()
     samples: tuple[SampleView, ...] = ()
     note: str = ""
+    gate_failed: bool = False               # a Data Diff gate at level fail fired on this model
+    findings: tuple[str, ...] = ()          # what the gates said, one line each
+    profiles: tuple[ProfileView, ...] = ()  # prod → PR per compared column
 
     @property
     def compared_by_key(self) -> bool:
@@ -302,9 +320,10 @@ def tests_view(result: TestSuiteResult) -> TestsView:
                      failed=len(failures), failures=failures)
 
 
-def diff_view(result: ModelDataDiff, *, samples: bool = False, sample_rows: int = 10) -> DiffView:
-    """The comment's view of one model's data diff: counts, per-column match %, schema changes
-    from prod to the PR, and raw values only with `samples`."""
+def diff_view(result: ModelDataDiff, *, samples: bool = False, sample_rows: int = 10,
+              findings: tuple[Finding, ...] = ()) -> DiffView:
+    """The comment's view of one model's data diff: counts, per-column match % and profile, schema
+    changes from prod to the PR, what the Data Diff gates found, and raw values only with `samples`."""
     schema, rows = result.schema, result.rows
     changes: tuple[str, ...] = ()
     if schema is not None:
@@ -314,17 +333,52 @@ def diff_view(result: ModelDataDiff, *, samples: bool = False, sample_rows: int 
     view = DiffView(model=result.model, reason=result.reason, window=result.window,
                     previewed=result.previewed, keys=result.keys,
                     prod_count=result.source_count, pr_count=result.target_count,
-                    schema_changes=changes, note=result.note)
+                    schema_changes=changes, note=result.note,
+                    gate_failed=any(f.level is Level.FAIL for f in findings),
+                    findings=tuple(f"{'fails' if f.level is Level.FAIL else 'warns'} ({f.gate}): {f.message}"
+                                   for f in findings))
     if rows is None:
         return view
     view = replace(view, prod_only=rows.source_only_count, pr_only=rows.target_only_count,
                    matched=rows.full_match_count, changed=rows.partial_match_count,
-                   columns=tuple((str(k), float(v)) for k, v in rows.column_match_pct.items()))
+                   columns=tuple((str(k), float(v)) for k, v in rows.column_match_pct.items()),
+                   profiles=tuple(_profile_view(name, rows.column_match_pct.get(name), source, target,
+                                                rows.source_count, rows.target_count)
+                                  for name, (source, target) in rows.profiles.items()))
     if samples and rows.samples is not None:
         kinds = (("only in prod", rows.samples.source_only), ("only in PR", rows.samples.target_only),
                  ("changed", rows.samples.changed))
         view = replace(view, samples=tuple(_sample(kind, found[:sample_rows]) for kind, found in kinds if found))
     return view
+
+
+def _profile_view(column: str, match: float | None, source: ColumnProfile, target: ColumnProfile,
+                  source_rows: int, target_rows: int) -> ProfileView:
+    def share(nulls: int, total: int) -> str:
+        return f"{100.0 * nulls / total:.1f}%" if total else "—"
+
+    def both(a: object, b: object) -> str:
+        if a is None and b is None:
+            return ""
+        left, right = _value(a), _value(b)
+        return left if left == right else f"{left} → {right}"
+
+    return ProfileView(column=column, match=match, nulls=both(share(source.nulls, source_rows), share(target.nulls, target_rows)),
+                       distinct=both(source.distinct, target.distinct), minimum=both(source.minimum, target.minimum),
+                       maximum=both(source.maximum, target.maximum), mean=both(source.mean, target.mean))
+
+
+def _value(value: object) -> str:
+    """A profile figure, short: 4 significant digits for floats.
+
+    >>> _value(2.857142857), _value(None), _value(12)
+    ('2.857', '—', '12')
+    """
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def _sample(kind: str, rows: tuple[Mapping[str, object], ...]) -> SampleView:

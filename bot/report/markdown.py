@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from functools import lru_cache
@@ -61,6 +62,16 @@ def md_escape(text: str) -> str:
     return re.sub(r"([\\`*_\[\]|])", r"\\\1", text)
 
 
+def html_text(text: str) -> str:
+    """Text inside an HTML block such as `<summary>`, where GitHub processes no Markdown (a `\\_` would show
+    its backslash): HTML entities only.
+
+    >>> html_text("shop.customer_revenue <a & b>")
+    'shop.customer_revenue &lt;a &amp; b&gt;'
+    """
+    return html.escape(str(text), quote=False)
+
+
 def code(text: str) -> str:
     """Inline code that survives backticks in the text.
 
@@ -98,7 +109,7 @@ def _environment(folder: str) -> SandboxedEnvironment:
     env = SandboxedEnvironment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
                                keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
                                autoescape=False, finalize=inert_comments)
-    env.filters.update(pct=pct, pluralize=pluralize, fence=fence, md=md_escape, code=code)
+    env.filters.update(pct=pct, pluralize=pluralize, fence=fence, md=md_escape, code=code, html=html_text)
     return env
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from bot.diff.gates import Finding, Level, check as check_gates
 from bot.errors import BotError
 from bot.github.approvals import ApprovalStatus
 from bot.github.base_changes import change_origins
@@ -96,7 +97,8 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
     """Data diff against prod of the models the PR directly modifies and of their breaking children, per
     the prod plan (built here when this run made none). When the PR environment skipped backfill (the
     default) the PR's rows are computed from previews over a bounded window, writing nothing; when it was
-    backfilled, its tables are read over the same windows. The comment looks the same either way."""
+    backfilled, its tables are read over the same windows. The comment looks the same either way. The
+    Data Diff check then applies cicd_bot.table_diff_gates to what was compared."""
     if pr_plan is None or not run.settings.run_table_diff:
         return ()
     if prod_plan is None:
@@ -105,18 +107,32 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
         except BotError as error:
             return (DiffView("prod plan", note=f"not compared: {error_text(error)}"),)
     backfilled = not pr_plan.options.skip_backfill
-    return _diffs(run, prod_plan, run.pr_environment(pr.number) if backfilled else None)
-
-
-def _diffs(run: BotRun, plan: Plan, env: str | None) -> tuple[DiffView, ...]:
     s = run.settings
+    check = start_check(run, CheckName.DATA_DIFF, pr.head_sha)
     try:
-        results = run.context.preview_diff(plan, environment=env, window_days=s.table_diff_window_days,
-                                           full_scope=s.table_diff_full_scope,
+        results = run.context.preview_diff(prod_plan, environment=run.pr_environment(pr.number) if backfilled else None,
+                                           window_days=s.table_diff_window_days, full_scope=s.table_diff_full_scope,
                                            show_sample=s.table_diff_samples)
     except BotError as error:
+        finish_check(run, check, name=CheckName.DATA_DIFF, sha=pr.head_sha, conclusion="failure",
+                     view=CheckSummaryView(summary="The data diff could not be computed", details=(error_text(error),)))
         return (DiffView("changed models", note=f"not compared: {error_text(error)}"),)
-    return tuple(diff_view(result, samples=s.table_diff_samples) for result in results)
+    findings = tuple(f for result in results for f in check_gates(result, s.table_diff_gates))
+    failed = [f for f in findings if f.level is Level.FAIL]
+    compared = sum(1 for r in results if r.compared)
+    summary = (f"Data diff gate failed on {pluralize(len({f.model for f in failed}), 'model')}" if failed
+               else f"Data diff of {pluralize(compared, 'model')}: no gate failed" +
+               (f" ({pluralize(len(findings), 'warning')})" if findings else ""))
+    finish_check(run, check, name=CheckName.DATA_DIFF, sha=pr.head_sha,
+                 conclusion="failure" if failed else "success",
+                 view=CheckSummaryView(summary=summary, details=tuple(
+                     f"{':x:' if f.level is Level.FAIL else ':warning:'} `{f.model}` ({f.gate}): {f.message}"
+                     for f in findings)))
+    by_model: dict[str, tuple[Finding, ...]] = {}
+    for finding in findings:
+        by_model[finding.model] = by_model.get(finding.model, ()) + (finding,)
+    return tuple(diff_view(result, samples=s.table_diff_samples, findings=by_model.get(result.model, ()))
+                 for result in results)
 
 
 def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str | None, str, Plan | None]:
