@@ -197,8 +197,9 @@ def _entry_points() -> list[type]:
             with sqlmesh_shim():
                 value = entry.load()
         except Exception as error:  # an installed package's code
+            reason = unsupported_import(error) or f"{type(error).__name__}: {error}"
             raise ConfigError(f"cannot load custom materialization entry point `{entry.name}` "
-                              f"({entry.value}): {unsupported_import(error) or f'{type(error).__name__}: {error}'}") from None
+                              f"({entry.value}): {reason}") from None
         if not _is_materialization(value):
             raise ConfigError(f"custom materialization entry point `{entry.name}` ({entry.value}) must be a "
                               "subclass of CustomMaterialization")

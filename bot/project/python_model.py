@@ -132,7 +132,7 @@ def parse_kind(value: Any, *, default: str | None, path: Path) -> Kind:
     """A kind given as a Kind, a name ('FULL') or a dict {'name': ..., property: value}."""
     if isinstance(value, Kind):
         return value
-    if callable(getattr(value, "kind_properties", None)):   # FullKind(), IncrementalByTimeRangeKind(...), CustomKind(...)
+    if callable(getattr(value, "kind_properties", None)):   # FullKind(), IncrementalByTimeRangeKind(...)
         value = value.kind_properties()
     if isinstance(value, KindName):
         value = value.value

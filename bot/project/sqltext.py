@@ -209,7 +209,8 @@ def _dialect_tools(dialect: str) -> tuple[Dialect, tuple]:
             Parser.PLACEHOLDER_PARSERS.get(TokenType.PARAMETER):
         parser_swaps.append((parser_cls.PLACEHOLDER_PARSERS, TokenType.PARAMETER, _parse_parameter))
     if TokenType.ARROW in parser_cls.LAMBDAS:
-        parser_swaps.append((parser_cls.LAMBDAS, TokenType.ARROW, _lambda_with_alias(parser_cls.LAMBDAS[TokenType.ARROW])))
+        arrow = _lambda_with_alias(parser_cls.LAMBDAS[TokenType.ARROW])
+        parser_swaps.append((parser_cls.LAMBDAS, TokenType.ARROW, arrow))
     return base, tuple(parser_swaps)
 
 
