@@ -382,16 +382,16 @@ class Context:
         start_ms = to_ms(start) if start else None
         end_ms = exclusive_end_ms(end) if end else None
         results = []
+        env = self.state.get_environment(normalize_environment(environment))
+        mapping = {name: name if entry.kind == "EXTERNAL" else entry.table_name
+                   for name, entry in (env.by_name() if env else {}).items()}
         for name in names:
             results += run_audits(engine=self.engine, model=self.models[name],
                                   audit_defs=self.project.audits,
                                   table=self.table_in(environment, name), start=start_ms,
-                                  end=end_ms, variables=self.config.variables)
+                                  end=end_ms, variables=self.config.variables, table_mapping=mapping)
         if not models:
             from bot.quality.audits import run_standalone_audits
-            env = self.state.get_environment(normalize_environment(environment))
-            mapping = {name: name if entry.kind == "EXTERNAL" else entry.table_name
-                       for name, entry in (env.by_name() if env else {}).items()}
             results += run_standalone_audits(self.engine, audit_defs=self.project.audits, table_mapping=mapping,
                                              variables=self.config.variables)
         return AuditReport(results=tuple(results))

@@ -145,7 +145,7 @@ class _Runner:
     def evaluate(self, snapshot, model, *, table, interval, table_mapping, execution_time) -> None:
         self.calls.append(("evaluate", interval))
 
-    def audit(self, snapshot, model, *, table, interval, execution_time):
+    def audit(self, snapshot, model, *, table, interval, execution_time, table_mapping=None):
         return ()
 
     def forget_table(self, table: str) -> None:

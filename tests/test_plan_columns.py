@@ -2,7 +2,8 @@
 errors with file and line; where the columns cannot be known, nothing is reported.
 
 SQLMesh 0.236.4 rejects only the time_column and partitioned_by cases ("partitioned_by keys ['nope']
-are missing"); it applies a bad grain, unique_key or audit column silently. meshbot rejects all five."""
+are missing"); it applies a bad grain, unique_key or audit column silently. meshbot rejects all five
+(a grain only with `strict: true`; otherwise it warns, see test_sqlmesh_projects_compat)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from bot.errors import ConfigError
 PARENT = "MODEL (name db.parent, kind FULL, start '2024-01-01');\nSELECT 1 AS id, 'a' AS label, '2024-01-01' AS ds\n"
 
 
-def _plan(root: Path, body: str):
+def _plan(root: Path, body: str, config: str = ""):
     (root / "models").mkdir(parents=True, exist_ok=True)
-    (root / "config.yaml").write_text("model_defaults:\n  dialect: spark\n  start: '2024-01-01'\n")
+    (root / "config.yaml").write_text("model_defaults:\n  dialect: spark\n  start: '2024-01-01'\n" + config)
     (root / "models" / "parent.sql").write_text(PARENT)
     (root / "models" / "m.sql").write_text(body)
     context = Context(root)
@@ -43,7 +44,7 @@ BAD = [
 
 @pytest.mark.parametrize("label, body, line", BAD, ids=[b[0] for b in BAD])
 def test_a_missing_column_is_an_error_naming_file_and_line(tmp_path, label, body, line):
-    context, plan = _plan(tmp_path / "p", body)
+    context, plan = _plan(tmp_path / "p", body, "strict: true\n")   # a grain is only a warning without it
     with pytest.raises(ConfigError) as failure:
         plan()
     assert str(failure.value).startswith(f"{tmp_path / 'p' / 'models' / 'm.sql'}:{line}: ")

@@ -30,7 +30,7 @@ class BatchRunner(Protocol):
                  table_mapping: Mapping[str, str], execution_time: int) -> None: ...
 
     def audit(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
-              execution_time: int) -> Sequence[AuditResult]: ...
+              execution_time: int, table_mapping: Mapping[str, str] | None = None) -> Sequence[AuditResult]: ...
 
     def replace_views(self, views: Mapping[str, str]) -> None: ...
 
@@ -138,7 +138,7 @@ class BatchWriter:
             raise EngineError(f"model `{snapshot.name}` failed for {fmt_interval(batch)}: "
                               f"{first_line(exc)}") from exc
         results = self.runner.audit(snapshot, model, table=table, interval=batch,
-                                    execution_time=execution_time)
+                                    execution_time=execution_time, table_mapping=mapping)
         error = audit_error(results)
         if error is not None:
             raise error

@@ -67,7 +67,7 @@ def build_plan(
     base = target if target is not None else (prod if env_name != "prod" else None)
     graph = dag if dag is not None and set(dag.order) == set(project_models) else DAG.build(project_models)
     order = graph.order
-    check_columns(project_models, rendered)
+    check_columns(project_models, rendered, strict=config.strict)
     fingerprints = fingerprint_models(project_models, order, rendered)
     base_ids = {s.name: s.snapshot_id for s in base.snapshots} if base else {}
     local_ids = {name: SnapshotId(name, fp.identifier) for name, fp in fingerprints.items()}

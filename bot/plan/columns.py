@@ -22,6 +22,7 @@ from bot.errors import ConfigError
 from bot.plan.categorize import expand_star, projection_names
 from bot.project.cache import has_query, query_facts
 from bot.project.model import KindName, Model
+from bot.project.warn import project_warning
 
 # built-in audit arguments that hold column names or expressions over columns
 _COLUMN_ARGS = ("column", "columns", "criteria")
@@ -31,8 +32,11 @@ _BUILT_IN_AUDITS = frozenset({
     "not_empty_string"})
 
 
-def check_columns(models: Mapping[str, Model], rendered: Mapping[str, str]) -> None:
-    """Raise a ConfigError (file and line) for the first property naming a column the model lacks."""
+def check_columns(models: Mapping[str, Model], rendered: Mapping[str, str], *, strict: bool = False) -> None:
+    """Raise a ConfigError (file and line) for the first property naming a column the model lacks.
+
+    A `grain` is only a warning (file and line) unless `strict` (config.yaml's `strict: true`): SQLMesh
+    accepts any grain, and only table diffs read it."""
     known = OutputColumns(models, rendered)
     for name in sorted(models):
         model = models[name]
@@ -45,10 +49,14 @@ def check_columns(models: Mapping[str, Model], rendered: Mapping[str, str]) -> N
         have = set(columns)
         for key, column, needle in references:
             if column.lower() not in have:
-                raise ConfigError(
-                    f"`{key}` of model `{name}` names column `{column}`, which the model does not "
-                    f"produce (its columns: {', '.join(columns)})",
-                    path=model.path, line=property_line(model, needle, column))
+                message = (f"`{key}` of model `{name}` names column `{column}`, which the model does not "
+                           f"produce (its columns: {', '.join(columns)})")
+                line = property_line(model, needle, column)
+                if key == "grain" and not strict:
+                    project_warning(f"{message}; `strict: true` in config.yaml makes this an error",
+                                    path=model.path, line=line)
+                    continue
+                raise ConfigError(message, path=model.path, line=line)
 
 
 def _references(model: Model) -> Iterable[tuple[str, str, str]]:

@@ -349,7 +349,8 @@ class PlanEvaluator:
             interval = (min(s for s, _ in spans), max(e for _, e in spans)) if spans \
                 else (plan.start, plan.end)
             results = self.runner.audit(snapshot, self.models_for(snapshot), table=mapping[snapshot.name],
-                                        interval=interval, execution_time=plan.execution_time)
+                                        interval=interval, execution_time=plan.execution_time,
+                                        table_mapping=mapping)
             error = audit_error(results)
             if error is not None:
                 raise error

@@ -105,7 +105,7 @@ class SparkRunner:
         try:
             materialize.create_physical(self.engine, kind=self._kind(model), table=table,
                                         query_sql=query_sql, columns=model.columns or None,
-                                        partitioned_by=model.partitioned_by)
+                                        partitioned_by=model.partitioned_by, model=model)
         except Exception:
             # another process sharing the catalog may have created it at the same moment
             self.engine.invalidate(table)
@@ -145,19 +145,20 @@ class SparkRunner:
             query = render_sql(model, **kwargs)
         materialize.evaluate(self.engine, kind=self._kind(model), table=table, query=query,
                              start=start, end=end, execution_time=execution_time,
-                             first_run=table in self._first_runs)
+                             first_run=table in self._first_runs, model=model)
         self._first_runs.discard(table)
         self._created.discard(table)
         for statement in render_statements(model, model.post_statements, **kwargs):
             self.engine.execute(statement)
 
     def audit(self, snapshot: Snapshot, model: Model, *, table: str, interval: Interval,
-              execution_time: int) -> Sequence[AuditResult]:
+              execution_time: int, table_mapping: Mapping[str, str] | None = None) -> Sequence[AuditResult]:
         if not model.audits:
             return ()
         return run_audits(engine=self.engine, model=model, audit_defs=self.audits,
                           table=table, start=interval[0], end=interval[1],
-                          execution_time=execution_time, variables=self.config.variables)
+                          execution_time=execution_time, variables=self.config.variables,
+                          table_mapping=table_mapping)
 
     def environment_statements(self, statements: EnvironmentStatements, environment: str) -> None:
         """The config's `before_all` or `after_all`, parsed beforehand: macros (`@this_env`, `@gateway`,

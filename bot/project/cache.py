@@ -96,7 +96,7 @@ _KIND = _record({
     "unique_key": _STRS, "valid_from_name": _STR, "valid_to_name": _STR, "updated_at_name": _STR,
     "scd_columns": _STRS, "invalidate_hard_deletes": _BOOL, "materialized": _BOOL, "seed_path": _OPT_STR,
     "csv_settings": _list_of(_row(str, _is(str, int, float, bool))),
-}, {"insert_overwrite": _BOOL})
+}, {"insert_overwrite": _BOOL, "materialization": _STR, "materialization_properties": _STR})
 _MODEL = _record({   # what serialize.model_to_dict writes
     "format": _INT, "name": _STR, "kind": _KIND, "dialect": _STR, "path": _STR, "query": _OPT_STR,
     "query_text": _STR, "pre_statements": _STRS, "post_statements": _STRS, "cron": _STR,

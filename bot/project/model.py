@@ -24,6 +24,7 @@ class KindName(str, Enum):
     EMBEDDED = "EMBEDDED"
     INCREMENTAL_BY_PARTITION = "INCREMENTAL_BY_PARTITION"
     INCREMENTAL_UNMANAGED = "INCREMENTAL_UNMANAGED"
+    CUSTOM = "CUSTOM"
 
     @property
     def is_incremental(self) -> bool:
@@ -76,6 +77,9 @@ class Kind:
     # SEED
     seed_path: str | None = None
     csv_settings: tuple[tuple[str, Any], ...] = ()
+    # CUSTOM: the materialization's name and its `materialization_properties (...)` as SQL text
+    materialization: str | None = None
+    materialization_properties: str = ""
 
     def data_properties(self) -> dict[str, Any]:
         """Properties that decide the data; they enter the data hash."""
@@ -94,6 +98,9 @@ class Kind:
             props["insert_overwrite"] = self.insert_overwrite
         if self.name is KindName.SEED:
             props["csv_settings"] = [list(item) for item in self.csv_settings]
+        if self.name is KindName.CUSTOM:
+            props.update(materialization=self.materialization,
+                         materialization_properties=self.materialization_properties)
         return props
 
     def metadata_properties(self) -> dict[str, Any]:

@@ -126,6 +126,9 @@ def _kind_to_dict(kind: Kind) -> dict[str, Any]:
     data["csv_settings"] = [list(item) for item in kind.csv_settings]
     if not kind.insert_overwrite:   # only INCREMENTAL_UNMANAGED sets it; older definitions lack it
         data.pop("insert_overwrite")
+    if kind.materialization is None:   # only CUSTOM sets them; other kinds' definitions stay as they were
+        data.pop("materialization")
+        data.pop("materialization_properties")
     return data
 
 
