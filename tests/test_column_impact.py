@@ -243,3 +243,121 @@ def test_the_pr_comment_shows_the_impact_with_breaks_and_exposures(tmp_path, mon
     assert "| `shop.customer_revenue.revenue` | `shop.orders.amount` | :x: breaks: the column is gone |" in prod
     assert "Exposures reached: [Revenue dashboard](https://bi.example/d/1) (owner cfo)." in prod
     assert "Unrelated" not in prod
+
+
+# -- a real plan: the builder over a SQLite state, as the bot's prod preview makes it ------------
+
+def test_a_plan_built_against_state_carries_what_the_impact_needs(tmp_path):
+    from pathlib import Path
+
+    import sqlglot
+    from sqlglot import exp
+
+    from bot.plan.builder import build_plan
+    from bot.plan.definition import PlanOptions
+    from bot.project.config import ModelDefaults, ProjectConfig, StateConnection
+    from bot.project.model import Kind, KindName, Model
+    from bot.project.render import normalized_query_sql
+    from bot.state.api import Environment, EnvironmentSnapshot
+    from bot.state.connect import connect_state
+
+    def make(name: str, sql: str, **fields) -> Model:
+        query = sqlglot.parse_one(sql, read="spark")
+        return Model(name=name, kind=Kind(KindName.FULL), dialect="spark", path=Path(f"models/{name}.sql"),
+                     query=query, query_text=sql, depends_on=frozenset(f"{t.db}.{t.name}" for t in
+                                                                       query.find_all(exp.Table)), **fields)
+
+    def plan_for(models: dict[str, Model]) -> Plan:
+        rendered = {n: normalized_query_sql(m) for n, m in models.items()}
+        return build_plan(project_models=models, dag=None, rendered=rendered, state=state, environment="prod",
+                          options=PlanOptions(), config=config, now_ms=1_706_781_600_000)
+
+    config = ProjectConfig(root=tmp_path, gateways={}, default_gateway="local",
+                           model_defaults=ModelDefaults(start="2024-01-01"))
+    state = connect_state(StateConnection(type="sqlite", database=str(tmp_path / "state.db")), project_root=tmp_path)
+    try:
+        models = {"shop.orders": make("shop.orders", ORDERS_OLD, owner="sales-eng"),
+                  "shop.wide": make("shop.wide", "SELECT * FROM shop.orders"),
+                  "shop.revenue": make("shop.revenue", "SELECT customer_id, SUM(amount) AS revenue "
+                                       "FROM shop.wide GROUP BY customer_id", owner="finance")}
+        first = plan_for(models)
+        state.push_snapshots(first.new_snapshots)
+        state.promote(Environment("prod", tuple(EnvironmentSnapshot(s.name, s.identifier, s.version, s.kind,
+                                                                    s.table_name)
+                                                for s in first.snapshots.values()), first.plan_id),
+                      expected_plan_id=None)
+        models["shop.orders"] = make("shop.orders", "SELECT id, customer_id, amount AS amount_usd FROM raw.orders",
+                                     owner="sales-eng")
+        impact = one(plan_for(models), exposures=(Exposure("Board", depends_on=("shop.revenue",)),))
+    finally:
+        state.close()
+    assert impact.owner == "sales-eng"
+    assert impact.changes == (ColumnChange("shop.orders", "amount", "renamed", new_name="amount_usd"),)
+    assert impact.propagated == (ColumnChange("shop.wide", "amount", "renamed", new_name="amount_usd"),)
+    assert impact.breaks == (ColumnImpact("shop.revenue", "revenue", ("shop.wide", "amount"), breaks=True),)
+    assert impact.owners == ("finance",) and [e.name for e in impact.exposures] == ["Board"]
+
+
+def test_an_unqualified_removed_column_in_a_join_is_its_old_table_s():
+    orders = snap("shop.orders", "SELECT id, customer_id FROM raw.orders", version="2")
+    customers = snap("shop.customers", "SELECT id AS customer_id, name FROM raw.customers")
+    joined = snap("shop.joined", "SELECT c.name, Amount FROM shop.orders AS o JOIN shop.customers AS c "
+                  "ON o.customer_id = c.customer_id", "shop.orders", "shop.customers")
+    impact = one(plan_of([orders, customers, joined], {"shop.orders": snap("shop.orders", ORDERS_OLD)}))
+    assert impact.breaks == (ColumnImpact("shop.joined", "amount", ("shop.orders", "amount"), breaks=True),)
+
+
+def test_a_lateral_view_is_no_model_column():
+    orders = snap("shop.orders", "SELECT id, customer_id, items FROM raw.orders", version="2")
+    exploded = snap("shop.items", "SELECT id, item FROM shop.orders LATERAL VIEW EXPLODE(items) t AS item "
+                    "WHERE amount > 0", "shop.orders")
+    impact = one(plan_of([orders, exploded], {"shop.orders": snap("shop.orders", ORDERS_OLD.replace(
+        "amount", "amount, items"))}))
+    assert impact.changes == (ColumnChange("shop.orders", "amount", "removed"),)
+    assert impact.breaks == (ColumnImpact("shop.items", "", ("shop.orders", "amount"), breaks=True),)
+
+
+def test_declared_columns_of_a_python_model_and_a_seed_s_header():
+    # a Python model has no rendered query: its declared columns are its columns (and types)
+    scores_old = snap("shop.scores", "", columns=(("id", "INT"), ("score", "INT")), kind="FULL")
+    scores = snap("shop.scores", "", columns=(("id", "INT"), ("score", "DOUBLE")), kind="FULL", version="2")
+    ranked = snap("shop.ranked", "SELECT id, score / 10 AS decile FROM shop.scores", "shop.scores")
+    impact = one(plan_of([scores, ranked], {"shop.scores": scores_old}))
+    assert impact.changes == (ColumnChange("shop.scores", "score", "retyped", old_type="INT", new_type="DOUBLE"),)
+    assert impact.impacts == (ColumnImpact("shop.ranked", "decile", ("shop.scores", "score")),)
+    # a seed's columns are its CSV header, kept with its snapshot
+    def seed(header: str, version: str) -> Snapshot:
+        s = snap("shop.countries", "", kind="SEED", version=version)
+        return Snapshot(**{**s.__dict__, "definition": {"seed_content": f"{header}\nfr,France\n"}})
+    named = snap("shop.named", "SELECT code, name AS country FROM shop.countries", "shop.countries")
+    impact = one(plan_of([seed("code,label", "2"), named], {"shop.countries": seed("code,name", "1")}))
+    assert impact.changes == (ColumnChange("shop.countries", "name", "removed"),
+                              ColumnChange("shop.countries", "label", "added"))
+    assert impact.breaks == (ColumnImpact("shop.named", "country", ("shop.countries", "name"), breaks=True),)
+
+
+def test_the_impact_section_words_each_change_and_keeps_its_summary_lines_when_shortened():
+    from bot.github.views import CommentView, PlanView, _cut_impact, impact_view
+    from bot.report.markdown import render
+
+    before = snap("shop.orders", "SELECT id, CAST(total AS INT) AS total, customer_id FROM raw.orders")
+    after = snap("shop.orders", "SELECT id, CAST(total AS BIGINT) AS total, customer_id AS client_id "
+                 "FROM raw.orders", version="2", owner="sales_eng")
+    wide = snap("shop.orders_wide", "SELECT * FROM shop.orders", "shop.orders")
+    clients = snap("shop.clients", "SELECT customer_id FROM shop.orders_wide", "shop.orders_wide", owner="crm_team")
+    python_model = snap("shop.py_model", "SELECT * FROM raw.events", version="2")
+    plan = plan_of([after, wide, clients, python_model],
+                   {"shop.orders": before, "shop.py_model": snap("shop.py_model", "SELECT * FROM raw.ev")})
+    impact = impact_view(plan, (Exposure("CRM sync", url="javascript:alert(1)", depends_on=("shop.clients",)),))
+    view = CommentView(marker="<!-- meshbot:pr-comment gateway=default -->", status="ok",
+                       prod_plan=PlanView(environment="prod"), impact=impact)
+    text = render("comment.md.j2", view)
+    assert ("- `shop.orders`: `customer_id` renamed to `client_id`, `total` INT → BIGINT — **breaks** "
+            "`shop.clients.customer_id`; reaches 2 downstream models; exposures: CRM sync") in text
+    assert "- `shop.py_model`: columns not traced" in text
+    assert "<summary>Column lineage of <code>shop.orders</code>: 1 breaking read</summary>" in text
+    assert "Through `SELECT *`: `shop.orders_wide.customer_id` renamed to `client_id`." in text
+    assert "Owners: sales\\_eng (this model); crm\\_team." in text
+    assert "Exposures reached: CRM sync." in text and "javascript" not in text   # only http(s) links
+    short = render("comment.md.j2", _cut_impact(view))
+    assert "<details>" not in short and "- `shop.orders`: `customer_id` renamed" in short

@@ -102,15 +102,17 @@ def column_impact(plan: Plan, *, exposures: Sequence[Exposure] = ()) -> tuple[Mo
       `*` is reported as that model's own (propagated) removal, which breaks its readers in turn.
     - a column reached transitively (a downstream output computed from a changed column) is impacted: its
       readers are listed too, but do not break.
+    A model directly modified only through a `*` over a changed parent is reported under that parent.
     When a downstream query cannot be traced (unparseable, a Python model, a `*` over unknown columns) it is
     listed as not traced: no false alarm, and no silence either.
     """
     graph = _Graph(plan)
-    result = []
-    for change in sorted(plan.changes, key=lambda c: c.name):
-        if change.change is ChangeType.DIRECTLY_MODIFIED and change.name in plan.snapshots:
-            result.append(graph.impact(change.name, exposures))
-    return tuple(result)
+    result = [graph.impact(c.name, exposures) for c in sorted(plan.changes, key=lambda c: c.name)
+              if c.change is ChangeType.DIRECTLY_MODIFIED and c.name in plan.snapshots]
+    # a model the builder calls directly modified only because its `*` follows a parent's columns is
+    # reported under that parent (its changes are the parent's `propagated`), not twice
+    followed = {change for impact in result for change in impact.propagated}
+    return tuple(i for i in result if not i.changes or not set(i.changes) <= followed)
 
 
 # -- one query's column lineage ------------------------------------------------------------------
@@ -151,7 +153,7 @@ def analyze(sql: str, columns: Mapping[str, Sequence[str]],
                       for name in {**columns, **gone}}
             query = _qualify(query, merged)
         scope = build_scope(query)
-    except (SqlglotError, ValueError, KeyError):
+    except (SqlglotError, ValueError, KeyError, RecursionError):
         return None
     if scope is None or any(isinstance(s, exp.Star) or (isinstance(s, exp.Column) and s.is_star)
                             for s in query.selects):
@@ -295,11 +297,12 @@ class _Graph:
         for change in plan.changes:
             if change.change is ChangeType.REMOVED and change.previous is not None:
                 self.old[change.name] = change.previous
+        self.parents = {name: _parents(snap) for name, snap in self.new.items()}
         self.children: dict[str, set[str]] = {}
-        for name, snap in self.new.items():
-            for parent in _parents(snap):
+        for name in self.new:
+            for parent in self.parents[name]:
                 self.children.setdefault(parent, set()).add(name)
-        self.order = _topological(self.new, self.children)
+        self.order = _topological(self.parents, self.children)
         self.analyses: dict[tuple[str, bool], _Analysis | None] = {}
         self.outputs_memo: dict[tuple[str, bool], tuple[_Output, ...] | None] = {}
         self.changes_memo: dict[str, tuple[ColumnChange, ...] | None] = {}
@@ -312,6 +315,12 @@ class _Graph:
     def outputs(self, name: str, new: bool) -> tuple[_Output, ...] | None:
         key = (name, new)
         if key not in self.outputs_memo:
+            # ancestors first, in DAG order, so a long chain never recurses deeper than one level
+            pending = any((p, new) not in self.outputs_memo for p in self.parents.get(name, ()) if p in self.new)
+            ancestors = self._ancestors(name) if pending else set()
+            for ancestor in (n for n in self.order if n in ancestors and (n, new) not in self.outputs_memo):
+                self.outputs_memo[(ancestor, new)] = None
+                self.outputs_memo[(ancestor, new)] = self._outputs(ancestor, new)
             self.outputs_memo[key] = None          # a cycle is unknown
             self.outputs_memo[key] = self._outputs(name, new)
         return self.outputs_memo[key]
@@ -366,7 +375,9 @@ class _Graph:
                 columns[parent] = cols
             if new:
                 old = self.names(parent, False) or []
-                gone[parent] = [c for c in old if c not in (cols or ())]
+                removed = [c for c in old if c not in (cols or ())]
+                if removed:
+                    gone[parent] = removed
         return analyze(snap.rendered_query, columns, gone)
 
     # column changes of one model, old → new --------------------------------------------------
@@ -419,28 +430,35 @@ class _Graph:
         if own is None:
             return ModelImpact(model=name, owner=owner, traced=False,
                                exposures=_exposures(exposures, {name}))
-        # (model, column) → True when the column no longer exists (readers break), False when changed
-        state: dict[Source, bool] = {}
-        for change in own:
-            state[(name, change.column)] = change.gone
+        # model → column → True when the column no longer exists (its readers break), False when it changed
+        state: dict[str, dict[str, bool]] = {}
+
+        def mark(change: ColumnChange) -> None:
+            state.setdefault(change.model, {})[change.column] = change.gone
             if change.new_name:
-                state[(name, change.new_name)] = False
+                state[change.model][change.new_name] = False
+
+        def gone(source: Source) -> bool | None:
+            """None: not a changed (or impacted) column."""
+            return state.get(source[0], {}).get(source[1])
+
+        for change in own:
+            mark(change)
         propagated: list[ColumnChange] = []
         impacts: list[ColumnImpact] = []
         untraced: list[str] = []
         downstream = self._descendants(name)
         for child in (n for n in self.order if n in downstream):
-            if not any(model in _parents(self.new[child]) for model, _ in state):
+            parents = self.parents[child] & state.keys()
+            if not parents:
                 continue
-            gone_names = {col for (model, col), gone in state.items() if gone and model in _parents(self.new[child])}
+            gone_names = {col for p in parents for col, is_gone in state[p].items() if is_gone}
             for change in self.column_changes(child) or ():
                 before = self._sources(child, False, change.column)
                 after = self._sources(child, True, change.new_name or change.column)
-                if (before | after) & state.keys():
+                if any(gone(source) is not None for source in before | after):
                     propagated.append(change)
-                    state[(child, change.column)] = change.gone
-                    if change.new_name:
-                        state[(child, change.new_name)] = False
+                    mark(change)
             analysis = self.analysis(child, True)
             if analysis is None:
                 untraced.append(child)
@@ -453,14 +471,16 @@ class _Graph:
                     continue
                 for source in sorted(output.sources):
                     source = self._resolve(child, source, gone_names)
-                    if source in state:
-                        impacts.append(ColumnImpact(child, output.name, source, breaks=state[source]))
+                    breaks = gone(source)
+                    if breaks is not None:
+                        impacts.append(ColumnImpact(child, output.name, source, breaks=breaks))
                         read_in_outputs.add(source)
-                        state.setdefault((child, output.name), False)
+                        state.setdefault(child, {}).setdefault(output.name, False)
             for source in sorted(analysis.refs):
                 source = self._resolve(child, source, gone_names)
-                if source in state and source not in read_in_outputs:
-                    impacts.append(ColumnImpact(child, "", source, breaks=state[source]))
+                breaks = gone(source)
+                if breaks is not None and source not in read_in_outputs:
+                    impacts.append(ColumnImpact(child, "", source, breaks=breaks))
         impact = ModelImpact(model=name, owner=owner, changes=own, propagated=tuple(propagated),
                              impacts=tuple(dict.fromkeys(impacts)), untraced=tuple(untraced))
         reached = set(impact.reached) | {name}
@@ -472,7 +492,7 @@ class _Graph:
         model, column = source
         if model or column not in gone_names:
             return source
-        for parent in sorted(_parents(self.new[child])):
+        for parent in sorted(self.parents[child]):
             if column not in (self.names(parent, True) or []) and column in (self.names(parent, False) or []):
                 return (parent, column)
         return source
@@ -482,6 +502,16 @@ class _Graph:
             if output.name == column:
                 return output.sources
         return frozenset()
+
+    def _ancestors(self, name: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [name]
+        while todo:
+            for parent in self.parents.get(todo.pop(), ()):
+                if parent not in seen and parent in self.new:
+                    seen.add(parent)
+                    todo.append(parent)
+        return seen
 
     def _descendants(self, name: str) -> set[str]:
         seen: set[str] = set()
@@ -533,9 +563,10 @@ def _exposures(exposures: Iterable[Exposure], models: set[str]) -> tuple[Exposur
     return tuple(e for e in exposures if any(d.lower() in models for d in e.depends_on))
 
 
-def _topological(nodes: Mapping[str, Snapshot], children: Mapping[str, set[str]]) -> list[str]:
+def _topological(parents: Mapping[str, set[str]], children: Mapping[str, set[str]]) -> list[str]:
     """Parents before children (ties by name); models on a cycle come last."""
-    indegree = {n: len(_parents(s) & nodes.keys()) for n, s in nodes.items()}
+    nodes = parents
+    indegree = {n: len(p & nodes.keys()) for n, p in parents.items()}
     ready = sorted(n for n, d in indegree.items() if d == 0)
     order: list[str] = []
     while ready:
