@@ -555,7 +555,10 @@ def _seed_header(snap: Snapshot) -> list[str] | None:
     delimiter = str(settings.get("delimiter", ","))
     if len(delimiter) != 1:
         return None
-    header = next(csv.reader(io.StringIO(content), delimiter=delimiter), None)
+    try:
+        header = next(csv.reader(io.StringIO(content), delimiter=delimiter), None)
+    except csv.Error:
+        return None
     return [h.strip().lower() for h in header] if header else None
 
 
