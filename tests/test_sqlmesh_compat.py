@@ -239,8 +239,7 @@ def test_custom_kind_and_missing_sqlmesh_names_are_one_clear_error(tmp_path):
     root = write_files(tmp_path / "c", {
         "config.yaml": "model_defaults:\n  dialect: duckdb\n",
         "models/a.sql": "MODEL (\n  name c.a,\n  kind CUSTOM (materialization 'my_mat')\n);\nSELECT 1 AS id"})
-    with pytest.raises(ConfigError, match=r"a.sql:3: model c.a: kind CUSTOM \(materialization `my_mat`\) "
-                                          r"is not supported by meshbot"):
+    with pytest.raises(ConfigError, match=r"a.sql:3: model c.a: custom materialization `my_mat` not found"):
         load_project(root, use_cache=False)
     (root / "models" / "a.sql").unlink()
     (root / "models" / "b.py").write_text("from sqlmesh.core.macros import MacroEvaluator, RuntimeStage\n")
