@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import responses
 
+from bot.errors import ConfigError
 from bot.github.action import Invocation, main
 from bot.quality.api import TestResult, TestSuiteResult
 from github_support import FakeEngine, FakeRepository, default_branch_config, install, payload, pr_comment_event
@@ -142,6 +143,31 @@ def test_closing_a_pr_cleans_up_its_environment_and_drops_stale_sections(bot):
     assert ":broom: This PR was closed: environment `hello_world_2` was removed" in b.status
     assert "How to deploy" not in b.comment and "shop__hello_world_2" not in b.comment
     assert "Prod plan preview" in b.comment          # kept as the record of what was proposed
+
+
+def test_sqlmesh_bot_settings_are_read_as_sqlmesh_means_them(bot):
+    """A SQLMesh project's cicd_bot block works unchanged: `type: github`, `prod_branch_name`,
+    `run_on_deploy_to_prod`, and invalidate_environment_after_deploy: false keeps a merged PR's environment
+    (a closed, unmerged one is still removed)."""
+    from bot.github.settings import load_settings
+
+    settings = load_settings({"type": "github", "prod_branch_name": "release", "run_on_deploy_to_prod": True,
+                              "auto_categorize_changes": {"sql": "full"}, "pr_include_unmodified": True,
+                              "enable_deploy_command": True, "merge_method": "squash"})
+    assert settings.prod_branch_names == ("release",) and settings.run_on_deploy
+    with pytest.raises(ConfigError, match="cicd_bot.type `gitlab` is not supported"):
+        load_settings({"type": "gitlab"})
+    with pytest.raises(ConfigError, match="sets both `run_on_deploy_to_prod`"):
+        load_settings({"run_on_deploy_to_prod": True, "run_on_deploy": False})
+
+    b = bot({"invalidate_environment_after_deploy": False})
+    assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
+    merged = copy.deepcopy(payload("pull_request/closed.payload.json"))
+    merged["pull_request"]["merged"] = True
+    assert b("pull_request", merged) == 0
+    assert b.engine.invalidated == [] and "environment `hello_world_2` is kept" in b.status
+    assert b("pull_request", payload("pull_request/closed.payload.json")) == 0
+    assert b.engine.invalidated == ["hello_world_2"]
 
 
 def test_closing_a_fork_pr_reads_nothing_of_its_project(tmp_path):

@@ -360,3 +360,15 @@ def test_the_deploy_workflow_dispatched_with_rollback_rolls_back_for_required_ap
     assert "### meshbot run" in bot.summary.read_text().rpartition("rolled `prod` back")[2]
     assert len(bot.engine.rolled_back) == 1
     assert bot.repo.comments == []
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_check_if_blocked_on_deploy_to_prod_false_deploys_a_pr_branch_protection_blocks(scenario, check):
+    """SQLMesh's setting: with it off, `mergeable_state: blocked` no longer refuses /deploy (other gates stay)."""
+    bot = scenario({"check_if_blocked_on_deploy_to_prod": check})
+    bot.repo.set_pull(_pull(bot.head), mergeable=True, mergeable_state="blocked")
+    if check:
+        assert bot(_comment_event()) == 1 and bot.engine.applied == []
+        assert "check_if_blocked_on_deploy_to_prod: false deploys anyway" in bot.replies[-1]
+    else:
+        assert bot(_comment_event()) == 0 and bot.engine.applied == ["prod"]

@@ -255,9 +255,9 @@ def _pull_request_refusal(event: Event, pr: PullRequest, github: GithubPort, set
     if pr.mergeable is False or pr.mergeable_state == "dirty":
         return (f"deploy refused: #{pr.number} has merge conflicts with `{pr.base_ref}`; resolve them so that "
                 "what is deployed is what will be merged.")
-    if pr.mergeable_state == "blocked":
+    if pr.mergeable_state == "blocked" and settings.check_if_blocked_on_deploy_to_prod:
         return (f"deploy refused: branch protection blocks merging #{pr.number} (required reviews or status "
-                "checks are missing).")
+                "checks are missing; cicd_bot.check_if_blocked_on_deploy_to_prod: false deploys anyway).")
     found = github.find_comment(pr.number, marker=comment_marker(settings.gateway))
     recorded, _ = recorded_checks(found[1] if found else None)
     if recorded and recorded != pr.head_sha:

@@ -11,6 +11,7 @@ from bot.diff.gates import Gates, parse_gates
 from bot.errors import ConfigError
 from bot.plan.impact import Exposure
 from bot.project.config import UserConfig
+from bot.project.warn import project_warning
 
 MAX_ENV_NAME = 63
 REQUIRED_APPROVER = "required_approver"
@@ -60,6 +61,8 @@ class BotSettings:
     max_backfill_batches: int | None = None  # a deploy computing more batches needs an approver's explicit yes
     max_backfill_intervals: int | None = None   # likewise for intervals (a daily model's six years: 2191)
     forward_only_branch_suffix: str = "-forward-only"   # a PR from a branch ending so plans forward-only
+    invalidate_environment_after_deploy: bool = True    # SQLMesh's: a merged PR's environment is removed
+    check_if_blocked_on_deploy_to_prod: bool = True     # SQLMesh's: /deploy refuses a PR branch protection blocks
 
     @property
     def has_required_approvers(self) -> bool:
@@ -88,7 +91,7 @@ class BotSettings:
 def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] = (), *,
                   gateway: str | None = None, where: str = "config.yaml") -> BotSettings:
     """Parse `cicd_bot:` (and `users:` with role required_approver) into BotSettings."""
-    raw = dict(cicd_bot or {})
+    raw = _from_sqlmesh(dict(cicd_bot or {}), where)
     known = set(BotSettings.__dataclass_fields__) | {"required_approver_teams"}
     unknown = sorted(set(raw) - known)
     if unknown:
@@ -146,6 +149,10 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
         table_diff_full_scope=full_scope,
         table_diff_gates=parse_gates(raw.get("table_diff_gates"), where=where),
         run_on_deploy=_bool(raw.get("run_on_deploy", False), "run_on_deploy", where),
+        invalidate_environment_after_deploy=_bool(raw.get("invalidate_environment_after_deploy", True),
+                                                  "invalidate_environment_after_deploy", where),
+        check_if_blocked_on_deploy_to_prod=_bool(raw.get("check_if_blocked_on_deploy_to_prod", True),
+                                                 "check_if_blocked_on_deploy_to_prod", where),
         max_backfill_batches=max_batches,
         max_backfill_intervals=max_intervals,
         forward_only_branch_suffix=str(raw.get("forward_only_branch_suffix") or "-forward-only"),
@@ -170,6 +177,37 @@ def pr_environment_name(prefix: str, number: int) -> str:
     digest = hashlib.sha256(full.encode()).hexdigest()[:8]
     suffix = f"_{digest}_{int(number)}"
     return base[:MAX_ENV_NAME - len(suffix)].rstrip("_") + suffix
+
+
+# SQLMesh's GitHub bot settings meshbot reads under another name, and those it takes as given because it
+# always behaves so (it categorizes every change automatically; PR environments hold the changed models).
+SQLMESH_ALIASES = {"prod_branch_name": "prod_branch_names", "run_on_deploy_to_prod": "run_on_deploy"}
+SQLMESH_ACCEPTED = ("auto_categorize_changes", "default_pr_preview_start", "pr_preview_min_intervals",
+                    "pr_min_intervals", "pr_include_unmodified")
+
+
+def _from_sqlmesh(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """A SQLMesh `cicd_bot:` block as meshbot's: `type` must be github, aliases renamed, the settings meshbot
+    has no use for dropped with a warning naming them.
+
+    >>> _from_sqlmesh({"type": "github", "prod_branch_name": "main", "run_on_deploy_to_prod": True}, "c.yaml")
+    {'prod_branch_names': 'main', 'run_on_deploy': True}
+    """
+    out = dict(raw)
+    kind = str(out.pop("type", "github")).lower()
+    if kind != "github":
+        raise ConfigError(f"cicd_bot.type `{kind}` is not supported: meshbot is a GitHub bot (type: github)",
+                          path=where)
+    for alias, name in SQLMESH_ALIASES.items():
+        if alias in out:
+            if name in out and out[name] != out[alias]:
+                raise ConfigError(f"cicd_bot sets both `{alias}` (SQLMesh's name) and `{name}`; keep one", path=where)
+            out[name] = out.pop(alias)
+    ignored = [key for key in SQLMESH_ACCEPTED if out.pop(key, None) is not None]
+    if ignored:
+        project_warning(f"cicd_bot: {', '.join(ignored)} (SQLMesh bot settings) change nothing in meshbot, "
+                        "which categorizes every change automatically and previews the changed models", path=where)
+    return out
 
 
 def _whole(raw: dict[str, Any], key: str, where: str) -> int | None:

@@ -1,4 +1,5 @@
-"""Cleanup runner: when a PR closes, invalidate its environment and drop its views at once."""
+"""Cleanup runner: when a PR closes, invalidate its environment and drop its views at once (a merged PR's
+environment is kept when cicd_bot.invalidate_environment_after_deploy is false, as in SQLMesh)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ def cleanup_pr_environment(run: BotRun) -> int:
         return 0
     if env not in known:
         text = f":broom: This PR was {how}; its environment `{env}` does not exist (already removed)."
+    elif pr.merged and not run.settings.invalidate_environment_after_deploy:
+        text = (f":package: This PR was merged; its environment `{env}` is kept "
+                "(cicd_bot.invalidate_environment_after_deploy: false) until it expires or is invalidated.")
+        stale = ("hint",)
     else:
         try:
             run.context.invalidate(env, sync=True)
