@@ -280,3 +280,21 @@ def test_config_py_with_a_sqlmesh_config_object(tmp_path):
     with pytest.raises(ConfigError, match=r"config.py:1: cannot load config.py: meshbot does not provide "
                                           r"`sqlmesh.core.config.NotAThing`"):
         load_config(root)
+
+
+def test_a_config_py_with_sqlmeshs_github_bot_config_gives_the_bot_its_settings(tmp_path):
+    """SQLMesh's `GithubCICDBotConfig` in config.py (locally; in Actions gate settings come from a trusted source)."""
+    from bot.github.settings import load_settings
+    from bot.project.config import load_config
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "config.py").write_text(
+        "from sqlmesh.core.config import Config, ModelDefaultsConfig\n"
+        "from sqlmesh.integrations.github.cicd.config import GithubCICDBotConfig, MergeMethod\n"
+        "config = Config(model_defaults=ModelDefaultsConfig(dialect='duckdb'),\n"
+        "                cicd_bot=GithubCICDBotConfig(enable_deploy_command=True, merge_method=MergeMethod.SQUASH,\n"
+        "                                             skip_pr_backfill=False, prod_branch_name='main'))\n")
+    settings = load_settings(load_config(root).cicd_bot)
+    assert (settings.enable_deploy_command, settings.merge_method, settings.skip_pr_backfill) == (True, "squash", False)
+    assert settings.prod_branch_names == ("main",)

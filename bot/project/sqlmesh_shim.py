@@ -53,6 +53,8 @@ _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
         "Config", "ModelDefaultsConfig", "GatewayConfig", "SparkConnectionConfig", "DuckDBConnectionConfig",
         "PostgresConnectionConfig", "PlanConfig", "NameInferenceConfig", "LinterConfig",
         "CategorizerConfig", "AutoCategorizationMode", "FormatConfig")},
+    "sqlmesh.integrations.github.cicd.config": {name: (None, name) for name in (
+        "GithubCICDBotConfig", "MergeMethod")},
     "sqlmesh.core.notification_target": {name: (None, name) for name in (
         "NotificationEvent", "ConsoleNotificationTarget", "SlackWebhookNotificationTarget",
         "SlackApiNotificationTarget", "BasicSMTPNotificationTarget")},
@@ -104,6 +106,15 @@ ConsoleNotificationTarget = _config_class("ConsoleNotificationTarget", "console"
 SlackWebhookNotificationTarget = _config_class("SlackWebhookNotificationTarget", "slack_webhook")
 SlackApiNotificationTarget = _config_class("SlackApiNotificationTarget", "slack_api")   # refused when loaded
 BasicSMTPNotificationTarget = _config_class("BasicSMTPNotificationTarget", "smtp")      # refused when loaded
+
+
+GithubCICDBotConfig = _config_class("GithubCICDBotConfig", "github")
+
+
+class MergeMethod(str, Enum):
+    MERGE = "merge"
+    SQUASH = "squash"
+    REBASE = "rebase"
 
 
 class NotificationEvent(str, Enum):
