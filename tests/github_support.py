@@ -435,6 +435,8 @@ class FakeEngine:
         self.queries: dict[str, tuple[str, str]] = {}
         self.parents: dict[str, tuple[str, ...]] = {}   # depends_on of the models in `queries`
         self.diffs: tuple[ModelDataDiff, ...] = ()     # what preview_diff answers
+        self.failing_tests: dict[str, str] = {}        # unit test name -> its failure message
+        self.children: dict[str, tuple[str, ...]] = {} # changed model -> the breaking children it lists
 
     @property
     def config(self) -> ProjectConfig:
@@ -458,7 +460,8 @@ class FakeEngine:
         return tuple(ModelChange(
             name=name, change=ChangeType.DIRECTLY_MODIFIED, category=ChangeCategory.BREAKING, kind="FULL",
             snapshot=snapshots[name], previous=self._snapshot(name, "1") if name in self.queries else None,
-            diff=f"- SELECT 1 AS {name.split('.')[-1]}\n+ SELECT 2 AS {name.split('.')[-1]}")
+            diff=f"- SELECT 1 AS {name.split('.')[-1]}\n+ SELECT 2 AS {name.split('.')[-1]}",
+            indirect_children=self.children.get(name, ()))
             for name in self.changed)
 
     def plan(self, environment: str = "prod", *, options: PlanOptions = PlanOptions()) -> Plan:
@@ -493,8 +496,9 @@ class FakeEngine:
 
     def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> TestSuiteResult:
         return TestSuiteResult(results=tuple(
-            TestResult(name=f"test_{n}", file=Path("tests/test_models.yaml"), model="shop.orders", passed=True)
-            for n in (1, 2)))
+            TestResult(name=name, file=Path("tests/test_models.yaml"), model="shop.orders",
+                       passed=name not in self.failing_tests, message=self.failing_tests.get(name, ""))
+            for name in dict.fromkeys(("test_1", "test_2", *self.failing_tests))))
 
     def environments(self) -> list[Environment]:
         return [Environment(name=n, snapshots=(), plan_id="") for n in sorted(self.envs)]

@@ -123,6 +123,7 @@ def test_the_prod_preview_splits_the_prs_changes_from_the_bases(repo, tmp_path):
     assert "**This PR's changes** (1)" in own and "| shop.customers |" in own and "| shop.orders |" not in own
     assert "a deploy of this PR deploys them too" in on_base
     assert "| shop.orders |" in on_base.split("<details>")[0] and "| shop.customers |" not in on_base.split("<details>")[0]
+    assert "SQL diff of shop.orders" in on_base and "SQL diff of shop.customers" in on_base   # diffs of both kept
 
 
 def test_model_versions_are_the_snapshot_identifiers_a_plan_gives(tmp_path):

@@ -1,0 +1,198 @@
+"""Golden files of what meshbot writes on GitHub for one fixed scenario: a PR changing `shop.orders` (breaking
+child `shop.customer_revenue`, a failing unit test, a data diff whose grain gate fails, backfill estimates),
+then its `/deploy`. The PR comment, the check summaries and the job summary are compared with
+tests/golden/*.md, which are reviewed like code when they change (regenerate with MESHBOT_UPDATE_GOLDEN=1).
+Each file is also rendered with GitHub's Markdown engine (cmarkgfm) and checked for what a reader sees."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import cmarkgfm
+import pytest
+import responses
+from cmarkgfm.cmark import Options
+
+from bot.diff.api import ModelDataDiff
+from bot.diff.rows import ColumnProfile, RowDiff
+from bot.diff.schema import schema_diff
+from bot.github.action import Invocation, main
+from bot.state.api import BatchTimes
+from github_support import (FakeEngine, FakeRepository, default_branch_config, git_checkout, install, payload,
+                            pr_comment_event)
+
+GOLDEN = Path(__file__).parent / "golden"
+ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_golden_token", "GITHUB_API_URL": "https://api.github.com",
+       "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
+       "GITHUB_RUN_ID": "1234"}
+DAY = 86_400_000
+
+
+def _revenue_diff() -> ModelDataDiff:
+    columns = [("customer_id", "int"), ("name", "string"), ("revenue", "double")]
+    rows = RowDiff(source_count=4, target_count=14, joined_count=14, full_match_count=0, partial_match_count=14,
+                   source_only_count=0, target_only_count=0, column_match_pct={"name": 100.0, "revenue": 21.4},
+                   duplicate_key_target_count=14, distinct_key_source_count=4, distinct_key_target_count=4,
+                   profiles={"name": (ColumnProfile(0, 4), ColumnProfile(0, 4)),
+                             "revenue": (ColumnProfile(0, 4, 54.5, 310.0, 180.25),
+                                         ColumnProfile(1, 12, 12.0, 120.5, 51.5))})
+    return ModelDataDiff(model="shop.customer_revenue", kind="FULL", reason="breaking change upstream",
+                         window="whole query", previewed=True, keys=("customer_id",), key_source="grain",
+                         schema=schema_diff(columns, columns + [("ds", "date")]), rows=rows,
+                         source_count=4, target_count=14)
+
+
+def _engine() -> FakeEngine:
+    engine = FakeEngine({"enable_deploy_command": True, "required_approvers": ["ann-gh"]},
+                        changed=("shop.orders",))
+    engine.children = {"shop.orders": ("shop.customer_revenue",)}
+    engine.failing_tests = {"test_revenue_per_day": "expected 4 rows, got 14"}
+    engine.diffs = (_revenue_diff(),)
+    engine.batches, engine.batch_days = 3, 2
+    engine.batch_times = {("shop.orders", "1"): BatchTimes("shop.orders", "1", batches=6, span_ms=6 * DAY,
+                                                           elapsed_ms=6 * 40_000, last_ts=1)}
+    return engine
+
+
+def _commit(path: Path, name: str, text: str) -> str:
+    import subprocess
+
+    (path / name).parent.mkdir(parents=True, exist_ok=True)
+    (path / name).write_text(text)
+    git = ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "pr"], check=True)
+    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _normalized(text: str) -> str:
+    """Timings vary from run to run: their figures become `x.x`."""
+    return re.sub(r"\| (\*\*)?\d+\.\d(\*\*)? \|", r"| \1x.x\2 |", text)
+
+
+class _Scenario:
+    def __init__(self, tmp_path: Path, gh) -> None:
+        self.tmp_path, self.engine = tmp_path, _engine()
+        self.repo = FakeRepository(gh, permissions={"ann-gh": "write"}, default_config=default_branch_config(
+            self.engine.config.cicd_bot, self.engine.config.users))
+        self.checkout = tmp_path / "checkout"
+        fixed = {"GIT_AUTHOR_DATE": "2024-01-02T00:00:00Z", "GIT_COMMITTER_DATE": "2024-01-02T00:00:00Z"}
+        saved = {key: os.environ.get(key) for key in fixed}
+        os.environ.update(fixed)                   # the same commit SHAs on every run
+        try:
+            git_checkout(self.checkout)            # the base branch (origin/master) ...
+            head = _commit(self.checkout, "models/orders.sql", "SELECT 2 AS orders\n")   # ... and the PR's commit
+        finally:
+            for key, value in saved.items():
+                os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+        self.base = FakeEngine(changed=("shop.orders",))
+        self.base.versions = {}                    # at the base commit, shop.orders is prod's version
+        self.opened = payload("pull_request/opened.payload.json")
+        self.opened["pull_request"]["head"]["sha"] = head
+        self.repo.set_pull(self.opened["pull_request"])
+        self.summary = tmp_path / "summary.md"
+
+    def __call__(self, name: str, raw: dict) -> int:
+        path = self.tmp_path / "event.json"
+        path.write_text(json.dumps(raw))
+        self.summary.write_text("")
+        return main(Invocation(event_name=name, event_path=str(path), project_path=str(self.checkout)),
+                    env={**ENV, "GITHUB_OUTPUT": str(self.tmp_path / "out.env"),
+                         "GITHUB_STEP_SUMMARY": str(self.summary)},
+                    context_factory=lambda p, g: self.engine if Path(p) == self.checkout else self.base,
+                    out=lambda line: None)
+
+    @property
+    def comment(self) -> str:
+        return next(c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" in c["body"])
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> dict[str, str]:
+    """Every text meshbot wrote in the scenario, by golden file name."""
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        bot = _Scenario(tmp_path_factory.mktemp("golden"), gh)
+        assert bot("pull_request", bot.opened) == 1     # a unit test fails
+        out = {"pr_comment.md": bot.comment, "job_summary_sync.md": bot.summary.read_text()}
+        for check in ("Unit Tests", "Prod Plan Preview", "Data Diff", "Required Approval"):
+            out[f"check_{check.lower().replace(' ', '_')}.md"] = bot.repo.check(f"meshbot - {check}")["output"]["summary"]
+        bot.repo.review("ann-gh", "APPROVED", bot.opened["pull_request"]["head"]["sha"], "2024-01-02T00:00:00Z")
+        assert bot("issue_comment", pr_comment_event("/deploy", "ann-gh")) == 0
+        out["pr_comment_deployed.md"] = bot.comment
+        out["check_prod_environment_synced.md"] = bot.repo.check("meshbot - Prod Environment Synced")["output"]["summary"]
+        assert not gh.errors, gh.errors
+    return {name: _normalized(text) for name, text in out.items()}
+
+
+NAMES = ("pr_comment.md", "job_summary_sync.md", "check_unit_tests.md", "check_prod_plan_preview.md",
+         "check_data_diff.md", "check_required_approval.md", "pr_comment_deployed.md",
+         "check_prod_environment_synced.md")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_what_meshbot_writes_matches_its_golden_file(written, name):
+    golden = GOLDEN / name
+    if os.environ.get("MESHBOT_UPDATE_GOLDEN") == "1":
+        golden.write_text(written[name])
+    expected = golden.read_text()
+    assert written[name] == expected, "".join(difflib.unified_diff(
+        expected.splitlines(True), written[name].splitlines(True), f"golden/{name}", "written")) + \
+        "\n(if the change is intended: MESHBOT_UPDATE_GOLDEN=1 pytest tests/test_golden_comment.py, and review)"
+
+
+class _Reader(HTMLParser):
+    """What a reader sees of GitHub's HTML: the text of <summary> elements, table count, visible text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.summaries: list[str] = []
+        self.tables = 0
+        self.text: list[str] = []
+        self._in_summary = False
+
+    def handle_starttag(self, tag, attrs) -> None:
+        self._in_summary = self._in_summary or tag == "summary"
+        if tag == "summary":
+            self.summaries.append("")
+        self.tables += tag == "table"
+
+    def handle_endtag(self, tag) -> None:
+        if tag == "summary":
+            self._in_summary = False
+
+    def handle_data(self, data) -> None:
+        self.text.append(data)
+        if self._in_summary:
+            self.summaries[-1] += data
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_github_renders_each_file_as_a_reader_expects(name):
+    """No Markdown escape shows as a backslash, no table is left as pipes, no hidden record is visible."""
+    markdown = (GOLDEN / name).read_text()
+    html = cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
+    reader = _Reader()
+    reader.feed(html)
+    visible = "".join(reader.text)
+    assert "\\_" not in visible and "\\|" not in visible, name
+    assert not any("\\" in summary for summary in reader.summaries), reader.summaries
+    assert not re.search(r"^\s*\|.*\|\s*$", visible, re.MULTILINE), f"{name}: a table did not render"
+    assert markdown.count("\n| --- ") <= reader.tables
+    assert "meshbot:section" not in visible and "meshbot:checks" not in visible
+
+
+def test_the_scenario_reads_as_intended(written):
+    """The reviewer's view of the scenario, in words (the golden files hold the exact text)."""
+    comment = written["pr_comment.md"]
+    assert "test_revenue_per_day" in comment and "expected 4 rows, got 14" in comment
+    assert "shop.customer_revenue" in comment and ":x: shop.customer_revenue: 14 changed" in comment
+    assert "`customer_id` is not unique in the PR: 14 rows hold 4 distinct values" in written["check_data_diff.md"]
+    assert "| shop.orders | intervals | 6 | 3 |" in comment and "about 2 min of compute" in comment
+    assert "**This PR's changes**" not in comment          # nothing of the base branch is pending
+    assert "Deployed to `prod`" in written["pr_comment_deployed.md"]
