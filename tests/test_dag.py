@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import html
+import random
+import re
+import time
 from pathlib import Path
 
 import pytest
+from dag_screenshot import colour_counts, png_pixels, screenshot
 
 from bot.errors import ConfigError, CycleError, PlanError
 from bot.project.dag import (DAG, children_of, reachable, select_models, topological_order,
                              upstream_of)
 from bot.project.model import Kind, Model
+from bot.report.dag_html import _NODE_H, _NODE_W, KIND_COLOURS, DagNode, dag_svg, layers, write_dag
 
 
 def model(name: str, *parents: str, tags: tuple[str, ...] = ()) -> Model:
@@ -143,3 +149,208 @@ def test_large_graph_orders_walks_and_selects():
     position = {name: i for i, name in enumerate(dag.order)}
     assert all(position[p] < position[c] for c, parents in dag.parents.items() for p in parents)
     assert len(down) == count - 1 and len(selected) > 500
+
+
+# -- the picture (bot/report/dag_html.py): geometry read back from the SVG it writes --------------------
+
+_RECT = re.compile(r'<g class="node" data-kind="[^"]*"><title>([^<]*) \([^<]*\)</title>'
+                   r'<rect x="([-\d.]+)" y="([-\d.]+)" width="([\d.]+)" height="([\d.]+)"')
+_EDGE = re.compile(r'<path class="edge" data-parent="([^"]*)" data-child="([^"]*)" d="([^"]*)"')
+
+
+def boxes_of(svg: str) -> dict[str, tuple[float, float, float, float]]:
+    """Each model's box as (left, top, right, bottom)."""
+    found = {}
+    for name, x, y, w, h in _RECT.findall(svg):
+        found[html.unescape(name)] = (float(x), float(y), float(x) + float(w), float(y) + float(h))
+    return found
+
+
+def edges_of(svg: str) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """Each drawn edge as the polyline it follows: straight segments as they are, cubic curves sampled."""
+    drawn = {}
+    for parent, child, d in _EDGE.findall(svg):
+        tokens = d.replace(",", " ").split()
+        assert tokens[0] == "M", d
+        points = [(float(tokens[1]), float(tokens[2]))]
+        i = 3
+        while i < len(tokens):
+            if tokens[i] == "L":
+                points.append((float(tokens[i + 1]), float(tokens[i + 2])))
+                i += 3
+            elif tokens[i] == "C":
+                (x0, y0), (x1, y1, x2, y2, x3, y3) = points[-1], map(float, tokens[i + 1:i + 7])
+                for k in range(1, 33):
+                    t = k / 32
+                    a, b, c, e = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3
+                    points.append((a * x0 + b * x1 + c * x2 + e * x3, a * y0 + b * y1 + c * y2 + e * y3))
+                i += 7
+            else:
+                raise AssertionError(f"unexpected path command {tokens[i]!r} in {d}")
+        key = (html.unescape(parent), html.unescape(child))
+        assert key not in drawn, f"{key} drawn twice"
+        drawn[key] = points
+    return drawn
+
+
+def segment_hits_box(a: tuple[float, float], b: tuple[float, float],
+                     box: tuple[float, float, float, float]) -> bool:
+    """Whether the segment a-b meets the rectangle (Liang-Barsky clipping)."""
+    left, top, right, bottom = box
+    (x0, y0), (dx, dy) = a, (b[0] - a[0], b[1] - a[1])
+    low, high = 0.0, 1.0
+    for p, q in ((-dx, x0 - left), (dx, right - x0), (-dy, y0 - top), (dy, bottom - y0)):
+        if p == 0:
+            if q < 0:
+                return False
+        else:
+            t = q / p
+            if p < 0:
+                low = max(low, t)
+            else:
+                high = min(high, t)
+            if low > high:
+                return False
+    return True
+
+
+def assert_reads_right(svg: str, nodes, edges) -> None:
+    """Every box drawn once and apart from the others; columns left to right; one path per real edge,
+    from its parent's right side to its child's left side, rightwards, through no other box."""
+    boxes = boxes_of(svg)
+    assert set(boxes) == {n.name for n in nodes}
+    width = float(re.search(r'<svg [^>]*width="(\d+)"', svg).group(1))
+    height = float(re.search(r'<svg [^>]*height="(\d+)"', svg).group(1))
+    for name, (left, top, right, bottom) in boxes.items():
+        assert 0 <= left < right <= width and 0 <= top < bottom <= height, name
+    names = sorted(boxes)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            (l1, t1, r1, b1), (l2, t2, r2, b2) = boxes[a], boxes[b]
+            assert r1 <= l2 or r2 <= l1 or b1 <= t2 or b2 <= t1, f"{a} overlaps {b}"
+    columns = sorted({box[0] for box in boxes.values()})
+    assert all(later - earlier >= boxes[names[0]][2] - boxes[names[0]][0]
+               for earlier, later in zip(columns, columns[1:]))
+    drawn = edges_of(svg)
+    real = {(p, c) for p, c in edges if p != c and p in boxes and c in boxes}
+    assert set(drawn) == real
+    assert svg.count('class="edge"') == len(real)
+    for (parent, child), points in drawn.items():
+        (pl, pt, pr, pb), (cl, ct, cr, cb) = boxes[parent], boxes[child]
+        assert pr < cl, f"{parent} is not left of {child}"
+        (x0, y0), (x1, y1) = points[0], points[-1]
+        assert x0 == pr and pt < y0 < pb, f"{parent} -> {child} does not leave {parent}'s right side"
+        assert x1 == cl and ct < y1 < cb, f"{parent} -> {child} does not enter {child}'s left side"
+        assert all(b[0] >= a[0] - 1e-6 for a, b in zip(points, points[1:])), f"{parent} -> {child} turns back"
+        for name, (left, top, right, bottom) in boxes.items():
+            # another model's box, with a margin, is never touched; the edge's own boxes only at their side
+            box = ((left - 2, top - 2, right + 2, bottom + 2) if name not in (parent, child)
+                   else (left + 1, top + 1, right - 1, bottom - 1))
+            hit = next((a for a, b in zip(points, points[1:]) if segment_hits_box(a, b, box)), None)
+            assert hit is None, f"{parent} -> {child} passes through {name}'s box near {hit}"
+
+
+def skipping_shop() -> tuple[list[DagNode], list[tuple[str, str]]]:
+    """The issue's picture: customers -> customer_revenue skipping the column of orders-derived models,
+    plus longer skips from seeds and to a final report."""
+    kinds = {"shop.raw_customers": "SEED", "shop.raw_orders": "SEED", "shop.customers": "INCREMENTAL_BY_UNIQUE_KEY",
+             "shop.orders": "INCREMENTAL_BY_TIME_RANGE", "shop.order_lines": "VIEW",
+             "shop.customer_revenue": "FULL", "shop.top_customers": "VIEW", "shop.report": "VIEW"}
+    edges = [("shop.raw_customers", "shop.customers"), ("shop.raw_orders", "shop.orders"),
+             ("shop.orders", "shop.order_lines"), ("shop.order_lines", "shop.customer_revenue"),
+             ("shop.customers", "shop.customer_revenue"), ("shop.customer_revenue", "shop.top_customers"),
+             ("shop.customers", "shop.report"), ("shop.raw_orders", "shop.report"),
+             ("shop.top_customers", "shop.report"), ("shop.raw_customers", "shop.customer_revenue")]
+    return [DagNode(name, kind) for name, kind in sorted(kinds.items())], edges
+
+
+def test_an_edge_skipping_a_column_goes_around_the_boxes_in_it():
+    nodes, edges = skipping_shop()
+    svg = dag_svg(nodes, edges)
+    assert_reads_right(svg, nodes, edges)
+    boxes, drawn = boxes_of(svg), edges_of(svg)
+    # the issue: customers -> customer_revenue used to run straight behind the box in the column between
+    skip = drawn[("shop.customers", "shop.customer_revenue")]
+    between = boxes["shop.order_lines"]
+    assert any(between[0] <= x <= between[2] for x, _ in skip)
+    assert not any(between[0] <= x <= between[2] and between[1] - 2 <= y <= between[3] + 2 for x, y in skip)
+    assert svg.count('class="edge"') == len(edges)
+
+
+def test_the_example_project_reads_right(tmp_path):
+    from bot.context import Context
+    from bot.project.example import write_example
+
+    write_example(tmp_path / "shop")
+    names, edges = Context(tmp_path / "shop").dag()
+    nodes = [DagNode(name, kind) for name, kind in names]
+    assert_reads_right(dag_svg(nodes, edges), nodes, edges)
+
+
+def test_columns_are_ordered_to_avoid_crossings():
+    """By name, a->z, b->y, c->x would cross three times; the barycentre sweeps untangle them."""
+    nodes = [DagNode(n, "FULL") for n in ("m.a", "m.b", "m.c", "m.x", "m.y", "m.z")]
+    edges = [("m.a", "m.z"), ("m.b", "m.y"), ("m.c", "m.x")]
+    boxes = boxes_of(dag_svg(nodes, edges))
+    parents = sorted(("m.a", "m.b", "m.c"), key=lambda n: boxes[n][1])
+    children = sorted(("m.x", "m.y", "m.z"), key=lambda n: boxes[n][1])
+    assert [dict(edges)[p] for p in parents] == children
+
+
+def test_a_root_sits_just_before_its_nearest_child():
+    nodes = [DagNode(n, "FULL") for n in ("m.a", "m.b", "m.c", "m.d")] + [DagNode("m.seed", "SEED")]
+    edges = [("m.a", "m.b"), ("m.b", "m.c"), ("m.c", "m.d"), ("m.seed", "m.d")]
+    assert layers(nodes, edges) == [["m.a"], ["m.b"], ["m.c", "m.seed"], ["m.d"]]
+    boxes = boxes_of(dag_svg(nodes, edges))
+    assert boxes["m.seed"][0] == boxes["m.c"][0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_dags_read_right(seed):
+    rng = random.Random(seed)
+    count = 40
+    nodes = [DagNode(f"db.m{i:02d}", rng.choice(["FULL", "VIEW", "SEED", "EXTERNAL"])) for i in range(count)]
+    edges = [(f"db.m{j:02d}", f"db.m{i:02d}") for i in range(count) for j in range(i)
+             if rng.random() < 3 / (i + 1)]
+    edges += [(f"db.m{i:02d}", f"db.m{i:02d}"), ("db.m00", "raw.elsewhere")] if (i := rng.randrange(count)) else []
+    assert_reads_right(dag_svg(nodes, edges), nodes, edges)
+
+
+def test_a_large_dag_draws_quickly():
+    """600 models in 12 columns, each reading up to four earlier models, many of them columns back."""
+    rng = random.Random(7)
+    nodes = [DagNode(f"db.m{i}", "FULL") for i in range(600)]
+    edges = [(f"db.m{rng.randrange(i // 50 * 50)}", f"db.m{i}")
+             for i in range(50, 600) for _ in range(rng.randint(1, 4))]
+    started = time.perf_counter()
+    svg = dag_svg(nodes, edges)
+    elapsed = time.perf_counter() - started
+    assert svg.count('class="edge"') == len(set(edges)) and elapsed < 15, elapsed
+    assert len(boxes_of(svg)) == 600
+
+
+def test_the_html_stays_self_contained(tmp_path):
+    nodes, edges = skipping_shop()
+    page = write_dag(tmp_path / "dag.html", nodes, edges, title="shop <&>").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<title>shop &lt;&amp;&gt;</title>" in page
+    assert "<script" not in page and "https://" not in page and "http://www.w3.org/2000/svg" in page
+    assert "<link" not in page and "url(" not in page.replace("url(#arrow)", "")
+    assert page.count('class="edge"') == len(edges)
+
+
+def test_a_headless_chromium_screenshot_shows_the_picture(tmp_path):
+    """Chromium must be installed (CI: apt-get install -y chromium); without it this fails, it never skips."""
+    nodes, edges = skipping_shop()
+    page = write_dag(tmp_path / "dag.html", nodes, edges, title="shop")
+    png = screenshot(page, tmp_path / "dag.png", width=1800, height=700)
+    width, height, rows = png_pixels(png.read_bytes())
+    assert (width, height) == (1800, 700)
+    counts = colour_counts(rows)
+    background = max(counts, key=counts.__getitem__)
+    assert background == (255, 255, 255) and counts[background] < width * height * 0.95
+    area = _NODE_W * _NODE_H
+    for kind in {n.kind for n in nodes}:
+        expected = sum(1 for n in nodes if n.kind == kind)
+        swatch = tuple(int(KIND_COLOURS[kind][i:i + 2], 16) for i in (1, 3, 5))
+        # most of each box is its fill: the boxes are drawn, none hidden, none painted over
+        assert counts.get(swatch, 0) > expected * area * 0.6, (kind, counts.get(swatch, 0))

@@ -1,4 +1,9 @@
-"""A self-contained picture of the model DAG: layered SVG, optionally wrapped in HTML (no scripts, no network)."""
+"""A self-contained picture of the model DAG: layered SVG, optionally wrapped in HTML (no scripts, no network).
+
+The layout is Sugiyama's: models in columns, a virtual node wherever an edge skips a column (so the edge
+runs along a lane between that column's boxes, never behind one), columns ordered by barycentre sweeps to
+cut crossings, and vertical positions pulled towards neighbours.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ KIND_COLOURS: Mapping[str, str] = {
 }
 _FALLBACK = "#888888"
 _NODE_W, _NODE_H, _GAP_X, _GAP_Y, _MARGIN = 240, 44, 80, 20, 20
+_WORK = 1_000_000   # vertex visits the layout's sweeps may spend
+_LANE = 16   # the room an edge takes in a column it skips (boxes keep _GAP_Y / 2 + _LANE / 2 from it)
 
 
 @dataclass(frozen=True)
@@ -31,46 +38,243 @@ class DagNode:
 
 
 def layers(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> list[list[str]]:
-    """Nodes grouped by longest distance from a root; each layer sorted by name.
+    """Nodes grouped into columns, each sorted by name: a model sits at its longest distance from a
+    root, and a root just before its nearest child, so that a seed read only by a late model is not
+    stretched across the picture. Every edge goes from a column to a later one.
 
-    >>> layers([DagNode("a", "FULL"), DagNode("b", "FULL"), DagNode("c", "VIEW")],
-    ...        [("a", "b"), ("b", "c"), ("a", "c")])
-    [['a'], ['b'], ['c']]
+    >>> layers([DagNode("a", "FULL"), DagNode("b", "FULL"), DagNode("c", "VIEW"), DagNode("d", "SEED")],
+    ...        [("a", "b"), ("b", "c"), ("a", "c"), ("d", "c")])
+    [['a'], ['b', 'd'], ['c']]
     """
+    return [sorted(layer) for layer in _columns(_graph(nodes, edges))]
+
+
+@dataclass(frozen=True)
+class _Graph:
+    names: set[str]
+    edges: list[tuple[str, str]]
+    parents: dict[str, list[str]]
+    children: dict[str, list[str]]
+
+
+def _graph(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> _Graph:
     names = {n.name for n in nodes}
+    real = sorted({(p, c) for p, c in edges if p in names and c in names and p != c})
     parents: dict[str, list[str]] = {name: [] for name in names}
-    for parent, child in edges:
-        if parent in names and child in names:
-            parents[child].append(parent)
+    children: dict[str, list[str]] = {name: [] for name in names}
+    for parent, child in real:
+        parents[child].append(parent)
+        children[parent].append(child)
+    return _Graph(names, real, parents, children)
+
+
+def _columns(graph: _Graph) -> list[list[str]]:
     depth: dict[str, int] = {}
-    for name in topological_order(parents):
-        depth[name] = 1 + max((depth[p] for p in parents[name] if p in depth), default=-1)
+    for name in topological_order(graph.parents):
+        depth[name] = 1 + max((depth[p] for p in graph.parents[name]), default=-1)
+    for name in graph.names:   # a root's children are not roots: their columns are final
+        if not graph.parents[name] and graph.children[name]:
+            depth[name] = min(depth[c] for c in graph.children[name]) - 1
     result: list[list[str]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
-    for name in sorted(names):
+    for name in sorted(graph.names):
         result[depth[name]].append(name)
     return result
 
 
+# A vertex of the layered graph: a model's name, or (parent, child, column) for the point where the edge
+# parent -> child crosses a column it skips (a "virtual node" in Sugiyama's layout).
+Vertex = str | tuple[str, str, int]
+
+
+@dataclass
+class _Layout:
+    columns: list[list[Vertex]]
+    y: dict[Vertex, float]              # the centre of each vertex, before the margin is added
+    routes: dict[tuple[str, str], list[Vertex]]   # each real edge: parent, its virtual nodes, child
+
+
+def _layout(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> _Layout:
+    graph = _graph(nodes, edges)
+    columns: list[list[Vertex]] = [list(layer) for layer in _columns(graph)]
+    column = {name: i for i, layer in enumerate(columns) for name in layer}
+    up: dict[Vertex, list[Vertex]] = {v: [] for layer in columns for v in layer}
+    down: dict[Vertex, list[Vertex]] = {v: [] for layer in columns for v in layer}
+    routes: dict[tuple[str, str], list[Vertex]] = {}
+    for parent, child in graph.edges:
+        route: list[Vertex] = [parent]
+        for col in range(column[parent] + 1, column[child]):
+            virtual = (parent, child, col)
+            columns[col].append(virtual)
+            up[virtual], down[virtual] = [], []
+            route.append(virtual)
+        route.append(child)
+        for a, b in zip(route, route[1:]):
+            down[a].append(b)
+            up[b].append(a)
+        routes[(parent, child)] = route
+    for layer in columns:
+        layer.sort(key=lambda v: (v, "") if isinstance(v, str) else (v[0], v[1]))
+    # Each sweep visits every vertex: a picture with very many (hundreds of columns skipped by thousands of
+    # edges) gets fewer sweeps, so that it is drawn in seconds, less tidy, rather than in minutes.
+    size = sum(len(layer) for layer in columns) + sum(len(route) for route in routes.values())
+    columns = _order(columns, up, down, sweeps=max(2, min(24, _WORK // max(size, 1))))
+    return _Layout(columns, _place(columns, up, down, sweeps=max(2, min(8, _WORK // max(size, 1)))), routes)
+
+
+def _order(columns: list[list[Vertex]], up: dict[Vertex, list[Vertex]],
+           down: dict[Vertex, list[Vertex]], sweeps: int = 24) -> list[list[Vertex]]:
+    """Crossing reduction: sweep left to right and back, sorting each column by the mean position of
+    its neighbours in the column just swept; keep the order with the fewest crossings."""
+    current = [list(layer) for layer in columns]
+    position = {v: i for layer in current for i, v in enumerate(layer)}
+    best, fewest = [list(layer) for layer in current], _crossings(current, down, position)
+    for sweep in range(sweeps):
+        if fewest == 0:
+            break
+        forward = sweep % 2 == 0
+        neighbours = up if forward else down
+        indices = range(1, len(current)) if forward else range(len(current) - 2, -1, -1)
+        for i in indices:
+            layer = current[i]
+
+            def barycentre(v: Vertex) -> tuple[float, int]:
+                around = neighbours[v]
+                mean = sum(position[u] for u in around) / len(around) if around else position[v]
+                return mean, position[v]
+
+            layer.sort(key=barycentre)
+            position.update((v, j) for j, v in enumerate(layer))
+        crossings = _crossings(current, down, position)
+        if crossings < fewest:
+            best, fewest = [list(layer) for layer in current], crossings
+    return best
+
+
+def _crossings(columns: list[list[Vertex]], down: dict[Vertex, list[Vertex]],
+               position: dict[Vertex, int]) -> int:
+    """Edge crossings between neighbouring columns, counted as inversions with a Fenwick tree."""
+    total = 0
+    for i in range(len(columns) - 1):
+        targets = [position[b] for a in columns[i] for b in sorted(down[a], key=position.__getitem__)]
+        size = len(columns[i + 1])
+        tree = [0] * (size + 1)
+        for seen, target in enumerate(targets):
+            k, not_greater = target + 1, 0
+            while k > 0:
+                not_greater += tree[k]
+                k -= k & -k
+            total += seen - not_greater
+            k = target + 1
+            while k <= size:
+                tree[k] += 1
+                k += k & -k
+    return total
+
+
+def _half(v: Vertex) -> float:
+    """Half the room a vertex takes in its column: a box and half a gap, or a lane for a passing edge."""
+    return (_NODE_H + _GAP_Y) / 2 if isinstance(v, str) else _LANE / 2
+
+
+def _place(columns: list[list[Vertex]], up: dict[Vertex, list[Vertex]],
+           down: dict[Vertex, list[Vertex]], sweeps: int = 8) -> dict[Vertex, float]:
+    """Vertical centres: each vertex as near as its column's order allows to the mean of its neighbours
+    (weighted isotonic regression), passing edges pulled harder so they run straight."""
+    y: dict[Vertex, float] = {}
+    for layer in columns:
+        offset = 0.0
+        for i, v in enumerate(layer):
+            offset += _half(layer[i - 1]) + _half(v) if i else 0.0
+            y[v] = offset
+    for sweep in range(sweeps):
+        last = sweep == sweeps - 1
+        forward = sweep % 2 == 0
+        indices = range(len(columns)) if forward else range(len(columns) - 1, -1, -1)
+        for i in indices:
+            layer = columns[i]
+            wanted = []
+            for v in layer:
+                around = up[v] + down[v] if last else (up[v] if forward else down[v])
+                wanted.append(sum(y[u] for u in around) / len(around) if around else y[v])
+            weights = [1.0 if isinstance(v, str) else 4.0 for v in layer]
+            gaps = [0.0] + [_half(a) + _half(b) for a, b in zip(layer, layer[1:])]
+            y.update(zip(layer, _isotonic(wanted, weights, gaps)))
+    return y
+
+
+def _isotonic(wanted: list[float], weights: list[float], gaps: list[float]) -> list[float]:
+    """Positions nearest (least weighted squares) to `wanted` keeping y[i] - y[i-1] >= gaps[i]
+    (pool adjacent violators on the positions less their cumulative gaps)."""
+    offsets, total = [], 0.0
+    for gap in gaps:
+        total += gap
+        offsets.append(total)
+    blocks: list[list[float]] = []   # [weighted sum, weight, count]
+    for target, weight, offset in zip(wanted, weights, offsets):
+        blocks.append([(target - offset) * weight, weight, 1])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            s, w, n = blocks.pop()
+            blocks[-1][0] += s
+            blocks[-1][1] += w
+            blocks[-1][2] += n
+    result: list[float] = []
+    for s, w, n in blocks:
+        result.extend([s / w] * int(n))
+    return [value + offset for value, offset in zip(result, offsets)]
+
+
 def dag_svg(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> str:
-    """The DAG as an SVG document: one box per model coloured by kind, arrows parent → child."""
+    """The DAG as an SVG document: one box per model coloured by kind, in columns left to right, and one
+    arrow per dependency, parent -> child, routed around the boxes of the columns it skips."""
     kinds = {n.name: n.kind for n in nodes}
-    grid = layers(nodes, edges)
-    position = {name: (_MARGIN + col * (_NODE_W + _GAP_X), _MARGIN + row * (_NODE_H + _GAP_Y))
-                for col, layer in enumerate(grid) for row, name in enumerate(layer)}
-    width = _MARGIN * 2 + max(len(grid), 1) * (_NODE_W + _GAP_X) - _GAP_X
-    height = _MARGIN * 2 + max((len(layer) for layer in grid), default=1) * (_NODE_H + _GAP_Y) - _GAP_Y
+    layout = _layout(nodes, edges)
+    vertices = [v for layer in layout.columns for v in layer]
+    tops = [layout.y[v] - (_NODE_H / 2 if isinstance(v, str) else _LANE / 2) for v in vertices]
+    bottoms = [layout.y[v] + (_NODE_H / 2 if isinstance(v, str) else _LANE / 2) for v in vertices]
+    shift = _MARGIN - min(tops, default=0.0)
+    y = {v: centre + shift for v, centre in layout.y.items()}
+    x = {v: float(_MARGIN + col * (_NODE_W + _GAP_X)) for col, layer in enumerate(layout.columns) for v in layer}
+    width = _MARGIN * 2 + max(len(layout.columns), 1) * (_NODE_W + _GAP_X) - _GAP_X
+    height = round(max(bottoms, default=_NODE_H) + shift + _MARGIN)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
              '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
              'markerHeight="8" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
              'fill="#555"/></marker></defs>']
-    for parent, child in sorted(edges):
-        if parent in position and child in position and parent != child:
-            parts.append(_edge(position[parent], position[child]))
-    for name, (x, y) in sorted(position.items()):
-        parts.append(_node(name, kinds[name], x, y))
+    start, end = _ports(layout.routes, y)
+    for (parent, child), route in sorted(layout.routes.items()):
+        points = [(x[parent] + _NODE_W, start[(parent, child)])]
+        for virtual in route[1:-1]:
+            points += [(x[virtual], y[virtual]), (x[virtual] + _NODE_W, y[virtual])]
+        points.append((x[child], end[(parent, child)]))
+        parts.append(_edge(parent, child, points))
+    for layer in layout.columns:
+        for v in layer:
+            if isinstance(v, str):
+                parts.append(_node(v, kinds[v], x[v], y[v] - _NODE_H / 2))
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _ports(routes: Mapping[tuple[str, str], list[Vertex]], y: Mapping[Vertex, float]
+           ) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]]:
+    """Where each edge leaves its parent's right side and enters its child's left side: a box's edges
+    spread a little around its middle, ordered by where they come from or go to, so they do not cross
+    at the box."""
+    leaving: dict[str, list[tuple[float, tuple[str, str]]]] = {}
+    entering: dict[str, list[tuple[float, tuple[str, str]]]] = {}
+    for edge, route in routes.items():
+        leaving.setdefault(edge[0], []).append((y[route[1]], edge))
+        entering.setdefault(edge[1], []).append((y[route[-2]], edge))
+    start: dict[tuple[str, str], float] = {}
+    end: dict[tuple[str, str], float] = {}
+    for ports, side in ((leaving, start), (entering, end)):
+        for name, items in ports.items():
+            items.sort()
+            span = min(_NODE_H - 12, 8 * (len(items) - 1))
+            for i, (_, edge) in enumerate(items):
+                side[edge] = y[name] - span / 2 + (span * i / (len(items) - 1) if len(items) > 1 else 0)
+    return start, end
 
 
 def dag_html(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]], *,
@@ -94,21 +298,33 @@ def _colour(kind: str) -> str:
     return KIND_COLOURS.get(kind, _FALLBACK)
 
 
-def _node(name: str, kind: str, x: int, y: int) -> str:
+def _num(value: float) -> str:
+    return f"{round(value, 1):g}"
+
+
+def _node(name: str, kind: str, x: float, y: float) -> str:
     label = name if len(name) <= 34 else name[:31] + "..."
     return (f'<g class="node" data-kind="{escape(kind)}"><title>{escape(name)} ({escape(kind)})</title>'
-            f'<rect x="{x}" y="{y}" width="{_NODE_W}" height="{_NODE_H}" rx="6" '
+            f'<rect x="{_num(x)}" y="{_num(y)}" width="{_NODE_W}" height="{_NODE_H}" rx="6" '
             f'fill="{_colour(kind)}" stroke="#333"/>'
-            f'<text x="{x + 8}" y="{y + 18}" fill="#fff" font-weight="bold">{escape(label)}</text>'
-            f'<text x="{x + 8}" y="{y + 34}" fill="#fff">{escape(kind)}</text></g>')
+            f'<text x="{_num(x + 8)}" y="{_num(y + 18)}" fill="#fff" font-weight="bold">{escape(label)}</text>'
+            f'<text x="{_num(x + 8)}" y="{_num(y + 34)}" fill="#fff">{escape(kind)}</text></g>')
 
 
-def _edge(start: tuple[int, int], end: tuple[int, int]) -> str:
-    x1, y1 = start[0] + _NODE_W, start[1] + _NODE_H // 2
-    x2, y2 = end[0], end[1] + _NODE_H // 2
-    bend = max((x2 - x1) // 2, 20)
-    return (f'<path class="edge" d="M {x1} {y1} C {x1 + bend} {y1}, {x2 - bend} {y2}, {x2} {y2}" '
-            'fill="none" stroke="#555" marker-end="url(#arrow)"/>')
+def _edge(parent: str, child: str, points: list[tuple[float, float]]) -> str:
+    """One path per dependency through its points: straight along a lane across a skipped column, an S
+    curve (horizontal at both ends, so it stays inside the gap) from one column to the next."""
+    (x0, y0), commands = points[0], []
+    for i, ((xa, ya), (xb, yb)) in enumerate(zip(points, points[1:])):
+        if i % 2:   # across a skipped column, along its lane
+            commands.append(f"L {_num(xb)} {_num(yb)}")
+        else:
+            bend = (xb - xa) / 2
+            commands.append(f"C {_num(xa + bend)} {_num(ya)}, {_num(xb - bend)} {_num(yb)}, "
+                            f"{_num(xb)} {_num(yb)}")
+    return (f'<path class="edge" data-parent="{escape(parent)}" data-child="{escape(child)}" '
+            f'd="M {_num(x0)} {_num(y0)} {" ".join(commands)}" fill="none" stroke="#555" '
+            f'marker-end="url(#arrow)"><title>{escape(parent)} → {escape(child)}</title></path>')
 
 
 def write_dag(path: Path, nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]], *,
