@@ -312,7 +312,8 @@ def test_random_dags_read_right(seed):
     nodes = [DagNode(f"db.m{i:02d}", rng.choice(["FULL", "VIEW", "SEED", "EXTERNAL"])) for i in range(count)]
     edges = [(f"db.m{j:02d}", f"db.m{i:02d}") for i in range(count) for j in range(i)
              if rng.random() < 3 / (i + 1)]
-    edges += [(f"db.m{i:02d}", f"db.m{i:02d}"), ("db.m00", "raw.elsewhere")] if (i := rng.randrange(count)) else []
+    loop = f"db.m{rng.randrange(count):02d}"
+    edges += [(loop, loop), ("raw.elsewhere", "db.m00")]   # neither is drawn
     assert_reads_right(dag_svg(nodes, edges), nodes, edges)
 
 
@@ -338,19 +339,59 @@ def test_the_html_stays_self_contained(tmp_path):
     assert page.count('class="edge"') == len(edges)
 
 
+def long_runs(rows: list[bytes], colour: tuple[int, int, int], length: int) -> list[tuple[int, int]]:
+    """(x, y) where a run of at least `length` pixels of exactly `colour` starts."""
+    pixel, found = bytes(colour), []
+    for y, row in enumerate(rows):
+        x = 0
+        while (start := row.find(pixel * length, 3 * x)) >= 0:
+            if start % 3:
+                x = start // 3 + 1
+                continue
+            found.append((start // 3, y))
+            x = start // 3 + 1
+            while row[3 * x:3 * x + 3] == pixel:
+                x += 1
+    return found
+
+
 def test_a_headless_chromium_screenshot_shows_the_picture(tmp_path):
-    """Chromium must be installed (CI: apt-get install -y chromium); without it this fails, it never skips."""
+    """Rendered by a browser, every box shows whole in its colour and no line is drawn across one
+    (edges are drawn over the boxes, so one that crossed a box would show here).
+
+    Chromium must be installed (CI: apt-get install -y chromium); without it this fails, it never skips."""
     nodes, edges = skipping_shop()
     page = write_dag(tmp_path / "dag.html", nodes, edges, title="shop")
-    png = screenshot(page, tmp_path / "dag.png", width=1800, height=700)
+    svg = dag_svg(nodes, edges)
+    png = screenshot(page, tmp_path / "dag.png", width=2100, height=700)
     width, height, rows = png_pixels(png.read_bytes())
-    assert (width, height) == (1800, 700)
+    assert (width, height) == (2100, 700)
     counts = colour_counts(rows)
     background = max(counts, key=counts.__getitem__)
     assert background == (255, 255, 255) and counts[background] < width * height * 0.95
-    area = _NODE_W * _NODE_H
-    for kind in {n.kind for n in nodes}:
-        expected = sum(1 for n in nodes if n.kind == kind)
-        swatch = tuple(int(KIND_COLOURS[kind][i:i + 2], 16) for i in (1, 3, 5))
-        # most of each box is its fill: the boxes are drawn, none hidden, none painted over
-        assert counts.get(swatch, 0) > expected * area * 0.6, (kind, counts.get(swatch, 0))
+
+    boxes, kinds = boxes_of(svg), {n.name: n.kind for n in nodes}
+    fills = {kind: tuple(int(KIND_COLOURS[kind][i:i + 2], 16) for i in (1, 3, 5)) for kind in kinds.values()}
+    offsets = set()
+    for kind, fill in fills.items():
+        drawn = sum(1 for name in boxes if kinds[name] == kind)
+        # most of each box is its fill: every box is drawn, none painted over
+        assert counts.get(fill, 0) > drawn * _NODE_W * _NODE_H * 0.6, (kind, counts.get(fill, 0))
+        xs, ys = zip(*long_runs(rows, fill, 100))   # the boxes' rows, not the legend's swatches
+        left = min(box[0] for name, box in boxes.items() if kinds[name] == kind)
+        top = min(box[1] for name, box in boxes.items() if kinds[name] == kind)
+        offsets.add((round(min(xs) - left), round(min(ys) - top)))
+    # where the SVG sits on the page, found from each kind's boxes alike (to a pixel)
+    assert max(x for x, _ in offsets) - min(x for x, _ in offsets) <= 1, offsets
+    assert max(y for _, y in offsets) - min(y for _, y in offsets) <= 1, offsets
+    dx, dy = min(offsets)[0] - 1, min(offsets)[1] - 1   # the first full row and column are inside the stroke
+    for name, (left, top, right, bottom) in boxes.items():
+        fill = fills[kinds[name]]
+        assert 0 <= left + dx and right + dx < width and 0 <= top + dy and bottom + dy < height, name
+        inside = [(x, y) for y in range(round(top + dy) + 4, round(bottom + dy) - 3)
+                  for x in range(round(left + dx) + 4, round(right + dx) - 3)
+                  if sum(rows[y][3 * x:3 * x + 3]) < sum(fill) - 60]   # darker than the fill: a line
+        assert inside == [], f"a line is drawn across {name} at {inside[:3]}"
+    lines = sum(1 for row in rows[round(dy):] for i in range(0, len(row), 3)
+                if row[i] == row[i + 1] == row[i + 2] and 60 <= row[i] <= 200)
+    assert lines > 500, lines   # the edges show

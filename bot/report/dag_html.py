@@ -241,6 +241,11 @@ def dag_svg(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> str:
              '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
              'markerHeight="8" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
              'fill="#555"/></marker></defs>']
+    for layer in layout.columns:
+        for v in layer:
+            if isinstance(v, str):
+                parts.append(_node(v, kinds[v], x[v], y[v] - _NODE_H / 2))
+    # edges over the boxes: none crosses a box, and were one to, it would show rather than hide
     start, end = _ports(layout.routes, y)
     for (parent, child), route in sorted(layout.routes.items()):
         points = [(x[parent] + _NODE_W, start[(parent, child)])]
@@ -248,10 +253,6 @@ def dag_svg(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> str:
             points += [(x[virtual], y[virtual]), (x[virtual] + _NODE_W, y[virtual])]
         points.append((x[child], end[(parent, child)]))
         parts.append(_edge(parent, child, points))
-    for layer in layout.columns:
-        for v in layer:
-            if isinstance(v, str):
-                parts.append(_node(v, kinds[v], x[v], y[v] - _NODE_H / 2))
     parts.append("</svg>")
     return "\n".join(parts)
 
