@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 import random
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -317,16 +316,15 @@ def test_random_dags_read_right(seed):
     assert_reads_right(dag_svg(nodes, edges), nodes, edges)
 
 
-def test_a_large_dag_draws_quickly():
-    """600 models in 12 columns, each reading up to four earlier models, many of them columns back."""
+def test_a_large_dag_draws_every_box_and_edge():
+    """600 models in 12 columns, each reading up to four earlier models, many of them columns back (its speed
+    is measured in benchmarks/, not here)."""
     rng = random.Random(7)
     nodes = [DagNode(f"db.m{i}", "FULL") for i in range(600)]
     edges = [(f"db.m{rng.randrange(i // 50 * 50)}", f"db.m{i}")
              for i in range(50, 600) for _ in range(rng.randint(1, 4))]
-    started = time.perf_counter()
     svg = dag_svg(nodes, edges)
-    elapsed = time.perf_counter() - started
-    assert svg.count('class="edge"') == len(set(edges)) and elapsed < 15, elapsed
+    assert svg.count('class="edge"') == len(set(edges))
     assert len(boxes_of(svg)) == 600
 
 
