@@ -10,7 +10,7 @@ from typing import Any
 
 
 class ChangeCategory(str, Enum):
-    """How a change affects downstream data (SPEC §3)."""
+    """How a change affects downstream data (SQLMesh's change categories)."""
 
     BREAKING = "breaking"
     NON_BREAKING = "non_breaking"
@@ -72,6 +72,9 @@ class SnapshotId:
     identifier: str
 
 
+NO_PHYSICAL_TABLE = frozenset({"EXTERNAL", "EMBEDDED"})   # kinds with no table nor view of their own
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """A model version as stored in state.
@@ -102,6 +105,12 @@ class Snapshot:
     @property
     def identifier(self) -> str:
         return self.fingerprint.identifier
+
+    @property
+    def is_physical(self) -> bool:
+        """Whether this version has a table (or view) of its own: an EXTERNAL model is read where it lives,
+        an EMBEDDED one is inlined into its readers."""
+        return self.kind not in NO_PHYSICAL_TABLE
 
     @property
     def table_name(self) -> str:

@@ -1,4 +1,4 @@
-"""Categorization of direct changes (SPEC §3): the edit table, seeds and indirect categories."""
+"""Categorization of direct changes: the edit table, seeds and indirect categories."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Plan summaries: the SPEC §3 text shape (golden) and the --json dict."""
+"""Plan summaries: the text shape `plan` prints (golden) and the --json dict."""
 
 from __future__ import annotations
 

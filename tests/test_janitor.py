@@ -1,4 +1,4 @@
-"""Janitor (SPEC §6) on local Spark: expired environments lose their views and schemas; expired snapshots
+"""Janitor on local Spark: expired environments lose their views and schemas; expired snapshots
 lose their table only when no live snapshot shares its version; prod is never touched."""
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def _parse(sql: str, dialect: str) -> exp.Expression:
 
 
 def categorize(old_sql: str, new_sql: str, *, dialect: str = "spark") -> ChangeCategory | None:
-    """Category of a direct change from `old_sql` to `new_sql` (SPEC §3); None when nothing changed.
+    """Category of a direct change from `old_sql` to `new_sql`, as SQLMesh categorizes it; None when nothing changed.
 
     >>> categorize("SELECT a FROM t", "SELECT a, b FROM t").value
     'non_breaking'

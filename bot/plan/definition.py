@@ -74,7 +74,7 @@ class Plan:
 
     `snapshots` are all snapshots of the target environment after the plan (changed or not), keyed
     by model name; `new_snapshots` those state does not hold yet. `expected_plan_id` is the target
-    environment's plan_id when the plan was computed (optimistic lock, SPEC §5).
+    environment's plan_id when the plan was computed (an optimistic lock: promotion checks it).
     """
 
     plan_id: str

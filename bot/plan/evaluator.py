@@ -23,7 +23,7 @@ from bot.project.dag import topological_order, upstream_of
 from bot.project.timeutil import now_ms, to_ms
 from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, view_name
-from bot.state.api import Environment, EnvironmentSnapshot, Interval, Lease, StateSync
+from bot.state.api import Environment, EnvironmentSnapshot, Lease, StateSync
 
 _VALID_NAME = re.compile(r"^\w+$", re.ASCII)   # Spark's SessionCatalog.validateName
 
@@ -51,7 +51,7 @@ class _Apply:
 
 @dataclass(frozen=True)
 class PlanEvaluator:
-    """Runs a Plan's stages in SPEC §5 order; every finished batch is recorded at once so reruns resume."""
+    """Runs a Plan's stages (bot.plan.stages) in order; every finished batch is recorded at once so reruns resume."""
 
     state: StateSync
     runner: BatchRunner
@@ -65,7 +65,7 @@ class PlanEvaluator:
     after_all: Callable[[str], None] | None = None
 
     def apply(self, plan: Plan) -> ApplyLog:
-        """SPEC §5 order, with every step that can fail on the project's input before the state write.
+        """The stages in order, with every step that can fail on the project's input before the state write.
 
         With `claims`, the environment's lease is held throughout (another applier or `run` of it
         waits), and a plan whose environment changed while it waited stops before writing anything.
@@ -176,7 +176,7 @@ class PlanEvaluator:
         """Spark's catalog accepts only letters, digits and `_` in schema and table names: a model
         whose view it would reject fails here, before anything is written."""
         for snapshot in plan.snapshots.values():
-            if snapshot.kind in (KindName.EXTERNAL.value, KindName.EMBEDDED.value):
+            if not snapshot.is_physical:
                 continue
             view = view_name(snapshot.name, plan.environment)
             if not all(_VALID_NAME.match(part) for part in view.split(".")):
@@ -215,14 +215,10 @@ class PlanEvaluator:
         """
         reason = _first_line(exc)
         try:
-            if previous is not None:
-                self.runner.replace_views({view_name(s.name, plan.environment): s.table_name
-                                           for s in previous.snapshots
-                                           if s.kind != KindName.EXTERNAL.value})
-            gone = {s.name for s in previous.snapshots} if previous is not None else set()
-            self.runner.drop_views([view_name(s.name, plan.environment)
-                                    for s in environment.snapshots
-                                    if s.name not in gone and s.kind != KindName.EXTERNAL.value])
+            before = previous.views() if previous is not None else {}
+            if before:
+                self.runner.replace_views(before)
+            self.runner.drop_views([view for view in environment.views() if view not in before])
             self.state.restore_environment(plan.environment, previous, expected_plan_id=plan.plan_id)
         except Exception as second:  # noqa: BLE001
             raise EngineError(f"creating the views of `{plan.environment}` failed ({reason}) and "
@@ -259,7 +255,7 @@ class PlanEvaluator:
         """Create the physical tables, up to `concurrent_tasks` at once; a table is created after its
         parents' (its columns may come from analyzing a query that reads them)."""
         targets = {s.name: (s, mapping[s.name]) for s in self._ordered(plan, plan.snapshots.values())
-                   if s.kind not in (KindName.EXTERNAL.value, KindName.EMBEDDED.value)}
+                   if s.is_physical}
         self.runner.ensure_schemas({table.rsplit(".", 1)[0] for _, table in targets.values()})
         exists = getattr(self.runner, "table_exists", None)
         if exists is not None:
@@ -357,10 +353,9 @@ class PlanEvaluator:
             log.audit_warnings.extend(r for r in results if not r.passed)
 
     def _swap_views(self, plan: Plan, environment: Environment) -> int:
-        views = {view_name(s.name, plan.environment): s.table_name for s in environment.snapshots
-                 if s.kind != KindName.EXTERNAL.value}
+        views = environment.views()
         self.runner.replace_views(self._views_to_write(plan, environment, views))
-        self.runner.drop_views(stale_views(environment))
+        self.runner.drop_views(environment.stale_views())
         return len(views)
 
     def _views_to_write(self, plan: Plan, environment: Environment,
@@ -395,18 +390,10 @@ def finish_promotion(state: StateSync, runner: BatchRunner, name: str) -> Enviro
     env = state.get_environment(name)
     if env is None or env.finalized_ts is not None:
         return env
-    runner.replace_views({view_name(s.name, name): s.table_name for s in env.snapshots
-                          if s.kind != KindName.EXTERNAL.value})
-    runner.drop_views(stale_views(env))
+    runner.replace_views(env.views())
+    runner.drop_views(env.stale_views())
     state.finalize(name, env.plan_id)
     return state.get_environment(name)
-
-
-def stale_views(environment: Environment) -> list[str]:
-    """Views of models the environment's previous row served and this one no longer does."""
-    current = {s.name for s in environment.snapshots}
-    return [view_name(s.name, environment.name) for s in environment.previous_snapshots
-            if s.name not in current and s.kind != KindName.EXTERNAL.value]
 
 
 def order_snapshots(snapshots: Iterable[Snapshot]) -> list[Snapshot]:

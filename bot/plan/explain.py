@@ -1,4 +1,4 @@
-"""Describe a Plan without running it: the SPEC §3 text summary and the `--json` dict."""
+"""Describe a Plan without running it: the text summary `plan` prints and the `--json` dict."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def _backfill_lines(plan: Plan) -> list[str]:
 
 
 def plan_summary_text(plan: Plan) -> str:
-    """The plan as the terminal and the PR comment show it (SPEC §3)."""
+    """The plan as the terminal and the PR comment show it."""
     lines = _header(plan)
     if plan.changes:
         lines += _models_tree(plan)

@@ -1,4 +1,4 @@
-"""Janitor and destroy: remove expired environments and snapshots (SPEC §6), or everything meshbot made."""
+"""Janitor and destroy: remove expired environments and snapshots, or everything meshbot made."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from bot.faults import checkpoint
 from bot.plan.claims import JANITOR_KEY, Claims, Notice, environment_key
 from bot.project.model import KindName
 from bot.project.timeutil import now_ms as _now_ms
-from bot.snapshot import Snapshot, SnapshotId, view_name
+from bot.snapshot import Snapshot, SnapshotId
 from bot.state.api import Environment, PendingDrop
 
 if TYPE_CHECKING:
@@ -173,8 +173,7 @@ def drop_environment_objects(engine: "SparkEngine", env: Environment, *,
     Prod's views live in the models' schemas, which may hold other things: those schemas stay
     unless `prod_schemas` (destroy) and they are empty.
     """
-    views = sorted({view_name(s.name, env.name) for s in env.snapshots
-                    if s.kind != KindName.EXTERNAL.value})
+    views = sorted(env.views())
     dropped = []
     for view in views:
         if engine.table_exists(view):
@@ -194,7 +193,7 @@ def drop_environment_objects(engine: "SparkEngine", env: Environment, *,
 
 def physical_objects(snapshot: Snapshot) -> list[PendingDrop]:
     """A snapshot's physical table and its `__dev` preview (views for a non-materialized VIEW model)."""
-    if snapshot.kind in (KindName.EXTERNAL.value, KindName.EMBEDDED.value):
+    if not snapshot.is_physical:
         return []
     kind = snapshot.definition.get("kind") or {}
     is_view = snapshot.kind == KindName.VIEW.value and not kind.get("materialized", False)

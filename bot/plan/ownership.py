@@ -10,7 +10,6 @@ from bot.plan.definition import Plan
 from bot.project.model import KindName
 from bot.state.api import StateSync
 
-_NOT_PHYSICAL = (KindName.EXTERNAL.value, KindName.EMBEDDED.value)
 
 
 class CatalogOwner(Protocol):
@@ -36,7 +35,7 @@ def claim_schemas(plan: Plan, mapping: Mapping[str, str], *, state: StateSync, r
     catalog: CatalogOwner = runner   # type: ignore[assignment]
     new = {s.snapshot_id for s in plan.new_snapshots}
     physical = {s.name: mapping[s.name].rsplit(".", 1)[0] for s in plan.snapshots.values()
-                if s.kind not in _NOT_PHYSICAL}
+                if s.is_physical}
     used = {physical[s.name] for s in plan.snapshots.values() if s.name in physical and s.snapshot_id not in new}
     schemas = sorted(set(physical.values()))
     catalog.ensure_schemas(schemas)
@@ -74,7 +73,7 @@ def _forget_downstream(plan: Plan, parents: set[str], spans: list[tuple[int, int
     span = (min(s for s, _ in spans), max(e for _, e in spans))
     for name in sorted(downstream - parents):
         snapshot = plan.snapshots[name]
-        if snapshot.kind in _NOT_PHYSICAL:
+        if not snapshot.is_physical:
             continue
         full = snapshot.kind in (KindName.FULL.value, KindName.VIEW.value, KindName.SEED.value)
         recorded = state.get_intervals([(snapshot.name, snapshot.version)]).get((snapshot.name, snapshot.version))
@@ -91,7 +90,7 @@ def forget_missing_tables(plan: Plan, mapping: Mapping[str, str], *, state: Stat
     span, and the plan stops, so the next plan computes them again."""
     new = {s.snapshot_id for s in plan.new_snapshots}
     reused = [s for s in plan.snapshots.values()
-              if s.kind not in _NOT_PHYSICAL and s.snapshot_id not in new and mapping[s.name] == s.table_name
+              if s.is_physical and s.snapshot_id not in new and mapping[s.name] == s.table_name
               and not exists(s.table_name)]
     if not reused:
         return

@@ -11,10 +11,8 @@ from bot.errors import PlanError
 from bot.plan.claims import environment_key
 from bot.plan.definition import Plan
 from bot.plan.evaluator import PlanEvaluator, finish_promotion
-from bot.project.model import KindName
 from bot.state.api import Environment, EnvironmentSnapshot, HistoryEntry
 
-_NO_TABLE = (KindName.EXTERNAL.value, KindName.EMBEDDED.value)
 
 
 @dataclass(frozen=True)
@@ -96,7 +94,7 @@ def check_target(evaluator: PlanEvaluator, target: HistoryEntry) -> None:
     if gone:
         raise PlanError(f"cannot roll back `{name}` to plan {plan}: the janitor removed the snapshots of "
                         f"{_names(gone)} from the state; apply that version of the project instead.")
-    tables = sorted({s.table_name for s in target.snapshots if s.kind not in _NO_TABLE})
+    tables = sorted({s.table_name for s in target.snapshots if s.has_view})
     existing = getattr(evaluator.runner, "existing_views", None)   # a fresh listing of tables and views
     present = existing(tables) if existing is not None else set(tables)
     missing = [t for t in tables if t not in present]

@@ -92,7 +92,7 @@ def plan_run(*, state: StateSync, environment: Environment, models_for: Callable
     if missing:
         raise PlanError(f"environment `{environment.name}` references snapshots missing from state: "
                         + ", ".join(sorted(missing)[:10]))
-    tables = {s.name: s.table_name for s in environment.snapshots}
+    tables = environment.tables()
     recorded = state.get_intervals({(s.name, s.version) for s in stored.values()})
     work: list[RunWork] = []
     for snapshot in order_snapshots(stored.values()):
@@ -153,8 +153,7 @@ def _run(*, state: StateSync, runner: BatchRunner, models_for: Callable[[Snapsho
     env = require_environment(state, environment)
     work = plan_run(state=state, environment=env, models_for=models_for,
                     execution_time=execution_time, default_start=default_start)
-    mapping: Mapping[str, str] = {s.name: s.name if s.kind == KindName.EXTERNAL.value else s.table_name
-                                  for s in env.snapshots}   # an external model is read in place
+    mapping: Mapping[str, str] = env.tables()
     parents = {s.name: [p.name for p in s.parents]
                for s in state.get_snapshots([s.snapshot_id for s in env.snapshots]).values()}
     items = {item.snapshot.name: item for item in work}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
-from bot.snapshot import Snapshot, SnapshotId
+from bot.snapshot import NO_PHYSICAL_TABLE, Snapshot, SnapshotId, view_name
 
 Interval = tuple[int, int]  # [start, end) in epoch milliseconds, UTC
 
@@ -23,6 +23,16 @@ class EnvironmentSnapshot:
     @property
     def snapshot_id(self) -> SnapshotId:
         return SnapshotId(self.name, self.identifier)
+
+    @property
+    def has_view(self) -> bool:
+        """An EXTERNAL model is read where it lives and an EMBEDDED one is inlined: neither has a view."""
+        return self.kind not in NO_PHYSICAL_TABLE
+
+    @property
+    def read_name(self) -> str:
+        """What a query reads for this model: its physical table, or an EXTERNAL model's own name."""
+        return self.name if self.kind == "EXTERNAL" else self.table_name
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,20 @@ class Environment:
 
     def by_name(self) -> dict[str, EnvironmentSnapshot]:
         return {s.name: s for s in self.snapshots}
+
+    def tables(self) -> dict[str, str]:
+        """Model name → what a query in this environment reads for it (an EXTERNAL model: its own name)."""
+        return {s.name: s.read_name for s in self.snapshots}
+
+    def views(self) -> dict[str, str]:
+        """View name → the physical table it selects from, for every model of the environment that has one."""
+        return {view_name(s.name, self.name): s.table_name for s in self.snapshots if s.has_view}
+
+    def stale_views(self) -> list[str]:
+        """Views of models the environment's previous row served and this one no longer does."""
+        current = {s.name for s in self.snapshots}
+        return [view_name(s.name, self.name) for s in self.previous_snapshots
+                if s.name not in current and s.has_view]
 
 
 @dataclass(frozen=True)
