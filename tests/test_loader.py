@@ -362,3 +362,30 @@ def test_python_models_join_the_dag(tmp_path):
     assert list(project.models) == ["db.a", "db.py_totals"]
     assert project.models["db.py_totals"].is_python
     assert project.dag.parents["db.py_totals"] == ("db.a",)
+
+
+def test_files_lists_what_rglob_lists_in_the_same_order(tmp_path):
+    """loader._files walks with os.scandir (a 10,000-file folder in milliseconds); it must give what the
+    rglob walk gave: hidden entries and their contents left out, symlinked folders not descended into,
+    a symlinked file kept, folders named like files left out, sorted as Paths sort."""
+    import fnmatch
+
+    from bot.project.loader import _files
+
+    folder = tmp_path / "models"
+    for rel in ("b.sql", "a.sql", "A.sql", "sub/z.sql", "sub/deeper/y.sql", "sub-x/q.sql", "sub.x/r.sql",
+                ".hidden.sql", ".git/h.sql", "sub/.cache/c.sql", "notes.txt", "dir.sql/inner.sql"):
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text("SELECT 1")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "o.sql").write_text("SELECT 1")
+    (folder / "linked").symlink_to(outside, target_is_directory=True)
+    (folder / "file_link.sql").symlink_to(folder / "a.sql")
+    (folder / "dangling.sql").symlink_to(tmp_path / "missing.sql")
+
+    expected = sorted(path for path in folder.rglob("*")
+                      if not any(part.startswith(".") for part in path.relative_to(folder).parts)
+                      and fnmatch.fnmatchcase(path.name, "*.sql") and path.is_file())
+    assert _files(folder, "*.sql") == expected
+    assert folder / "linked" / "o.sql" not in expected and folder / "file_link.sql" in expected

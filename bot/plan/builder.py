@@ -18,6 +18,7 @@ from bot.plan.categorize import (categorize, categorize_seed, expand_star, indir
 from bot.plan.columns import check_columns
 from bot.plan.destructive import check_destructive
 from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
+from bot.project.cache import paused_gc
 from bot.project.config import ProjectConfig
 from bot.project.dag import DAG
 from bot.project.timeutil import now_ms as wall_clock_ms
@@ -60,7 +61,18 @@ def build_plan(
 
     `dag` is the project's graph when the caller has it (built from `project_models` otherwise).
     `rendered` maps model names to their reference-rendered Spark SQL.
+
+    Runs without GC passes: the plan makes a few objects per model (state rows, snapshots, intervals)
+    and little cyclic garbage, and at 10,000 models full collections over them were ~25% of a warm plan.
     """
+    with paused_gc():
+        return _build_plan(project_models=project_models, dag=dag, rendered=rendered, state=state,
+                           environment=environment, options=options, config=config, now_ms=now_ms)
+
+
+def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendered: Mapping[str, str],
+                state: StateReader, environment: str, options: PlanOptions, config: ProjectConfig,
+                now_ms: int) -> Plan:
     env_name = normalize_environment(environment)
     target = state.get_environment(env_name)
     prod = target if env_name == "prod" else state.get_environment("prod")

@@ -1,0 +1,153 @@
+"""Benchmark plans at 10,000 models against the same at 1,000 models (issue 27).
+
+For each size (default 1000 then 10000), on plan_scale.py's generated layered project applied to prod
+state-only (the plan builder + PlanEvaluator, no Spark tables; untimed setup), N interleaved rounds in
+fresh processes, each timing in turn:
+
+- cold: `plan prod --explain --json` with `.meshbot/cache` removed (a fresh clone, no CI cache);
+- warm: the same right after, with the cache the cold run wrote;
+- PR sync: one model edited (a model in the middle of the DAG), `plan pr_1 --explain --json`: the plan
+  of a PR environment after one change (its first run: the edited file is parsed and rendered again);
+  the file is then restored;
+- reference: `python -m bot --help` (interpreter start and the CLI's imports, no project read).
+
+Prints best wall time, the child's CPU (user+sys), peak RSS (getrusage max RSS of the child, measured
+in a fresh helper process per run) and the load average, then each 10,000-model figure next to the
+1,000-model one of the same run (ratio), with the issue's targets.
+
+`--deploy 1000,2000` also times a first `plan --auto-apply --skip-backfill` on local Spark (JVM start
+included, `concurrent_tasks: 4`, fresh copy each) per size, and prints each against the first size.
+
+Run: `.venv/bin/python benchmarks/scale_10k.py [--sizes 1000,10000] [--repeats 3] [--workdir DIR]
+[--deploy 1000,2000]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import plan_scale  # noqa: E402 - the generator, the state-only apply and the measuring helper
+
+PLAN = ("plan", "prod", "--explain", "--json")
+PR_PLAN = ("plan", "pr_1", "--explain", "--json")
+# issue 27 at 10,000 models: cold <= 10 s, warm <= 3 s, peak <= 1 GB; PR sync <= 2x the 1,000-model one;
+# first deploy <= 11x the 1,000-model one (10x the models).
+TARGETS = {"cold": 10.0, "warm": 3.0}
+PEAK_MB = 1024
+PR_RATIO, DEPLOY_RATIO = 2.0, 1.1   # deploy: per model ratio (11x for 10x the models)
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def _edit_one(files: list[Path]) -> tuple[Path, str]:
+    """Edit one model in the middle of the DAG (a filter-free, column-keeping change)."""
+    path = files[len(files) // 2]
+    original = path.read_text()
+    path.write_text(original.replace("SELECT\n", "SELECT DISTINCT\n", 1))
+    return path, original
+
+
+def bench_plans(count: int, workdir: Path, repeats: int) -> dict[str, list[tuple[plan_scale.Measure, float]]]:
+    root = workdir / f"project_{count}"
+    files = plan_scale.generate(root, count)
+    started = time.perf_counter()
+    plan_scale.apply_state_only(root)
+    print(f"[{count} models] applied to prod state-only in {time.perf_counter() - started:.1f} s "
+          f"(untimed; load {_load():.1f})", flush=True)
+    cache = root / ".meshbot" / "cache"
+    plan_scale.measure(root, *PLAN)   # writes bytecode (an installed meshbot has it)
+    runs: dict[str, list[tuple[plan_scale.Measure, float]]] = {"cold": [], "warm": [], "pr sync": [],
+                                                               "reference": []}
+    for round_ in range(repeats):
+        shutil.rmtree(cache, ignore_errors=True)
+        runs["cold"].append((plan_scale.measure(root, *PLAN), _load()))
+        runs["warm"].append((plan_scale.measure(root, *PLAN), _load()))
+        path, original = _edit_one(files)
+        try:
+            measured = plan_scale.measure(root, *PR_PLAN)
+            if '"directly_modified"' not in measured.output and "Directly Modified" not in measured.output \
+                    and path.stem not in measured.output:
+                raise SystemExit(f"the PR plan does not show the edited model {path.stem}:\n"
+                                 f"{measured.output[:2000]}")
+            runs["pr sync"].append((measured, _load()))
+        finally:
+            path.write_text(original)
+        runs["reference"].append((plan_scale.measure(root, "--help"), _load()))
+        print(f"[{count}] round {round_ + 1}: " +
+              "  ".join(f"{k} {v[-1][0].wall:.2f} s / {v[-1][0].rss_mb:.0f} MB" for k, v in runs.items()) +
+              f"  (load {_load():.1f})", flush=True)
+    return runs
+
+
+def _best(measures: list[tuple[plan_scale.Measure, float]]) -> tuple[float, float, float, float]:
+    best, load = min(measures, key=lambda item: item[0].wall)
+    return best.wall, min(m.cpu for m, _ in measures), max(m.rss_mb for m, _ in measures), load
+
+
+def bench_deploys(sizes: list[int], workdir: Path) -> list[tuple[int, float, float, str]]:
+    results = []
+    for count in sizes:
+        root = workdir / f"deploy_{count}"
+        plan_scale.generate(root, count)
+        config = (root / "config.yaml").read_text().replace(
+            "      master: local[1]\n", "      master: local[2]\n      concurrent_tasks: 4\n")
+        (root / "config.yaml").write_text(config)
+        load = " ".join(f"{v:.1f}" for v in os.getloadavg())
+        measured = plan_scale.run_cli(root, "plan", "--auto-apply", "--skip-backfill", "--no-prompts")
+        results.append((count, measured.wall, measured.cpu, load))
+        print(f"first deploy of {count} models: {measured.wall:.1f} s wall ({measured.cpu:.1f} s CPU of the "
+              f"Python side; load average before {load})", flush=True)
+        shutil.rmtree(root, ignore_errors=True)
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workdir", default=None)
+    parser.add_argument("--deploy", default="", help="sizes of first deploys on Spark, e.g. 1000,2000")
+    args = parser.parse_args(argv)
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="meshbot_scale_"))
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    table = {count: {k: _best(v) for k, v in bench_plans(count, workdir, args.repeats).items()}
+             for count in sizes}
+    reference = sizes[0]
+    print(f"\nplan --explain --json, best of {args.repeats} (load average at that run); "
+          f"ratio = against {reference} models")
+    print(f"{'models':>6}  {'run':<10} {'wall s':>7} {'cpu s':>7} {'peak MB':>8} {'load':>5} {'ratio':>6}  target")
+    for count in sizes:
+        for case, (wall, cpu, rss, load) in table[count].items():
+            ratio = wall / table[reference][case][0]
+            target = ""
+            if count >= 10000 and case in TARGETS:
+                ok = wall <= TARGETS[case] and rss <= PEAK_MB
+                target = f"<= {TARGETS[case]:.0f} s, <= {PEAK_MB} MB  {'ok' if ok else 'MISSED'}"
+            elif count >= 10000 and case == "pr sync":
+                target = f"<= {PR_RATIO:.0f}x  {'ok' if ratio <= PR_RATIO else 'MISSED'}"
+            print(f"{count:>6}  {case:<10} {wall:>7.2f} {cpu:>7.2f} {rss:>8.0f} {load:>5.1f} {ratio:>5.1f}x  {target}")
+    if args.deploy:
+        deploys = bench_deploys([int(s) for s in args.deploy.split(",") if s], workdir)
+        first_count, first_wall = deploys[0][0], deploys[0][1]
+        print(f"\nfirst deploy, plan --auto-apply --skip-backfill, local[2], concurrent_tasks 4")
+        for count, wall, cpu, load in deploys:
+            ratio = wall / first_wall
+            linear = ratio / (count / first_count)
+            print(f"{count:>6} models  {wall:7.1f} s  (Python CPU {cpu:.1f} s, load before {load})  "
+                  f"{ratio:.2f}x the {first_count}-model time for {count / first_count:.0f}x the models "
+                  f"({'ok' if linear <= DEPLOY_RATIO else 'MISSED'}: <= {DEPLOY_RATIO}x linear)")
+    if not args.workdir:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
