@@ -1,4 +1,4 @@
-"""Event parsing on the real webhook payloads, comment commands, settings and PR environment names."""
+"""Event parsing on the real webhook payloads (bot.github.event)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,8 @@ import json
 
 import pytest
 
-from bot.errors import ConfigError, GithubError
-from bot.github.commands import Command, Ignore, Reply, parse_comment
+from bot.errors import GithubError
 from bot.github.event import load_event, parse_event
-from bot.github.settings import BotSettings, load_settings, pr_environment_name
-from bot.project.config import UserConfig
 from github_support import WEBHOOKS, payload
 
 SUPP = "_supplementary/"
@@ -71,42 +68,6 @@ def test_load_event_reports_missing_and_malformed_files(tmp_path):
     assert load_event(name="pull_request", path=good).action == "synchronize"
 
 
-def test_comment_commands():
-    assert parse_comment("/deploy") == Command("deploy")
-    assert parse_comment("  \n/meshbot/deploy", namespace="meshbot") == Command("deploy")
-    assert isinstance(parse_comment("/deploy", namespace="meshbot"), Ignore)
-    assert isinstance(parse_comment("please /deploy"), Ignore)
-    assert isinstance(parse_comment("/build"), Ignore)                     # another bot's command
-    assert isinstance(parse_comment("/meshbot/nope", namespace="meshbot"), Reply)
-    assert "disabled" in parse_comment("/deploy", enabled=False).text
-    assert "deploy" in parse_comment("/help").text
-
-
-def test_environment_names_are_sanitized_and_capped():
-    assert pr_environment_name("Hello-World", 2) == "hello_world_2"
-    long = pr_environment_name("a" * 80, 123)
-    assert len(long) == 63 and long.endswith("_123")
-    assert long != pr_environment_name("a" * 81, 123)
-    evil = pr_environment_name("x`; DROP TABLE prod.t; --", 5)
-    assert set(evil) <= set("abcdefghijklmnopqrstuvwxyz0123456789_")
-
-
-def test_settings_from_config_users_and_errors():
-    settings = load_settings({"enable_deploy_command": True, "deploy_on": "both", "min_approvals": 2,
-                              "required_teams": ["octo-org/data"], "prod_branch_names": ["main"]},
-                             [UserConfig("ann", github_username="ann-gh", roles=("required_approver",)),
-                              UserConfig("bob", github_username="bob-gh")], gateway="spark")
-    assert settings.required_approvers == ("ann-gh",) and settings.min_approvals == 2
-    assert settings.check_name("Unit Tests") == "meshbot - Unit Tests (spark)"
-    assert settings.deploys_on("tag") and settings.deploys_on("merge")
-    assert settings.is_prod_branch("main", "master") and not settings.is_prod_branch("master", "master")
-    assert BotSettings().check_name("Unit Tests") == "meshbot - Unit Tests"
-    with pytest.raises(ConfigError, match="deploy_on"):
-        load_settings({"deploy_on": "sometimes"})
-    with pytest.raises(ConfigError, match="unknown cicd_bot setting"):
-        load_settings({"enable_deploy_comand": True})
-
-
 def test_a_deleted_head_repository_is_named_as_such_and_is_never_trusted():
     raw = json.loads(json.dumps(payload("pull_request/opened.payload.json")))
     raw["pull_request"]["head"]["repo"] = None
@@ -114,13 +75,6 @@ def test_a_deleted_head_repository_is_named_as_such_and_is_never_trusted():
     pr = event.pull_request
     assert pr.head_repo is None and pr.is_from_fork(event.repo)
     assert pr.head_origin() == "a head repository that is no longer available (deleted fork)"
-
-
-def test_merge_method_setting():
-    assert load_settings({}).merge_method is None
-    assert load_settings({"merge_method": "Squash"}).merge_method == "squash"
-    with pytest.raises(ConfigError, match="merge_method must be one of merge, squash, rebase"):
-        load_settings({"merge_method": "fast-forward"})
 
 
 def test_doctests_of_the_event_and_comment_sections():
