@@ -332,3 +332,35 @@ def test_external_models_and_depends_on_lose_the_default_catalog(tmp_path):
         load_project(root)
     assert str(failure.value).startswith(f"{root / 'external_models.yaml'}: external model #1 names "
                                          "`other.raw.events`: catalog `other` is neither the default catalog")
+
+
+def test_python_models_and_unit_tests_lose_the_default_catalog_too(tmp_path):
+    """A DuckDB project's Python model (`@model("jaffle_shop.main.py_orders")`, resolve_table of a qualified
+    name, an is_sql query) and unit tests naming `jaffle_shop.main.orders` load with two-part names."""
+    from bot.quality.test_files import load_test_files
+
+    root = write_files(tmp_path / "p", {
+        "config.yaml": CONFIG + "default_catalog: jaffle_shop\n",
+        "models/orders.sql": "MODEL (name jaffle_shop.main.orders, kind FULL);\nSELECT 1 AS id\n",
+        "models/py_orders.py": (
+            "import pandas as pd\n"
+            "from sqlmesh import model\n\n"
+            "@model('jaffle_shop.main.py_orders', columns={'id': 'int'})\n"
+            "def execute(context, start, end, execution_time, **kwargs):\n"
+            "    return context.fetchdf(f\"SELECT id FROM {context.resolve_table('jaffle_shop.main.orders')}\")\n"),
+        "models/sql_orders.py": (
+            "from sqlmesh import model\n\n"
+            "@model('jaffle_shop.main.sql_orders', is_sql=True, kind='FULL')\n"
+            "def entrypoint(evaluator):\n"
+            "    return 'SELECT id FROM jaffle_shop.main.orders'\n"),
+        "tests/test_orders.yaml": (
+            "test_py_orders:\n  model: jaffle_shop.main.py_orders\n"
+            "  inputs:\n    jaffle_shop.main.orders:\n      - id: 1\n"
+            "  outputs:\n    query:\n      - id: 1\n"),
+    })
+    project = load_project(root)
+    assert sorted(project.models) == ["main.orders", "main.py_orders", "main.sql_orders"]
+    assert project.models["main.py_orders"].depends_on == {"main.orders"}
+    assert project.models["main.sql_orders"].depends_on == {"main.orders"}
+    (test,) = load_test_files(project.test_files, project.config.model_defaults.catalogs)
+    assert test.model == "main.py_orders" and [name for name, _ in test.inputs] == ["main.orders"]

@@ -339,7 +339,7 @@ def lint_models(models: Mapping[str, Model], *, config: LinterConfig, config_pat
 
 def lint_project(project: Project, *, rendered: Mapping[str, str]) -> LintResult:
     """Lint a loaded project with its own `linter:` config and its `linter/*.py` rules."""
-    tested = {test.model for test in load_test_files(project.test_files)}
+    tested = {test.model for test in load_test_files(project.test_files, project.config.model_defaults.catalogs)}
     violations = lint_models(project.models, config=project.config.linter,
                              config_path=find_config_file(project.root), rendered=rendered, tested=tested,
                              custom=load_custom_rules(project.root))

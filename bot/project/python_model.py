@@ -226,9 +226,11 @@ def _to_model(spec: PythonModelSpec, *, entrypoint: str, source: str, path: Path
         project_warning(f"model {spec.name}: `@model` argument `{key}` is not supported by meshbot "
                         "and is ignored", path=path, line=line)
     names = spec.depends_on if spec.depends_on_given else inferred_dependencies(source)
-    depends = tuple(normalize_name(n) for n in names)
+    owner = f"model `{spec.name}`"
+    depends = tuple(defaults.catalogs.reference(normalize_name(n), path=path, owner=owner, line=line) for n in names)
     return Model(
-        name=normalize_name(spec.name), kind=parse_kind(spec.kind, default="FULL", path=path),
+        name=defaults.catalogs.model_name(normalize_name(spec.name), path=path, line=line),
+        kind=parse_kind(spec.kind, default="FULL", path=path),
         dialect=defaults.dialect, path=path, cron=spec.cron or defaults.cron,
         start=None if spec.start is None and defaults.start is None else str(spec.start or defaults.start),
         end=None if spec.end is None else str(spec.end), grains=tuple(g.lower() for g in spec.grains),
@@ -269,6 +271,7 @@ def _sql_model(spec: PythonModelSpec, func: Callable, *, path: Path, defaults: M
     except Exception as error:  # sqlglot raises several error types
         raise ConfigError(f"model {base.name}: cannot parse the query its is_sql function returned: {error}",
                           path=path, line=line) from error
+    defaults.catalogs.strip([query], path=path, owner=f"model `{base.name}`", text=text, line=line)
     depends = (table_references([query]) | set(base.depends_on_explicit)) - {base.name}
     kind = base.kind if spec.kind is not None else parse_kind(None, default=defaults.kind or "VIEW", path=path)
     return replace(base, kind=kind, query=query, query_text=text, depends_on=frozenset(depends),

@@ -12,6 +12,7 @@ import yaml
 
 from bot.errors import ConfigError
 from bot.project.files import read_text
+from bot.project.catalogs import Catalogs
 from bot.project.sqltext import normalize_name
 
 
@@ -55,12 +56,12 @@ _TEST_KEYS = {"model", "description", "inputs", "outputs", "vars", "schema", "ga
 _TIME_VARS = ("start", "end", "execution_time")
 
 
-def load_test_files(paths: Iterable[Path]) -> list[UnitTest]:
-    """Every test of every file, in file then definition order."""
-    return [test for path in paths for test in load_test_file(Path(path))]
+def load_test_files(paths: Iterable[Path], catalogs: Catalogs = Catalogs()) -> list[UnitTest]:
+    """Every test of every file, in file then definition order; model names lose the default catalog."""
+    return [test for path in paths for test in load_test_file(Path(path), catalogs)]
 
 
-def load_test_file(path: Path) -> list[UnitTest]:
+def load_test_file(path: Path, catalogs: Catalogs = Catalogs()) -> list[UnitTest]:
     """Parse one YAML file; an empty file holds no tests."""
     text = read_text(path)
     try:
@@ -75,11 +76,11 @@ def load_test_file(path: Path) -> list[UnitTest]:
     if not isinstance(data, dict):
         raise ConfigError("a test file must map test names to test definitions", path=path, line=1)
     lines = {str(k.value): k.start_mark.line + 1 for k, _ in root.value} if root is not None else {}
-    return [parse_test(str(name), body, path=path, line=lines.get(str(name), 1))
+    return [parse_test(str(name), body, path=path, line=lines.get(str(name), 1), catalogs=catalogs)
             for name, body in data.items()]
 
 
-def parse_test(name: str, body: Any, *, path: Path, line: int = 1) -> UnitTest:
+def parse_test(name: str, body: Any, *, path: Path, line: int = 1, catalogs: Catalogs = Catalogs()) -> UnitTest:
     """One test definition (the value under its name)."""
 
     def fail(message: str) -> ConfigError:
@@ -106,9 +107,10 @@ def parse_test(name: str, body: Any, *, path: Path, line: int = 1) -> UnitTest:
     if not isinstance(ctes, dict):
         raise fail("`outputs.ctes` must map CTE names to rows")
     return UnitTest(
-        name=name, path=path, model=normalize_name(model.strip()), line=line,
-        description=body.get("description"),
-        inputs=tuple((normalize_name(str(k)), _data(v, f"inputs.{k}", fail)) for k, v in inputs.items()),
+        name=name, path=path, line=line, description=body.get("description"),
+        model=catalogs.reference(normalize_name(model.strip()), path=path, owner=f"test `{name}`", line=line),
+        inputs=tuple((catalogs.reference(normalize_name(str(k)), path=path, owner=f"test `{name}`", line=line),
+                      _data(v, f"inputs.{k}", fail)) for k, v in inputs.items()),
         query=_data(outputs["query"], "outputs.query", fail) if outputs.get("query") is not None else None,
         ctes=tuple((str(k).lower(), _data(v, f"outputs.ctes.{k}", fail)) for k, v in ctes.items()),
         start=variables.get("start"), end=variables.get("end"),

@@ -40,7 +40,7 @@ def run_tests(*, project: Any, engine: SparkEngine, patterns: Sequence[str] = ()
     """
     began = time.perf_counter()
     paths = _test_paths(project, files)
-    tests = [t for t in load_test_files(paths) if selected(t.name, patterns)]
+    tests = [t for t in load_test_files(paths, project.config.model_defaults.catalogs) if selected(t.name, patterns)]
     variables = dict(getattr(project.config, "variables", {}) or {})
     results = tuple(run_test(t, engine=engine, models=project.models, variables=variables)
                     for t in tests)

@@ -85,6 +85,8 @@ class ExecutionContext:
     def resolve_table(self, name: str) -> str:
         """The table a model name stands for in this run (its physical table; an external table itself)."""
         key = str(name).lower().replace("`", "").replace('"', "")
+        if key.count(".") == 2 and key.split(".", 1)[1] in self.mapping:   # `catalog.schema.table` of a model
+            key = key.split(".", 1)[1]
         table = self.mapping.get(key, self.mapping.get(f"default.{key}", key))
         return quote_table(table) if self._quote else table
 
