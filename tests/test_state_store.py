@@ -295,3 +295,27 @@ def test_the_previous_plan_of_a_live_environment_is_kept_by_the_janitor_unless_i
     assert state.expired_snapshots(now) == [older]           # p1's snapshot: the rollback target
     assert {s.identifier for s in state.expired_snapshots(now, ignore_ttl=True)} == {older.identifier,
                                                                                      old.identifier}
+
+
+def test_a_read_snapshot_decodes_its_definition_only_when_read_and_behaves_as_a_snapshot(state):
+    """get_snapshots leaves each definition as JSON text until it is read (a plan of 10,000 unchanged
+    models reads none); the snapshot still equals, replaces, copies and serializes as a Snapshot."""
+    import copy
+    import pickle
+    from dataclasses import asdict
+
+    snapshot = make_snapshot()
+    state.push_snapshots([snapshot])
+    stored = state.get_snapshots([snapshot.snapshot_id])[snapshot.snapshot_id]
+    assert "definition" not in stored.__dict__   # not decoded yet
+    assert stored.name == snapshot.name and stored.table_name == snapshot.table_name
+    assert "definition" not in stored.__dict__
+    assert stored == snapshot and snapshot == stored and not (stored != snapshot)
+    assert stored.definition == snapshot.definition and "definition" in stored.__dict__
+    again = state.get_snapshots([snapshot.snapshot_id])[snapshot.snapshot_id]
+    assert asdict(again) == asdict(snapshot)
+    assert replace(again, version="v9") == replace(snapshot, version="v9")
+    assert stored != replace(snapshot, rendered_query="other") and replace(snapshot, rendered_query="other") != stored
+    fresh = state.get_snapshots([snapshot.snapshot_id])[snapshot.snapshot_id]
+    assert pickle.loads(pickle.dumps(fresh)) == snapshot and copy.deepcopy(fresh) == snapshot
+    assert repr(fresh) == repr(snapshot).replace("Snapshot(", "_StoredSnapshot(", 1)
