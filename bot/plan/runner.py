@@ -175,7 +175,6 @@ class SparkRunner:
         if not views:
             return
         self.engine.create_schemas(sorted({name.rsplit(".", 1)[0] for name in views}))
-        self.engine.start_view_batch()
         _concurrently([(self._create_view, (view, table)) for view, table in views.items()],
                       threads=self.concurrent_tasks)
 

@@ -15,12 +15,8 @@ from bot.spark.errors import error_class, missing_file, spark_errors, table_of_f
 from bot.spark.sql import (column_defs, parse_query, quote_table, set_properties_sql, spark_sql, split_table,
                            table_expression)
 from bot.spark.stand_ins import table_key
-from bot.spark.table_copies import TableTemplate, copyable
-from bot.spark.table_copies import create_copy as create_table_copy
-from bot.spark.table_copies import read_template as read_table_template
 from bot.spark.table_dirs import empty_directory, local_table_directory, made_beforehand
 from bot.spark.types import schema_columns
-from bot.spark.view_copies import ViewTemplate, create_copy, read_template
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -52,14 +48,6 @@ class SparkEngine:
         self.watermarks: dict[str, int] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
-        # Within a batch of `SELECT * FROM table` views, the first one CREATE VIEW made (view_copies).
-        self._view_batch = False
-        self._view_template: ViewTemplate | None = None
-        # The entry of a table CREATE TABLE made, which new tables copy (table_copies); dropped with
-        # the caches when a statement runs through `execute`, like the view template.
-        self._table_template: TableTemplate | None = None
-        self._table_template_read = False
-        self._table_template_guard = threading.Lock()
         # Schemas holding meshbot's versioned tables (SparkRunner adds them): a table directory there
         # that the catalog has no entry for is a leftover of a killed drop or write, removed on CREATE.
         self.physical_schemas: set[str] = set()
@@ -228,8 +216,6 @@ class SparkEngine:
         self.created_columns.pop(table_key(split_table(table)), None)
 
     def _forget_all(self) -> None:
-        self._view_template = self._table_template = None
-        self._table_template_read = False
         for cache in (self._table_schemas, self._partitions, self.query_outputs, self.query_shapes,
                       self.watermarks, self.created_columns):
             cache.clear()
@@ -322,26 +308,9 @@ class SparkEngine:
         if columns:
             self.created_columns[table_key(split_table(view))] = list(columns)
 
-    def start_view_batch(self) -> None:
-        """New `create_star_view` views from here on copy the catalog entry of the first one CREATE VIEW
-        makes (view_copies). A statement through `execute` (a SET, a USE) drops that template: the next
-        view is made by CREATE VIEW again, capturing the session as it is, and becomes the template."""
-        self._view_batch, self._view_template = True, None
-
     def create_star_view(self, view: str, table: str) -> None:
-        """CREATE OR REPLACE VIEW `view` AS SELECT * FROM `table`; in a view batch, a new view is a copy
-        of the batch's first one, written straight to the session catalog, when view_copies allows."""
-        text = spark_sql(exp.select(exp.Star()).from_(table_expression(table)))
-        view_parts, table_parts = tuple(split_table(view)), tuple(split_table(table))
-        plain = self._java_session is not None and len(view_parts) == 2 and len(table_parts) == 2
-        template = self._view_template
-        if (plain and template is not None and view_parts[1].lower() not in self._listing(view_parts[0])
-                and create_copy(self.session, template, view_parts, table_parts, text)):
-            self._note(view, exists=True)
-            return
-        self.create_view(view, text)
-        if plain and self._view_batch and self._view_template is None:
-            self._view_template = read_template(self.session, view_parts)
+        """CREATE OR REPLACE VIEW `view` AS SELECT * FROM `table`."""
+        self.create_view(view, spark_sql(exp.select(exp.Star()).from_(table_expression(table))))
 
     def drop_view(self, view: str) -> None:
         with spark_errors(f"dropping view {view}"):
@@ -376,30 +345,19 @@ class SparkEngine:
 
     def create_table(self, table: str, *, columns: Sequence[tuple[str, str]],
                      partitioned_by: Iterable[str] = ()) -> None:
-        """CREATE TABLE IF NOT EXISTS as Parquet from (name, Spark type) pairs; no Spark job runs.
-        Once CREATE TABLE made one table, new ones are copies of its catalog entry when table_copies
-        allows (the same entry, about half the metastore calls)."""
+        """CREATE TABLE IF NOT EXISTS as Parquet from (name, Spark type) pairs; no Spark job runs."""
         partitioned_by = list(partitioned_by)
         ordered = catalog_order(columns, partitioned_by)
-        parts = tuple(split_table(table))
-        new = self._java_session is not None and len(parts) == 2 and parts[1].lower() not in self._listing(parts[0])
-        template = self._table_template
         directory = self._new_table_directory(table)
         with spark_errors(f"creating table {table}"), made_beforehand(directory):
-            copied = (new and template is not None and copyable(columns, partitioned_by)
-                      and create_table_copy(template, parts, ordered,
-                                            [name for name, _ in ordered[len(ordered) - len(partitioned_by):]]))
-            if not copied:
-                statement = _create_table_sql(table, columns, partitioned_by)
-                try:
-                    self.sql(statement)
-                except Exception as exc:
-                    if not self._leftover_directory(table, directory, exc):
-                        raise
-                    empty_directory(directory)
-                    self.sql(statement)
-                if new and not self._table_template_read:
-                    self._read_table_template(parts)
+            statement = _create_table_sql(table, columns, partitioned_by)
+            try:
+                self.sql(statement)
+            except Exception as exc:
+                if not self._leftover_directory(table, directory, exc):
+                    raise
+                empty_directory(directory)
+                self.sql(statement)
         self._note(table, exists=True)
         self._partitions[table.lower()] = partitioned_by
         self.created_columns[table_key(split_table(table))] = ordered
@@ -412,11 +370,6 @@ class SparkEngine:
         schema, name = self._schema_and_name(table)
         return schema.lower() in self.physical_schemas and name.lower() not in self._listing(schema, fresh=True)
 
-    def _read_table_template(self, table: tuple[str, str]) -> None:
-        with self._table_template_guard:
-            if not self._table_template_read:
-                self._table_template = read_table_template(self.session, table)
-                self._table_template_read = True
 
     def set_table_properties(self, table: str, properties: Sequence[tuple[str, str]]) -> None:
         """ALTER TABLE ... SET TBLPROPERTIES (a model's `physical_properties`); the table's columns,
