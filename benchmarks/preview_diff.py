@@ -6,7 +6,9 @@ Generates a raw Parquet table of N rows x 10 columns spread over D consecutive d
 incremental model over it (grain id), applies it to prod (N rows in prod's table), then changes one column
 for 1% of the rows and times `Context.preview_diff` of the prod plan (window W days, nothing written)
 against the hand-written query (one untimed warm-up run each, then R rounds timing one of each, best of
-each and the medians kept); prints both, the ratio, and checks they agree.
+each and the medians kept); prints both, the ratio, and checks they agree. The same rounds also time
+preview_diff without the column profiles (null share, approx distinct, min/max/mean: issue 28) and count
+the Spark jobs of each, to show the profile rides in the same aggregate query instead of a second scan.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -25,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import table_diff  # noqa: E402
 from table_diff import best_of  # noqa: E402
+
+import bot.diff.api as diff_api  # noqa: E402
 
 from bot.context import Context  # noqa: E402
 from bot.plan.definition import PlanOptions  # noqa: E402
@@ -82,6 +87,17 @@ def generate(spark, rows: int, days: int) -> None:
     frame.write.format("parquet").saveAsTable("bench_raw.events")
 
 
+def _jobs(spark, call) -> int:
+    """Spark jobs one call starts (its job group's, from the status tracker)."""
+    group = f"bench_{time.monotonic_ns()}"
+    spark.sparkContext.setJobGroup(group, "benchmark")
+    try:
+        call()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
@@ -120,11 +136,26 @@ def main(argv: list[str] | None = None) -> int:
         spark.sql(floor_text).collect()
         floor_times: list[float] = []
         diff_times: list[float] = []
+        bare_times: list[float] = []
+        with_profiles = diff_api.row_diff
+
+        def without_profiles():
+            diff_api.row_diff = lambda engine, spec, **kw: with_profiles(engine, replace(spec, profile=False), **kw)
+            try:
+                return context.preview_diff(plan, window_days=args.window)
+            finally:
+                diff_api.row_diff = with_profiles
+
         for _ in range(args.repeat):
             run_s, floor_row = best_of(1, lambda: spark.sql(floor_text).collect()[0])
             floor_times.append(run_s)
             run_s, results = best_of(1, lambda: context.preview_diff(plan, window_days=args.window))
             diff_times.append(run_s)
+            run_s, _ = best_of(1, without_profiles)
+            bare_times.append(run_s)
+        jobs = {name: _jobs(spark, call) for name, call in (
+            ("with profiles", lambda: context.preview_diff(plan, window_days=args.window)),
+            ("without", without_profiles))}
         floor_s, diff_s = min(floor_times), min(diff_times)
         floor_median, diff_median = statistics.median(floor_times), statistics.median(diff_times)
         (result,) = results
@@ -139,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
               f"(first, cold run: {cold_s:.2f}s)")
         print(f"ratio: best {diff_s / floor_s:.2f}x, median {diff_median / floor_median:.2f}x   "
               f"(target <= 1.5x)")
+        bare_s, bare_median = min(bare_times), statistics.median(bare_times)
+        print(f"preview_diff without column profiles: best {bare_s:.2f}s, median {bare_median:.2f}s; the profiles "
+              f"add {100 * (diff_s / bare_s - 1):+.0f}% (best), {100 * (diff_median / bare_median - 1):+.0f}% (median)")
+        print(f"Spark jobs per preview_diff: {jobs['with profiles']} with profiles, {jobs['without']} without")
     finally:
         stop_session()
         if args.dir is None:

@@ -76,6 +76,7 @@ class RowDiffQuery:
     columns: tuple[tuple[str, str, str], ...]   # (name, source type, target type)
     where: str | None = None
     decimals: int = 3
+    profile: bool = True     # profile each compared column in the same query (ColumnProfile)
 
 
 def row_diff(engine: "SparkEngine", spec: RowDiffQuery, *, show_sample: bool = False,
@@ -88,7 +89,7 @@ def row_diff(engine: "SparkEngine", spec: RowDiffQuery, *, show_sample: bool = F
     full = int(row["full_match_count"] or 0)
     samples = _samples(engine, spec, limit) if show_sample else None
     profiles = {name: (_profile(row, i, S, source_type), _profile(row, i, T, target_type))
-                for i, (name, source_type, target_type) in enumerate(spec.columns)}
+                for i, (name, source_type, target_type) in enumerate(spec.columns)} if spec.profile else {}
     return RowDiff(
         source_count=_int(row["source_count"]), target_count=_int(row["target_count"]),
         joined_count=joined, full_match_count=full, partial_match_count=joined - full,
@@ -250,7 +251,8 @@ def stats_sql(spec: RowDiffQuery) -> str:
     ]
     projections += [exp.alias_(_sum_if(exp.and_(_both(), m)), f"match_{i}")
                     for i, m in enumerate(matches)]
-    projections += profile_projections(spec.columns)
+    if spec.profile:
+        projections += profile_projections(spec.columns)
     return joined_relation(spec).select(*projections).sql(dialect="spark", identify=True)
 
 
