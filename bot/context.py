@@ -16,6 +16,7 @@ from bot.state.api import Environment, HistoryEntry
 
 if TYPE_CHECKING:
     from bot.diff.api import ModelDataDiff, TableDiffResult
+    from bot.diff.plan_regressions import PlanComparison
     from bot.quality.api import AuditReport, AuditResult, TestSuiteResult
     from bot.plan.claims import Claims
     from bot.plan.env_statements import EnvironmentStatements
@@ -456,6 +457,29 @@ class Context:
                                scope=scope, environment_tables=env_tables) as targets:
             return compare_models(self.engine, targets, decimals=decimals, show_sample=show_sample,
                                   limit=limit)
+
+    def plan_regressions(self, plan: Plan, *, environment: str | None = None,
+                         window_days: int = 7) -> tuple["PlanComparison", ...]:
+        """Compare the Spark plan (EXPLAIN: analyzed and planned, nothing read) of each directly modified SQL
+        model's new query with its prod version's, over the window and tables `preview_diff` uses: lost
+        partition pruning or filter pushdown on a scanned table, a new CartesianProduct or
+        BroadcastNestedLoopJoin, more shuffles. `environment` as in preview_diff."""
+        from bot.diff.plan_regressions import compare_plans
+        from bot.plan.preview import PreviewScope, preview_relations
+
+        env_tables = None
+        if environment is not None:
+            env = self.state.get_environment(normalize_environment(environment))
+            if env is None:
+                raise PlanError(f"environment `{environment}` does not exist")
+            env_tables = {s.name: s.table_name for s in env.snapshots}
+        runner = self._spark_runner()
+        with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,
+                               context_models=self.models, variables=self.config.variables,
+                               gateway=self.gateway.name, default_start=self.config.model_defaults.start,
+                               scope=PreviewScope(window_days=window_days), environment_tables=env_tables,
+                               plan_queries=True) as targets:
+            return compare_plans(self.engine, targets)
 
     def table_in(self, environment: str, model_name: str) -> str:
         """The physical table holding `model_name` in `environment`."""

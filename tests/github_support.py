@@ -19,6 +19,7 @@ from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAP
 
 from bot.context import ApplyResult
 from bot.diff.api import ModelDataDiff
+from bot.diff.plan_regressions import PlanComparison
 from bot.errors import EngineError
 from bot.plan.definition import (Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions,
                                  ProgressCallback)
@@ -435,6 +436,7 @@ class FakeEngine:
         self.queries: dict[str, tuple[str, str]] = {}
         self.parents: dict[str, tuple[str, ...]] = {}   # depends_on of the models in `queries`
         self.diffs: tuple[ModelDataDiff, ...] = ()     # what preview_diff answers
+        self.plans_compared: tuple[PlanComparison, ...] = ()   # what plan_regressions answers
         self.failing_tests: dict[str, str] = {}        # unit test name -> its failure message
         self.children: dict[str, tuple[str, ...]] = {} # changed model -> the breaking children it lists
 
@@ -543,6 +545,10 @@ class FakeEngine:
                      full_scope: str = "whole", decimals: int = 3, show_sample: bool = False,
                      limit: int = 20) -> tuple[ModelDataDiff, ...]:
         return self.diffs  # the data diff itself is asserted on the real engine (test_preview_diff, lifecycle)
+
+    def plan_regressions(self, plan: Plan, *, environment: str | None = None,
+                         window_days: int = 7) -> tuple[PlanComparison, ...]:
+        return self.plans_compared   # asserted on the real engine in test_plan_regressions
 
 
 def pr_comment_event(body: str, login: str, *, number: int = 2, comment_id: int = 77) -> dict[str, Any]:

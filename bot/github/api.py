@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 
 from bot.context import ApplyResult
 from bot.diff.api import ModelDataDiff
+from bot.diff.plan_regressions import PlanComparison
 from bot.errors import GithubError
 from bot.github.event import PullRequest, Review
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
@@ -91,3 +92,5 @@ class EngineContext(Protocol):
     def preview_diff(self, plan: Plan, *, environment: str | None = None, window_days: int = 7,
                      full_scope: str = "whole", decimals: int = 3, show_sample: bool = False,
                      limit: int = 20) -> tuple[ModelDataDiff, ...]: ...
+    def plan_regressions(self, plan: Plan, *, environment: str | None = None,
+                         window_days: int = 7) -> tuple[PlanComparison, ...]: ...

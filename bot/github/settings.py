@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from bot.diff.gates import Gates, parse_gates
+from bot.diff.plan_regressions import parse_level
 from bot.errors import ConfigError
 from bot.plan.impact import Exposure
 from bot.project.config import UserConfig
@@ -57,6 +58,7 @@ class BotSettings:
     table_diff_window_days: int = 7          # INCREMENTAL_BY_TIME_RANGE: last N days of intervals compared
     table_diff_full_scope: str = "whole"     # FULL/VIEW/other kinds: "whole" query, or "skip"
     table_diff_gates: Gates = Gates()        # the Data Diff check's thresholds (bot.diff.gates)
+    plan_regressions: str = "warn"           # Spark plan regressions of changed models: off, warn or fail
     run_on_deploy: bool = False              # after a prod deploy, run what each model's cron made due
     max_backfill_batches: int | None = None  # a deploy computing more batches needs an approver's explicit yes
     max_backfill_intervals: int | None = None   # likewise for intervals (a daily model's six years: 2191)
@@ -148,6 +150,7 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
         table_diff_window_days=int(window_days),
         table_diff_full_scope=full_scope,
         table_diff_gates=parse_gates(raw.get("table_diff_gates"), where=where),
+        plan_regressions=parse_level(raw.get("plan_regressions"), where=where),
         run_on_deploy=_bool(raw.get("run_on_deploy", False), "run_on_deploy", where),
         invalidate_environment_after_deploy=_bool(raw.get("invalidate_environment_after_deploy", True),
                                                   "invalidate_environment_after_deploy", where),

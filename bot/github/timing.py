@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from bot.context import ApplyResult
 from bot.diff.api import ModelDataDiff
+from bot.diff.plan_regressions import PlanComparison
 from bot.github.api import CheckRun, EngineContext, GithubPort
 from bot.github.event import PullRequest, Review
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
@@ -174,6 +175,11 @@ class TimedContext:
         return self._timed("diff", lambda: self._context.preview_diff(
             plan, environment=environment, window_days=window_days, full_scope=full_scope, decimals=decimals,
             show_sample=show_sample, limit=limit), loads=True, spark=True)
+
+    def plan_regressions(self, plan: Plan, *, environment: str | None = None,
+                         window_days: int = 7) -> tuple[PlanComparison, ...]:
+        return self._timed("diff", lambda: self._context.plan_regressions(
+            plan, environment=environment, window_days=window_days), loads=True, spark=True)
 
 
 class TimedGithub:

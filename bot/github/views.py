@@ -9,6 +9,7 @@ from typing import Mapping
 
 from bot.diff.api import ModelDataDiff
 from bot.diff.gates import Finding, Level
+from bot.diff.plan_regressions import PlanComparison, plan_rows, summary_line
 from bot.diff.rows import ColumnProfile
 from bot.github.base_changes import Origin
 from bot.github.settings import CheckName
@@ -238,6 +239,19 @@ class ImpactView:
 
 
 @dataclass(frozen=True)
+class PlanRegressionView:
+    """One directly modified model's Spark plan, prod's version against the PR's (bot.diff.plan_regressions)."""
+
+    model: str
+    summary: str                                   # "lost partition pruning, more shuffles", "no regression"...
+    window: str = ""
+    failed: bool = False                           # cicd_bot.plan_regressions is fail and something regressed
+    findings: tuple[str, ...] = ()
+    rows: tuple[tuple[str, str, str], ...] = ()    # (what, prod, PR), folded
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class CommentView:
     """Everything the PR comment shows; each section may be None when it did not run."""
 
@@ -251,6 +265,7 @@ class CommentView:
     impact: ImpactView | None = None            # column-level impact of the prod plan
     diffs: tuple[DiffView, ...] = ()
     omitted_diffs: int = 0
+    plans: tuple[PlanRegressionView, ...] = ()  # Spark plans of the directly modified models against prod
     approval: str | None = None
     approval_status: str | None = None          # success, failure, skipped (the check's conclusion)
     deploy: str | None = None
@@ -350,6 +365,16 @@ def diff_view(result: ModelDataDiff, *, samples: bool = False, sample_rows: int 
                  ("changed", rows.samples.changed))
         view = replace(view, samples=tuple(_sample(kind, found[:sample_rows]) for kind, found in kinds if found))
     return view
+
+
+def plan_regression_views(comparisons: tuple[PlanComparison, ...], *, level: str = "warn"
+                          ) -> tuple[PlanRegressionView, ...]:
+    """The comment's view of each model's plan comparison; `level` (cicd_bot.plan_regressions) marks
+    regressions as failing the Data Diff check."""
+    return tuple(PlanRegressionView(model=c.model, summary=summary_line(c), window=c.window,
+                                    failed=level == "fail" and bool(c.regressions),
+                                    findings=tuple(r.message for r in c.regressions), rows=plan_rows(c), note=c.note)
+                 for c in comparisons)
 
 
 def _profile_view(column: str, match: float | None, source: ColumnProfile, target: ColumnProfile,
@@ -482,7 +507,8 @@ def _head(text: str, lines: int) -> str:
 def _cut_diff_tables(view: CommentView) -> CommentView:
     keep = view.diffs[:5]
     return replace(view, diffs=tuple(replace(d, columns=d.columns[:10], samples=()) for d in keep),
-                   omitted_diffs=view.omitted_diffs + len(view.diffs) - len(keep))
+                   omitted_diffs=view.omitted_diffs + len(view.diffs) - len(keep),
+                   plans=tuple(replace(p, rows=()) for p in view.plans))
 
 
 def _cut_lists(size: int):

@@ -78,6 +78,18 @@ class PreviewTarget:
     change: PreviewSide | None = None
     previewed: bool = True               # False: the change side is the PR environment's own table
     note: str = ""
+    queries: "PlanQueries | str | None" = None   # asked for (plan_queries=True): the queries, or why none
+
+
+@dataclass(frozen=True)
+class PlanQueries:
+    """A directly modified SQL model's query in prod's version and in the PR's, over the preview's window
+    (its whole query for other kinds), both reading the tables the preview reads: what plan regressions
+    compare. `time_columns` are the model's time column and partitioned_by."""
+
+    prod_sql: str
+    pr_sql: str
+    time_columns: tuple[str, ...] = ()
 
 
 def diff_targets(plan: Plan) -> dict[str, str]:
@@ -238,6 +250,34 @@ class _Preview:
                 model, change_rel, self.engine.dtypes(change_rel), window))
         return replace(target, window=window, base=base, change=self._window_rows(model, own, window))
 
+    def plan_queries(self, snapshot: Snapshot, change: ModelChange | None,
+                     window: Interval | None) -> PlanQueries | None:
+        """Both versions' SQL as `build` reads them: changed parents from their previews, the rest (and the
+        model itself) from prod; over `window`, else the whole query. None for a model without a SQL
+        query (Python, seed, external, embedded) in either version."""
+        name = snapshot.name
+        model = self.models_for(snapshot)
+        if change is None or change.previous is None:
+            raise PlanError("the model is not in prod")
+        prod_model = self.models_for(change.previous)
+        if any(m.is_python or m.kind.name in (KindName.SEED, KindName.EXTERNAL, KindName.EMBEDDED)
+               for m in (model, prod_model)):
+            return None
+        own = {**self.mapping, name: self.prod_tables.get(name, name)}
+        full = (self._start(model), max(self._range_end(model), self._start(model) + 1))
+
+        def sql(version: Model) -> str:
+            if window is None:
+                return self._query(version, own, full)
+            text = self._query(version, own, window)
+            columns = self.engine.query_dtypes(text, subject=f"previewing {name}")
+            query = parse_query(text, f"previewing {name}").subquery("__meshbot_rows")
+            relation = self._windowed(version, query, columns, window).relation
+            return relation if isinstance(relation, str) else relation.sql(dialect="spark", identify=True)
+
+        columns = tuple(dict.fromkeys(c for c in (model.kind.time_column or "", *model.partitioned_by) if c))
+        return PlanQueries(prod_sql=sql(prod_model), pr_sql=sql(model), time_columns=columns)
+
     def _side(self, table: str) -> PreviewSide:
         return PreviewSide(table, tuple(self.engine.dtypes(table)))
 
@@ -270,10 +310,12 @@ def preview_relations(*, engine: SparkEngine, state: StateReader, plan: Plan,
                       models_for: Callable[[Snapshot], Model], context_models: Mapping[str, Model],
                       variables: Mapping[str, object], gateway: str, default_start: str | None = None,
                       scope: PreviewScope = PreviewScope(),
-                      environment_tables: Mapping[str, str] | None = None) -> Iterator[list[PreviewTarget]]:
+                      environment_tables: Mapping[str, str] | None = None,
+                      plan_queries: bool = False) -> Iterator[list[PreviewTarget]]:
     """Yield a PreviewTarget per model of `diff_targets(plan)`, parents first; drop every temporary
     view on exit. With `environment_tables` (a backfilled PR environment's tables) the change side reads
-    those tables over the same window instead of previews."""
+    those tables over the same window instead of previews. With `plan_queries`, each directly modified
+    model's target carries its PlanQueries (or why it has none)."""
     reasons = diff_targets(plan)
     changes = {c.name: c for c in plan.changes}
     needed = {name for name in reasons}
@@ -298,8 +340,12 @@ def preview_relations(*, engine: SparkEngine, state: StateReader, plan: Plan,
                 failed[name] = str(error)
                 if reason:
                     targets.append(PreviewTarget(name=name, kind=snapshot.kind, reason=reason,
-                                                 note=f"not compared: {error}"))
+                                                 note=f"not compared: {error}",
+                                                 queries=f"not compared: {error}"
+                                                 if plan_queries and reason == DIRECT else None))
                 continue
+            if target is not None and plan_queries and reason == DIRECT:
+                target = replace(target, queries=_queries(preview, snapshot, changes.get(name), target))
             if target is not None:
                 targets.append(target)
         yield targets
@@ -311,3 +357,11 @@ def preview_relations(*, engine: SparkEngine, state: StateReader, plan: Plan,
 
 class _ParentFailed(Exception):
     pass
+
+
+def _queries(preview: _Preview, snapshot: Snapshot, change: ModelChange | None,
+             target: PreviewTarget) -> PlanQueries | str | None:
+    try:
+        return preview.plan_queries(snapshot, change, target.window)
+    except BotError as error:
+        return f"not compared: {error}"

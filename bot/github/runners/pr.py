@@ -14,8 +14,8 @@ from bot.github.event import PullRequest
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, require_lasting_storage, start_check, touches_project)
 from bot.github.settings import CheckName
-from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanView, PrEnvironmentView, TestsView,
-                              diff_view, impact_view, plan_view, tests_view)
+from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanRegressionView, PlanView, PrEnvironmentView,
+                              TestsView, diff_view, impact_view, plan_regression_views, plan_view, tests_view)
 from bot.report.markdown import pluralize
 from bot.plan.definition import ChangeType, Plan, PlanOptions
 from bot.plan.estimate import BackfillEstimate
@@ -29,6 +29,7 @@ def _pr(run: BotRun) -> PullRequest | None:
 
 
 MAX_VIEWS = 30
+PLAN_GATE = "Spark plan"     # the Data Diff check's findings from cicd_bot.plan_regressions
 
 
 def tests_step(run: BotRun, pr: PullRequest) -> TestsView:
@@ -93,19 +94,20 @@ def _with_models(run: BotRun, env: PrEnvironmentView, plan: Plan | None) -> PrEn
 
 
 def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
-               prod_plan: Plan | None) -> tuple[DiffView, ...]:
+               prod_plan: Plan | None) -> tuple[tuple[DiffView, ...], tuple[PlanRegressionView, ...]]:
     """Data diff against prod of the models the PR directly modifies and of their breaking children, per
     the prod plan (built here when this run made none). When the PR environment skipped backfill (the
     default) the PR's rows are computed from previews over a bounded window, writing nothing; when it was
     backfilled, its tables are read over the same windows. The comment looks the same either way. The
-    Data Diff check then applies cicd_bot.table_diff_gates to what was compared."""
+    Data Diff check then applies cicd_bot.table_diff_gates to what was compared, and
+    cicd_bot.plan_regressions to the Spark plans of the directly modified models against prod's."""
     if pr_plan is None or not run.settings.run_table_diff:
-        return ()
+        return (), ()
     if prod_plan is None:
         try:
             prod_plan = run.context.plan("prod", options=prod_options(run, pr))
         except BotError as error:
-            return (DiffView("prod plan", note=f"not compared: {error_text(error)}"),)
+            return (DiffView("prod plan", note=f"not compared: {error_text(error)}"),), ()
     backfilled = not pr_plan.options.skip_backfill
     s = run.settings
     check = start_check(run, CheckName.DATA_DIFF, pr.head_sha)
@@ -116,11 +118,17 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
     except BotError as error:
         finish_check(run, check, name=CheckName.DATA_DIFF, sha=pr.head_sha, conclusion="failure",
                      view=CheckSummaryView(summary="The data diff could not be computed", details=(error_text(error),)))
-        return (DiffView("changed models", note=f"not compared: {error_text(error)}"),)
+        return (DiffView("changed models", note=f"not compared: {error_text(error)}"),), ()
+    plans = _plan_regressions(run, prod_plan, environment=run.pr_environment(pr.number) if backfilled else None)
     findings = tuple(f for result in results for f in check_gates(result, s.table_diff_gates))
+    findings += tuple(Finding(p.model, PLAN_GATE, Level(s.plan_regressions), message)
+                      for p in plans for message in p.findings)
     failed = [f for f in findings if f.level is Level.FAIL]
     compared = sum(1 for r in results if r.compared)
-    summary = (f"Data diff gate failed on {pluralize(len({f.model for f in failed}), 'model')}" if failed
+    failures = [f"{what} failed on {pluralize(len(models), 'model')}" for what, models in (
+        ("Data diff gate", {f.model for f in failed if f.gate != PLAN_GATE}),
+        ("Spark plan check", {f.model for f in failed if f.gate == PLAN_GATE})) if models]
+    summary = ("; ".join(failures) if failures
                else f"Data diff of {pluralize(compared, 'model')}: no gate failed" +
                (f" ({pluralize(len(findings), 'warning')})" if findings else ""))
     finish_check(run, check, name=CheckName.DATA_DIFF, sha=pr.head_sha,
@@ -130,9 +138,25 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
                      for f in findings)))
     by_model: dict[str, tuple[Finding, ...]] = {}
     for finding in findings:
-        by_model[finding.model] = by_model.get(finding.model, ()) + (finding,)
+        if finding.gate != PLAN_GATE:     # shown with the plans
+            by_model[finding.model] = by_model.get(finding.model, ()) + (finding,)
     return tuple(diff_view(result, samples=s.table_diff_samples, findings=by_model.get(result.model, ()))
-                 for result in results)
+                 for result in results), plans
+
+
+def _plan_regressions(run: BotRun, plan: Plan, *, environment: str | None) -> tuple[PlanRegressionView, ...]:
+    """Each directly modified model's Spark plan against prod's (cicd_bot.plan_regressions; off: none). A
+    failure to plan is said in the comment and does not stop the data diff's check."""
+    level = run.settings.plan_regressions
+    if level == "off":
+        return ()
+    try:
+        return plan_regression_views(run.context.plan_regressions(plan, environment=environment,
+                                                                  window_days=run.settings.table_diff_window_days),
+                                     level=level)
+    except BotError as error:
+        return (PlanRegressionView("changed models", summary="not compared",
+                                   note=f"not compared: {error_text(error)}"),)
 
 
 def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str | None, str, Plan | None]:
@@ -248,7 +272,8 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
     if view.pr_environment is not None:
         view = replace(view, pr_environment=_with_models(run, view.pr_environment,
                                                          preview if preview is not None else applied))
-    view = replace(view, diffs=diffs_step(run, pr, pr_plan=applied, prod_plan=preview))
+    diffs, plans = diffs_step(run, pr, pr_plan=applied, prod_plan=preview)
+    view = replace(view, diffs=diffs, plans=plans)
     if approval:
         view = replace(view, **approval_fields(run, approval_step(run, pr)))
     notices = (f"The PR environment could not be synced: {error}",) if error else ()
