@@ -17,7 +17,7 @@ from bot.diff.plan_regressions import (NESTED_LOOP, PRUNING, PUSHDOWN, SHUFFLES,
 from bot.errors import ConfigError, EngineError
 from bot.plan.definition import PlanOptions
 from bot.project.example import write_example
-from bot.spark.explain import PlanSummary, ScanSummary, explain
+from bot.spark.explain import NESTED_LOOP_JOINS, PlanSummary, ScanSummary, explain
 from github_support import FakeEngine
 from test_data_diff_gates import CHECK, _diff, _run_bot
 
@@ -40,6 +40,12 @@ def test_pairs_scans_by_table_and_count():
     assert lost.kind == PUSHDOWN and "`ds`" in lost.message
     assert regressions(PlanSummary(joins=("CartesianProduct",), exchanges=2),
                        PlanSummary(joins=("CartesianProduct",), exchanges=1)) == ()
+    assert regressions(PlanSummary(joins=("BroadcastNestedLoopJoin",)), PlanSummary(joins=("CartesianProduct",))) == ()
+    (more,) = regressions(PlanSummary(joins=("BroadcastNestedLoopJoin",)),
+                          PlanSummary(joins=("CartesianProduct", "CartesianProduct", "SortMergeJoin")))
+    assert more.message.startswith("a new CartesianProduct (every row")
+    (more,) = regressions(PlanSummary(), PlanSummary(joins=("CartesianProduct", "BroadcastNestedLoopJoin")))
+    assert more.message.startswith("2 more nested loop joins (BroadcastNestedLoopJoin, CartesianProduct)")
 
 
 def test_the_setting():
@@ -211,3 +217,40 @@ def test_plan_regressions_of_the_example_shop(spark, tmp_path):
     finally:
         for name in sorted({row[0] for row in spark.sql("SHOW DATABASES").collect()} - before):
             spark.sql(f"DROP DATABASE IF EXISTS `{name}` CASCADE")
+
+
+CONNECT_SCRIPT = """
+import json, sys, uuid
+from pathlib import Path
+from bot.project.config import SparkConnection
+from bot.spark.engine import SparkEngine
+from bot.spark.explain import explain
+from bot.spark.session import get_session
+
+engine = SparkEngine(get_session(SparkConnection(remote=sys.argv[1]), state_dir=Path(sys.argv[2])))
+schema = f"t_{uuid.uuid4().hex[:10]}"
+engine.create_schemas([schema])
+engine.execute(f"CREATE TABLE {schema}.events (id INT, ds STRING) USING parquet PARTITIONED BY (ds)")
+engine.execute(f"INSERT INTO {schema}.events VALUES (1, '2024-01-01'), (2, '2024-01-02')")
+pruned = explain(engine, f"SELECT * FROM {schema}.events WHERE ds = '2024-01-02'")
+nested = explain(engine, f"SELECT a.id FROM {schema}.events AS a JOIN {schema}.events AS b ON a.id < b.id")
+engine.execute(f"DROP SCHEMA {schema} CASCADE")
+print(json.dumps({"partition_filters": pruned.scans[0].partition_filters, "joins": nested.joins}))
+"""
+
+
+def test_explain_reads_the_same_text_through_spark_connect(connect_server, tmp_path):
+    """EXPLAIN FORMATTED is a SQL statement: a Spark Connect server answers it with the same plan text."""
+    import json
+    import os
+    import subprocess
+
+    from spark_servers import PYTHON, ROOT
+
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("SPARK_", "PYSPARK_"))}
+    result = subprocess.run([str(PYTHON), "-c", CONNECT_SCRIPT, connect_server.url, str(tmp_path)], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=400)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["partition_filters"] == ["ds"]
+    assert len(found["joins"]) == 1 and found["joins"][0] in NESTED_LOOP_JOINS   # per the server's table sizes
