@@ -15,6 +15,7 @@ from bot.context import Context
 from bot.diff.plan_regressions import (NESTED_LOOP, PRUNING, PUSHDOWN, SHUFFLES, PlanComparison, parse_level,
                                        regressions)
 from bot.errors import ConfigError, EngineError
+from bot.github.settings import load_settings
 from bot.plan.definition import PlanOptions
 from bot.project.example import write_example
 from bot.spark.explain import NESTED_LOOP_JOINS, PlanSummary, ScanSummary, explain
@@ -49,6 +50,10 @@ def test_pairs_scans_by_table_and_count():
 
 
 def test_the_setting():
+    assert load_settings({}).plan_regressions == "warn"
+    assert load_settings({"plan_regressions": "fail"}).plan_regressions == "fail"
+    with pytest.raises(ConfigError, match="cicd_bot.plan_regressions must be one of off, warn, fail"):
+        load_settings({"plan_regressions": "always"})
     assert parse_level(None, where="c") == "warn"
     assert parse_level("FAIL", where="c") == "fail" and parse_level(False, where="c") == "off"
     with pytest.raises(ConfigError, match="plan_regressions must be one of off, warn, fail"):

@@ -519,7 +519,8 @@ def _cut_lists(size: int):
                           backfills=env.backfills[:size])
         return replace(view, pr_environment=env, prod_plan=_plan_cut_lists(view.prod_plan, size),
                        diffs=view.diffs[:size],
-                       omitted_diffs=view.omitted_diffs + max(0, len(view.diffs) - size))
+                       omitted_diffs=view.omitted_diffs + max(0, len(view.diffs) - size),
+                       plans=tuple(p for p in view.plans if p.findings)[:size])
     return shorten
 
 
