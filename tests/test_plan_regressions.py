@@ -67,7 +67,8 @@ def _compared() -> tuple[PlanComparison, ...]:
     return (PlanComparison("shop.daily_orders", window="2024-01-05 – 2024-01-07 (3 days)", prod=prod, pr=pr,
                            regressions=regressions(prod, pr)),
             PlanComparison("shop.customer_revenue", window="whole query", prod=prod, pr=prod),
-            PlanComparison("shop.order_days", note="not compared: its changed parent `shop.orders` could not be previewed"))
+            PlanComparison("shop.order_days",
+                           note="not compared: its changed parent `shop.orders` could not be previewed"))
 
 
 def test_the_comment_and_the_data_diff_check(tmp_path):
@@ -151,7 +152,8 @@ def test_each_finding_read_from_a_real_plan(tables):
 
     grouped = explain(engine, f"SELECT ds, SUM(amount) AS amount FROM {schema}.events GROUP BY ds")
     ranked = explain(engine, f"SELECT ds, SUM(amount) AS amount FROM (SELECT ds, amount, ROW_NUMBER() OVER "
-                             f"(PARTITION BY id ORDER BY amount) AS n FROM {schema}.events) AS q WHERE n = 1 GROUP BY ds")
+                             f"(PARTITION BY id ORDER BY amount) AS n FROM {schema}.events) AS q "
+                             f"WHERE n = 1 GROUP BY ds")
     assert ranked.exchanges > grouped.exchanges >= 1
     (finding,) = regressions(grouped, ranked)
     assert finding.kind == SHUFFLES and finding.message.endswith(f"against {grouped.exchanges} in prod's plan")
@@ -204,9 +206,12 @@ def test_plan_regressions_of_the_example_shop(spark, tmp_path):
                          .replace("GROUP BY customer_id, ds", f"GROUP BY customer_id, {day}"))
         revenue = root / "models" / "customer_revenue.sql"
         revenue.write_text(revenue.read_text().replace("ON c.customer_id = o.customer_id",
-                                                       "ON c.customer_id = o.customer_id OR o.customer_id IS NULL"))
-        top = root / "models" / "top_customers.sql"
-        top.write_text(top.read_text().replace("revenue >= 100", "revenue >= 50"))   # same plan: no finding
+                                                       "ON c.customer_id = o.customer_id OR o.customer_id IS NULL")
+                           .replace("SUM(o.amount) AS revenue",
+                                    "SUM(o.amount) AS revenue,\n  MAX(o.amount) AS max_amount"))
+        top = root / "models" / "top_customers.sql"   # reads the new column; the same plan: no finding
+        top.write_text(top.read_text().replace("revenue >= 100", "revenue >= 50")
+                       .replace("  revenue\n", "  revenue,\n  max_amount\n"))
         changed = Context(root)
         plan = changed.plan("prod", options=PlanOptions(skip_tests=True))
         found = {c.model: c for c in changed.plan_regressions(plan, window_days=3)}
@@ -217,6 +222,12 @@ def test_plan_regressions_of_the_example_shop(spark, tmp_path):
         assert "without partition pruning on `ds`" in daily_found.regressions[0].message
         assert [r.kind for r in found["shop.customer_revenue"].regressions] == [NESTED_LOOP]
         assert found["shop.top_customers"].compared and found["shop.top_customers"].regressions == ()
+        # a backfilled PR environment: its tables stand for the changed parents (top_customers reads max_amount)
+        changed.apply(changed.plan("pr_1", options=PlanOptions(skip_tests=True, start="2024-01-01")))
+        found = {c.model: c for c in changed.plan_regressions(plan, environment="pr_1", window_days=3)}
+        assert {m: [r.kind for r in c.regressions] for m, c in found.items()} == {
+            "shop.daily_orders": [PRUNING], "shop.customer_revenue": [NESTED_LOOP], "shop.top_customers": []}
+        assert all(c.compared for c in found.values())
         context.close()
         changed.close()
     finally:

@@ -112,7 +112,7 @@ def regressions(prod: PlanSummary, pr: PlanSummary, *, time_columns: Iterable[st
     >>> for found in regressions(PlanSummary(scans=(pruned,), exchanges=1),
     ...                          PlanSummary(scans=(whole,), joins=("CartesianProduct",), exchanges=3)):
     ...     print(found.message)
-    `spark_catalog.shop.events` is read without partition pruning on `ds` (prod's plan prunes it): every partition is scanned
+    `spark_catalog.shop.events` is read without partition pruning on `ds` (prod's plan prunes on it)
     a new CartesianProduct (every row of one side joined with every row of the other)
     3 shuffles (Exchange) against 1 in prod's plan
     """
@@ -124,16 +124,18 @@ def regressions(prod: PlanSummary, pr: PlanSummary, *, time_columns: Iterable[st
         for column in dict.fromkeys(c for s in before for c in s.partition_filters):
             if _unfiltered(after, column, "partition_filters") > _unfiltered(before, column, "partition_filters"):
                 found.append(PlanRegression(PRUNING, f"`{table}` is read without partition pruning on `{column}` "
-                                                     f"(prod's plan prunes it): every partition is scanned"))
+                                                     f"(prod's plan prunes on it)"))
         for column in dict.fromkeys(c for s in before for c in s.pushed_filters if c in time_columns):
             if _unfiltered(after, column, "pushed_filters") > _unfiltered(before, column, "pushed_filters"):
-                found.append(PlanRegression(PUSHDOWN, f"`{table}` is read without the filter on `{column}` pushed "
-                                                      f"into the scan (prod's plan pushes it): every row group is read"))
-    before, after = ([j for j in plan.joins if j in NESTED_LOOP_JOINS] for plan in (prod, pr))
-    if len(after) > len(before):   # counted together: table sizes alone choose one kind or the other
-        extra, kinds = len(after) - len(before), sorted(set((Counter(after) - Counter(before)).elements()))
+                found.append(PlanRegression(PUSHDOWN, f"`{table}` is read without the filter on `{column}` "
+                                                      f"pushed into the scan (prod's plan pushes it)"))
+    prod_loops, pr_loops = ([j for j in plan.joins if j in NESTED_LOOP_JOINS] for plan in (prod, pr))
+    if len(pr_loops) > len(prod_loops):   # counted together: table sizes alone choose one kind or the other
+        extra = len(pr_loops) - len(prod_loops)
+        kinds = sorted(set((Counter(pr_loops) - Counter(prod_loops)).elements()))
         what = (f"a new {kinds[0]}" if extra == 1 and len(kinds) == 1
-                else f"{extra} more nested loop join{'s' if extra > 1 else ''} ({', '.join(kinds or sorted(set(after)))})")
+                else f"{extra} more nested loop join{'s' if extra > 1 else ''} "
+                     f"({', '.join(kinds or sorted(set(pr_loops)))})")
         found.append(PlanRegression(NESTED_LOOP, f"{what} (every row of one side joined with every row of the other)"))
     if pr.exchanges > prod.exchanges:
         found.append(PlanRegression(SHUFFLES, f"{pr.exchanges} shuffles (Exchange) against {prod.exchanges} in "

@@ -252,9 +252,9 @@ class _Preview:
 
     def plan_queries(self, snapshot: Snapshot, change: ModelChange | None,
                      window: Interval | None) -> PlanQueries | None:
-        """Both versions' SQL as `build` reads them: changed parents from their previews, the rest (and the
-        model itself) from prod; over `window`, else the whole query. None for a model without a SQL
-        query (Python, seed, external, embedded) in either version."""
+        """Both versions' SQL reading the same tables: changed parents' previews (a backfilled PR environment's
+        tables), prod's for the rest and the model itself; over `window`, else the whole query. None for a
+        model without a SQL query (Python, seed, external, embedded) in either version."""
         name = snapshot.name
         model = self.models_for(snapshot)
         if change is None or change.previous is None:
@@ -263,7 +263,8 @@ class _Preview:
         if any(m.is_python or m.kind.name in (KindName.SEED, KindName.EXTERNAL, KindName.EMBEDDED)
                for m in (model, prod_model)):
             return None
-        own = {**self.mapping, name: self.prod_tables.get(name, name)}
+        # a backfilled PR environment's tables stand for the changed parents' previews
+        own = {**self.mapping, **(self.environment_tables or {}), name: self.prod_tables.get(name, name)}
         full = (self._start(model), max(self._range_end(model), self._start(model) + 1))
 
         def sql(version: Model) -> str:
