@@ -167,7 +167,7 @@ class Context:
                                  macro_files=project.macro_files, read_cache=self.read_cache)
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
-        """Apply a plan: tables, backfill (unless skipped), promotion, views (SPEC §5 order)."""
+        """Apply a plan: its stages (bot.plan.stages) in order: tables, backfill (unless skipped), promotion, views."""
         from bot.plan.evaluator import PlanEvaluator
 
         before_all, after_all = self._environment_statements()   # before Spark: a bad one changes nothing
@@ -257,7 +257,7 @@ class Context:
 
     def janitor(self, *, ignore_ttl: bool = False,
                 notice: Callable[[str], None] | None = None) -> "JanitorResult":
-        """Remove expired environments and snapshots (SPEC §6), once no plan or run is in flight."""
+        """Remove expired environments and snapshots, once no plan or run is in flight."""
         from bot.plan.janitor import run_janitor
 
         self._start_engine_for_catalog()
@@ -294,7 +294,7 @@ class Context:
         model = self.model(model_name)
         now = to_ms(execution_time) if execution_time else now_ms()
         prod = self.state.get_environment("prod")
-        tables = {s.name: s.table_name for s in prod.snapshots} if prod else {}
+        tables = prod.tables() if prod else {}
         mapping = {name: tables.get(name, view_name(name, "prod")) for name in self.models}
         return evaluate_rows(engine=self.engine, model=model, context_models=self.models,
                              table_mapping=mapping,
@@ -384,8 +384,7 @@ class Context:
         end_ms = exclusive_end_ms(end) if end else None
         results = []
         env = self.state.get_environment(normalize_environment(environment))
-        mapping = {name: name if entry.kind == "EXTERNAL" else entry.table_name
-                   for name, entry in (env.by_name() if env else {}).items()}
+        mapping = env.tables() if env else {}
         for name in names:
             results += run_audits(engine=self.engine, model=self.models[name],
                                   audit_defs=self.project.audits,
@@ -401,7 +400,7 @@ class Context:
                    on: Sequence[str] = (), skip: Sequence[str] = (), where: str | None = None,
                    decimals: int = 3, show_sample: bool = False, limit: int = 20,
                    source_table: str | None = None, target_table: str | None = None) -> "TableDiffResult":
-        """Compare a model between two environments (or two tables) on Spark (SPEC §8)."""
+        """Compare a model between two environments (or two tables) on Spark, as SQLMesh's table_diff."""
         from bot.diff.api import resolve_keys, table_diff
 
         grains: tuple[str, ...] = ()
@@ -449,7 +448,7 @@ class Context:
             env = self.state.get_environment(normalize_environment(environment))
             if env is None:
                 raise PlanError(f"environment `{environment}` does not exist")
-            env_tables = {s.name: s.table_name for s in env.snapshots}
+            env_tables = env.tables()
         runner = self._spark_runner()
         with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,
                                context_models=self.models, variables=self.config.variables,
@@ -472,7 +471,7 @@ class Context:
             env = self.state.get_environment(normalize_environment(environment))
             if env is None:
                 raise PlanError(f"environment `{environment}` does not exist")
-            env_tables = {s.name: s.table_name for s in env.snapshots}
+            env_tables = env.tables()
         runner = self._spark_runner()
         with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,
                                context_models=self.models, variables=self.config.variables,

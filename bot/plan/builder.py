@@ -1,4 +1,4 @@
-"""Diff the local project against an environment and build the frozen Plan (SPEC §3)."""
+"""Diff the local project against an environment and build the frozen Plan."""
 
 from __future__ import annotations
 
