@@ -443,12 +443,7 @@ class Context:
         from bot.plan.preview import PreviewScope, preview_relations
 
         scope = PreviewScope(window_days=window_days, full_scope=full_scope)
-        env_tables = None
-        if environment is not None:
-            env = self.state.get_environment(normalize_environment(environment))
-            if env is None:
-                raise PlanError(f"environment `{environment}` does not exist")
-            env_tables = env.tables()
+        env_tables = self._tables_of(environment) if environment is not None else None
         runner = self._spark_runner()
         with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,
                                context_models=self.models, variables=self.config.variables,
@@ -456,6 +451,13 @@ class Context:
                                scope=scope, environment_tables=env_tables) as targets:
             return compare_models(self.engine, targets, decimals=decimals, show_sample=show_sample,
                                   limit=limit)
+
+    def _tables_of(self, environment: str) -> dict[str, str]:
+        """What queries in `environment` read per model; an unknown environment is a PlanError."""
+        env = self.state.get_environment(normalize_environment(environment))
+        if env is None:
+            raise PlanError(f"environment `{environment}` does not exist")
+        return env.tables()
 
     def plan_regressions(self, plan: Plan, *, environment: str | None = None,
                          window_days: int = 7) -> tuple["PlanComparison", ...]:
@@ -466,12 +468,7 @@ class Context:
         from bot.diff.plan_regressions import compare_plans
         from bot.plan.preview import PreviewScope, preview_relations
 
-        env_tables = None
-        if environment is not None:
-            env = self.state.get_environment(normalize_environment(environment))
-            if env is None:
-                raise PlanError(f"environment `{environment}` does not exist")
-            env_tables = env.tables()
+        env_tables = self._tables_of(environment) if environment is not None else None
         runner = self._spark_runner()
         with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,
                                context_models=self.models, variables=self.config.variables,

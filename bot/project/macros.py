@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.util
-import sys
-import traceback
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -19,7 +15,7 @@ from sqlglot import exp
 from bot.errors import ConfigError
 from bot.project.macro_args import BadArgument, bind_arguments
 from bot.project.macro_builtins import BUILTINS, to_expression
-from bot.project.sqlmesh_shim import project_imports, sqlmesh_shim, unsupported_import
+from bot.project.sqlmesh_shim import import_user_file
 from bot.project.sqltext import braced_text, fill_braced, has_braced
 from bot.project.sqltext import macro_call_name as macro_name
 from bot.project.sqltext import parse_sql
@@ -59,32 +55,12 @@ class MacroRegistry:
 EMPTY_REGISTRY = MacroRegistry()
 
 
-def _import_file(path: Path) -> dict[str, Any]:
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
-    module_name = f"meshbot_user_{digest}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        with sqlmesh_shim(), project_imports(path.resolve().parent.parent):
-            spec.loader.exec_module(module)
-    except Exception as error:  # a user file: report any failure with its line
-        line = next((f.lineno for f in reversed(traceback.extract_tb(error.__traceback__))
-                     if Path(f.filename) == path), None)
-        reason = unsupported_import(error) or f"{type(error).__name__}: {error}"
-        raise ConfigError(f"cannot import: {reason}", path=path, line=line) from error
-    finally:
-        sys.modules.pop(module_name, None)
-    return vars(module)
-
-
 @functools.lru_cache(maxsize=64)
 def _load_cached(root: Path, stamp: tuple[tuple[str, int, int], ...]) -> MacroRegistry:
     functions: dict[str, MacroFunction] = {}
     for file_name, _, _ in stamp:
         path = root / "macros" / file_name
-        for value in _import_file(path).values():
+        for value in import_user_file(path, root=path.resolve().parent.parent).values():
             name = getattr(value, _MACRO_ATTR, None)
             if callable(value) and isinstance(name, str):
                 functions[name] = value

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.util
 import inspect
-import sys
-import traceback
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Generic, Mapping, TypeVar, get_args
@@ -16,7 +12,7 @@ from sqlglot import exp
 
 from bot.errors import ConfigError
 from bot.project.model import Kind, KindName, Model
-from bot.project.sqlmesh_shim import project_imports, project_root, sqlmesh_shim, unsupported_import
+from bot.project.sqlmesh_shim import import_user_file, project_root, sqlmesh_shim, unsupported_import
 from bot.project.sqltext import parse_sql
 
 ENTRY_POINT_GROUP = "sqlmesh.materializations"
@@ -170,26 +166,6 @@ def _is_materialization(cls: Any) -> bool:
         for c in cls.__mro__)
 
 
-def _import_file(path: Path, root: Path) -> dict[str, Any]:
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
-    module_name = f"meshbot_materialization_{digest}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        with sqlmesh_shim(), project_imports(root):
-            spec.loader.exec_module(module)
-    except Exception as error:  # a user file: report any failure with its line
-        line = next((f.lineno for f in reversed(traceback.extract_tb(error.__traceback__))
-                     if Path(f.filename) == path), None)
-        reason = unsupported_import(error) or f"{type(error).__name__}: {error}"
-        raise ConfigError(f"cannot import custom materializations: {reason}", path=path, line=line) from error
-    finally:
-        sys.modules.pop(module_name, None)
-    return vars(module)
-
-
 def _entry_points() -> list[type]:
     found = []
     for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -212,7 +188,8 @@ def _load_cached(root: Path | None, stamp: tuple[tuple[str, int, int], ...]) -> 
     classes: list[type] = []
     for file_name, _, _ in stamp:
         assert root is not None
-        classes += [v for v in _import_file(root / "materializations" / file_name, root).values()
+        classes += [v for v in import_user_file(root / "materializations" / file_name, root=root, prefix="meshbot_materialization",
+                                     what=" custom materializations").values()
                     if _is_materialization(v) and v.__name__ != "CustomMaterialization"]
     classes += _entry_points()
     return {str(getattr(cls, "NAME", cls.__name__)).lower(): cls for cls in classes}

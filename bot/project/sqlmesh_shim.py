@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import importlib.util
 import sys
 import threading
+import traceback
 import types
 from datetime import date, datetime
 from enum import Enum
+from pathlib import Path
 from typing import Any, Iterator, Union
 
+from bot.errors import ConfigError
 from bot.project.model import KindName
 
 # Fake module name -> {attribute: (meshbot module, attribute)}, resolved lazily on first access;
@@ -135,10 +139,6 @@ class AutoCategorizationMode:
 
 def python_config(path: Any) -> dict[str, Any]:
     """The settings of a SQLMesh `config.py`: its `config` (or only) Config object, as config.yaml's mapping."""
-    from pathlib import Path
-
-    from bot.errors import ConfigError
-
     path = Path(path)
     namespace: dict[str, Any] = {"__file__": str(path), "__name__": "meshbot_project_config"}
     try:
@@ -365,3 +365,25 @@ def project_root(path: Any) -> Any:
         if any((parent / n).is_file() for n in ("config.yaml", "config.yml", "config.py")):
             return parent
     return None
+
+
+def import_user_file(path: Path, *, root: Path, prefix: str = "meshbot_user", what: str = "") -> dict[str, Any]:
+    """Import one of the project's Python files (macros, materializations) under the `sqlmesh` shim, with the
+    project root importable; its names, or a ConfigError naming the file and the failing line."""
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    module_name = f"{prefix}_{digest}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        with sqlmesh_shim(), project_imports(root):
+            spec.loader.exec_module(module)
+    except Exception as error:  # a user file: report any failure with its line
+        line = next((f.lineno for f in reversed(traceback.extract_tb(error.__traceback__))
+                     if Path(f.filename) == path), None)
+        reason = unsupported_import(error) or f"{type(error).__name__}: {error}"
+        raise ConfigError(f"cannot import{what}: {reason}", path=path, line=line) from error
+    finally:
+        sys.modules.pop(module_name, None)
+    return vars(module)
