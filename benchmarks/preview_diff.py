@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import table_diff  # noqa: E402
 from table_diff import best_of  # noqa: E402
 
-import bot.diff.api as diff_api  # noqa: E402
+import bot.diff.table_diff as diff_api  # noqa: E402
 
 from bot.context import Context  # noqa: E402
 from bot.plan.definition import PlanOptions  # noqa: E402

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.diff.api import table_diff  # noqa: E402
+from bot.diff.table_diff import table_diff  # noqa: E402
 from bot.project.config import SparkConnection  # noqa: E402
 from bot.spark.engine import SparkEngine  # noqa: E402
 from bot.spark.session import get_session, stop_session  # noqa: E402

@@ -15,7 +15,7 @@ from bot.snapshot import normalize_environment
 from bot.state.api import Environment, HistoryEntry
 
 if TYPE_CHECKING:
-    from bot.diff.api import ModelDataDiff, TableDiffResult
+    from bot.diff.table_diff import ModelDataDiff, TableDiffResult
     from bot.diff.plan_regressions import PlanComparison
     from bot.quality.api import AuditReport, AuditResult, TestSuiteResult
     from bot.plan.claims import Claims
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from bot.plan.estimate import BackfillEstimate
     from bot.plan.lint import LintResult
     from bot.plan.rollback import RollbackResult
-    from bot.plan.run import RunResult
-    from bot.plan.runner import SparkRunner
+    from bot.plan.cron_run import RunResult
+    from bot.plan.batch_runner import SparkRunner
     from bot.project.loader import Project
     from bot.spark.engine import SparkEngine
     from bot.state.store import SqlStateSync
@@ -230,7 +230,7 @@ class Context:
         tables that still exist, nothing computed; the project's files are not read."""
         from bot.plan.evaluator import PlanEvaluator
         from bot.plan.rollback import rollback
-        from bot.plan.runner import SparkRunner
+        from bot.plan.batch_runner import SparkRunner
 
         self._start_engine_for_catalog()
         concurrent = self.gateway.connection.concurrent_tasks
@@ -268,7 +268,7 @@ class Context:
     def run(self, environment: str = "prod", *, execution_time: str | None = None,
             progress: ProgressCallback | None = None) -> "RunResult":
         """Evaluate the intervals each model's cron has made due in `environment` (views untouched)."""
-        from bot.plan.run import require_environment, run_environment
+        from bot.plan.cron_run import require_environment, run_environment
         from bot.project.timeutil import now_ms, to_ms
 
         env = require_environment(self.state, normalize_environment(environment))
@@ -287,7 +287,7 @@ class Context:
     def evaluate(self, model_name: str, *, start: str, end: str, limit: int | None = None,
                  execution_time: str | None = None) -> list[Row]:
         """MODEL's rows for [start, end] (end date inclusive), read from prod's tables; writes nothing."""
-        from bot.plan.run import evaluate_rows
+        from bot.plan.cron_run import evaluate_rows
         from bot.project.timeutil import exclusive_end_ms, now_ms, to_ms
         from bot.snapshot import view_name
 
@@ -337,7 +337,7 @@ class Context:
                 parse_environment_statements(self.config, "after_all", self.path))
 
     def _spark_runner(self) -> "SparkRunner":
-        from bot.plan.runner import SparkRunner
+        from bot.plan.batch_runner import SparkRunner
 
         return SparkRunner(engine=self.engine, context_models=self.models, config=self.config,
                            gateway=self.gateway.name, audits=self.project.audits,
@@ -401,7 +401,7 @@ class Context:
                    decimals: int = 3, show_sample: bool = False, limit: int = 20,
                    source_table: str | None = None, target_table: str | None = None) -> "TableDiffResult":
         """Compare a model between two environments (or two tables) on Spark, as SQLMesh's table_diff."""
-        from bot.diff.api import resolve_keys, table_diff
+        from bot.diff.table_diff import resolve_keys, table_diff
 
         grains: tuple[str, ...] = ()
         name = None

@@ -18,7 +18,7 @@ from openapi_core import OpenAPI
 from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAPIResponse
 
 from bot.context import ApplyResult
-from bot.diff.api import ModelDataDiff
+from bot.diff.table_diff import ModelDataDiff
 from bot.diff.plan_regressions import PlanComparison
 from bot.errors import EngineError
 from bot.plan.definition import (Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions,
@@ -26,7 +26,7 @@ from bot.plan.definition import (Backfill, BackfillKind, ChangeType, ModelChange
 from bot.plan.janitor import JanitorResult
 from bot.plan.estimate import BackfillEstimate, estimate_backfills
 from bot.plan.rollback import RollbackResult
-from bot.plan.run import RunResult
+from bot.plan.cron_run import RunResult
 from bot.project.config import ModelDefaults, ProjectConfig, UserConfig
 from bot.quality.api import TestResult, TestSuiteResult
 from bot.snapshot import ChangeCategory, Fingerprint, Snapshot

@@ -159,7 +159,7 @@ def test_fetchdf_writes_only_with_the_flag(shop, clean_catalog):
 
 def test_table_diff_api_checks_tables_and_filter_before_using_spark():
     """Callers other than the CLI (the PR bot) get the same refusal; the session is never touched."""
-    from bot.diff.api import table_diff
+    from bot.diff.table_diff import table_diff
     from bot.errors import PlanError
 
     with pytest.raises(PlanError, match="holds a `;`"):

@@ -12,7 +12,7 @@ import pytest
 import responses
 
 from bot.context import Context
-from bot.diff.api import ModelDataDiff
+from bot.diff.table_diff import ModelDataDiff
 from bot.diff.gates import Level, check, parse_gates
 from bot.diff.rows import ColumnProfile, RowDiff
 from bot.diff.schema import schema_diff

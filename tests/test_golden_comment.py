@@ -18,7 +18,7 @@ import pytest
 import responses
 from cmarkgfm.cmark import Options
 
-from bot.diff.api import ModelDataDiff
+from bot.diff.table_diff import ModelDataDiff
 from bot.diff.rows import ColumnProfile, RowDiff
 from bot.diff.schema import schema_diff
 from bot.github.action import Invocation, main

@@ -150,7 +150,7 @@ def _project(root: Path, schema: str, *, fail: bool = False) -> Path:
 
 def _spy(monkeypatch):
     """Record the start and end of every batch SparkRunner evaluates, from every thread."""
-    from bot.plan.runner import SparkRunner
+    from bot.plan.batch_runner import SparkRunner
 
     events, note = _recorder()
     threads: set[str] = set()

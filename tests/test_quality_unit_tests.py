@@ -10,7 +10,7 @@ import pytest
 from bot.errors import ConfigError
 from bot.spark.engine import SparkEngine
 from bot.project.loader import load_project
-from bot.quality.test_files import load_test_file
+from bot.quality.unit_test_files import load_test_file
 from bot.quality.unit_tests import run_tests
 
 CONFIG = "model_defaults:\n  dialect: spark\n"

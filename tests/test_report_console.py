@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from bot.diff.api import TableDiffResult
+from bot.diff.table_diff import TableDiffResult
 from bot.diff.rows import DiffSamples, RowDiff
 from bot.diff.schema import SchemaDiff
 from bot.report.console import TerminalReporter

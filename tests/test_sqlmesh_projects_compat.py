@@ -337,7 +337,7 @@ def test_external_models_and_depends_on_lose_the_default_catalog(tmp_path):
 def test_python_models_and_unit_tests_lose_the_default_catalog_too(tmp_path):
     """A DuckDB project's Python model (`@model("jaffle_shop.main.py_orders")`, resolve_table of a qualified
     name, an is_sql query) and unit tests naming `jaffle_shop.main.orders` load with two-part names."""
-    from bot.quality.test_files import load_test_files
+    from bot.quality.unit_test_files import load_test_files
 
     root = write_files(tmp_path / "p", {
         "config.yaml": CONFIG + "default_catalog: jaffle_shop\n",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Sequence
 from bot.context import ApplyResult, Context
 from bot.errors import BotError
 from bot.plan.definition import Plan, ProgressCallback
-from bot.plan.run import RunResult
+from bot.plan.cron_run import RunResult
 from bot.quality.api import AuditReport, TestSuiteResult
 
 if TYPE_CHECKING:   # the sender (and Jinja) load only when something is to be told

@@ -65,7 +65,7 @@ def table_diff(ctx: click.Context, environments: str, model: str | None, on: tup
                skip_columns: tuple[str, ...], where: str | None, decimals: int, show_sample: bool,
                limit: int, source_table: str | None, target_table: str | None, as_json: bool) -> None:
     """Compare MODEL between SOURCE and TARGET environments (or two tables) on Spark."""
-    from bot.diff.api import to_json
+    from bot.diff.table_diff import to_json
     from bot.diff.arguments import check_columns, check_table_name, check_where
     from bot.errors import PlanError
     from bot.report.diff_text import table_diff_text

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Mapping
 
-from bot.diff.api import ModelDataDiff
+from bot.diff.table_diff import ModelDataDiff
 from bot.errors import ConfigError
 
 

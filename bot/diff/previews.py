@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable, Protocol
 
-from bot.diff.api import DiffSide, ModelDataDiff, count_rows, table_diff
+from bot.diff.table_diff import DiffSide, ModelDataDiff, count_rows, table_diff
 from bot.errors import PlanError
 from bot.project.timeutil import MS_PER_DAY, to_datetime
 

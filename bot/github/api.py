@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 from bot.context import ApplyResult
-from bot.diff.api import ModelDataDiff
+from bot.diff.table_diff import ModelDataDiff
 from bot.diff.plan_regressions import PlanComparison
 from bot.errors import GithubError
 from bot.github.event import PullRequest, Review
@@ -18,7 +18,7 @@ from bot.quality.api import TestSuiteResult
 if TYPE_CHECKING:   # types only: the GitHub layer reaches state and Spark through the context
     from bot.plan.estimate import BackfillEstimate
     from bot.plan.rollback import RollbackResult
-    from bot.plan.run import RunResult
+    from bot.plan.cron_run import RunResult
     from bot.state.api import Environment
 
 MARKER_PREFIX = "<!-- meshbot:pr-comment"

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from bot.diff.api import ModelDataDiff
+from bot.diff.table_diff import ModelDataDiff
 from bot.diff.gates import Finding, Level
 from bot.diff.plan_regressions import PlanComparison, plan_rows, summary_line
 from bot.diff.rows import ColumnProfile

@@ -21,7 +21,7 @@ from bot.project.loader import Project
 from bot.project.header import parse_value, split_blocks, value_names
 from bot.project.model import KindName, Model
 from bot.project.sqltext import line_at
-from bot.quality.test_files import load_test_files
+from bot.quality.unit_test_files import load_test_files
 
 _DOT = r"\s*\.\s*"
 _ERROR_POSITION = re.compile(r"\.?\s*Line: \d+, Col: \d+\.?")

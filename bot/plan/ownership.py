@@ -13,7 +13,7 @@ from bot.state.api import StateSync
 
 
 class CatalogOwner(Protocol):
-    """The catalog calls ownership needs (bot.plan.runner.SparkRunner has them)."""
+    """The catalog calls ownership needs (bot.plan.batch_runner.SparkRunner has them)."""
 
     def ensure_schemas(self, schemas: list[str]) -> None: ...
     def schema_owner(self, schema: str) -> str | None: ...

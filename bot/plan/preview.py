@@ -15,7 +15,7 @@ from bot.errors import BotError, ConfigError, PlanError
 from bot.intervals import Interval
 from bot.plan.definition import ChangeType, ModelChange, Plan
 from bot.plan.evaluator import order_snapshots
-from bot.plan.run import model_start, query_sql
+from bot.plan.cron_run import model_start, query_sql
 from bot.project.dag import children_of, reachable
 from bot.project.model import KindName, Model
 from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms

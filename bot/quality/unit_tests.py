@@ -18,7 +18,7 @@ from bot.project.render import render_query
 from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, to_datetime, to_ms
 from bot.quality.api import TestResult, TestSuiteResult
 from bot.quality.compare import compare_rows, describe
-from bot.quality.test_files import TestData, UnitTest, load_test_files
+from bot.quality.unit_test_files import TestData, UnitTest, load_test_files
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors
 from bot.spark.python_context import ExecutionContext, python_model_frame

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from bot.diff.api import TableDiffResult
+from bot.diff.table_diff import TableDiffResult
 from bot.report.console import rows_table, table_text
 
 

@@ -10,7 +10,7 @@ from bot.context import Context
 from bot.errors import PlanError
 from bot.intervals import Interval
 from bot.plan.definition import PlanOptions
-from bot.plan.run import due_batches
+from bot.plan.cron_run import due_batches
 from bot.project.model import Kind, KindName, Model
 from bot.project.timeutil import to_ms
 from ops_project import write_ops_project
