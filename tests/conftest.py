@@ -203,6 +203,15 @@ def _no_github_env(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _no_write_throttle(monkeypatch):
+    """GitHub is a mock here: no test waits out the second between writes that keeps the real one's
+    secondary rate limit happy (a PR sync makes ~20 writes)."""
+    from bot.github.client import GithubClient
+
+    monkeypatch.setitem(GithubClient.__init__.__kwdefaults__, "seconds_between_writes", 0.0)
+
+
+@pytest.fixture(autouse=True)
 def _no_secrets_from_other_tests():
     """Each test starts with no registered secret: one test's password must not mask another's text."""
     from bot.redact import forget_all

@@ -104,7 +104,7 @@ def test_the_data_diff_check_fails_on_a_failing_gate_and_the_comment_marks_the_m
 
 
 @pytest.mark.spark
-def test_a_grain_turned_per_day_fails_the_gate_on_spark(spark, tmp_path):
+def test_a_grain_turned_per_day_fails_the_gate_on_spark(clean_catalog, tmp_path):
     """The issue's case: customer_revenue (grain customer_id) grouped by customer and day as well."""
     root = tmp_path / "shop"
     write_example(root)

@@ -115,7 +115,10 @@ class _Scenario:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> dict[str, str]:
     """Every text meshbot wrote in the scenario, by golden file name."""
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+    from bot.github.client import GithubClient
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps, pytest.MonkeyPatch.context() as patch:
+        patch.setitem(GithubClient.__init__.__kwdefaults__, "seconds_between_writes", 0.0)   # as conftest does
         gh = install(rsps)
         bot = _Scenario(tmp_path_factory.mktemp("golden"), gh)
         assert bot("pull_request", bot.opened) == 1     # a unit test fails
