@@ -68,7 +68,10 @@ class GitCheckout:
         done = GitCheckout(root)._git("archive", "--format=tar", f"{ref}:{prefix.stdout.decode().strip()}")
         if done is None or done.returncode != 0:
             return False
-        with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
-            archive.extractall(destination, members=[m for m in archive.getmembers() if m.isfile() or m.isdir()],
-                               filter="data")
+        try:
+            with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+                archive.extractall(destination, filter="data",
+                                   members=[m for m in archive.getmembers() if m.isfile() or m.isdir()])
+        except (tarfile.TarError, OSError):
+            return False
         return True
