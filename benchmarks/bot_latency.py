@@ -72,6 +72,13 @@ def prepare(workdir: Path) -> tuple[Path, Path]:
     started = time.perf_counter()
     meshbot("-p", str(project), "plan", "prod", "--auto-apply", "--no-prompts")
     print(f"prod applied on Spark in {time.perf_counter() - started:.1f} s (untimed)", flush=True)
+    events = open_one_model_pr(project, workdir)
+    shutil.copytree(project, workdir / "pristine", symlinks=True)
+    return project, events
+
+
+def open_one_model_pr(project: Path, workdir: Path) -> Path:
+    """The PR: one column added to shop.orders, and the `opened` event (with its answers file) for it."""
     orders = project / "models" / "orders.sql"
     text = orders.read_text()
     changed = re.sub(r"^  ds$", "  ds,\n  amount * 100 AS amount_cents", text, count=1, flags=re.M)
@@ -83,8 +90,7 @@ def prepare(workdir: Path) -> tuple[Path, Path]:
     opened = json.loads((PAYLOADS / "pull_request" / "opened.payload.json").read_text())
     (events / "opened.json").write_text(json.dumps(opened))
     (events / "answers-open.json").write_text(json.dumps({"pulls": [opened["pull_request"]]}))
-    shutil.copytree(project, workdir / "pristine", symlinks=True)
-    return project, events
+    return events
 
 
 def _reset(project: Path) -> None:

@@ -25,7 +25,6 @@ Installed sizes are the virtualenv's bytes on disk. Run: `.venv/bin/python bench
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -184,18 +183,7 @@ def _connect_project(workdir: Path, python: Path, url: str, round_: int) -> tupl
     if proc.returncode != 0:
         raise SystemExit(f"prod apply through Spark Connect failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     print(f"  prod applied through Spark Connect in {time.perf_counter() - started:.1f} s (untimed)", flush=True)
-    orders = project / "models" / "orders.sql"
-    text = orders.read_text()
-    changed = re.sub(r"^  ds$", "  ds,\n  amount * 100 AS amount_cents", text, count=1, flags=re.M)
-    if changed == text:
-        raise SystemExit("could not change models/orders.sql: the example project changed")
-    orders.write_text(changed)
-    events = workdir / "events"
-    events.mkdir()
-    opened = json.loads((bot_latency.PAYLOADS / "pull_request" / "opened.payload.json").read_text())
-    (events / "opened.json").write_text(json.dumps(opened))
-    (events / "answers-open.json").write_text(json.dumps({"pulls": [opened["pull_request"]]}))
-    return project, events
+    return project, bot_latency.open_one_model_pr(project, workdir)
 
 
 # --------------------------------------------------------------------------------------------

@@ -221,6 +221,17 @@ def _no_secrets_from_other_tests():
     forget_all()
 
 
+@pytest.fixture
+def sqlite_state(tmp_path):
+    """A fresh SQLite state in the test's folder, closed afterwards."""
+    from bot.project.config import StateConnection
+    from bot.state.connect import connect_state
+
+    store = connect_state(StateConnection(type="sqlite", database=str(tmp_path / "state.db")), project_root=tmp_path)
+    yield store
+    store.close()
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def connection(request, tmp_path):
     """A state connection on each backend: a SQLite file, or a PostgreSQL schema of its own."""

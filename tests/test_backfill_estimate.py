@@ -14,19 +14,15 @@ from bot.plan import estimate as estimate_module
 from bot.plan.batch import BatchWriter
 from bot.plan.definition import Backfill, BackfillKind, Plan
 from bot.plan.estimate import estimate_backfills, total_seconds
-from bot.project.config import StateConnection
 from bot.snapshot import Fingerprint, Snapshot
 from bot.state.api import Environment, EnvironmentSnapshot
-from bot.state.connect import connect_state
 
 DAY = 86_400_000
 
 
 @pytest.fixture
-def state(tmp_path):
-    store = connect_state(StateConnection(type="sqlite", database=str(tmp_path / "state.db")), project_root=tmp_path)
-    yield store
-    store.close()
+def state(sqlite_state):
+    return sqlite_state
 
 
 class _SlowRunner:

@@ -21,7 +21,6 @@ from bot.errors import PlanError
 from bot.plan import claims as claims_module
 from bot.plan.batch import BatchWriter
 from bot.plan.claims import Claims, environment_key, version_key
-from bot.project.config import StateConnection
 from bot.snapshot import Fingerprint, Snapshot
 from bot.state.connect import connect_state
 
@@ -30,10 +29,8 @@ DAY = 86_400_000
 
 
 @pytest.fixture
-def state(tmp_path):
-    store = connect_state(StateConnection(type="sqlite", database=str(tmp_path / "state.db")), project_root=tmp_path)
-    yield store
-    store.close()
+def state(sqlite_state):
+    return sqlite_state
 
 
 def test_doctests():

@@ -12,14 +12,13 @@ from sqlglot import exp
 from bot.errors import ConfigError, PlanError
 from bot.plan.builder import build_plan
 from bot.plan.definition import BackfillKind, ChangeType, Plan, PlanOptions
-from bot.project.config import ModelDefaults, ProjectConfig, StateConnection
+from bot.project.config import ModelDefaults, ProjectConfig
 from bot.project.dag import DAG
 from bot.project.model import Kind, KindName, Model
 from bot.project.render import normalized_query_sql
 from bot.project.timeutil import to_ms
 from bot.snapshot import ChangeCategory
 from bot.state.api import Environment, EnvironmentSnapshot
-from bot.state.connect import connect_state
 
 DAY = 86_400_000
 NOW = to_ms("2024-02-01 10:00:00")
@@ -55,11 +54,8 @@ def config(tmp_path) -> ProjectConfig:
 
 
 @pytest.fixture
-def state(tmp_path):
-    sync = connect_state(StateConnection(type="sqlite", database=str(tmp_path / "state.db")),
-                         project_root=tmp_path)
-    yield sync
-    sync.close()
+def state(sqlite_state):
+    return sqlite_state
 
 
 def plan_for(state, config, models, env="prod", now=NOW, **options) -> Plan:
