@@ -164,8 +164,16 @@ def has_query(model: Model) -> bool:
 
 
 def cached_sql(model: Model) -> tuple[str | None, list[str], list[str]] | None:
-    """(query, pre_statements, post_statements) as to_sql text for a cached model; None otherwise."""
+    """(query, pre_statements, post_statements) as to_sql text for a cached model, or one whose text
+    was printed before (remember_sql); None otherwise."""
     return model.__dict__.get(_SQL)
+
+
+def remember_sql(model: Model, sql: tuple[str | None, list[str], list[str]]) -> None:
+    """Keep a model's printed SQL with it: a serial cold load prints each model twice otherwise (its
+    cache entry, then its snapshot definition), as a parse worker's model already carries its text.
+    Models are frozen and their ASTs are not changed after loading, so the text stays true."""
+    model.__dict__.setdefault(_SQL, sql)
 
 
 def query_facts(model: Model) -> tuple[list[str] | None, bool]:

@@ -14,12 +14,15 @@ FORMAT_VERSION = 1
 
 def model_to_dict(model: Model) -> dict[str, Any]:
     """Every field of `model` as JSON-safe values; expressions as SQL text (`@var` kept as written)."""
-    from bot.project.cache import cached_sql   # models read from the parse cache carry their SQL text
+    from bot.project.cache import cached_sql, remember_sql   # models read from the parse cache carry their SQL text
 
-    query, pre, post = cached_sql(model) or (
-        to_sql(model.query, model.dialect) if model.query is not None else None,
-        [to_sql(s, model.dialect) for s in model.pre_statements],
-        [to_sql(s, model.dialect) for s in model.post_statements])
+    sql = cached_sql(model)
+    if sql is None:
+        sql = (to_sql(model.query, model.dialect) if model.query is not None else None,
+               [to_sql(s, model.dialect) for s in model.pre_statements],
+               [to_sql(s, model.dialect) for s in model.post_statements])
+        remember_sql(model, sql)
+    query, pre, post = sql
     return {
         "format": FORMAT_VERSION,
         "name": model.name,
