@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from bot.plan.env_statements import EnvironmentStatements
     from bot.plan.janitor import JanitorResult
     from bot.plan.estimate import BackfillEstimate
-    from bot.plan.lint import LintResult
+    from bot.quality.lint.runner import LintResult
     from bot.plan.rollback import RollbackResult
     from bot.plan.cron_run import RunResult
     from bot.plan.batch_runner import SparkRunner
@@ -361,7 +361,7 @@ class Context:
 
     def lint(self) -> "LintResult":
         """Run the linter rules of the project's `linter:` config over every model (no Spark)."""
-        from bot.plan.lint import lint_project
+        from bot.quality.lint.runner import lint_project
 
         return lint_project(self.project, rendered=self.rendered_queries())
 

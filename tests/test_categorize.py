@@ -7,8 +7,8 @@ import doctest
 import pytest
 
 import bot.plan.categorize as categorize_module
-from bot.plan.categorize import (categorize, categorize_seed, expand_star, indirect_category,
-                                 projection_names)
+from bot.plan.categorize import categorize, categorize_seed, indirect_category
+from bot.project.output_columns import expand_star, projection_names
 from bot.snapshot import ChangeCategory
 
 B, NB = ChangeCategory.BREAKING, ChangeCategory.NON_BREAKING

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from bot.cli.common import context_of, handle_errors
-from bot.plan.lint import LintResult
+from bot.quality.lint.runner import LintResult
 from bot.report.console import TerminalReporter
 
 

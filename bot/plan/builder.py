@@ -13,8 +13,7 @@ import sqlglot
 from bot.errors import PlanError
 from bot.fingerprint import fingerprint_models
 from bot.plan.backfill import BackfillInputs, plan_backfills, restated_models
-from bot.plan.categorize import (categorize, categorize_seed, expand_star, indirect_category,
-                                 projection_names, selects_star)
+from bot.plan.categorize import categorize, categorize_seed, indirect_category
 from bot.plan.columns import check_columns
 from bot.plan.destructive import check_destructive
 from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
@@ -23,8 +22,9 @@ from bot.project.config import ProjectConfig
 from bot.project.dag import DAG
 from bot.project.timeutil import now_ms as wall_clock_ms
 from bot.project.model import KindName, Model
+from bot.project.output_columns import expand_star, projection_names
 from bot.project.serialize import model_to_dict
-from bot.project.sqltext import parse_sql, to_sql
+from bot.project.sqltext import parse_sql, selects_star, to_sql
 from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
                           physical_schema_name)
 from bot.state.api import StateReader

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Sequence
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.diff import Insert, Keep, diff
 from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.qualify import qualify
 
-from bot.project.sqltext import selects_star  # noqa: F401 - re-exported for the plan builder
 from bot.snapshot import ChangeCategory
 
 Edit = object
@@ -147,43 +145,3 @@ def indirect_category(upstream: Iterable[ChangeCategory]) -> ChangeCategory:
     if seen & {ChangeCategory.NON_BREAKING, ChangeCategory.INDIRECT_NON_BREAKING}:
         return ChangeCategory.INDIRECT_NON_BREAKING
     return ChangeCategory.METADATA
-
-
-def expand_star(sql: str, columns: Mapping[str, Sequence[str]], *, dialect: str = "spark") -> str | None:
-    """`sql` with `*` expanded from the known columns of its sources; None when not possible.
-
-    >>> expand_star("SELECT * FROM db.t", {"db.t": ["a", "b"]})
-    'SELECT `t`.`a` AS `a`, `t`.`b` AS `b` FROM `db`.`t` AS `t`'
-    """
-    schema: dict[str, dict[str, dict[str, str]]] = {}
-    for name, cols in columns.items():
-        parts = name.split(".")
-        if len(parts) != 2 or not cols:
-            continue
-        schema.setdefault(parts[0], {})[parts[1]] = {c: "STRING" for c in cols}
-    try:
-        query = qualify(_parse(sql, dialect), schema=schema, dialect=dialect,
-                        validate_qualify_columns=False)
-    except SqlglotError:
-        return None
-    if selects_star(query):
-        return None
-    return query.sql(dialect=dialect, identify=True)
-
-
-def projection_names(sql: str, *, dialect: str = "spark") -> list[str] | None:
-    """Output column names of a query, or None when a `*` or an unnamed column hides them.
-
-    >>> projection_names("SELECT a, b + 1 AS c FROM t")
-    ['a', 'c']
-    """
-    try:
-        query = _parse(sql, dialect)
-    except SqlglotError:
-        return None
-    if not isinstance(query, exp.Query):
-        return None
-    names = query.named_selects
-    if len(names) != len(query.selects) or any(s.is_star for s in query.selects):
-        return None
-    return names

@@ -1,27 +1,23 @@
 """Plan-time column checks: `grain`, `unique_key`, `time_column`, `partitioned_by` and built-in audit
 column arguments must name columns the model produces (sqlglot only, never Spark).
 
-A model's output columns come from its rendered query (a `*` is expanded from its parents' known
-columns), its declared `columns`, a seed's CSV header or an external model's YAML columns. When they
-cannot be known (a star over a table without known columns, an unnamed expression, a Python model
-without `columns`), nothing is checked: no false errors.
+When a model's output columns cannot be known (see bot.project.output_columns), nothing is checked:
+no false errors.
 """
 
 from __future__ import annotations
 
-import csv
 import functools
 import re
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from bot.errors import ConfigError
-from bot.plan.categorize import expand_star, projection_names
-from bot.project.cache import has_query, query_facts
 from bot.project.model import KindName, Model
+from bot.project.output_columns import OutputColumns
 from bot.project.warn import project_warning
 
 # built-in audit arguments that hold column names or expressions over columns
@@ -95,64 +91,6 @@ def _parse_column_names(text: str) -> list[str]:
     if isinstance(node, exp.Column) and not node.table:
         return [node.name]
     return [c.name for c in node.find_all(exp.Column) if not c.table and c.name]
-
-
-class OutputColumns:
-    """Lower-case output columns per model, computed on demand (parents first), None when unknown."""
-
-    def __init__(self, models: Mapping[str, Model], rendered: Mapping[str, str]) -> None:
-        self.models, self.rendered = models, rendered
-        self.cache: dict[str, list[str] | None] = {}
-
-    def of(self, name: str, trail: frozenset[str] = frozenset()) -> list[str] | None:
-        if name not in self.cache:
-            self.cache[name] = None if name in trail else self._compute(name, trail | {name})
-        return self.cache[name]
-
-    def _compute(self, name: str, trail: frozenset[str]) -> list[str] | None:
-        model = self.models[name]
-        columns = [c.lower() for c, _ in model.columns] or self._from_source(model, trail)
-        if columns is None:
-            return None
-        if model.kind.name in (KindName.SCD_TYPE_2_BY_TIME, KindName.SCD_TYPE_2_BY_COLUMN):
-            columns = columns + [model.kind.valid_from_name.lower(), model.kind.valid_to_name.lower()]
-        return columns
-
-    def _from_source(self, model: Model, trail: frozenset[str]) -> list[str] | None:
-        if model.kind.name is KindName.SEED:
-            return _seed_header(model)
-        sql = self.rendered.get(model.name)
-        if not has_query(model) or not sql:
-            return None            # Python models without `columns`, external models without columns
-        names, star = query_facts(model)   # from the parse cache: no AST is built
-        if names is None:
-            names = projection_names(sql)    # the outer SELECT's names, whatever its CTEs select
-        if names is not None or not star:
-            return [n.lower() for n in names] if names is not None else None
-        parents: dict[str, Sequence[str]] = {}
-        for parent in model.depends_on:
-            if parent not in self.models:
-                return None        # a plain table of the warehouse: its columns are unknown
-            cols = self.of(parent, trail)
-            if cols is None:
-                return None
-            parents[parent] = cols
-        expanded = expand_star(sql, parents)
-        names = projection_names(expanded) if expanded else None
-        return [n.lower() for n in names] if names is not None else None
-
-
-def _seed_header(model: Model) -> list[str] | None:
-    settings = dict(model.kind.csv_settings)
-    delimiter = str(settings.get("delimiter", ","))
-    if model.seed_abs_path is None or len(delimiter) != 1:
-        return None
-    try:
-        with model.seed_abs_path.open(encoding="utf-8", newline="") as handle:
-            header = next(csv.reader(handle, delimiter=delimiter), None)
-    except (OSError, UnicodeDecodeError):
-        return None
-    return [h.strip().lower() for h in header] if header else None
 
 
 def property_line(model: Model, keyword: str, column: str) -> int:

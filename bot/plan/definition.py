@@ -113,3 +113,10 @@ class Plan:
 
     def change_for(self, name: str) -> ModelChange | None:
         return next((c for c in self.changes if c.name == name), None)
+
+    def tables(self) -> dict[str, str]:
+        """Model name → the physical table its readers use under this plan: a forward-only preview's
+        `__dev` table, else the snapshot's table (an EXTERNAL model: its own name)."""
+        dev = {b.snapshot_id for b in self.backfills if b.is_dev}
+        return {name: (s.dev_table_name if s.snapshot_id in dev else s.table_name)
+                for name, s in self.snapshots.items()}

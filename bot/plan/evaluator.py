@@ -120,7 +120,7 @@ class PlanEvaluator:
 
     def _apply(self, plan: Plan) -> ApplyLog:
         """Run bot.plan.stages' list for `plan`, each stage's fault checkpoint at its end."""
-        return self._run(APPLY_STAGES, _Apply(plan=plan, mapping=self.table_mapping(plan)))
+        return self._run(APPLY_STAGES, _Apply(plan=plan, mapping=plan.tables()))
 
     def promote_snapshots(self, plan: Plan, environment: Environment, *, stored: Environment | None) -> ApplyLog:
         """Serve `environment` (snapshots whose tables already hold their data) through the apply's own
@@ -228,13 +228,11 @@ class PlanEvaluator:
                           "environment and its views were left as before this plan; re-run it") from exc
 
     def table_mapping(self, plan: Plan) -> dict[str, str]:
-        """Model name → the physical table its readers use in this plan (dev previews read `__dev`)."""
-        dev_ids = {b.snapshot_id for b in plan.backfills if b.is_dev}
-        return {name: (s.dev_table_name if s.snapshot_id in dev_ids else s.table_name)
-                for name, s in plan.snapshots.items()}
+        """`plan.tables()`, for bot.context's standalone audits until it asks the plan itself."""
+        return plan.tables()
 
     def environment_for(self, plan: Plan) -> Environment:
-        mapping = self.table_mapping(plan)
+        mapping = plan.tables()
         previous = plan.previous_environment
         return Environment(
             name=plan.environment,

@@ -117,13 +117,16 @@ def _json_backfill(backfill: Backfill | None) -> Any:
 def plan_to_json(plan: Plan) -> dict[str, Any]:
     """The plan for machines (`--json`): only changed models, interval ends inclusive."""
     by_name = {b.snapshot_id.name: b for b in plan.backfills}
+    tables = plan.tables()
     models = []
     for change in sorted(plan.changes, key=lambda c: c.name):
         snapshot = change.snapshot or change.previous
         backfill = by_name.get(change.name) if change.snapshot is not None else None
         table = ""
-        if snapshot is not None:
-            table = snapshot.dev_table_name if backfill and backfill.is_dev else snapshot.table_name
+        if change.snapshot is not None:
+            table = tables[change.name]
+        elif change.previous is not None:   # removed: the table it had
+            table = change.previous.table_name
         models.append({
             "name": change.name,
             "change": change.change.value,

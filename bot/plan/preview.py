@@ -129,7 +129,7 @@ class _Preview:
 
     def __post_init__(self) -> None:
         prod = self.state.get_environment("prod")
-        self.prod_tables = {s.name: s.table_name for s in prod.snapshots} if prod else {}
+        self.prod_tables = prod.tables() if prod else {}
         self.prod_versions = {s.name: s.version for s in prod.snapshots} if prod else {}
         self.mapping = {name: self.prod_tables.get(name, view_name(name, "prod"))
                         for name in self.context_models}

@@ -20,12 +20,15 @@ from bot.project.model import KindName
 
 # Fake module name -> {attribute: (meshbot module, attribute)}, resolved lazily on first access;
 # a target module of None means this module.
+# The linter's names live a layer above, in bot.quality.lint: only a user file asking for them (a
+# `linter/*.py` rule) imports that module, never the loader itself.
+_LINT = "bot.quality.lint.user_rules"
 _MACRO = {"macro": ("bot.project.macros", "macro"), "MacroEvaluator": ("bot.project.macros", "MacroEvaluator"),
           "SQL": (None, "SQL")}
 _MODEL = {"model": ("bot.project.python_model", "model"), "ModelKindName": (None, "KindName")}
 _DATES = {name: (None, name) for name in ("to_datetime", "to_ds", "to_ts", "to_timestamp", "make_inclusive",
                                           "now", "TimeLike")}
-_RULES = {name: ("bot.project.lint_rules", name) for name in ("Rule", "RuleViolation", "Range", "Position")}
+_RULES = {name: (_LINT, name) for name in ("Rule", "RuleViolation", "Range", "Position")}
 _MATERIALIZATION = {"CustomMaterialization": ("bot.project.materializations", "CustomMaterialization")}
 _CUSTOM_KIND = {"CustomKind": ("bot.project.materializations", "CustomKind")}
 _KIND_CLASSES = {name: (None, name) for name in (
@@ -36,11 +39,11 @@ _KINDS = {**_KIND_CLASSES, **_CUSTOM_KIND, "ModelKindName": (None, "KindName"),
           "OnDestructiveChange": ("bot.project.model", "OnDestructiveChange")}
 _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
     "sqlmesh": {**_MACRO, **_MODEL, **_MATERIALIZATION, **_CUSTOM_KIND, "QueryOrDF": (None, "QueryOrDF"),
-                "Model": ("bot.project.lint_rules", "ModelView"), "ExecutionContext": (None, "ExecutionContext"),
+                "Model": (_LINT, "ModelView"), "ExecutionContext": (None, "ExecutionContext"),
                 "EngineAdapter": (None, "EngineAdapter"), "str_to_bool": (None, "str_to_bool")},
     "sqlmesh.core": {},
     "sqlmesh.core.macros": _MACRO,
-    "sqlmesh.core.model": {**_MODEL, **_KINDS, **{name: ("bot.project.lint_rules", "ModelView")
+    "sqlmesh.core.model": {**_MODEL, **_KINDS, **{name: (_LINT, "ModelView")
                                          for name in ("Model", "SqlModel", "PythonModel", "SeedModel")}},
     "sqlmesh.core.linter": {},
     "sqlmesh.core.linter.rule": _RULES,

@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from bot.errors import ConfigError
 from bot.project.model import KindName, Model
+from bot.project.sqlmesh_shim import project_imports, sqlmesh_shim
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,6 @@ class ModelView:
 def load_custom_rules(root: Path) -> dict[str, type[Rule]]:
     """The Rule subclasses defined in `<root>/linter/*.py`, by name; a file that fails to import is a
     ConfigError naming it."""
-    from bot.project.sqlmesh_shim import project_imports, sqlmesh_shim
-
     folder = root / "linter"
     rules: dict[str, type[Rule]] = {}
     if not folder.is_dir():
