@@ -10,12 +10,13 @@ from typing import Callable
 
 from bot.errors import BotError
 from bot.github.api import CheckRun, EngineContext, GithubPort, comment_marker
+from bot.github.checks import CheckName
 from bot.github.event import Event, PullRequest
 from bot.github.gate import SealedContext
 from bot.github.local import StepOutputs
 from bot.github.sections import merge_comment, recorded_checks
 from bot.github.timing import PhaseTimings
-from bot.github.settings import CheckName, BotSettings, pr_environment_name
+from bot.github.settings import BotSettings, pr_environment_name
 from bot.github.trusted import TrustedConfig
 from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckState, CheckSummaryView, CommentView,
                               render_check_summary, render_comment, truncate_markdown)

@@ -10,7 +10,8 @@ from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_te
                                      post_comment, start_check)
 from bot.github.runners.notify import notifier_for
 from bot.github.sections import recorded_plan_digest
-from bot.github.settings import BotSettings, CheckName
+from bot.github.checks import CheckName
+from bot.github.settings import BotSettings
 from bot.github.views import CheckSummaryView, CommentView, plan_view
 from bot.plan.definition import Plan
 from bot.report.notify import Notifier, evaluated_models, plan_models

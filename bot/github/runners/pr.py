@@ -13,7 +13,7 @@ from bot.github.gate import approval_status
 from bot.github.event import PullRequest
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, require_lasting_storage, start_check, touches_project)
-from bot.github.settings import CheckName
+from bot.github.checks import CheckName
 from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanRegressionView, PlanView, PrEnvironmentView,
                               TestsView, diff_view, impact_view, plan_regression_views, plan_view, tests_view)
 from bot.report.markdown import pluralize
