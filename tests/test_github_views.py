@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.github import views
-from bot.github.api import comment_marker
-from bot.github.sections import merge_comment, recorded_plan_digest, sections
+from bot.report.comment_state import comment_marker, merge_comment, recorded_plan_digest, sections
 from bot.github.views import (COMMENT_LIMIT, BackfillView, ChangeView, CommentView, DiffView, FailureView,
                               PlanView, TestsView, plan_view, render_comment, truncate_markdown)
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions
@@ -112,12 +111,12 @@ def test_status_never_says_passed_while_a_check_failed():
 
 
 def test_recorded_checks_survive_a_round_trip_whatever_their_text():
-    from bot.github.sections import recorded_checks
+    from bot.report.comment_state import recorded_checks
     from bot.github.views import CheckState
 
     tricky = CheckState("Unit Tests", "failure", None, "1 of 2 failed --> <!-- `x` -->")
     body, _ = render_comment(CommentView(marker=MARKER, status="", head_sha="abc", checks=(tricky,)))
-    assert recorded_checks(body) == ("abc", [("Unit Tests", "failure", None, tricky.detail)])
+    assert recorded_checks(body) == ("abc", (CheckState("Unit Tests", "failure", None, tricky.detail),))
     assert set(sections(body)) == {"status"} and "--&gt; &lt;!-- `x` --&gt;" in body
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, replace
 from typing import Mapping
@@ -18,6 +17,7 @@ from bot.plan.estimate import BackfillEstimate, format_seconds, total_seconds
 from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, ModelImpact, column_impact
 from bot.quality.api import TestSuiteResult
 from bot.project.timeutil import to_datetime
+from bot.report.comment_state import CheckState, Marker, checks_marker, plan_digest_marker
 from bot.report.markdown import md_escape, render
 
 COMMENT_LIMIT = 65_536
@@ -140,20 +140,6 @@ class DiffView:
     @property
     def compared_by_key(self) -> bool:
         return self.matched is not None
-
-
-@dataclass(frozen=True)
-class CheckState:
-    """A check run as the comment's status line sees it (recorded in the comment for later runs)."""
-
-    name: str                   # CheckName, e.g. "Unit Tests"
-    conclusion: str | None      # success, failure, skipped...; None while in progress
-    url: str | None = None      # the check run's page (html_url), when GitHub said it
-    detail: str = ""            # the check's one-line summary
-
-    @property
-    def failed(self) -> bool:
-        return self.conclusion in ("failure", "error", "cancelled", "timed_out", "action_required")
 
 
 @dataclass(frozen=True)
@@ -290,10 +276,14 @@ class CommentView:
         return StatusView(failed=failed, waiting=waiting, passed=passed)
 
     @property
-    def checks_record(self) -> str:
-        """The checks as JSON for the hidden comment that later runs read (see sections.recorded_checks)."""
-        data = {"sha": self.head_sha, "checks": [[c.name, c.conclusion, c.url, c.detail] for c in self.checks]}
-        return json.dumps(data, ensure_ascii=True).replace("-", "\\u002d").replace(">", "\\u003e")
+    def checks_record(self) -> Marker:
+        """The checks' hidden record, which later runs read (bot.report.comment_state.recorded_checks)."""
+        return checks_marker(self.head_sha, self.checks)
+
+    @property
+    def plan_digest_record(self) -> Marker:
+        """The prod plan digest's hidden record, which a deploy compares with (recorded_plan_digest)."""
+        return plan_digest_marker(self.plan_digest or "", self.plan_models)
 
 
 # -- building views from engine results ----------------------------------------------------------

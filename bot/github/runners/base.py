@@ -9,24 +9,23 @@ from pathlib import PurePosixPath
 from typing import Callable
 
 from bot.errors import BotError
-from bot.github.api import CheckRun, EngineContext, GithubPort, comment_marker
+from bot.github.api import CheckRun, EngineContext, GithubPort
 from bot.github.checks import CheckName
 from bot.github.event import Event, PullRequest
 from bot.github.gate import SealedContext
 from bot.github.local import StepOutputs
-from bot.github.sections import merge_comment, recorded_checks
 from bot.github.timing import PhaseTimings
 from bot.github.settings import BotSettings, pr_environment_name
 from bot.github.trusted import TrustedConfig
-from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckState, CheckSummaryView, CommentView,
-                              render_check_summary, render_comment, truncate_markdown)
+from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckSummaryView, CommentView, render_check_summary,
+                              render_comment, truncate_markdown)
 from bot.plan.definition import Plan
 from bot.redact import redact
+from bot.report.comment_state import (CheckState, comment_marker, format_models, merge_comment,
+                                       outside_markers, recorded_checks)
 from bot.report.markdown import render
 
 PROJECT_SUFFIXES = frozenset({".sql", ".py", ".yaml", ".yml", ".csv", ".json"})
-# meshbot's own hidden markers, kept whole when a comment is redacted (their JSON payloads are not)
-_MARKERS = re.compile(r"<!-- /?meshbot:(?:section \w+ -->|pr-comment gateway=\S+ -->|[a-z-]+)")
 
 
 @dataclass
@@ -83,8 +82,7 @@ def output_key(check_name: str) -> str:
 def redact_markdown(text: str) -> str:
     """`redact(text)` that keeps meshbot's hidden markers whole: a secret that happens to read `meshbot`
     (a state user, say) must not stop the bot from finding its comment and sections again."""
-    parts, kept = _MARKERS.split(text), _MARKERS.findall(text)
-    return redact(parts[0]) + "".join(marker + redact(part) for marker, part in zip(kept, parts[1:]))
+    return outside_markers(text, redact)
 
 
 def start_check(run: BotRun, name: str, sha: str) -> int:
@@ -150,7 +148,7 @@ def require_lasting_storage(run: BotRun) -> None:
 
 def _merged_checks(old_body: str | None, sha: str | None, new: list[CheckState]) -> tuple[CheckState, ...]:
     old_sha, old = recorded_checks(old_body)
-    by_name = {n: CheckState(n, c, u, d) for n, c, u, d in old} if old_sha == sha and sha else {}
+    by_name = {c.name: c for c in old} if old_sha == sha and sha else {}
     by_name.update({c.name: c for c in new})
     order = {name: i for i, name in enumerate(CheckName.ALL)}
     return tuple(sorted(by_name.values(), key=lambda c: order.get(c.name, len(order))))
@@ -191,7 +189,7 @@ def touches_project(files: list[str], subdir: str) -> bool:
 
 def plan_digest(plan: Plan) -> tuple[str, str]:
     """(digest, "name@identifier,...") of what a prod plan would deploy: snapshots and intervals."""
-    models = ",".join(f"{name}@{snap.fingerprint.identifier}" for name, snap in sorted(plan.snapshots.items()))
+    models = format_models({name: snap.fingerprint.identifier for name, snap in plan.snapshots.items()})
     intervals = ";".join(f"{b.snapshot_id.name}:{b.kind}:{list(b.intervals)}"
                          for b in sorted(plan.backfills, key=lambda b: b.snapshot_id))
     return hashlib.sha256(f"{models}|{intervals}".encode()).hexdigest()[:16], models

@@ -9,11 +9,11 @@ from bot.github.runners.pr import prod_options
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, start_check)
 from bot.github.runners.notify import notifier_for
-from bot.github.sections import recorded_plan_digest
 from bot.github.checks import CheckName
 from bot.github.settings import BotSettings
 from bot.github.views import CheckSummaryView, CommentView, plan_view
 from bot.plan.definition import Plan
+from bot.report.comment_state import parse_models, recorded_plan_digest
 from bot.report.notify import Notifier, evaluated_models, plan_models
 
 
@@ -180,7 +180,7 @@ def _drift(run: BotRun, pr: PullRequest | None, digest: str, models: str) -> tup
     if recorded is None or recorded[0] == digest:
         return ()
     before = recorded[1]
-    now = dict(item.rsplit("@", 1) for item in models.split(",") if "@" in item)
+    now = parse_models(models)
     changed = sorted(n for n in set(before) | set(now) if before.get(n) != now.get(n))
     listed = ", ".join(f"`{n}`" for n in changed) or "intervals only"
     return (f"Changed since the approved prod plan preview (digest {recorded[0]} → {digest}): {listed}.",)
