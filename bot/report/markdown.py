@@ -128,3 +128,19 @@ def render(template_name: str, view: object) -> str:
     if template_name.startswith("comment") and not has_comment_marker(text):
         raise TemplateError(f"{template_name}: rendered comment has no hidden meshbot marker")
     return text
+
+
+def render_part(template_name: str, macro: str, view: object) -> str:
+    """The macro `macro` of `templates/<template_name>` applied to `view`: a line or paragraphs of a message
+    that other templates place (a check's summary, the comment's deploy section, a reply), stripped."""
+    try:
+        module = _environment(str(_templates_dir())).get_template(template_name).module
+        part = getattr(module, macro, None)
+        if part is None:
+            raise TemplateError(f"{template_name}: no macro `{macro}`")
+        text = str(part(view))
+    except jinja2.TemplateNotFound as error:
+        raise TemplateError(f"template `{error.name}` not found in {_templates_dir()}") from None
+    except jinja2.TemplateError as error:
+        raise TemplateError(f"{template_name} ({macro}): template failed to render: {error.message}") from None
+    return re.sub(r"\n{3,}", "\n\n", text).strip()

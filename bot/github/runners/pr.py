@@ -9,8 +9,10 @@ from bot.diff.gates import Finding, Level, check as check_gates
 from bot.errors import BotError
 from bot.github.approvals import ApprovalStatus
 from bot.github.base_changes import change_origins
+from bot.github.commands import command_prefix
 from bot.github.gate import approval_status
 from bot.github.event import PullRequest
+from bot.github.outcomes import DeployWays, gate_finding
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, require_lasting_storage, start_check, touches_project)
 from bot.github.checks import CheckName
@@ -133,9 +135,7 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
                (f" ({pluralize(len(findings), 'warning')})" if findings else ""))
     finish_check(run, check, name=CheckName.DATA_DIFF, sha=pr.head_sha,
                  conclusion="failure" if failed else "success",
-                 view=CheckSummaryView(summary=summary, details=tuple(
-                     f"{':x:' if f.level is Level.FAIL else ':warning:'} `{f.model}` ({f.gate}): {f.message}"
-                     for f in findings)))
+                 view=CheckSummaryView(summary=summary, details=tuple(gate_finding(f) for f in findings)))
     by_model: dict[str, tuple[Finding, ...]] = {}
     for finding in findings:
         if finding.gate != PLAN_GATE:     # shown with the plans
@@ -220,20 +220,12 @@ def prod_options(run: BotRun, pr: PullRequest | None, *, allow_destructive: tupl
 
 
 def deploy_hint(run: BotRun) -> str:
+    """The comment's "How to deploy": every way the settings allow."""
     s = run.settings
-    ways = []
-    if s.deploys_on("merge"):
-        ways.append(f"merge this PR: the push to the prod branch deploys to `{s.merge_environment}`")
-    if s.deploys_on("tag"):
-        ways.append(f"push a release tag or publish a release: deploys to `{s.tag_environment}`")
-    if s.enable_deploy_command:
-        from bot.github.commands import command_prefix
-        merge = f", then merges this PR ({s.merge_method})" if s.merge_method else ""
-        ways.append(f"comment `{command_prefix(s.command_namespace)}deploy` (write access needed; deploys this "
-                    f"PR's head, which must contain its base branch, to `{s.merge_environment}`{merge})")
-    gate = " once the required approvals are in" if s.has_required_approvers else ""
-    text = "; or ".join(ways)
-    return text[:1].upper() + text[1:] + gate + "."
+    return DeployWays(merge_environment=s.merge_environment, merge_deploys=s.deploys_on("merge"),
+                      tag_environment=s.tag_environment if s.deploys_on("tag") else "",
+                      command=f"{command_prefix(s.command_namespace)}deploy" if s.enable_deploy_command else "",
+                      merge_method=s.merge_method or "", gated=s.has_required_approvers).text
 
 
 def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = True,
