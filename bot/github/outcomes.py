@@ -175,3 +175,55 @@ class DeployWays:
 def gate_finding(finding: Finding) -> str:
     """One line of the Data Diff check: what a gate (or the Spark plan check) found on a model."""
     return render_part(TEMPLATE, "gate_finding", finding)
+
+
+class RefusalKind(str, Enum):
+    EPHEMERAL_STORAGE = "ephemeral_storage"     # the gateway's state or catalog would vanish with the runner
+    UNTRUSTED = "untrusted"                     # the deploy gates have no trusted source
+    NOT_PROD_BRANCH = "not_prod_branch"         # a scheduled or dispatched run off a prod branch
+    NO_CHECKOUT_HEAD = "no_checkout_head"       # a rollback outside a git checkout
+    NO_DEFAULT_HEAD = "no_default_head"         # a rollback whose default branch's head could not be read
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a runner refused to work at all (bot.github.gate refuses the rest, before the project is read)."""
+
+    kind: RefusalKind
+    detail: str = ""             # the gateway, what is missing (UNTRUSTED) or the event's ref (NOT_PROD_BRANCH)
+    default_branch: str = ""
+    storage: tuple[str, ...] = ()   # what the gateway keeps on the runner (EPHEMERAL_STORAGE)
+
+    @property
+    def text(self) -> str:
+        return render_part(TEMPLATE, "refusal", self)
+
+
+class NoteKind(str, Enum):
+    SAYS = "says"                                   # `text`, as it is
+    NOT_SERVED = "not_served"                       # the command does not serve the step the event asks for
+    NO_PULL_REQUEST = "no_pull_request"
+    CLEANUP_WITHOUT_PULL_REQUEST = "cleanup_without_pull_request"
+    FORK_WITHOUT_ENVIRONMENT = "fork_without_environment"   # a fork's PR closed: it never had an environment
+    NOTHING_TO_AUTHORIZE = "nothing_to_authorize"
+    AUTHORIZED = "authorized"
+
+
+@dataclass(frozen=True)
+class JobNote:
+    """A line of the job summary for an event a runner had nothing to do for, or refused, or authorized."""
+
+    kind: NoteKind
+    text: str = ""
+    command: str = ""
+    event: str = ""
+    step: str = ""               # the step the event asks for (NOT_SERVED without a text)
+    number: int = 0
+    origin: str = ""             # the fork of a PR
+    merged: bool = False
+    user: str = ""
+    sha: str = ""
+
+    @property
+    def line(self) -> str:
+        return render_part(TEMPLATE, "job_note", self)

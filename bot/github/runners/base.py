@@ -14,6 +14,7 @@ from bot.github.checks import CheckName
 from bot.github.event import Event, PullRequest
 from bot.github.gate import SealedContext
 from bot.github.local import StepOutputs
+from bot.github.outcomes import Refusal, RefusalKind
 from bot.github.timing import PhaseTimings
 from bot.github.settings import BotSettings, pr_environment_name
 from bot.github.trusted import TrustedConfig
@@ -130,13 +131,7 @@ def ephemeral_storage_refusal(run: BotRun) -> str | None:
     if not parts:
         return None
     gateway = run.settings.gateway or run.context.config.default_gateway
-    return (f"meshbot refuses to run on this GitHub Actions runner with the gateway `{gateway}`: it keeps "
-            f"{'; '.join(parts)}, all on the runner, which is deleted after this job, so no PR environment "
-            f"would survive the next push and prod deploys would plan against an empty state. Configure a "
-            f"gateway with `state_connection: type: postgres` (credentials through env_var and repository "
-            f"secrets) and a shared catalog (`connection: remote: sc://...` for a Spark Connect server, or a "
-            f"Hive metastore with a shared `spark.sql.warehouse.dir`), and pick it with the action's `gateway` "
-            f"input (README, \"The GitHub Action\"). For a throwaway demo set `cicd_bot.allow_ephemeral_state: true`.")
+    return Refusal(RefusalKind.EPHEMERAL_STORAGE, gateway, storage=parts).text
 
 
 def require_lasting_storage(run: BotRun) -> None:

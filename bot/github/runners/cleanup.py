@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.errors import BotError
 from bot.github.runners.base import BotRun, ephemeral_storage_refusal, error_text, post_comment
-from bot.github.outcomes import CleanupKind, CleanupOutcome
+from bot.github.outcomes import CleanupKind, CleanupOutcome, JobNote, NoteKind
 from bot.github.views import CommentView
 
 # After a close the environment's section (its views), its data diffs and "How to deploy" are stale; while
@@ -18,7 +18,7 @@ _STALE = {CleanupKind.ALREADY_REMOVED: STALE_AFTER_CLOSE, CleanupKind.REMOVED: S
 def cleanup_pr_environment(run: BotRun) -> int:
     pr = run.pull_request
     if pr is None:
-        run.outputs.summary("meshbot: cleanup needs a pull_request event; nothing to do.")
+        run.outputs.summary(JobNote(NoteKind.CLEANUP_WITHOUT_PULL_REQUEST).line)
         return 0
     env = run.pr_environment(pr.number)
     run.outputs.set("pr_environment_name", env)
@@ -30,8 +30,8 @@ def cleanup_pr_environment(run: BotRun) -> int:
         return 1
     known = {e.name for e in run.context.environments()}
     if env not in known and pr.is_from_fork(run.event.repo):
-        how = "merged" if pr.merged else "closed"
-        run.outputs.summary(f"meshbot: #{pr.number} from {pr.head_origin()} was {how}; it has no environment.")
+        run.outputs.summary(JobNote(NoteKind.FORK_WITHOUT_ENVIRONMENT, number=pr.number, origin=pr.head_origin(),
+                                    merged=pr.merged).line)
         return 0
     outcome = _cleanup(run, env, known, merged=pr.merged)
     post_comment(run, pr.number, CommentView(marker=run.marker, status=outcome.status, gateway=run.settings.gateway,

@@ -12,7 +12,7 @@ from bot.github.base_changes import change_origins
 from bot.github.commands import command_prefix
 from bot.github.gate import approval_status
 from bot.github.event import PullRequest
-from bot.github.outcomes import DeployWays, gate_finding
+from bot.github.outcomes import DeployWays, JobNote, NoteKind, gate_finding
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, require_lasting_storage, start_check, touches_project)
 from bot.github.checks import CheckName
@@ -233,7 +233,7 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
     """The PR push flow (run-all): each selected step, then one comment."""
     pr = _pr(run)
     if pr is None:
-        run.outputs.summary("meshbot: this event has no pull request; nothing to do.")
+        run.outputs.summary(JobNote(NoteKind.NO_PULL_REQUEST).line)
         return 0
     view = CommentView(marker=run.marker, status="", gateway=run.settings.gateway,
                        environment=run.pr_environment(pr.number), head_sha=pr.head_sha)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.errors import BotError
-from bot.github.outcomes import RollbackOutcome
+from bot.github.outcomes import JobNote, NoteKind, RollbackOutcome
 from bot.github.runners.base import BotRun, error_text, reply
 
 
@@ -16,7 +16,7 @@ def rollback_environment(run: BotRun, *, environment: str, to_plan_id: str | Non
         if comment is not None:
             reply(run, comment.issue_number, comment.user, text)
         else:
-            run.outputs.summary(f"meshbot: {text}")
+            run.outputs.summary(JobNote(NoteKind.SAYS, text=text).line)
 
     try:
         result = run.context.rollback(environment, to_plan_id=to_plan_id)
