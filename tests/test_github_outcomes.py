@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from bot.diff.gates import Finding, Level
-from bot.github.outcomes import (BackfillLimit, CleanupKind, CleanupOutcome, DeployKind, DeployOutcome, DeployWays,
-                                 JobNote, LargeBackfill, MergeResult, ModelBackfill, NoteKind, PlanDrift, Refusal,
-                                 RefusalKind, RollbackOutcome, RunAfterDeploy, gate_finding)
+from bot.github.checks import CheckName
+from bot.github.outcomes import (BackfillLimit, CheckTitle, CleanupKind, CleanupOutcome, DeployKind, DeployOutcome,
+                                 DeployWays, JobNote, LargeBackfill, MergeResult, ModelBackfill, NoteKind, PlanDrift,
+                                 Refusal, RefusalKind, RollbackOutcome, RunAfterDeploy, gate_finding)
 
 DRIFT = PlanDrift("aaa", "bbb", ("x.y", "z.w"))
 
@@ -99,3 +100,20 @@ def test_gate_lines_refusals_and_notes():
         "meshbot `run-tests`: nothing to do for this `push` event: the event asks for `deploy`")
     assert JobNote(NoteKind.AUTHORIZED, command="deploy", number=2, user="ann", sha="abc").line == (
         "meshbot: `/deploy` on #2 by @ann is authorized; the second job checks out abc.")
+
+
+@pytest.mark.parametrize("title, text", [
+    (CheckTitle(CheckName.UNIT_TESTS, tests="passed", total=1), "1 unit test passed"),
+    (CheckTitle(CheckName.UNIT_TESTS, tests="failed", total=3, failures=1), "1 of 3 unit tests failed"),
+    (CheckTitle(CheckName.UNIT_TESTS, tests="error"), "Unit tests could not run"),
+    (CheckTitle(CheckName.PR_ENVIRONMENT, environment="hw_2"), "Environment `hw_2` is synced"),
+    (CheckTitle(CheckName.PR_ENVIRONMENT, failed=True, environment="hw_2"), "Environment `hw_2` could not be synced"),
+    (CheckTitle(CheckName.PROD_PLAN, has_changes=True, changes=1, digest="abc"), "Prod plan: 1 change(s), digest abc"),
+    (CheckTitle(CheckName.PROD_PLAN), "No changes to deploy to prod"),
+    (CheckTitle(CheckName.DATA_DIFF, compared=2, warnings=1), "Data diff of 2 models: no gate failed (1 warning)"),
+    (CheckTitle(CheckName.DATA_DIFF, gate_failed=1, plan_failed=2, warnings=3),
+     "Data diff gate failed on 1 model; Spark plan check failed on 2 models"),
+    (CheckTitle(CheckName.DATA_DIFF, failed=True), "The data diff could not be computed"),
+])
+def test_a_checks_title(title, text):
+    assert title.text == text

@@ -1,4 +1,4 @@
-"""Typed results of a deploy, a cleanup or a rollback (and the deploy hint, gate lines): templates/outcomes.md.j2 renders them."""
+"""Typed results of a deploy, a cleanup or a rollback (and check titles, notes, refusals): templates/outcomes.md.j2 renders them."""
 
 from __future__ import annotations
 
@@ -207,11 +207,14 @@ class NoteKind(str, Enum):
     FORK_WITHOUT_ENVIRONMENT = "fork_without_environment"   # a fork's PR closed: it never had an environment
     NOTHING_TO_AUTHORIZE = "nothing_to_authorize"
     AUTHORIZED = "authorized"
+    NO_PROJECT_FILE = "no_project_file"             # the comment's status: the PR changes no project file
+    ENVIRONMENT_NOT_SYNCED = "environment_not_synced"   # the comment's notice
+    NOT_COMPARED = "not_compared"                   # a data diff's or a Spark plan comparison's note
 
 
 @dataclass(frozen=True)
 class JobNote:
-    """A line of the job summary for an event a runner had nothing to do for, or refused, or authorized."""
+    """A line a runner says: in the job summary (nothing to do, refused, authorized) or the comment (notes)."""
 
     kind: NoteKind
     text: str = ""
@@ -227,3 +230,31 @@ class JobNote:
     @property
     def line(self) -> str:
         return render_part(TEMPLATE, "job_note", self)
+
+
+@dataclass(frozen=True)
+class CheckTitle:
+    """A check run's one-line summary: its title on GitHub and its detail on the comment's status line."""
+
+    check: str                  # CheckName
+    failed: bool = False        # the step itself failed: no environment synced, no plan built, no data diff
+    environment: str = ""       # PR Environment Synced
+    tests: str = ""             # Unit Tests: passed, failed or error (TestsView.status)
+    total: int = 0
+    failures: int = 0
+    has_changes: bool = False   # Prod Plan Preview
+    changes: int = 0
+    digest: str = ""
+    compared: int = 0           # Data Diff: models compared
+    gate_failed: int = 0        # models a Data Diff gate failed on
+    plan_failed: int = 0        # models the Spark plan check failed on
+    warnings: int = 0
+
+    @property
+    def text(self) -> str:
+        return render_part(TEMPLATE, "check_title", self)
+
+    @property
+    def changes_title(self) -> str:
+        """The heading of the changes a PR environment's check lists."""
+        return render_part(TEMPLATE, "changes_title", self)
