@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bot.github import views
-from bot.report.comment_state import comment_marker, merge_comment, recorded_plan_digest, sections
+from bot.report.comment_state import comment_marker, recorded_plan_digest, sections
 from bot.github.views import (COMMENT_LIMIT, BackfillView, ChangeView, CommentView, DiffView, FailureView,
                               PlanView, TestsView, plan_view, render_comment, truncate_markdown)
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions
@@ -67,8 +68,8 @@ def test_hard_truncation_closes_fences_and_details():
 def test_sections_from_a_later_command_merge_into_the_comment():
     first, _ = render_comment(CommentView(marker=MARKER, status="tests ok", environment="shop_7",
                                           tests=TestsView("passed", total=3), approval="0 of 1"))
-    second, _ = render_comment(CommentView(marker=MARKER, status="", approval="1 of 1 required approval(s)"))
-    merged = merge_comment(first, second)
+    merged, _ = render_comment(CommentView(marker=MARKER, status="", approval="1 of 1 required approval(s)"
+                                           ).after(first))
     assert merged.count(MARKER) == 1
     assert "tests ok" in merged and "3 tests passed" in merged
     assert "1 of 1 required" in merged and "0 of 1" not in merged
@@ -123,9 +124,9 @@ def test_recorded_checks_survive_a_round_trip_whatever_their_text():
 def test_stale_sections_are_dropped_when_asked():
     first, _ = render_comment(CommentView(marker=MARKER, status="s", deploy_hint="merge it",
                                           approval="1 of 1"))
-    second, _ = render_comment(CommentView(marker=MARKER, status=":rocket: deployed"))
-    assert "How to deploy" in merge_comment(first, second)
-    merged = merge_comment(first, second, drop=("hint",))
+    second = CommentView(marker=MARKER, status=":rocket: deployed")
+    assert "How to deploy" in render_comment(second.after(first))[0]
+    merged, _ = render_comment(replace(second, drop=("hint",)).after(first))
     assert "How to deploy" not in merged and "1 of 1" in merged and ":rocket: deployed" in merged
 
 

@@ -12,8 +12,8 @@ from bot.github.runners.base import redact_markdown
 from bot.github.views import CommentView, FailureView, TestsView, render_comment
 from bot.redact import register
 from bot.report.comment_state import (FORMAT_VERSION, CheckState, checks_marker, comment_marker, format_models,
-                                      merge_comment, outside_markers, parse_models, plan_digest_marker,
-                                      recorded_checks, recorded_plan_digest, sections)
+                                      kept_sections, outside_markers, parse_models, plan_digest_marker,
+                                      recorded_checks, recorded_plan_digest, section_close, section_open, sections)
 
 MARKER = comment_marker(None)
 CHECKS = (CheckState("Unit Tests", "failure", "https://github.com/o/r-x/runs/1", "1 of 2 failed --> <!-- x -->"),
@@ -65,8 +65,7 @@ def test_a_comment_of_the_previous_release_still_reads():
                                                       {"shop.orders": "1948672329", "shop.x": "12"})
     assert MARKER in PREVIOUS_RELEASE and set(sections(PREVIOUS_RELEASE)) == {"status", "prod_plan"}
     # a later run replaces the sections it writes and keeps the old comment's others
-    new, _ = render_comment(CommentView(marker=MARKER, status="", approval="1 of 1"))
-    merged = merge_comment(PREVIOUS_RELEASE, new)
+    merged, _ = render_comment(CommentView(marker=MARKER, status="", approval="1 of 1").after(PREVIOUS_RELEASE))
     assert list(sections(merged)) == ["status", "prod_plan", "approval"]
     assert recorded_plan_digest(merged) == recorded_plan_digest(PREVIOUS_RELEASE)
 
@@ -102,3 +101,13 @@ def test_redaction_keeps_every_marker_whole_but_not_a_records_payload():
     assert redacted == outside_markers(body, lambda text: text.replace("meshbot", "***"))
     assert comment_marker("ci") in redacted and set(sections(redacted)) == {"status"}
     assert recorded_checks(redacted) == ("ab", (CheckState("Unit Tests", "success", detail="user ***"),))
+
+
+def test_a_later_comment_keeps_the_earlier_ones_sections_in_order_and_drops_the_stale():
+    earlier, _ = render_comment(CommentView(marker=MARKER, status="s", approval="0 of 1", deploy_hint="merge it"))
+    future = section_open("zz_future") + "\nwritten by a newer release\n" + section_close("zz_future")
+    kept = kept_sections(earlier + future, ("status",), drop=("hint",))
+    assert [name for name, _ in kept] == ["approval", "zz_future"]
+    body, full = render_comment(CommentView(marker=MARKER, status="deployed", deploy="done").after(earlier + future))
+    assert list(sections(body)) == ["status", "approval", "deploy", "hint", "zz_future"]
+    assert "0 of 1" in body and "0 of 1" not in full      # the job summary is this run's only

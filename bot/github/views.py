@@ -17,7 +17,8 @@ from bot.plan.estimate import BackfillEstimate, format_seconds, total_seconds
 from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, ModelImpact, column_impact
 from bot.quality.api import TestSuiteResult
 from bot.project.timeutil import to_datetime
-from bot.report.comment_state import CheckState, Marker, checks_marker, plan_digest_marker
+from bot.report.comment_state import (SECTION_ORDER, CheckState, Marker, checks_marker, kept_sections,
+                                      plan_digest_marker)
 from bot.report.markdown import md_escape, render
 
 COMMENT_LIMIT = 65_536
@@ -266,6 +267,29 @@ class CommentView:
     approvers: tuple[str, ...] = ()             # who can approve: required approvers' logins
     approver_teams: tuple[str, ...] = ()        # and required teams
     drop: tuple[str, ...] = ()                  # sections of earlier runs that are stale now
+    earlier: tuple[tuple[str, str], ...] = ()   # the earlier comment's sections this one keeps (kept_sections)
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """The sections this view writes itself (comment.md.j2 writes each one under this condition)."""
+        writes = {"status": bool(self.status or self.notices or self.environment or self.checks or self.run_url),
+                  "tests": self.tests is not None, "pr_plan": self.pr_environment is not None,
+                  "diffs": bool(self.diffs or self.omitted_diffs or self.plans), "prod_plan": self.prod_plan is not None,
+                  "approval": bool(self.approval), "deploy": bool(self.deploy), "hint": bool(self.deploy_hint)}
+        return tuple(name for name, written in writes.items() if written)
+
+    def kept(self, name: str) -> str:
+        """The earlier comment's section `name`, kept whole; "" when there is none."""
+        return next((text for kept, text in self.earlier if kept == name), "")
+
+    @property
+    def kept_others(self) -> tuple[str, ...]:
+        """Kept sections this release does not know (a newer one wrote them), after the known ones."""
+        return tuple(text for name, text in self.earlier if name not in SECTION_ORDER)
+
+    def after(self, old_body: str | None) -> CommentView:
+        """This view as the comment that replaces `old_body`: its sections, and the earlier ones it keeps."""
+        return replace(self, earlier=kept_sections(old_body, self.sections, drop=self.drop))
 
     @property
     def derived_status(self) -> StatusView:
@@ -463,10 +487,12 @@ def _http_url(url: str | None) -> str:
 # -- size-aware rendering -----------------------------------------------------------------------
 
 def render_comment(view: CommentView, *, limit: int = COMMENT_LIMIT) -> tuple[str, str]:
-    """(body for the PR comment, full text for the job summary); the body always fits `limit`."""
-    full = render("comment.md.j2", view)
-    if len(full) <= limit:
-        return full, full
+    """(body for the PR comment, full text for the job summary); the body always fits `limit`. The job
+    summary has this run's sections only, not those kept from the earlier comment."""
+    full = render("comment.md.j2", replace(view, earlier=()))
+    body = render("comment.md.j2", view) if view.earlier else full
+    if len(body) <= limit:
+        return body, full
     for shorten in _SHORTENERS:
         view = shorten(view)
         body = render("comment.md.j2", replace(view, shortened=True))

@@ -160,28 +160,18 @@ def sections(body: str) -> dict[str, str]:
     return {m.group(1): m.group(0) for m in _SECTION.finditer(body)}
 
 
-def merge_comment(old: str | None, new: str, *, drop: tuple[str, ...] = ()) -> str:
-    """`new` plus every section that `old` has and `new` lacks (except the stale ones in `drop`), in the
-    canonical order: a later command replaces its sections and keeps the others."""
-    if not old:
-        return new
-    old_parts, new_parts = sections(old), sections(new)
-    missing = {k: v for k, v in old_parts.items() if k not in new_parts and k not in drop}
-    if not missing:
-        return new
-    first = _SECTION.search(new)
-    header = new[:first.start()] if first else new.rstrip() + "\n\n"
-    tail = new[_last_end(new):] if first else ""
-    merged = {**missing, **new_parts}
-    names = [n for n in SECTION_ORDER if n in merged] + sorted(set(merged) - set(SECTION_ORDER))
-    return header + "\n\n".join(merged[n] for n in names) + "\n" + tail.lstrip("\n")
+def kept_sections(old: str | None, written: Iterable[str], *, drop: Iterable[str] = ()) -> tuple[tuple[str, Marker], ...]:
+    """The sections of the earlier comment `old` that a new one keeps: those it does not write itself and
+    that are not stale (`drop`), whole, in the canonical order (names this release does not know last).
+    A later command replaces its own sections and keeps the others; the template places them.
 
-
-def _last_end(text: str) -> int:
-    end = 0
-    for match in _SECTION.finditer(text):
-        end = match.end()
-    return end
+    >>> kept_sections(section_open("a") + "x" + section_close("a"), ["status"])
+    (('a', '<!-- meshbot:section a -->x<!-- /meshbot:section a -->'),)
+    """
+    skip = set(written) | set(drop)
+    found = {name: text for name, text in sections(old or "").items() if name not in skip}
+    names = [n for n in SECTION_ORDER if n in found] + sorted(set(found) - set(SECTION_ORDER))
+    return tuple((name, Marker(found[name])) for name in names)
 
 
 def outside_markers(text: str, change: Callable[[str], str]) -> str:

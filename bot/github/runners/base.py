@@ -22,8 +22,7 @@ from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckSummaryView, CommentVi
                               render_comment, truncate_markdown)
 from bot.plan.definition import Plan
 from bot.redact import redact
-from bot.report.comment_state import (CheckState, comment_marker, format_models, merge_comment,
-                                       outside_markers, recorded_checks)
+from bot.report.comment_state import CheckState, comment_marker, format_models, outside_markers, recorded_checks
 from bot.report.markdown import render
 
 PROJECT_SUFFIXES = frozenset({".sql", ".py", ".yaml", ".yml", ".csv", ".json"})
@@ -105,15 +104,15 @@ def finish_check(run: BotRun, check_id: int, *, name: str, sha: str, conclusion:
 
 
 def post_comment(run: BotRun, number: int, view: CommentView) -> None:
-    """Render, merge with sections other commands wrote before, redact, post once; full text to the summary.
+    """Render with the sections other commands wrote before, redact, post once; full text to the summary.
 
     The checks shown are this run's plus those an earlier run recorded for the same head commit, so the
     status line always reflects every check (a review event re-runs only the approval check)."""
     existing = run.github.find_comment(number, marker=run.marker)
-    view = replace(view, checks=_merged_checks(existing[1] if existing else None, view.head_sha, run.checks),
-                   run_url=view.run_url or run.run_url)
-    body, full = render_comment(view)
-    body = redact_markdown(merge_comment(existing[1] if existing else None, body, drop=view.drop))
+    old = existing[1] if existing else None
+    view = replace(view, checks=_merged_checks(old, view.head_sha, run.checks), run_url=view.run_url or run.run_url)
+    body, full = render_comment(view.after(old))
+    body = redact_markdown(body)
     if len(body) > COMMENT_LIMIT:
         body = truncate_markdown(body, COMMENT_LIMIT - SAFETY)
     if existing is None:
