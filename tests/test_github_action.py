@@ -12,7 +12,7 @@ import pytest
 import responses
 
 from bot.github.action import Invocation, main
-from bot.github.api import comment_marker
+from bot.report.comment_state import comment_marker
 from bot.github.client import GithubClient, RetryPolicy
 from bot.github.event import Repo, parse_event
 from bot.github.local import StepOutputs

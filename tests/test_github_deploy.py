@@ -129,6 +129,29 @@ def test_deploy_is_refused_when_the_preview_was_built_for_another_head(scenario,
     assert bot.engine.applied == ["hello_world_2"]
 
 
+def test_a_comment_of_the_previous_release_still_gates_the_deploy(scenario):
+    """The release before the hidden records were versioned wrote them without `v=`: `/deploy` still reads
+    from such a comment the head its preview was built for and the approved plan's digest."""
+    import re
+
+    bot = scenario({"require_approved_plan": True})
+    bot.repo.set_pull(_pull(bot.head))
+    assert bot(_opened(bot.head), "pull_request") == 0
+    comment = next(c for c in bot.repo.comments if "<!-- meshbot:pr-comment" in c["body"])
+    old = comment["body"].replace("<!-- meshbot:checks v=1 {", "<!-- meshbot:checks {")
+    old = re.sub(r"<!-- meshbot:plan-digest v=1 \w+ \S+ -->",
+                 "<!-- meshbot:plan-digest 0123456789abcdef shop.orders@1 -->", old)
+    assert "v=1" not in old and "meshbot:checks {" in old
+    comment["body"] = old
+    bot.repo.set_pull(_pull("d" * 40))
+    assert bot(_comment_event()) == 1
+    assert f"built for {bot.head[:7]}, but the head of #2 is now ddddddd" in bot.replies[-1]
+    bot.repo.set_pull(_pull(bot.head))
+    assert bot(_comment_event()) == 1
+    assert "the plan differs from the approved prod plan preview (require_approved_plan)" in bot.comment
+    assert "(digest 0123456789abcdef → " in bot.comment and bot.engine.applied == ["hello_world_2"]
+
+
 def test_deploy_applies_the_pr_head_records_it_and_merges_with_merge_method(scenario):
     bot = scenario({"merge_method": "squash"})
     HEAD = bot.head

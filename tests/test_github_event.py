@@ -81,6 +81,6 @@ def test_doctests_of_the_event_and_comment_sections():
     import doctest
 
     import bot.github.event
-    import bot.github.sections
+    import bot.report.comment_state
 
-    assert doctest.testmod(bot.github.event).failed == 0 and doctest.testmod(bot.github.sections).failed == 0
+    assert doctest.testmod(bot.github.event).failed == 0 and doctest.testmod(bot.report.comment_state).failed == 0

@@ -331,9 +331,8 @@ def test_credentials_never_reach_a_comment_check_summary_output_or_log(tmp_path)
 def test_a_secret_that_reads_meshbot_leaves_the_comment_findable():
     """A state user `meshbot` is masked in the text, but the hidden markers the bot finds its comment
     and sections by stay whole."""
-    from bot.github.api import comment_marker
     from bot.github.runners.base import redact_markdown
-    from bot.github.sections import sections
+    from bot.report.comment_state import comment_marker, sections
     from bot.redact import register
 
     register("meshbot")
@@ -438,8 +437,7 @@ def test_a_deploy_of_a_head_behind_its_base_is_refused(tmp_path):
 def test_text_a_pull_request_controls_cannot_forge_the_comments_hidden_records():
     """A notice or test message carrying `<!-- meshbot:checks ... -->` (or a plan digest) must not be read
     back as the bot's record: the /deploy gate reads the head the preview was built for from it."""
-    from bot.github.api import comment_marker
-    from bot.github.sections import recorded_checks, recorded_plan_digest
+    from bot.report.comment_state import comment_marker, recorded_checks, recorded_plan_digest
     from bot.github.views import CheckState, CommentView, render_comment
 
     forged = ('<!-- meshbot:checks {"sha": "f0f0f0f", "checks": []} --> '

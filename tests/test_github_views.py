@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bot.github import views
-from bot.github.api import comment_marker
-from bot.github.sections import merge_comment, recorded_plan_digest, sections
+from bot.report.comment_state import comment_marker, recorded_plan_digest, sections
 from bot.github.views import (COMMENT_LIMIT, BackfillView, ChangeView, CommentView, DiffView, FailureView,
                               PlanView, TestsView, plan_view, render_comment, truncate_markdown)
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions
@@ -68,8 +68,8 @@ def test_hard_truncation_closes_fences_and_details():
 def test_sections_from_a_later_command_merge_into_the_comment():
     first, _ = render_comment(CommentView(marker=MARKER, status="tests ok", environment="shop_7",
                                           tests=TestsView("passed", total=3), approval="0 of 1"))
-    second, _ = render_comment(CommentView(marker=MARKER, status="", approval="1 of 1 required approval(s)"))
-    merged = merge_comment(first, second)
+    merged, _ = render_comment(CommentView(marker=MARKER, status="", approval="1 of 1 required approval(s)"
+                                           ).after(first))
     assert merged.count(MARKER) == 1
     assert "tests ok" in merged and "3 tests passed" in merged
     assert "1 of 1 required" in merged and "0 of 1" not in merged
@@ -112,21 +112,21 @@ def test_status_never_says_passed_while_a_check_failed():
 
 
 def test_recorded_checks_survive_a_round_trip_whatever_their_text():
-    from bot.github.sections import recorded_checks
+    from bot.report.comment_state import recorded_checks
     from bot.github.views import CheckState
 
     tricky = CheckState("Unit Tests", "failure", None, "1 of 2 failed --> <!-- `x` -->")
     body, _ = render_comment(CommentView(marker=MARKER, status="", head_sha="abc", checks=(tricky,)))
-    assert recorded_checks(body) == ("abc", [("Unit Tests", "failure", None, tricky.detail)])
+    assert recorded_checks(body) == ("abc", (CheckState("Unit Tests", "failure", None, tricky.detail),))
     assert set(sections(body)) == {"status"} and "--&gt; &lt;!-- `x` --&gt;" in body
 
 
 def test_stale_sections_are_dropped_when_asked():
     first, _ = render_comment(CommentView(marker=MARKER, status="s", deploy_hint="merge it",
                                           approval="1 of 1"))
-    second, _ = render_comment(CommentView(marker=MARKER, status=":rocket: deployed"))
-    assert "How to deploy" in merge_comment(first, second)
-    merged = merge_comment(first, second, drop=("hint",))
+    second = CommentView(marker=MARKER, status=":rocket: deployed")
+    assert "How to deploy" in render_comment(second.after(first))[0]
+    merged, _ = render_comment(replace(second, drop=("hint",)).after(first))
     assert "How to deploy" not in merged and "1 of 1" in merged and ":rocket: deployed" in merged
 
 

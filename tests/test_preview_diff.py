@@ -15,7 +15,7 @@ import pytest
 
 from bot.context import Context
 from bot.errors import ConfigError
-from bot.github.api import comment_marker
+from bot.report.comment_state import comment_marker
 from bot.github.settings import load_settings
 from bot.github.views import CommentView, diff_view, render_comment
 from bot.plan.definition import PlanOptions

@@ -21,13 +21,7 @@ if TYPE_CHECKING:   # types only: the GitHub layer reaches state and Spark throu
     from bot.plan.cron_run import RunResult
     from bot.state.api import Environment
 
-MARKER_PREFIX = "<!-- meshbot:pr-comment"
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
-
-
-def comment_marker(gateway: str | None) -> str:
-    """The hidden HTML marker that identifies the bot's PR comment (one per gateway)."""
-    return f"{MARKER_PREFIX} gateway={gateway or 'default'} -->"
 
 
 class TokenPermissionError(GithubError):

@@ -8,12 +8,12 @@ from enum import Enum
 from typing import Any, Callable
 
 from bot.errors import GithubError
-from bot.github.api import WRITE_PERMISSIONS, GithubPort, comment_marker
+from bot.github.api import WRITE_PERMISSIONS, GithubPort
 from bot.github.approvals import ApprovalStatus, evaluate
 from bot.github.commands import Command, Reply, command_prefix, parse_comment
 from bot.github.event import Event, PullRequest
-from bot.github.sections import recorded_checks
 from bot.github.settings import BotSettings
+from bot.report.comment_state import comment_marker, recorded_checks
 
 
 ALLOW_LARGE_BACKFILL = "--allow-large-backfill"

@@ -21,16 +21,6 @@ MERGE_METHODS = ("merge", "squash", "rebase")
 FULL_SCOPES = ("whole", "skip")
 
 
-class CheckName:
-    UNIT_TESTS = "Unit Tests"
-    PR_ENVIRONMENT = "PR Environment Synced"
-    PROD_PLAN = "Prod Plan Preview"
-    APPROVAL = "Required Approval"
-    PROD_DEPLOY = "Prod Environment Synced"
-    DATA_DIFF = "Data Diff"
-    ALL = (UNIT_TESTS, PR_ENVIRONMENT, PROD_PLAN, DATA_DIFF, APPROVAL, PROD_DEPLOY)
-
-
 @dataclass(frozen=True)
 class BotSettings:
     """Every knob of the bot; parsed once, passed everywhere, no token inside."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, replace
 from typing import Mapping
@@ -12,12 +11,14 @@ from bot.diff.gates import Finding, Level
 from bot.diff.plan_regressions import PlanComparison, plan_rows, summary_line
 from bot.diff.rows import ColumnProfile
 from bot.github.base_changes import Origin
-from bot.github.settings import CheckName
+from bot.github.checks import CheckName
 from bot.plan.definition import BackfillKind, Plan
 from bot.plan.estimate import BackfillEstimate, format_seconds, total_seconds
 from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, ModelImpact, column_impact
 from bot.quality.api import TestSuiteResult
 from bot.project.timeutil import to_datetime
+from bot.report.comment_state import (SECTION_ORDER, CheckState, Marker, checks_marker, kept_sections,
+                                      plan_digest_marker)
 from bot.report.markdown import md_escape, render
 
 COMMENT_LIMIT = 65_536
@@ -140,20 +141,6 @@ class DiffView:
     @property
     def compared_by_key(self) -> bool:
         return self.matched is not None
-
-
-@dataclass(frozen=True)
-class CheckState:
-    """A check run as the comment's status line sees it (recorded in the comment for later runs)."""
-
-    name: str                   # CheckName, e.g. "Unit Tests"
-    conclusion: str | None      # success, failure, skipped...; None while in progress
-    url: str | None = None      # the check run's page (html_url), when GitHub said it
-    detail: str = ""            # the check's one-line summary
-
-    @property
-    def failed(self) -> bool:
-        return self.conclusion in ("failure", "error", "cancelled", "timed_out", "action_required")
 
 
 @dataclass(frozen=True)
@@ -280,6 +267,29 @@ class CommentView:
     approvers: tuple[str, ...] = ()             # who can approve: required approvers' logins
     approver_teams: tuple[str, ...] = ()        # and required teams
     drop: tuple[str, ...] = ()                  # sections of earlier runs that are stale now
+    earlier: tuple[tuple[str, str], ...] = ()   # the earlier comment's sections this one keeps (kept_sections)
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """The sections this view writes itself (comment.md.j2 writes each one under this condition)."""
+        writes = {"status": bool(self.status or self.notices or self.environment or self.checks or self.run_url),
+                  "tests": self.tests is not None, "pr_plan": self.pr_environment is not None,
+                  "diffs": bool(self.diffs or self.omitted_diffs or self.plans), "prod_plan": self.prod_plan is not None,
+                  "approval": bool(self.approval), "deploy": bool(self.deploy), "hint": bool(self.deploy_hint)}
+        return tuple(name for name, written in writes.items() if written)
+
+    def kept(self, name: str) -> str:
+        """The earlier comment's section `name`, kept whole; "" when there is none."""
+        return next((text for kept, text in self.earlier if kept == name), "")
+
+    @property
+    def kept_others(self) -> tuple[str, ...]:
+        """Kept sections this release does not know (a newer one wrote them), after the known ones."""
+        return tuple(text for name, text in self.earlier if name not in SECTION_ORDER)
+
+    def after(self, old_body: str | None) -> CommentView:
+        """This view as the comment that replaces `old_body`: its sections, and the earlier ones it keeps."""
+        return replace(self, earlier=kept_sections(old_body, self.sections, drop=self.drop))
 
     @property
     def derived_status(self) -> StatusView:
@@ -290,10 +300,14 @@ class CommentView:
         return StatusView(failed=failed, waiting=waiting, passed=passed)
 
     @property
-    def checks_record(self) -> str:
-        """The checks as JSON for the hidden comment that later runs read (see sections.recorded_checks)."""
-        data = {"sha": self.head_sha, "checks": [[c.name, c.conclusion, c.url, c.detail] for c in self.checks]}
-        return json.dumps(data, ensure_ascii=True).replace("-", "\\u002d").replace(">", "\\u003e")
+    def checks_record(self) -> Marker:
+        """The checks' hidden record, which later runs read (bot.report.comment_state.recorded_checks)."""
+        return checks_marker(self.head_sha, self.checks)
+
+    @property
+    def plan_digest_record(self) -> Marker:
+        """The prod plan digest's hidden record, which a deploy compares with (recorded_plan_digest)."""
+        return plan_digest_marker(self.plan_digest or "", self.plan_models)
 
 
 # -- building views from engine results ----------------------------------------------------------
@@ -473,10 +487,12 @@ def _http_url(url: str | None) -> str:
 # -- size-aware rendering -----------------------------------------------------------------------
 
 def render_comment(view: CommentView, *, limit: int = COMMENT_LIMIT) -> tuple[str, str]:
-    """(body for the PR comment, full text for the job summary); the body always fits `limit`."""
-    full = render("comment.md.j2", view)
-    if len(full) <= limit:
-        return full, full
+    """(body for the PR comment, full text for the job summary); the body always fits `limit`. The job
+    summary has this run's sections only, not those kept from the earlier comment."""
+    full = render("comment.md.j2", replace(view, earlier=()))
+    body = render("comment.md.j2", view) if view.earlier else full
+    if len(body) <= limit:
+        return body, full
     for shorten in _SHORTENERS:
         view = shorten(view)
         body = render("comment.md.j2", replace(view, shortened=True))

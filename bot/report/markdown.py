@@ -12,9 +12,9 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from bot.errors import BotError
+from bot.report.comment_state import has_comment_marker, is_written_here, section_close, section_open
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
-MARKER_RE = re.compile(r"<!-- meshbot:pr-comment [^>]*-->")
 
 
 class TemplateError(BotError):
@@ -86,20 +86,17 @@ def _templates_dir() -> Path:
     return Path(os.environ.get("MESHBOT_TEMPLATES_DIR") or TEMPLATES_DIR)
 
 
-# The markers the templates' own macros write; any other `<!--` in a rendered value is made inert, so text a
-# pull request controls (a test message, SQL, an error) cannot forge the bot's hidden records.
-_OWN_MARKER = re.compile(r"<!-- (?:/?meshbot:section \w+|meshbot:pr-comment gateway=\S+) -->")
-
-
 def inert_comments(value: object) -> object:
-    """Jinja's finalize: `<!--` in an interpolated value becomes `&lt;!--`, except a marker of our own.
+    """Jinja's finalize: `<!--` in an interpolated value becomes `&lt;!--`, except a marker of our own
+    (bot.report.comment_state), so text a pull request controls (a test message, SQL, an error) cannot forge
+    the bot's hidden records.
 
     >>> inert_comments('x <!-- meshbot:checks {"sha": "f00"} -->')
     'x &lt;!-- meshbot:checks {"sha": "f00"} -->'
     >>> inert_comments("<!-- meshbot:section status -->")
     '<!-- meshbot:section status -->'
     """
-    if isinstance(value, str) and "<!--" in value and not _OWN_MARKER.fullmatch(value):
+    if isinstance(value, str) and "<!--" in value and not is_written_here(value):
         return value.replace("<!--", "&lt;!--")
     return value
 
@@ -110,6 +107,7 @@ def _environment(folder: str) -> SandboxedEnvironment:
                                keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
                                autoescape=False, finalize=inert_comments)
     env.filters.update(pct=pct, pluralize=pluralize, fence=fence, md=md_escape, code=code, html=html_text)
+    env.globals.update(section_open=section_open, section_close=section_close)
     return env
 
 
@@ -127,6 +125,22 @@ def render(template_name: str, view: object) -> str:
         where = f"{template_name}:{error.lineno}" if getattr(error, "lineno", None) else template_name
         raise TemplateError(f"{where}: template failed to render: {error.message}") from None
     text = re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
-    if template_name.startswith("comment") and not MARKER_RE.search(text):
+    if template_name.startswith("comment") and not has_comment_marker(text):
         raise TemplateError(f"{template_name}: rendered comment has no hidden meshbot marker")
     return text
+
+
+def render_part(template_name: str, macro: str, view: object) -> str:
+    """The macro `macro` of `templates/<template_name>` applied to `view`: a line or paragraphs of a message
+    that other templates place (a check's summary, the comment's deploy section, a reply), stripped."""
+    try:
+        module = _environment(str(_templates_dir())).get_template(template_name).module
+        part = getattr(module, macro, None)
+        if part is None:
+            raise TemplateError(f"{template_name}: no macro `{macro}`")
+        text = str(part(view))
+    except jinja2.TemplateNotFound as error:
+        raise TemplateError(f"template `{error.name}` not found in {_templates_dir()}") from None
+    except jinja2.TemplateError as error:
+        raise TemplateError(f"{template_name} ({macro}): template failed to render: {error.message}") from None
+    return re.sub(r"\n{3,}", "\n\n", text).strip()

@@ -9,23 +9,23 @@ from pathlib import PurePosixPath
 from typing import Callable
 
 from bot.errors import BotError
-from bot.github.api import CheckRun, EngineContext, GithubPort, comment_marker
+from bot.github.api import CheckRun, EngineContext, GithubPort
+from bot.github.checks import CheckName
 from bot.github.event import Event, PullRequest
 from bot.github.gate import SealedContext
 from bot.github.local import StepOutputs
-from bot.github.sections import merge_comment, recorded_checks
+from bot.github.outcomes import Refusal, RefusalKind
 from bot.github.timing import PhaseTimings
-from bot.github.settings import CheckName, BotSettings, pr_environment_name
+from bot.github.settings import BotSettings, pr_environment_name
 from bot.github.trusted import TrustedConfig
-from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckState, CheckSummaryView, CommentView,
-                              render_check_summary, render_comment, truncate_markdown)
+from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckSummaryView, CommentView, render_check_summary,
+                              render_comment, truncate_markdown)
 from bot.plan.definition import Plan
 from bot.redact import redact
+from bot.report.comment_state import CheckState, comment_marker, format_models, outside_markers, recorded_checks
 from bot.report.markdown import render
 
 PROJECT_SUFFIXES = frozenset({".sql", ".py", ".yaml", ".yml", ".csv", ".json"})
-# meshbot's own hidden markers, kept whole when a comment is redacted (their JSON payloads are not)
-_MARKERS = re.compile(r"<!-- /?meshbot:(?:section \w+ -->|pr-comment gateway=\S+ -->|[a-z-]+)")
 
 
 @dataclass
@@ -82,8 +82,7 @@ def output_key(check_name: str) -> str:
 def redact_markdown(text: str) -> str:
     """`redact(text)` that keeps meshbot's hidden markers whole: a secret that happens to read `meshbot`
     (a state user, say) must not stop the bot from finding its comment and sections again."""
-    parts, kept = _MARKERS.split(text), _MARKERS.findall(text)
-    return redact(parts[0]) + "".join(marker + redact(part) for marker, part in zip(kept, parts[1:]))
+    return outside_markers(text, redact)
 
 
 def start_check(run: BotRun, name: str, sha: str) -> int:
@@ -105,15 +104,15 @@ def finish_check(run: BotRun, check_id: int, *, name: str, sha: str, conclusion:
 
 
 def post_comment(run: BotRun, number: int, view: CommentView) -> None:
-    """Render, merge with sections other commands wrote before, redact, post once; full text to the summary.
+    """Render with the sections other commands wrote before, redact, post once; full text to the summary.
 
     The checks shown are this run's plus those an earlier run recorded for the same head commit, so the
     status line always reflects every check (a review event re-runs only the approval check)."""
     existing = run.github.find_comment(number, marker=run.marker)
-    view = replace(view, checks=_merged_checks(existing[1] if existing else None, view.head_sha, run.checks),
-                   run_url=view.run_url or run.run_url)
-    body, full = render_comment(view)
-    body = redact_markdown(merge_comment(existing[1] if existing else None, body, drop=view.drop))
+    old = existing[1] if existing else None
+    view = replace(view, checks=_merged_checks(old, view.head_sha, run.checks), run_url=view.run_url or run.run_url)
+    body, full = render_comment(view.after(old))
+    body = redact_markdown(body)
     if len(body) > COMMENT_LIMIT:
         body = truncate_markdown(body, COMMENT_LIMIT - SAFETY)
     if existing is None:
@@ -131,13 +130,7 @@ def ephemeral_storage_refusal(run: BotRun) -> str | None:
     if not parts:
         return None
     gateway = run.settings.gateway or run.context.config.default_gateway
-    return (f"meshbot refuses to run on this GitHub Actions runner with the gateway `{gateway}`: it keeps "
-            f"{'; '.join(parts)}, all on the runner, which is deleted after this job, so no PR environment "
-            f"would survive the next push and prod deploys would plan against an empty state. Configure a "
-            f"gateway with `state_connection: type: postgres` (credentials through env_var and repository "
-            f"secrets) and a shared catalog (`connection: remote: sc://...` for a Spark Connect server, or a "
-            f"Hive metastore with a shared `spark.sql.warehouse.dir`), and pick it with the action's `gateway` "
-            f"input (README, \"The GitHub Action\"). For a throwaway demo set `cicd_bot.allow_ephemeral_state: true`.")
+    return Refusal(RefusalKind.EPHEMERAL_STORAGE, gateway, storage=parts).text
 
 
 def require_lasting_storage(run: BotRun) -> None:
@@ -149,7 +142,7 @@ def require_lasting_storage(run: BotRun) -> None:
 
 def _merged_checks(old_body: str | None, sha: str | None, new: list[CheckState]) -> tuple[CheckState, ...]:
     old_sha, old = recorded_checks(old_body)
-    by_name = {n: CheckState(n, c, u, d) for n, c, u, d in old} if old_sha == sha and sha else {}
+    by_name = {c.name: c for c in old} if old_sha == sha and sha else {}
     by_name.update({c.name: c for c in new})
     order = {name: i for i, name in enumerate(CheckName.ALL)}
     return tuple(sorted(by_name.values(), key=lambda c: order.get(c.name, len(order))))
@@ -190,7 +183,7 @@ def touches_project(files: list[str], subdir: str) -> bool:
 
 def plan_digest(plan: Plan) -> tuple[str, str]:
     """(digest, "name@identifier,...") of what a prod plan would deploy: snapshots and intervals."""
-    models = ",".join(f"{name}@{snap.fingerprint.identifier}" for name, snap in sorted(plan.snapshots.items()))
+    models = format_models({name: snap.fingerprint.identifier for name, snap in plan.snapshots.items()})
     intervals = ";".join(f"{b.snapshot_id.name}:{b.kind}:{list(b.intervals)}"
                          for b in sorted(plan.backfills, key=lambda b: b.snapshot_id))
     return hashlib.sha256(f"{models}|{intervals}".encode()).hexdigest()[:16], models

@@ -5,42 +5,47 @@ from __future__ import annotations
 
 from bot.errors import BotError
 from bot.github.runners.base import BotRun, ephemeral_storage_refusal, error_text, post_comment
+from bot.github.outcomes import CleanupKind, CleanupOutcome, JobNote, NoteKind
 from bot.github.views import CommentView
 
-# After a close the environment's section (its views), its data diffs and "How to deploy" are stale.
+# After a close the environment's section (its views), its data diffs and "How to deploy" are stale; while
+# the environment stays (kept, or its cleanup failed) only "How to deploy" is.
 STALE_AFTER_CLOSE = ("hint", "pr_plan", "diffs")
+_STALE = {CleanupKind.ALREADY_REMOVED: STALE_AFTER_CLOSE, CleanupKind.REMOVED: STALE_AFTER_CLOSE,
+          CleanupKind.KEPT: ("hint",), CleanupKind.FAILED: ("hint",)}
 
 
 def cleanup_pr_environment(run: BotRun) -> int:
     pr = run.pull_request
     if pr is None:
-        run.outputs.summary("meshbot: cleanup needs a pull_request event; nothing to do.")
+        run.outputs.summary(JobNote(NoteKind.CLEANUP_WITHOUT_PULL_REQUEST).line)
         return 0
     env = run.pr_environment(pr.number)
     run.outputs.set("pr_environment_name", env)
     refusal = ephemeral_storage_refusal(run)
     if refusal:
-        post_comment(run, pr.number, CommentView(marker=run.marker, status=f":x: {refusal}",
-                                                 gateway=run.settings.gateway))
+        post_comment(run, pr.number, CommentView(
+            marker=run.marker, status=CleanupOutcome(CleanupKind.REFUSED_STORAGE, env, reason=refusal).status,
+            gateway=run.settings.gateway))
         return 1
     known = {e.name for e in run.context.environments()}
-    code, stale = 0, STALE_AFTER_CLOSE
-    how = "merged" if pr.merged else "closed"
     if env not in known and pr.is_from_fork(run.event.repo):
-        run.outputs.summary(f"meshbot: #{pr.number} from {pr.head_origin()} was {how}; it has no environment.")
+        run.outputs.summary(JobNote(NoteKind.FORK_WITHOUT_ENVIRONMENT, number=pr.number, origin=pr.head_origin(),
+                                    merged=pr.merged).line)
         return 0
+    outcome = _cleanup(run, env, known, merged=pr.merged)
+    post_comment(run, pr.number, CommentView(marker=run.marker, status=outcome.status, gateway=run.settings.gateway,
+                                             head_sha=pr.head_sha, drop=_STALE[outcome.kind]))
+    return 1 if outcome.kind is CleanupKind.FAILED else 0
+
+
+def _cleanup(run: BotRun, env: str, known: set[str], *, merged: bool) -> CleanupOutcome:
     if env not in known:
-        text = f":broom: This PR was {how}; its environment `{env}` does not exist (already removed)."
-    elif pr.merged and not run.settings.invalidate_environment_after_deploy:
-        text = (f":package: This PR was merged; its environment `{env}` is kept "
-                "(cicd_bot.invalidate_environment_after_deploy: false) until it expires or is invalidated.")
-        stale = ("hint",)
-    else:
-        try:
-            run.context.invalidate(env, sync=True)
-            text = f":broom: This PR was {how}: environment `{env}` was removed (invalidated, views dropped)."
-        except BotError as error:
-            text, code, stale = f":x: Environment `{env}` could not be cleaned up: {error_text(error)}", 1, ("hint",)
-    post_comment(run, pr.number, CommentView(marker=run.marker, status=text, gateway=run.settings.gateway,
-                                             head_sha=pr.head_sha, drop=stale))
-    return code
+        return CleanupOutcome(CleanupKind.ALREADY_REMOVED, env, merged=merged)
+    if merged and not run.settings.invalidate_environment_after_deploy:
+        return CleanupOutcome(CleanupKind.KEPT, env, merged=merged)
+    try:
+        run.context.invalidate(env, sync=True)
+    except BotError as error:
+        return CleanupOutcome(CleanupKind.FAILED, env, merged=merged, reason=error_text(error))
+    return CleanupOutcome(CleanupKind.REMOVED, env, merged=merged)

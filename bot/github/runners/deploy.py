@@ -9,10 +9,13 @@ from bot.github.runners.pr import prod_options
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, start_check)
 from bot.github.runners.notify import notifier_for
-from bot.github.sections import recorded_plan_digest
-from bot.github.settings import BotSettings, CheckName
-from bot.github.views import CheckSummaryView, CommentView, plan_view
+from bot.github.checks import CheckName
+from bot.github.settings import BotSettings
+from bot.github.outcomes import (BackfillLimit, DeployKind, DeployOutcome, LargeBackfill, MergeResult, ModelBackfill,
+                                 PlanDrift, RunAfterDeploy)
+from bot.github.views import CheckSummaryView, CommentView
 from bot.plan.definition import Plan
+from bot.report.comment_state import parse_models, recorded_plan_digest
 from bot.report.notify import Notifier, evaluated_models, plan_models
 
 
@@ -34,50 +37,43 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
     deployed_sha = pr.head_sha if command and pr else (run.event.sha or run.sha or sha)
     check = start_check(run, CheckName.PROD_DEPLOY, sha) if sha else None
 
-    def finish(conclusion: str, summary: str, details: tuple[str, ...] = (), status: str = "", *,
-               comment: bool = True) -> int:
+    def finish(outcome: DeployOutcome) -> int:
         if check is not None:
-            finish_check(run, check, name=CheckName.PROD_DEPLOY, sha=sha, conclusion=conclusion,
-                         view=CheckSummaryView(summary=summary, details=details))
-        if pr is not None and comment:
+            finish_check(run, check, name=CheckName.PROD_DEPLOY, sha=sha, conclusion=outcome.conclusion,
+                         view=CheckSummaryView(summary=outcome.summary, details=outcome.details))
+        # an up-to-date push (of a PR that `/deploy` already deployed and merged) keeps the deploy report
+        if pr is not None and outcome.kind is not DeployKind.UP_TO_DATE:
             post_comment(run, pr.number, CommentView(
-                marker=run.marker, status=status, gateway=run.settings.gateway, head_sha=pr.head_sha,
-                deploy="\n\n".join((summary,) + details), drop=("hint",) if conclusion == "success" else ()))
+                marker=run.marker, status=outcome.status, gateway=run.settings.gateway, head_sha=pr.head_sha,
+                deploy=outcome.report, drop=("hint",) if outcome.conclusion == "success" else ()))
         else:
-            run.outputs.summary("\n\n".join((summary,) + details))
-        return 0 if conclusion in ("success", "skipped") else 1
+            run.outputs.summary(outcome.report)
+        return 0 if outcome.ok else 1
 
     storage_refusal = ephemeral_storage_refusal(run)
     if storage_refusal:
-        return finish("failure", f":x: Deploy to `{env}` refused.", (storage_refusal,))
+        return finish(DeployOutcome(DeployKind.REFUSED_STORAGE, env, reason=storage_refusal))
     if run.settings.has_required_approvers:
         if pr is None:
-            return finish("failure", f":x: Deploy to `{env}` refused: no pull request found for commit "
-                                     f"{sha[:7]}, so its required approval cannot be checked.")
+            return finish(DeployOutcome(DeployKind.REFUSED_NO_PULL_REQUEST, env, sha=sha))
         status = approval_status(run.github, run.settings, run.event.repo.owner, pr)
         if not status.approved:
-            return finish("failure", f":x: Deploy to `{env}` refused: required approval is missing.",
-                          (status.summary,))
+            return finish(DeployOutcome(DeployKind.REFUSED_NO_APPROVAL, env, reason=status.summary))
     notifier = notifier_for(run, pull_request=pr, sha=deployed_sha)
     try:
         plan = run.context.plan(env, options=prod_options(run, pr, allow_destructive=allow_destructive))
     except BotError as error:
         notifier.failed("apply", env, error)
-        return finish("failure", f":x: The plan for `{env}` could not be built.", (error_text(error),))
+        return finish(DeployOutcome(DeployKind.PLAN_FAILED, env, reason=error_text(error)))
     if plan.is_up_to_date and not command:
-        # e.g. the push of a PR that `/deploy` already deployed and merged: keep its deploy report
-        return finish("success", f":white_check_mark: `{env}` already serves this commit's models: "
-                                 "nothing to deploy.", comment=False)
+        return finish(DeployOutcome(DeployKind.UP_TO_DATE, env))
     large = large_backfill(run.settings, plan)
-    if large and not allow_large_backfill:
-        return finish("failure", f":x: Deploy to `{env}` refused: {large[0]}", large[1:] + (
-            "A required approver can comment `/deploy --allow-large-backfill` to deploy it anyway, or raise "
-            "the limit in `cicd_bot`.",))
+    if large is not None and not allow_large_backfill:
+        return finish(DeployOutcome(DeployKind.REFUSED_LARGE_BACKFILL, env, large=large))
     digest, models = plan_digest(plan)
     drift = _drift(run, pr, digest, models)
-    if drift and run.settings.require_approved_plan:
-        return finish("failure", f":x: Deploy to `{env}` refused: the plan differs from the approved "
-                                 f"prod plan preview (require_approved_plan).", drift)
+    if drift is not None and run.settings.require_approved_plan:
+        return finish(DeployOutcome(DeployKind.REFUSED_PLAN_CHANGED, env, drift=drift))
     run.outputs.set("plan_id", plan.plan_id)
     changed = plan_models(plan)
     notifier.send("apply_start", env, models=changed)
@@ -85,28 +81,21 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         result = run.context.apply(plan)
     except BotError as error:
         notifier.failed("apply", env, error, models=changed)
-        return finish("failure", f":x: Deploy to `{env}` failed.", (error_text(error),) + drift)
+        return finish(DeployOutcome(DeployKind.APPLY_FAILED, env, reason=error_text(error), drift=drift))
     notifier.send("apply_end", env, models=changed)
     run.outputs.set("deployed_sha", deployed_sha)
-    view = plan_view(plan)
-    done = (f":rocket: Deployed to `{env}` (plan `{plan.plan_id}`): {len(view.changes)} change(s), "
-            f"{len(result.evaluated)} batch(es) computed.")
-    status = (f":rocket: Deployed to `{env}` from {deployed_sha[:7] or 'this commit'}: plan `{plan.plan_id}`, "
-              f"digest `{digest}`.")
-    if allow_destructive:
-        drift += (f"Destructive changes allowed for {', '.join(f'`{m}`' for m in allow_destructive)} by "
-                  f"@{run.event.comment.user if run.event.comment else 'a required approver'}.",)
-    merged, ran, ok = (), _run_after_deploy(run, env, notifier), True
-    if command and pr is not None and run.settings.merge_method:
-        merged, ok = _merge(run, pr)
-        status += " " + merged[0]
-    code = finish("success", done, drift + ran[0] + merged, status=status)
-    return 1 if not (ok and ran[1]) else code
+    allowed_by = run.event.comment.user if run.event.comment else "a required approver"
+    ran = _run_after_deploy(run, env, notifier)
+    merge = _merge(run, pr) if command and pr is not None and run.settings.merge_method else None
+    return finish(DeployOutcome(
+        DeployKind.DEPLOYED, env, drift=drift, plan_id=plan.plan_id, changes=len(plan.changes),
+        batches=len(result.evaluated), deployed_sha=deployed_sha, digest=digest, destructive=allow_destructive,
+        allowed_by=allowed_by if allow_destructive else "", ran=ran, merge=merge))
 
 
-def large_backfill(settings: BotSettings, plan: Plan) -> tuple[str, ...]:
-    """(why, one line per model) when `plan` computes more batches than cicd_bot.max_backfill_batches or
-    more intervals than cicd_bot.max_backfill_intervals; () otherwise."""
+def large_backfill(settings: BotSettings, plan: Plan) -> LargeBackfill | None:
+    """What `plan` computes when that is more batches than cicd_bot.max_backfill_batches or more intervals
+    than cicd_bot.max_backfill_intervals; None otherwise."""
     names = {s.snapshot_id: s.name for s in plan.snapshots.values()}
     batches: dict[str, int] = {}
     intervals: dict[str, int] = {}
@@ -114,44 +103,41 @@ def large_backfill(settings: BotSettings, plan: Plan) -> tuple[str, ...]:
         name = names.get(backfill.snapshot_id, backfill.snapshot_id.name)
         batches[name] = batches.get(name, 0) + len(backfill.batches)
         intervals[name] = intervals.get(name, 0) + len(backfill.intervals)
-    over = [f"{sum(counts.values())} {what}, more than cicd_bot.max_backfill_{what} ({limit})"
-            for what, counts, limit in (("batches", batches, settings.max_backfill_batches),
-                                        ("intervals", intervals, settings.max_backfill_intervals))
-            if limit is not None and sum(counts.values()) > limit]
+    over = tuple(BackfillLimit(what, sum(counts.values()), limit)
+                 for what, counts, limit in (("batches", batches, settings.max_backfill_batches),
+                                             ("intervals", intervals, settings.max_backfill_intervals))
+                 if limit is not None and sum(counts.values()) > limit)
     if not over:
-        return ()
-    lines = tuple(f"`{name}`: {intervals[name]} interval(s) in {count} batch(es)"
-                  for name, count in sorted(batches.items(), key=lambda i: (-intervals[i[0]], -i[1], i[0])))
-    return (f"the plan computes {' and '.join(over)}.",) + lines
+        return None
+    return LargeBackfill(over=over, models=tuple(
+        ModelBackfill(name, intervals[name], count)
+        for name, count in sorted(batches.items(), key=lambda i: (-intervals[i[0]], -i[1], i[0]))))
 
 
-def _run_after_deploy(run: BotRun, env: str, notifier: Notifier) -> tuple[tuple[str, ...], bool]:
+def _run_after_deploy(run: BotRun, env: str, notifier: Notifier) -> RunAfterDeploy | None:
     """cicd_bot.run_on_deploy: right after a prod deploy, process what each model's cron made due (as
-    SQLMesh's run_on_deploy_to_prod). (report lines, ok)."""
+    SQLMesh's run_on_deploy_to_prod)."""
     if not run.settings.run_on_deploy or env != "prod":
-        return (), True
+        return None
     notifier.send("run_start", "prod")
     try:
         result = run.context.run("prod")
     except BotError as error:
         notifier.failed("run", "prod", error)
-        return (f":x: The run after the deploy failed: {error_text(error)}",), False
+        return RunAfterDeploy(error=error_text(error))
     notifier.send("run_end", "prod", models=evaluated_models(result.evaluated))
-    if result.nothing_due:
-        return ("Run after the deploy: nothing was due.",), True
-    return (f"Run after the deploy: {len(result.evaluated)} batch(es) computed"
-            + (f", {len(result.reused)} reused." if result.reused else "."),), True
+    return RunAfterDeploy(nothing_due=result.nothing_due, batches=len(result.evaluated), reused=len(result.reused))
 
 
-def _merge(run: BotRun, pr: PullRequest) -> tuple[tuple[str, ...], bool]:
+def _merge(run: BotRun, pr: PullRequest) -> MergeResult:
     """Merge the PR after a /deploy (cicd_bot.merge_method), only if its head is still the deployed sha."""
     method = run.settings.merge_method or "merge"
     try:
         merge_sha = run.github.merge_pull(pr.number, method=method, sha=pr.head_sha)
     except BotError as error:
-        return (f":x: The PR could not be merged ({method}): {error_text(error)}",), False
+        return MergeResult(method, error=error_text(error))
     run.outputs.set("merge_sha", merge_sha)
-    return (f"The PR was merged ({method}){f' as {merge_sha[:7]}' if merge_sha else ''}.",), True
+    return MergeResult(method, sha=merge_sha or "")
 
 
 def _comment_body(run: BotRun, pr: PullRequest) -> str | None:
@@ -171,15 +157,13 @@ def _find_pr(run: BotRun) -> PullRequest | None:
     return (merged or pulls or [None])[0]
 
 
-def _drift(run: BotRun, pr: PullRequest | None, digest: str, models: str) -> tuple[str, ...]:
+def _drift(run: BotRun, pr: PullRequest | None, digest: str, models: str) -> PlanDrift | None:
     """What changed between the approved prod plan preview and what is about to deploy."""
     if pr is None:
-        return ()
+        return None
     recorded = recorded_plan_digest(_comment_body(run, pr))
     if recorded is None or recorded[0] == digest:
-        return ()
-    before = recorded[1]
-    now = dict(item.rsplit("@", 1) for item in models.split(",") if "@" in item)
-    changed = sorted(n for n in set(before) | set(now) if before.get(n) != now.get(n))
-    listed = ", ".join(f"`{n}`" for n in changed) or "intervals only"
-    return (f"Changed since the approved prod plan preview (digest {recorded[0]} → {digest}): {listed}.",)
+        return None
+    before, now = recorded[1], parse_models(models)
+    return PlanDrift(approved=recorded[0], digest=digest,
+                     models=tuple(sorted(n for n in set(before) | set(now) if before.get(n) != now.get(n))))

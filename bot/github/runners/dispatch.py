@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bot.github.gate import (ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, authorize_command,
                              authorize_dispatched_rollback, authorize_rollback, checkout_refusal, classify, release_refusal, rollback_target)
+from bot.github.outcomes import JobNote, NoteKind, Refusal, RefusalKind
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
 from bot.github.runners.deploy import deploy_production
@@ -40,11 +41,11 @@ def dispatch(run: BotRun, command: str) -> int:
     if command == AUTHORIZE_DEPLOY:
         return authorize_deploy(run, decision)
     if decision.step not in COMMAND_STEPS[command]:
-        what = decision.text or f"the event asks for `{decision.step.value}`"
-        run.outputs.summary(f"meshbot `{command}`: nothing to do for this `{run.event.name}` event: {what}")
+        run.outputs.summary(JobNote(NoteKind.NOT_SERVED, text=decision.text, command=command, event=run.event.name,
+                                    step=decision.step.value).line)
         return 0
     if decision.step is Step.NOTHING:
-        run.outputs.summary(f"meshbot: {decision.text}")
+        run.outputs.summary(JobNote(NoteKind.SAYS, text=decision.text).line)
         return 0
     if decision.step is Step.REPLY:
         comment = run.event.comment
@@ -84,7 +85,7 @@ def _deploy(run: BotRun, decision: Decision) -> int:
         if decision.command:
             reply(run, comment.issue_number, comment.user, refusal)
         else:
-            run.outputs.summary(f"meshbot: {refusal}")
+            run.outputs.summary(JobNote(NoteKind.SAYS, text=refusal).line)
         return 1
     if decision.command:
         run.github.add_reaction(comment.id, "rocket")
@@ -100,12 +101,11 @@ def _run(run: BotRun) -> int:
     event = run.event
     refusal = None
     if not run.settings.is_prod_branch(event.branch, event.repo.default_branch):
-        refusal = (f"run refused: `{event.ref or 'no ref'}` is not a prod branch; a run processes prod with the "
-                   f"code of `{event.repo.default_branch}` (or cicd_bot.prod_branch_names) only.")
+        refusal = Refusal(RefusalKind.NOT_PROD_BRANCH, event.ref or "", event.repo.default_branch).text
     elif run.sha:
         refusal = checkout_refusal(run.sha, run.checkout_head, "the commit of the event (GITHUB_SHA)")
     if refusal is not None:
-        run.outputs.summary(f"meshbot: {refusal}")
+        run.outputs.summary(JobNote(NoteKind.SAYS, text=refusal).line)
         return 1
     run.open_project(read_cache=False)
     return run_environments(run)
@@ -127,12 +127,12 @@ def _rollback(run: BotRun, decision: Decision) -> int:
         head = run.checkout_head
         refusal = (release_refusal(head, run.event.repo.default_branch, run.on_default_branch,
                                    action="rollback", what="the checked-out commit") if head else
-                   "rollback refused: the checked-out commit cannot be read (not a git checkout).")
+                   Refusal(RefusalKind.NO_CHECKOUT_HEAD).text)
     if refusal is not None:
         if decision.command:
             reply(run, comment.issue_number, comment.user, refusal)
         else:
-            run.outputs.summary(f"meshbot: {refusal}")
+            run.outputs.summary(JobNote(NoteKind.SAYS, text=refusal).line)
         return 1
     if decision.command:
         run.github.add_reaction(comment.id, "rocket")
@@ -143,9 +143,7 @@ def _rollback(run: BotRun, decision: Decision) -> int:
 def _untrusted_refusal(run: BotRun) -> str | None:
     if run.trusted.trusted:
         return None
-    return (f"deploy refused: the deploy gates have no trusted source ({run.trusted.missing}). meshbot reads "
-            "them from the action's `config` input or the default branch's config.yaml, never from the "
-            "checked-out files; give it one of those.")
+    return Refusal(RefusalKind.UNTRUSTED, run.trusted.missing).text
 
 
 def authorize_deploy(run: BotRun, decision: Decision) -> int:
@@ -159,14 +157,14 @@ def authorize_deploy(run: BotRun, decision: Decision) -> int:
         reply(run, comment.issue_number, comment.user, decision.text)
         return 0
     if decision.step not in (Step.DEPLOY, Step.ROLLBACK) or not decision.command:
-        run.outputs.summary(f"meshbot: no `/deploy` or `/rollback` to authorize: {decision.text or decision.step.value}")
+        run.outputs.summary(JobNote(NoteKind.NOTHING_TO_AUTHORIZE, text=decision.text or decision.step.value).line)
         return 0
     refusal = _untrusted_refusal(run)
     verdict, sha = None, None
     if refusal is None and decision.step is Step.ROLLBACK:
         verdict = authorize_rollback(run.event, run.settings, run.github)
         sha = run.default_branch_head()
-        refusal = verdict.refusal or (None if sha else "rollback refused: the default branch's head could not be read.")
+        refusal = verdict.refusal or (None if sha else Refusal(RefusalKind.NO_DEFAULT_HEAD).text)
     elif refusal is None:
         verdict = authorize_command(run.event, run.settings, run.github, checkout_head=None, check_head=False,
                                     commits_behind=run.commits_behind, options=decision.options)
@@ -178,6 +176,6 @@ def authorize_deploy(run: BotRun, decision: Decision) -> int:
     run.outputs.set("authorized", "true")
     run.outputs.set("sha", sha)
     run.outputs.set("pr_number", str(pr.number))
-    run.outputs.summary(f"meshbot: `/{decision.step.value}` on #{pr.number} by @{comment.user} is authorized; the "
-                        f"second job checks out {sha}.")
+    run.outputs.summary(JobNote(NoteKind.AUTHORIZED, command=decision.step.value, number=pr.number, user=comment.user,
+                                sha=sha).line)
     return 0

@@ -9,14 +9,15 @@ from bot.diff.gates import Finding, Level, check as check_gates
 from bot.errors import BotError
 from bot.github.approvals import ApprovalStatus
 from bot.github.base_changes import change_origins
+from bot.github.commands import command_prefix
 from bot.github.gate import approval_status
 from bot.github.event import PullRequest
+from bot.github.outcomes import CheckTitle, DeployWays, JobNote, NoteKind, gate_finding
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      post_comment, require_lasting_storage, start_check, touches_project)
-from bot.github.settings import CheckName
+from bot.github.checks import CheckName
 from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanRegressionView, PlanView, PrEnvironmentView,
                               TestsView, diff_view, impact_view, plan_regression_views, plan_view, tests_view)
-from bot.report.markdown import pluralize
 from bot.plan.definition import ChangeType, Plan, PlanOptions
 from bot.plan.estimate import BackfillEstimate
 
@@ -39,9 +40,7 @@ def tests_step(run: BotRun, pr: PullRequest) -> TestsView:
     except BotError as error:
         view = TestsView(status="error", message=error_text(error))
     conclusion = "success" if view.status == "passed" else "failure"
-    summary = (f"{pluralize(view.total, 'unit test')} passed" if conclusion == "success"
-               else f"{view.failed} of {pluralize(view.total, 'unit test')} failed" if view.status == "failed"
-               else "Unit tests could not run")
+    summary = CheckTitle(CheckName.UNIT_TESTS, tests=view.status, total=view.total, failures=view.failed).text
     finish_check(run, check, name=CheckName.UNIT_TESTS, sha=pr.head_sha, conclusion=conclusion,
                  view=CheckSummaryView(summary=summary, tests=view))
     return view
@@ -62,14 +61,15 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | 
         run.context.apply(plan)
     except BotError as error:
         finish_check(run, check, name=CheckName.PR_ENVIRONMENT, sha=pr.head_sha, conclusion="failure",
-                     view=CheckSummaryView(summary=f"Environment `{env}` could not be synced",
+                     view=CheckSummaryView(summary=CheckTitle(CheckName.PR_ENVIRONMENT, failed=True,
+                                                              environment=env).text,
                                            details=(error_text(error),)))
         return None, None, error_text(error)
     run.outputs.set("created_pr_environment", "false" if existed else "true")
     view = plan_view(plan)
+    title = CheckTitle(CheckName.PR_ENVIRONMENT, environment=env)
     finish_check(run, check, name=CheckName.PR_ENVIRONMENT, sha=pr.head_sha, conclusion="success",
-                 view=CheckSummaryView(summary=f"Environment `{env}` is synced", plan=view,
-                                       plan_title=f"Changes in `{env}`"))
+                 view=CheckSummaryView(summary=title.text, plan=view, plan_title=title.changes_title))
     return PrEnvironmentView(name=env, created=not existed, applied=len(view.changes),
                              skipped_backfill=view.skipped_backfill and view.has_changes,
                              backfills=view.backfills), plan, None
@@ -107,7 +107,7 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
         try:
             prod_plan = run.context.plan("prod", options=prod_options(run, pr))
         except BotError as error:
-            return (DiffView("prod plan", note=f"not compared: {error_text(error)}"),), ()
+            return (DiffView("prod plan", note=JobNote(NoteKind.NOT_COMPARED, text=error_text(error)).line),), ()
     backfilled = not pr_plan.options.skip_backfill
     s = run.settings
     check = start_check(run, CheckName.DATA_DIFF, pr.head_sha)
@@ -117,25 +117,21 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
                                            show_sample=s.table_diff_samples)
     except BotError as error:
         finish_check(run, check, name=CheckName.DATA_DIFF, sha=pr.head_sha, conclusion="failure",
-                     view=CheckSummaryView(summary="The data diff could not be computed", details=(error_text(error),)))
-        return (DiffView("changed models", note=f"not compared: {error_text(error)}"),), ()
+                     view=CheckSummaryView(summary=CheckTitle(CheckName.DATA_DIFF, failed=True).text,
+                                           details=(error_text(error),)))
+        return (DiffView("changed models", note=JobNote(NoteKind.NOT_COMPARED, text=error_text(error)).line),), ()
     plans = _plan_regressions(run, prod_plan, environment=run.pr_environment(pr.number) if backfilled else None)
     findings = tuple(f for result in results for f in check_gates(result, s.table_diff_gates))
     findings += tuple(Finding(p.model, PLAN_GATE, Level(s.plan_regressions), message)
                       for p in plans for message in p.findings)
     failed = [f for f in findings if f.level is Level.FAIL]
     compared = sum(1 for r in results if r.compared)
-    failures = [f"{what} failed on {pluralize(len(models), 'model')}" for what, models in (
-        ("Data diff gate", {f.model for f in failed if f.gate != PLAN_GATE}),
-        ("Spark plan check", {f.model for f in failed if f.gate == PLAN_GATE})) if models]
-    summary = ("; ".join(failures) if failures
-               else f"Data diff of {pluralize(compared, 'model')}: no gate failed" +
-               (f" ({pluralize(len(findings), 'warning')})" if findings else ""))
+    summary = CheckTitle(CheckName.DATA_DIFF, compared=compared, warnings=len(findings),
+                         gate_failed=len({f.model for f in failed if f.gate != PLAN_GATE}),
+                         plan_failed=len({f.model for f in failed if f.gate == PLAN_GATE})).text
     finish_check(run, check, name=CheckName.DATA_DIFF, sha=pr.head_sha,
                  conclusion="failure" if failed else "success",
-                 view=CheckSummaryView(summary=summary, details=tuple(
-                     f"{':x:' if f.level is Level.FAIL else ':warning:'} `{f.model}` ({f.gate}): {f.message}"
-                     for f in findings)))
+                 view=CheckSummaryView(summary=summary, details=tuple(gate_finding(f) for f in findings)))
     by_model: dict[str, tuple[Finding, ...]] = {}
     for finding in findings:
         if finding.gate != PLAN_GATE:     # shown with the plans
@@ -156,7 +152,7 @@ def _plan_regressions(run: BotRun, plan: Plan, *, environment: str | None) -> tu
                                      level=level)
     except BotError as error:
         return (PlanRegressionView("changed models", summary="not compared",
-                                   note=f"not compared: {error_text(error)}"),)
+                                   note=JobNote(NoteKind.NOT_COMPARED, text=error_text(error)).line),)
 
 
 def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str | None, str, Plan | None]:
@@ -166,7 +162,7 @@ def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str |
         plan = run.context.plan("prod", options=prod_options(run, pr))
     except BotError as error:
         finish_check(run, check, name=CheckName.PROD_PLAN, sha=pr.head_sha, conclusion="failure",
-                     view=CheckSummaryView(summary="The prod plan could not be built",
+                     view=CheckSummaryView(summary=CheckTitle(CheckName.PROD_PLAN, failed=True).text,
                                            details=(error_text(error),)))
         return None, None, "", None
     digest, models = plan_digest(plan)
@@ -176,8 +172,8 @@ def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str |
         base = run.base_versions(pr)
         origins = change_origins(plan, base) if base is not None else None
     view = plan_view(plan, _estimates(run, plan), origins=origins, base_branch=pr.base_ref)
-    summary = (f"Prod plan: {len(view.changes)} change(s), digest {digest}" if view.has_changes
-               else "No changes to deploy to prod")
+    summary = CheckTitle(CheckName.PROD_PLAN, has_changes=view.has_changes, changes=len(view.changes),
+                         digest=digest).text
     finish_check(run, check, name=CheckName.PROD_PLAN, sha=pr.head_sha, conclusion="success",
                  view=CheckSummaryView(summary=summary, plan=view, plan_title="Prod plan preview"))
     return view, digest, models, plan
@@ -220,20 +216,12 @@ def prod_options(run: BotRun, pr: PullRequest | None, *, allow_destructive: tupl
 
 
 def deploy_hint(run: BotRun) -> str:
+    """The comment's "How to deploy": every way the settings allow."""
     s = run.settings
-    ways = []
-    if s.deploys_on("merge"):
-        ways.append(f"merge this PR: the push to the prod branch deploys to `{s.merge_environment}`")
-    if s.deploys_on("tag"):
-        ways.append(f"push a release tag or publish a release: deploys to `{s.tag_environment}`")
-    if s.enable_deploy_command:
-        from bot.github.commands import command_prefix
-        merge = f", then merges this PR ({s.merge_method})" if s.merge_method else ""
-        ways.append(f"comment `{command_prefix(s.command_namespace)}deploy` (write access needed; deploys this "
-                    f"PR's head, which must contain its base branch, to `{s.merge_environment}`{merge})")
-    gate = " once the required approvals are in" if s.has_required_approvers else ""
-    text = "; or ".join(ways)
-    return text[:1].upper() + text[1:] + gate + "."
+    return DeployWays(merge_environment=s.merge_environment, merge_deploys=s.deploys_on("merge"),
+                      tag_environment=s.tag_environment if s.deploys_on("tag") else "",
+                      command=f"{command_prefix(s.command_namespace)}deploy" if s.enable_deploy_command else "",
+                      merge_method=s.merge_method or "", gated=s.has_required_approvers).text
 
 
 def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = True,
@@ -241,14 +229,13 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
     """The PR push flow (run-all): each selected step, then one comment."""
     pr = _pr(run)
     if pr is None:
-        run.outputs.summary("meshbot: this event has no pull request; nothing to do.")
+        run.outputs.summary(JobNote(NoteKind.NO_PULL_REQUEST).line)
         return 0
     view = CommentView(marker=run.marker, status="", gateway=run.settings.gateway,
                        environment=run.pr_environment(pr.number), head_sha=pr.head_sha)
     if (tests or environment or prod_plan) and not touches_project(
             run.github.changed_files(pr.number), run.project_subdir):
-        post_comment(run, pr.number, replace(view, status="This pull request changes no project file; "
-                                                          "meshbot skipped the engine work."))
+        post_comment(run, pr.number, replace(view, status=JobNote(NoteKind.NO_PROJECT_FILE).line))
         return 0
     ok, error, applied, preview = True, None, None, None
     if tests or (environment and ephemeral_storage_refusal(run) is None):
@@ -276,7 +263,7 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
     view = replace(view, diffs=diffs, plans=plans)
     if approval:
         view = replace(view, **approval_fields(run, approval_step(run, pr)))
-    notices = (f"The PR environment could not be synced: {error}",) if error else ()
+    notices = (JobNote(NoteKind.ENVIRONMENT_NOT_SYNCED, text=error).line,) if error else ()
     post_comment(run, pr.number, replace(view, notices=notices))
     return 0 if ok else 1
 

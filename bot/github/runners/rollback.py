@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bot.errors import BotError
+from bot.github.outcomes import JobNote, NoteKind, RollbackOutcome
 from bot.github.runners.base import BotRun, error_text, reply
 
 
@@ -15,15 +16,13 @@ def rollback_environment(run: BotRun, *, environment: str, to_plan_id: str | Non
         if comment is not None:
             reply(run, comment.issue_number, comment.user, text)
         else:
-            run.outputs.summary(f"meshbot: {text}")
+            run.outputs.summary(JobNote(NoteKind.SAYS, text=text).line)
 
     try:
         result = run.context.rollback(environment, to_plan_id=to_plan_id)
     except BotError as error:
-        say(f"rollback of `{environment}` failed: {error_text(error)}")
+        say(RollbackOutcome(environment, error=error_text(error)).text)
         return 1
-    views = ", ".join(f"`{name}`" for name in result.repointed) or "none (it served the same tables)"
-    say(f"rolled `{environment}` back from plan {result.from_plan_id[:8]} to plan {result.to_plan_id[:8]}'s "
-        f"snapshots (new plan {result.plan_id[:8]}) in {result.seconds:.1f} s, nothing recomputed; "
-        f"views repointed: {views}.")
+    say(RollbackOutcome(environment, from_plan_id=result.from_plan_id, to_plan_id=result.to_plan_id,
+                        plan_id=result.plan_id, seconds=result.seconds, repointed=tuple(result.repointed)).text)
     return 0

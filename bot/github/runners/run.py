@@ -24,12 +24,16 @@ class ModelRun:
 @dataclass(frozen=True)
 class EnvironmentRun:
     name: str
-    outcome: str        # "processed", "nothing due", "skipped: ...", or the error
-    ok: bool = True
+    outcome: str        # processed, nothing due, skipped (never deployed) or failed (templates/run.md.j2 says it)
+    error: str = ""     # why it failed
     models: tuple[ModelRun, ...] = ()
     batches: int = 0
     reused: int = 0
     seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome != "failed"
 
 
 @dataclass(frozen=True)
@@ -57,14 +61,14 @@ def run_environments(run: BotRun) -> int:
 
 def _run_one(run: BotRun, name: str, existing: set[str], notifier: Notifier) -> EnvironmentRun:
     if name not in existing:
-        return EnvironmentRun(name, f"skipped: `{name}` has not been deployed yet")
+        return EnvironmentRun(name, "skipped")
     began = time.perf_counter()
     notifier.send("run_start", name)
     try:
         result = run.context.run(name)
     except BotError as error:
         notifier.failed("run", name, error)
-        return EnvironmentRun(name, f"failed: {error_text(error)}", ok=False, seconds=time.perf_counter() - began)
+        return EnvironmentRun(name, "failed", error=error_text(error), seconds=time.perf_counter() - began)
     notifier.send("run_end", name, models=evaluated_models(result.evaluated))
     by_model: dict[str, list[tuple[int, int]]] = {}
     for model, start, end in result.evaluated:
