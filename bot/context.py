@@ -141,11 +141,11 @@ class Context(Workspace):
         """MODEL's rows for [start, end] (end date inclusive), read from prod's tables; writes nothing."""
         from bot.plan.cron_run import evaluate_rows, prod_tables
 
-        model, now = self.model(model_name), execution_ms(execution_time)
+        model, now, tables = self.model(model_name), execution_ms(execution_time), prod_tables(self.state, self.models)
         interval = (to_ms(start, relative_base=now), exclusive_end_ms(end, relative_base=now))
-        return evaluate_rows(table_mapping=prod_tables(self.state, self.models), engine=self.engine, model=model,
-                             context_models=self.models, interval=interval, execution_time=now,
-                             variables=self.config.variables, gateway=self.gateway.name, limit=limit)
+        return evaluate_rows(engine=self.engine, model=model, context_models=self.models, table_mapping=tables,
+                             interval=interval, execution_time=now, variables=self.config.variables,
+                             gateway=self.gateway.name, limit=limit)
 
     def migrate(self) -> tuple[int, int]:
         """Upgrade the state schema; returns (version before, version after)."""
