@@ -2,135 +2,48 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from bot.diff.arguments import TableDiffOptions, resolve_tables
+from bot.diff.table_diff import diff_tables
 from bot.errors import PlanError
+from bot.plan.apply import ApplyResult, apply_plan, catalog_only
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
-from bot.project.config import Gateway, ProjectConfig
+from bot.plan.estimate import BackfillEstimate, estimate_backfills
+from bot.plan.janitor import JanitorResult, clean_environment, destroy_all, expire_environment, run_janitor
+from bot.plan.workspace import Workspace
 from bot.project.model import Model
-from bot.snapshot import normalize_environment
+from bot.project.timeutil import exclusive_end_ms, execution_ms, now_ms, to_ms, user_range
+from bot.snapshot import normalize_environment, view_name, view_names
 from bot.state.api import Environment, HistoryEntry
 
 if TYPE_CHECKING:
     from bot.diff.table_diff import ModelDataDiff, TableDiffResult
     from bot.diff.plan_regressions import PlanComparison
-    from bot.quality.api import AuditReport, AuditResult, TestSuiteResult
-    from bot.plan.claims import Claims
-    from bot.plan.env_statements import EnvironmentStatements
-    from bot.plan.janitor import JanitorResult
-    from bot.plan.estimate import BackfillEstimate
+    from bot.quality.api import AuditReport, TestSuiteResult
     from bot.quality.lint.runner import LintResult
     from bot.plan.rollback import RollbackResult
     from bot.plan.cron_run import RunResult
-    from bot.plan.batch_runner import SparkRunner
-    from bot.project.loader import Project
-    from bot.spark.engine import SparkEngine
-    from bot.state.store import SqlStateSync
 
 
 Row = dict[str, object]   # one result row: column name → the Python value Spark returned
 
 
-@dataclass(frozen=True)
-class ApplyResult:
-    plan_id: str
-    environment: str
-    evaluated: tuple[tuple[str, int, int], ...]   # (model, start ms, end ms) batches computed
-    views_created: int
-    skipped_backfill: bool = False
-    audit_warnings: tuple["AuditResult", ...] = ()
-    reused: tuple[tuple[str, int, int], ...] = ()   # batches another process recorded meanwhile
-
-
-def _import_plan_modules() -> None:
-    """Import what a plan needs after the load (state and its SQLAlchemy, the plan builder), while
-    worker processes parse a cold project and this process would only wait."""
-    import importlib
-
-    for module in ("bot.plan.builder", "bot.state.connect"):
-        importlib.import_module(module)
-
-
-class Context:
-    """Composition root: loads the project lazily; state and Spark start only when first needed.
+class Context(Workspace):
+    """The engine's API over one project: each operation hands its parts (bot.plan.workspace) to the
+    room that does the work.
 
     Planning (`plan`) reads project files and state only; Spark starts on `apply`, `run`, `test`,
-    `audit`, `table_diff`, `preview_diff`, `fetchdf` and `evaluate`. Heavy layers are imported inside
-    the methods that need them, so that `plan --explain` never imports PySpark or SQLAlchemy's dialects.
+    `audit`, `table_diff`, `preview_diff`, `fetchdf` and `evaluate`. Rooms with heavy imports are
+    imported inside the methods that use them.
     """
-
-    def __init__(self, path: str | Path = ".", *, gateway: str | None = None, read_cache: bool = True) -> None:
-        self.path = Path(path).resolve()
-        self.gateway_name = gateway
-        self.read_cache = read_cache   # False: parse and render everything, only write .meshbot/cache
-
-    # -- lazily built parts -------------------------------------------------------------
-    @cached_property
-    def config(self) -> ProjectConfig:
-        from bot.project.config import load_config
-
-        return load_config(self.path)
-
-    @cached_property
-    def gateway(self) -> Gateway:
-        return self.config.gateway(self.gateway_name)
-
-    @cached_property
-    def project(self) -> "Project":
-        from bot.project.loader import load_project
-
-        return load_project(self.path, config=self.config, read_cache=self.read_cache,
-                            while_parsing=_import_plan_modules)
-
-    def load(self) -> None:
-        """Parse the project now rather than on the first call that needs it."""
-        self.project  # noqa: B018 - builds the cached project
-
-    def start_engine(self) -> None:
-        """Start the Spark session now rather than on the first call that needs it."""
-        self.engine  # noqa: B018 - builds the cached session
-
-    @property
-    def models(self) -> dict[str, Model]:
-        return self.project.models
-
-    @cached_property
-    def state(self) -> "SqlStateSync":
-        from bot.state.connect import connect_state
-
-        return connect_state(self.gateway.state_connection, project_root=self.path)
-
-    @cached_property
-    def claims(self) -> "Claims":
-        """This context's leases in the state (one applier per environment, one writer per batch)."""
-        from bot.plan.claims import Claims
-
-        return Claims(self.state)
-
-    @cached_property
-    def engine(self) -> "SparkEngine":
-        return self._new_engine()
-
-    def _new_engine(self, *, catalog_only: bool = False) -> "SparkEngine":
-        from bot.spark.engine import SparkEngine
-        from bot.spark.session import get_session
-
-        return SparkEngine(get_session(self.gateway.connection, state_dir=self.path / ".meshbot",
-                                       catalog_only=catalog_only))
-
-    def _start_engine_for_catalog(self) -> None:
-        """Start Spark for catalog statements only (see get_session), unless this context has it already."""
-        if "engine" not in self.__dict__:
-            self.__dict__["engine"] = self._new_engine(catalog_only=True)
 
     # -- plans --------------------------------------------------------------------------
     def plan(self, environment: str = "prod", *, options: PlanOptions = PlanOptions()) -> Plan:
         """Compute (never apply) the plan that brings `environment` to the project's state."""
         from bot.plan.builder import build_plan
-        from bot.project.timeutil import now_ms
 
         env = normalize_environment(environment)
         if not env:
@@ -150,10 +63,8 @@ class Context:
         fingerprints = fingerprint_models(self.models, self.project.dag.order, self.rendered_queries())
         return {name: fingerprint.identifier for name, fingerprint in fingerprints.items()}
 
-    def backfill_estimates(self, plan: Plan) -> tuple["BackfillEstimate", ...]:
+    def backfill_estimates(self, plan: Plan) -> tuple[BackfillEstimate, ...]:
         """Each backfill of `plan` with its batches and, from earlier batches' recorded wall times, its duration."""
-        from bot.plan.estimate import estimate_backfills
-
         names = {b.snapshot_id.name for b in plan.backfills}
         return estimate_backfills(plan, self.state.get_batch_times(names) if names else {})
 
@@ -168,47 +79,12 @@ class Context:
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         """Apply a plan: its stages (bot.plan.stages) in order: tables, backfill (unless skipped), promotion, views."""
-        from bot.plan.evaluator import PlanEvaluator
+        from bot.plan.env_statements import parse_before_and_after
 
-        before_all, after_all = self._environment_statements()   # before Spark: a bad one changes nothing
-        if self._catalog_only(plan):
+        statements = parse_before_and_after(self.config, self.path)   # before Spark: a bad one changes nothing
+        if catalog_only(plan, self.project.audits):
             self._start_engine_for_catalog()
-        runner = self._spark_runner()
-        evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
-                                  environment_ttl=self.config.environment_ttl, progress=progress,
-                                  default_start=self.config.model_defaults.start,
-                                  concurrent_tasks=self.gateway.connection.concurrent_tasks,
-                                  claims=self.claims,
-                                  before_all=lambda env: runner.environment_statements(before_all, env),
-                                  after_all=lambda env: runner.environment_statements(after_all, env))
-        log = evaluator.apply(plan)
-        if not plan.options.skip_backfill:
-            log.audit_warnings.extend(self._standalone_audits(evaluator.table_mapping(plan), plan))
-        return ApplyResult(plan_id=plan.plan_id, environment=plan.environment,
-                           evaluated=tuple(log.evaluated), views_created=log.views_created,
-                           skipped_backfill=plan.options.skip_backfill,
-                           audit_warnings=tuple(log.audit_warnings), reused=tuple(log.reused))
-
-    def _catalog_only(self, plan: Plan) -> bool:
-        """True when applying `plan` runs no batch and no audit: only tables, views and state.
-        (The config's before_all/after_all statements still run; they are taken to be small.)"""
-        standalone = (not plan.options.skip_backfill
-                      and any(audit.standalone for audit in self.project.audits.values()))
-        return not plan.backfills and not plan.audit_only and not standalone
-
-    def _standalone_audits(self, mapping: dict[str, str], plan: Plan | None = None) -> list["AuditResult"]:
-        """Run the `standalone true` audits on the environment's tables; a blocking failure raises,
-        non-blocking ones come back as warnings."""
-        from bot.project.timeutil import to_ms
-        from bot.quality.api import raise_for_audits
-        from bot.quality.audits import run_standalone_audits
-
-        execution = plan.options.execution_time if plan is not None else None
-        results = run_standalone_audits(self.engine, audit_defs=self.project.audits, table_mapping=mapping,
-                                        variables=self.config.variables,
-                                        execution_time=to_ms(execution) if execution else None)
-        raise_for_audits(results)
-        return [r for r in results if not r.passed]
+        return apply_plan(plan, self._work(), statements=statements, progress=progress)
 
     def machine_local_storage(self) -> tuple[str, ...]:
         """What the gateway keeps only on this machine (state file, embedded catalog, local warehouse)."""
@@ -220,46 +96,29 @@ class Context:
 
     def environment_history(self, environment: str) -> list[HistoryEntry]:
         """The plans `environment` served (applies and rollbacks), newest first."""
-        env = normalize_environment(environment)
-        if self.state.get_environment(env) is None:
-            raise PlanError(f"environment `{env}` does not exist")
-        return self.state.get_environment_history(env)
+        return self.state.get_environment_history(self._existing(environment).name)
 
     def rollback(self, environment: str, *, to_plan_id: str | None = None) -> "RollbackResult":
         """Serve an earlier plan's snapshots again (default: the previous plan): views repointed to
         tables that still exist, nothing computed; the project's files are not read."""
-        from bot.plan.evaluator import PlanEvaluator
         from bot.plan.rollback import rollback
-        from bot.plan.batch_runner import SparkRunner
 
         self._start_engine_for_catalog()
-        concurrent = self.gateway.connection.concurrent_tasks
-        runner = SparkRunner(engine=self.engine, context_models={}, config=self.config,
-                             gateway=self.gateway.name, audits={}, concurrent_tasks=concurrent)
-        evaluator = PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
-                                  concurrent_tasks=concurrent, claims=self.claims)
+        evaluator = self._work(project=False).evaluator()
         return rollback(evaluator, normalize_environment(environment), to_plan_id=to_plan_id)
 
-    def invalidate(self, environment: str, *, sync: bool = False) -> "JanitorResult | None":
+    def invalidate(self, environment: str, *, sync: bool = False) -> JanitorResult | None:
         """Mark a dev environment expired; `sync` drops its views and schemas right away."""
         env = normalize_environment(environment)
-        if env == "prod":
-            raise PlanError("`prod` cannot be invalidated")
-        if self.state.get_environment(env) is None:
-            raise PlanError(f"environment `{env}` does not exist")
-        self.state.invalidate_environment(env)
+        expire_environment(self.state, env)
         if not sync:
             return None
-        from bot.plan.janitor import clean_environment
-
         self._start_engine_for_catalog()
         return clean_environment(state=self.state, engine=self.engine, name=env, claims=self.claims)
 
     def janitor(self, *, ignore_ttl: bool = False,
-                notice: Callable[[str], None] | None = None) -> "JanitorResult":
+                notice: Callable[[str], None] | None = None) -> JanitorResult:
         """Remove expired environments and snapshots, once no plan or run is in flight."""
-        from bot.plan.janitor import run_janitor
-
         self._start_engine_for_catalog()
         return run_janitor(state=self.state, engine=self.engine, ignore_ttl=ignore_ttl, claims=self.claims,
                            notice=notice)
@@ -268,38 +127,24 @@ class Context:
     def run(self, environment: str = "prod", *, execution_time: str | None = None,
             progress: ProgressCallback | None = None) -> "RunResult":
         """Evaluate the intervals each model's cron has made due in `environment` (views untouched)."""
-        from bot.plan.cron_run import require_environment, run_environment
-        from bot.project.timeutil import now_ms, to_ms
+        from bot.plan.cron_run import require_environment, run_on_spark
+        from bot.plan.env_statements import parse_before_and_after
 
         env = require_environment(self.state, normalize_environment(environment))
-        before_all, after_all = self._environment_statements()
-        runner = self._spark_runner()   # Spark starts only once the environment and statements are known
-        runner.environment_statements(before_all, env.name)
-        result = run_environment(state=self.state, runner=runner, models_for=runner.model_for,
-                                 environment=env.name,
-                                 execution_time=to_ms(execution_time) if execution_time else now_ms(),
-                                 default_start=self.config.model_defaults.start, progress=progress,
-                                 concurrent_tasks=self.gateway.connection.concurrent_tasks,
-                                 claims=self.claims)
-        runner.environment_statements(after_all, env.name)
-        return result
+        statements = parse_before_and_after(self.config, self.path)
+        # Spark starts only once the environment and statements are known
+        return run_on_spark(self._work(), env.name, statements=statements, execution_time=execution_time,
+                            progress=progress)
 
     def evaluate(self, model_name: str, *, start: str, end: str, limit: int | None = None,
                  execution_time: str | None = None) -> list[Row]:
         """MODEL's rows for [start, end] (end date inclusive), read from prod's tables; writes nothing."""
-        from bot.plan.cron_run import evaluate_rows
-        from bot.project.timeutil import exclusive_end_ms, now_ms, to_ms
-        from bot.snapshot import view_name
+        from bot.plan.cron_run import evaluate_rows, prod_tables
 
-        model = self.model(model_name)
-        now = to_ms(execution_time) if execution_time else now_ms()
-        prod = self.state.get_environment("prod")
-        tables = prod.tables() if prod else {}
-        mapping = {name: tables.get(name, view_name(name, "prod")) for name in self.models}
-        return evaluate_rows(engine=self.engine, model=model, context_models=self.models,
-                             table_mapping=mapping,
-                             interval=(to_ms(start, relative_base=now), exclusive_end_ms(end, relative_base=now)),
-                             execution_time=now, variables=self.config.variables,
+        model, now, tables = self.model(model_name), execution_ms(execution_time), prod_tables(self.state, self.models)
+        interval = (to_ms(start, relative_base=now), exclusive_end_ms(end, relative_base=now))
+        return evaluate_rows(engine=self.engine, model=model, context_models=self.models, table_mapping=tables,
+                             interval=interval, execution_time=now, variables=self.config.variables,
                              gateway=self.gateway.name, limit=limit)
 
     def migrate(self) -> tuple[int, int]:
@@ -307,56 +152,25 @@ class Context:
         before = self.state.schema_version()
         return before, self.state.migrate()
 
-    def destroy(self, *, notice: Callable[[str], None] | None = None) -> "JanitorResult":
+    def destroy(self, *, notice: Callable[[str], None] | None = None) -> JanitorResult:
         """Drop every meshbot view, table and schema, and the state tables, once no plan or run is in
         flight (holding the janitor's lease, so none starts meanwhile). Irreversible."""
-        from bot.plan.claims import JANITOR_KEY
-        from bot.plan.janitor import destroy_all
-
         self._start_engine_for_catalog()
-        with self.claims.hold_janitor(notice=notice):
-            result = destroy_all(state=self.state, engine=self.engine)
-            self.claims.abandon(JANITOR_KEY)   # its lease went with the state
-        self.close()
-        self.__dict__.pop("state", None)
-        self.__dict__.pop("claims", None)
+        result = destroy_all(state=self.state, engine=self.engine, claims=self.claims, notice=notice)
+        self._forget_state()
         return result
 
     def dag(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         """The project's DAG: nodes as (model, kind), edges as (parent, child)."""
-        nodes = [(name, model.kind.name.value) for name, model in sorted(self.models.items())]
-        edges = [(parent, child) for child, parents in sorted(self.project.dag.parents.items())
-                 for parent in parents]
-        return nodes, edges
-
-    def _environment_statements(self) -> tuple["EnvironmentStatements", "EnvironmentStatements"]:
-        """The config's before_all and after_all, parsed."""
-        from bot.plan.env_statements import parse_environment_statements
-
-        return (parse_environment_statements(self.config, "before_all", self.path),
-                parse_environment_statements(self.config, "after_all", self.path))
-
-    def _spark_runner(self) -> "SparkRunner":
-        from bot.plan.batch_runner import SparkRunner
-
-        return SparkRunner(engine=self.engine, context_models=self.models, config=self.config,
-                           gateway=self.gateway.name, audits=self.project.audits,
-                           concurrent_tasks=self.gateway.connection.concurrent_tasks)
+        return [(name, model.kind.name.value) for name, model in sorted(self.models.items())], self.project.dag.edges()
 
     # -- quality ------------------------------------------------------------------------
     def format(self, *, check: bool = False, paths: Sequence[str] = ()) -> list[Path]:
         """Rewrite the project's SQL model and audit files as `sqlmesh format` does; the changed files
         (with `check`, those that would change; nothing is written)."""
-        from bot.project.format import format_files
+        from bot.project.format import format_files, project_files
 
-        project = self.project
-        files = {m.path: ("MODEL", m.dialect) for m in project.models.values()
-                 if m.path.suffix == ".sql" and m.kind.name != "EXTERNAL"}
-        files.update({a.path: ("AUDIT", a.dialect) for a in project.audits.values()
-                      if a.path.suffix == ".sql" and a.path not in files})
-        if paths:
-            wanted = {Path(p).resolve() for p in paths}
-            files = {path: spec for path, spec in files.items() if path.resolve() in wanted}
+        files = project_files(self.project.models, self.project.audits, paths)
         return format_files(files, options=self.config.format, check=check)
 
     def lint(self) -> "LintResult":
@@ -369,61 +183,30 @@ class Context:
         """Run the project's YAML unit tests on Spark (one session for all of them)."""
         from bot.quality.unit_tests import run_tests
 
-        return run_tests(project=self.project, engine=self.engine,
-                         patterns=patterns, files=files)
+        return run_tests(project=self.project, engine=self.engine, patterns=patterns, files=files)
 
     def audit(self, *, models: Sequence[str] = (), environment: str = "prod",
               start: str | None = None, end: str | None = None) -> "AuditReport":
-        """Run the audits of `models` (default: all with audits) on the environment's tables."""
-        from bot.project.timeutil import exclusive_end_ms, to_ms
-        from bot.quality.api import AuditReport
-        from bot.quality.audits import run_audits
+        """Run the audits of `models` (default: all with audits, then the standalone audits) on the
+        environment's tables."""
+        from bot.quality.audit_report import audit_environment
 
         names = [self.model(m).name for m in models] or [n for n, m in self.models.items() if m.audits]
-        start_ms = to_ms(start) if start else None
-        end_ms = exclusive_end_ms(end) if end else None
-        results = []
+        start_ms, end_ms = user_range(start, end)
         env = self.state.get_environment(normalize_environment(environment))
-        mapping = env.tables() if env else {}
-        for name in names:
-            results += run_audits(engine=self.engine, model=self.models[name],
-                                  audit_defs=self.project.audits,
-                                  table=self.table_in(environment, name), start=start_ms,
-                                  end=end_ms, variables=self.config.variables, table_mapping=mapping)
-        if not models:
-            from bot.quality.audits import run_standalone_audits
-            results += run_standalone_audits(self.engine, audit_defs=self.project.audits, table_mapping=mapping,
-                                             variables=self.config.variables)
-        return AuditReport(results=tuple(results))
+        return audit_environment(self.engine, models=self.models, names=names,
+                                 table_of=lambda name: self.table_in(environment, name),
+                                 table_mapping=env.tables() if env else {}, audit_defs=self.project.audits,
+                                 variables=self.config.variables, start=start_ms, end=end_ms, standalone=not models)
 
     def table_diff(self, source: str, target: str, model: str | None = None, *,
-                   on: Sequence[str] = (), skip: Sequence[str] = (), where: str | None = None,
-                   decimals: int = 3, show_sample: bool = False, limit: int = 20,
-                   source_table: str | None = None, target_table: str | None = None) -> "TableDiffResult":
+                   options: TableDiffOptions = TableDiffOptions()) -> "TableDiffResult":
         """Compare a model between two environments (or two tables) on Spark, as SQLMesh's table_diff."""
-        from bot.diff.table_diff import resolve_keys, table_diff
-
-        grains: tuple[str, ...] = ()
-        name = None
-        if model is not None:
-            found = self.model(model)
-            name, grains = found.name, found.grains
-            source_table = source_table or self.table_in(source, name)
-            target_table = target_table or self.table_in(target, name)
-        elif "." in source and "." in target:   # `db.a:db.b` names two tables, not environments
-            source_table, target_table = source_table or source, target_table or target
-        if not source_table or not target_table:
-            raise PlanError("table_diff needs a MODEL, or both --source-table and --target-table")
-        keys = resolve_keys(model=name or f"{source_table}:{target_table}", on=on, grains=grains)
-        return table_diff(engine=self.engine, source_table=source_table,
-                          target_table=target_table, keys=keys, skip_columns=skip, where=where,
-                          decimals=decimals, show_sample=show_sample, limit=limit,
-                          source_label=source, target_label=target, model=name)
+        found = self.model(model) if model is not None else None
+        return diff_tables(self.engine, resolve_tables(source, target, found, options, table_in=self.table_in), options)
 
     def view_name(self, model_name: str, environment: str) -> str:
         """The view that serves `model_name` in `environment` (`shop.orders` in `dev` → `shop__dev.orders`)."""
-        from bot.snapshot import view_name
-
         return view_name(self.model(model_name).name, normalize_environment(environment))
 
     def preview_diff(self, plan: Plan, *, environment: str | None = None, window_days: int = 7,
@@ -479,14 +262,13 @@ class Context:
 
     def table_in(self, environment: str, model_name: str) -> str:
         """The physical table holding `model_name` in `environment`."""
-        env_name = normalize_environment(environment)
-        env = self.state.get_environment(env_name)
-        if env is None:
-            raise PlanError(f"environment `{env_name}` does not exist")
-        entry = env.by_name().get(model_name)
-        if entry is None:
-            raise PlanError(f"model `{model_name}` is not in environment `{env_name}`")
-        return entry.table_name
+        return self._existing(environment).table_of(model_name)
+
+    def _existing(self, environment: str) -> Environment:
+        name = normalize_environment(environment)
+        if (env := self.state.get_environment(name)) is None:
+            raise PlanError(f"environment `{name}` does not exist")
+        return env
 
     # -- data ---------------------------------------------------------------------------
     def fetchdf(self, sql: str, *, limit: int | None = None,
@@ -502,27 +284,11 @@ class Context:
                environment: str = "prod") -> str:
         """The model's query as Spark SQL for [start, end], reading the environment's views."""
         from bot.project.render import render_sql
-        from bot.project.timeutil import exclusive_end_ms, to_ms
-        from bot.snapshot import view_name
 
-        model = self.model(model_name)
-        env = normalize_environment(environment)
-        start_ms = to_ms(start) if start else None
-        end_ms = exclusive_end_ms(end) if end else None
-        mapping = {name: view_name(name, env) for name in self.models}
+        model, env = self.model(model_name), normalize_environment(environment)
+        start_ms, end_ms = user_range(start, end)
         return render_sql(model, start=start_ms, end=end_ms, variables=self.config.variables,
-                          table_mapping=mapping, models=self.models, gateway=self.gateway.name)
+                          table_mapping=view_names(self.models, env), models=self.models, gateway=self.gateway.name)
 
     def model(self, name: str) -> Model:
-        from bot.project.sqltext import normalize_name
-
-        key = normalize_name(name)
-        if key not in self.models:
-            raise PlanError(f"unknown model `{name}`; known models: "
-                            + ", ".join(sorted(self.models)[:20]))
-        return self.models[key]
-
-    def close(self) -> None:
-        if "state" in self.__dict__:
-            self.state.close()
-
+        return self.project.model(name)

@@ -6,7 +6,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Iterable
 
 
 class ChangeCategory(str, Enum):
@@ -169,6 +169,11 @@ def normalize_environment(name: str) -> str:
     'feature_login_page'
     """
     return re.sub(r"\W", "_", name.strip()).lower()
+
+
+def view_names(model_names: Iterable[str], environment: str) -> dict[str, str]:
+    """Each model's view in `environment`: what queries read there."""
+    return {name: view_name(name, environment) for name in model_names}
 
 
 def view_name(model_name: str, environment: str) -> str:

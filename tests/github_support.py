@@ -17,7 +17,7 @@ import responses
 from openapi_core import OpenAPI
 from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAPIResponse
 
-from bot.context import ApplyResult
+from bot.plan.apply import ApplyResult
 from bot.diff.table_diff import ModelDataDiff
 from bot.diff.plan_regressions import PlanComparison
 from bot.errors import EngineError

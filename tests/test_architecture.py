@@ -1,4 +1,4 @@
-"""The package's layering and house rules hold: import contracts, one-line module docstrings."""
+"""The package's layering and house rules hold: import contracts, one-line module docstrings, a thin Context."""
 
 from __future__ import annotations
 
@@ -25,3 +25,8 @@ def test_every_module_says_what_it_does_in_one_line():
         if not doc or not doc.splitlines()[0].strip():
             missing.append(str(path.relative_to(ROOT)))
     assert missing == []
+
+
+def test_the_context_stays_a_facade_under_300_lines():
+    lines = len((ROOT / "bot" / "context.py").read_text().splitlines())
+    assert lines < 300, f"bot/context.py has {lines} lines: move the logic into the room that owns it"

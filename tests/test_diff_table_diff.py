@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from bot.diff.table_diff import resolve_keys, table_diff, to_json
+from bot.diff.arguments import resolve_keys
+from bot.diff.table_diff import table_diff, to_json
 from bot.diff.rows import RowDiffQuery, stats_sql
 from bot.errors import PlanError
 from bot.spark.engine import SparkEngine

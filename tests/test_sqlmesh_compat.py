@@ -14,6 +14,7 @@ from bot.errors import ConfigError, QualityError
 from bot.plan.definition import PlanOptions
 from bot.project.loader import load_project
 from bot.project.model import KindName
+from bot.quality.audit_report import standalone_warnings
 from bot.spark.python_context import ExecutionContext, run_python_model
 
 from project_files import write_files
@@ -213,7 +214,8 @@ def test_sqlmesh_project_runs_unchanged_with_sqlmeshs_results(tmp_path, clean_ca
     failed = [r for r in changed.audit(environment="dev").results if not r.passed]
     assert [(r.audit, r.violation_count) for r in failed] == [("no_big_amounts", 2)]
     with pytest.raises(QualityError, match="no_big_amounts"):
-        changed._standalone_audits({name: e.table_name for name, e in env.items()})
+        standalone_warnings(changed.engine, audit_defs=changed.project.audits, variables=changed.config.variables,
+                            table_mapping={name: e.table_name for name, e in env.items()})
 
 
 def test_unsupported_settings_are_warnings_naming_file_and_line(tmp_path, capsys):

@@ -6,8 +6,9 @@ import os
 from functools import cached_property
 from typing import TYPE_CHECKING, Sequence
 
-from bot.context import ApplyResult, Context
+from bot.context import Context
 from bot.errors import BotError
+from bot.plan.apply import ApplyResult
 from bot.plan.definition import Plan, ProgressCallback
 from bot.plan.cron_run import RunResult
 from bot.quality.api import AuditReport, TestSuiteResult

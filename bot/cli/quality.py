@@ -65,8 +65,8 @@ def table_diff(ctx: click.Context, environments: str, model: str | None, on: tup
                skip_columns: tuple[str, ...], where: str | None, decimals: int, show_sample: bool,
                limit: int, source_table: str | None, target_table: str | None, as_json: bool) -> None:
     """Compare MODEL between SOURCE and TARGET environments (or two tables) on Spark."""
+    from bot.diff.arguments import TableDiffOptions
     from bot.diff.table_diff import to_json
-    from bot.diff.arguments import check_columns, check_table_name, check_where
     from bot.errors import PlanError
     from bot.report.diff_text import table_diff_text
 
@@ -75,20 +75,10 @@ def table_diff(ctx: click.Context, environments: str, model: str | None, on: tup
     source, target = environments.split(":", 1)
     if not source.strip() or not target.strip():
         raise PlanError(f"table_diff: `{environments}` needs both sides, e.g. prod:dev or db.a:db.b")
-    if model is None and "." in source and "." in target:
-        check_table_name(source, "SOURCE")
-        check_table_name(target, "TARGET")
-    for name, flag in ((source_table, "--source-table"), (target_table, "--target-table")):
-        if name is not None:
-            check_table_name(name, flag)
-    check_columns(on, "-o/--on")
-    check_columns(skip_columns, "-s/--skip-columns")
-    check_where(where)
-    if limit < 0:
-        raise PlanError(f"table_diff: --limit must be 0 or more, not {limit}")
-    result = context_of(ctx).table_diff(source, target, model, on=on, skip=skip_columns, where=where,
-                                      decimals=decimals, show_sample=show_sample, limit=limit,
-                                      source_table=source_table, target_table=target_table)
+    options = TableDiffOptions(on=on, skip=skip_columns, where=where, decimals=decimals, show_sample=show_sample,
+                               limit=limit, source_table=source_table, target_table=target_table)
+    options.check(source, target, model)
+    result = context_of(ctx).table_diff(source, target, model, options=options)
     reporter = TerminalReporter(json_mode=as_json)
     reporter.json(to_json(result)) if as_json else reporter.text(table_diff_text(result))
 

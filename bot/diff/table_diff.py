@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from sqlglot import exp
 
-from bot.diff.arguments import check_arguments
+from bot.diff.arguments import DiffTables, TableDiffOptions, check_arguments
 from bot.diff.rows import RowDiff, RowDiffQuery, relation, row_diff
 from bot.diff.schema import SchemaDiff, schema_diff
 from bot.errors import PlanError
@@ -91,19 +91,6 @@ def count_rows(engine: "SparkEngine", *, source_table: str | DiffSide, target_ta
     return schema_diff(source, target), int(row["source_count"]), int(row["target_count"])
 
 
-def resolve_keys(*, model: str, on: Sequence[str] = (), grains: Sequence[str] = ()) -> tuple[str, ...]:
-    """Keys to join on: `-o` columns if given, else the model's grain; neither is a PlanError.
-
-    >>> resolve_keys(model="db.orders", grains=("id",))
-    ('id',)
-    """
-    keys = tuple(on) or tuple(grains)
-    if not keys:
-        raise PlanError(f"table_diff of model `{model}` needs key columns: the model has no grain; "
-                        f"pass one or more with `-o COLUMN`")
-    return keys
-
-
 def table_diff(*, engine: "SparkEngine", source_table: str | DiffSide, target_table: str | DiffSide,
                keys: Sequence[str], skip_columns: Sequence[str] = (), where: str | None = None,
                decimals: int = 3, show_sample: bool = False, limit: int = 20,
@@ -140,6 +127,14 @@ def table_diff(*, engine: "SparkEngine", source_table: str | DiffSide, target_ta
                            target_label=target_label or _label(target_table), keys=tuple(keys),
                            schema=schema, rows=rows, decimals=decimals,
                            skip_columns=tuple(skip_columns), where=where, model=model)
+
+
+def diff_tables(engine: "SparkEngine", tables: DiffTables, options: TableDiffOptions) -> TableDiffResult:
+    """table_diff of the two tables `tables` resolved, as `options` say."""
+    return table_diff(engine=engine, source_table=tables.source_table, target_table=tables.target_table,
+                      keys=tables.keys, skip_columns=options.skip, where=options.where, decimals=options.decimals,
+                      show_sample=options.show_sample, limit=options.limit, source_label=tables.source_label,
+                      target_label=tables.target_label, model=tables.model)
 
 
 def _label(side: str | DiffSide) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Sequence
 
-from bot.context import ApplyResult
+from bot.plan.apply import ApplyResult
 from bot.diff.table_diff import ModelDataDiff
 from bot.diff.plan_regressions import PlanComparison
 from bot.errors import GithubError

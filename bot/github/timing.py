@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
-from bot.context import ApplyResult
+from bot.plan.apply import ApplyResult
 from bot.diff.table_diff import ModelDataDiff
 from bot.diff.plan_regressions import PlanComparison
 from bot.github.api import CheckRun, EngineContext, GithubPort

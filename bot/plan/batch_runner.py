@@ -5,10 +5,14 @@ from __future__ import annotations
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bot.faults import checkpoint
+from bot.plan.claims import Claims
+from bot.plan.definition import ProgressCallback
 from bot.plan.env_statements import EnvironmentStatements
+from bot.plan.evaluator import PlanEvaluator
 from bot.project.config import ProjectConfig
 from bot.project.loader import AuditDefinition
 from bot.project.model import KindName, Model
@@ -22,7 +26,7 @@ from bot.spark.engine import SparkEngine
 from bot.spark.python_context import python_model_frame, session_properties
 from bot.spark.schema_owner import claim_schema, schema_owner
 from bot.spark.sql import quote_table
-from bot.state.api import Interval
+from bot.state.api import Interval, StateSync
 
 VIEW_THREADS = 4      # the default of connection.concurrent_tasks
 
@@ -211,6 +215,29 @@ class SparkRunner:
         kwargs = self._render_kwargs(model, table=table, mapping=mapping, interval=interval,
                                      execution_time=execution_time)
         return render_sql(model, **{**kwargs, "runtime_stage": "creating"})
+
+
+@dataclass(frozen=True)
+class SparkWork:
+    """What an apply, a run or a rollback works with: the state, a runner on Spark (with the project's
+    config) and the leases."""
+
+    state: StateSync
+    runner: SparkRunner
+    claims: Claims | None = None
+
+    def evaluator(self, *, statements: tuple[EnvironmentStatements, EnvironmentStatements] | None = None,
+                  progress: ProgressCallback | None = None) -> PlanEvaluator:
+        """A PlanEvaluator with the project's settings; `statements`, the config's before_all and
+        after_all, run around each apply."""
+        runner, config = self.runner, self.runner.config
+        before_all = after_all = None
+        if statements is not None:
+            before_all, after_all = (partial(runner.environment_statements, parsed) for parsed in statements)
+        return PlanEvaluator(state=self.state, runner=runner, models_for=runner.model_for,
+                             environment_ttl=config.environment_ttl, progress=progress,
+                             default_start=config.model_defaults.start, concurrent_tasks=runner.concurrent_tasks,
+                             claims=self.claims, before_all=before_all, after_all=after_all)
 
 
 def _concurrently(calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...]]], *,

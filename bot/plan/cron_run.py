@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from bot.errors import PlanError
 from bot.intervals import Interval, batches, format_interval, interval_unit, missing_intervals
@@ -17,14 +17,17 @@ from bot.plan.schedule import run_tasks
 from bot.project.dag import upstream_of
 from bot.project.model import KindName, Model
 from bot.project.render import render_sql
-from bot.project.timeutil import exclusive_end_ms
+from bot.project.timeutil import exclusive_end_ms, execution_ms
 from bot.quality.api import AuditResult
-from bot.snapshot import Snapshot
+from bot.snapshot import Snapshot, view_name
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors
 from bot.spark.python_context import python_model_frame
 from bot.state.api import Environment, StateSync
 
+if TYPE_CHECKING:
+    from bot.plan.batch_runner import SparkWork
+    from bot.plan.env_statements import EnvironmentStatements
 
 _NEVER_RUN = (KindName.EXTERNAL, KindName.EMBEDDED)
 
@@ -146,6 +149,22 @@ def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callab
                     concurrent_tasks=concurrent_tasks, claims=claims)
 
 
+def run_on_spark(work: SparkWork, environment: str, *,
+                 statements: tuple[EnvironmentStatements, EnvironmentStatements],
+                 execution_time: str | None = None, progress: ProgressCallback | None = None) -> RunResult:
+    """`run` of `environment`: the config's before_all `statements`, every due batch as of
+    `execution_time` (default: now), then its after_all."""
+    before_all, after_all = statements
+    runner = work.runner
+    runner.environment_statements(before_all, environment)
+    result = run_environment(state=work.state, runner=runner, models_for=runner.model_for, environment=environment,
+                             execution_time=execution_ms(execution_time),
+                             default_start=runner.config.model_defaults.start, progress=progress,
+                             concurrent_tasks=runner.concurrent_tasks, claims=work.claims)
+    runner.environment_statements(after_all, environment)
+    return result
+
+
 def _run(*, state: StateSync, runner: BatchRunner, models_for: Callable[[Snapshot], Model],
          environment: str, execution_time: int, default_start: str | None,
          progress: ProgressCallback | None, concurrent_tasks: int, claims: Claims | None) -> RunResult:
@@ -199,6 +218,13 @@ def _run(*, state: StateSync, runner: BatchRunner, models_for: Callable[[Snapsho
     reused.sort(key=lambda item: (order[item[0]], item[1]))
     return RunResult(environment=environment, execution_time=execution_time,
                      evaluated=tuple(evaluated), audit_warnings=tuple(warnings), reused=tuple(reused))
+
+
+def prod_tables(state: StateSync, names: Iterable[str]) -> dict[str, str]:
+    """What `evaluate` reads per model: its table in prod, else (not in prod yet) its prod view's name."""
+    prod = state.get_environment("prod")
+    tables = prod.tables() if prod else {}
+    return {name: tables.get(name, view_name(name, "prod")) for name in names}
 
 
 def evaluate_rows(*, engine: SparkEngine, model: Model, context_models: Mapping[str, Model],

@@ -37,3 +37,10 @@ def parse_environment_statements(config: ProjectConfig, key: str, project_root: 
             raise ConfigError(f"`{key}` statement `{text[:60]}` does not parse: {error}",
                               path=config_path) from None
     return EnvironmentStatements(key=key, owner=owner, expressions=tuple(expressions))
+
+
+def parse_before_and_after(config: ProjectConfig, project_root: Path) -> tuple[EnvironmentStatements,
+                                                                                EnvironmentStatements]:
+    """The config's before_all and after_all, parsed."""
+    return (parse_environment_statements(config, "before_all", project_root),
+            parse_environment_statements(config, "after_all", project_root))

@@ -37,6 +37,12 @@ class JanitorState(Protocol):
     def delete_pending_drops(self, objects: Iterable[str]) -> None: ...
 
 
+class InvalidatableState(Protocol):
+    def get_environment(self, name: str) -> Environment | None: ...
+
+    def invalidate_environment(self, name: str) -> None: ...
+
+
 class DestroyableState(JanitorState, Protocol):
     def get_environments(self) -> list[Environment]: ...
 
@@ -146,6 +152,15 @@ def drop_pending(state: JanitorState, engine: "SparkEngine", pending: Iterable[P
     return dropped
 
 
+def expire_environment(state: InvalidatableState, name: str) -> None:
+    """`invalidate`: mark the dev environment `name` expired, for the janitor (or `--sync`) to drop."""
+    if name == "prod":
+        raise PlanError("`prod` cannot be invalidated")
+    if state.get_environment(name) is None:
+        raise PlanError(f"environment `{name}` does not exist")
+    state.invalidate_environment(name)
+
+
 def clean_environment(*, state: JanitorState, engine: "SparkEngine", name: str,
                       claims: Claims | None = None, notice: Notice | None = None) -> JanitorResult:
     """`invalidate --sync`: drop one expired environment's views and schemas and delete its row,
@@ -212,8 +227,19 @@ def drop_physical(engine: "SparkEngine", snapshot: Snapshot) -> list[str]:
     return dropped
 
 
-def destroy_all(*, state: DestroyableState, engine: "SparkEngine") -> JanitorResult:
-    """Drop every view, table and schema meshbot created for this state, then the state itself."""
+def destroy_all(*, state: DestroyableState, engine: "SparkEngine", claims: Claims | None = None,
+                notice: Notice | None = None) -> JanitorResult:
+    """Drop every view, table and schema meshbot created for this state, then the state itself; with
+    `claims`, once no plan or run is in flight (holding the janitor's lease, so none starts meanwhile)."""
+    if claims is None:
+        return _destroy_all(state, engine)
+    with claims.hold_janitor(notice=notice):
+        result = _destroy_all(state, engine)
+        claims.abandon(JANITOR_KEY)   # its lease went with the state
+    return result
+
+
+def _destroy_all(state: DestroyableState, engine: "SparkEngine") -> JanitorResult:
     engine.invalidate()
     pending = state.pending_drops()   # a killed janitor's: their snapshots are gone from state
     tables: list[str] = drop_pending(state, engine, pending)

@@ -154,6 +154,10 @@ class DAG:
         """Every transitive child of `names`; a given name is included only if another one reaches it."""
         return reachable(self.children_of, [child for name in names for child in self.children(name)])
 
+    def edges(self) -> list[tuple[str, str]]:
+        """Every (parent, child) pair, by child then parent."""
+        return [(parent, child) for child, parents in sorted(self.parents.items()) for parent in parents]
+
     def external_sources(self) -> set[str]:
         """Every referenced table that is not a model of the project."""
         return {ref for refs in self.external.values() for ref in refs}

@@ -1,20 +1,22 @@
-"""Rewrite a model file as `sqlmesh format` does: one header property a line, statements pretty-printed."""
+"""Rewrite model and audit files as `sqlmesh format` does: one header property a line, statements pretty-printed."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError
 
 from bot.errors import ConfigError
+from bot.project.audit_parser import AuditDefinition
 from bot.project.config import FormatConfig
 from bot.project.files import read_text
 from bot.project.header import Block, split_blocks
+from bot.project.model import Model
 from bot.project.sqltext import (MACRO_FUNC_PREFIX, is_blank, line_at, matching_paren, parse_sql, split_top_level,
                                  statement_end, to_sql)
 
@@ -267,3 +269,17 @@ def format_files(files: Mapping[Path, tuple[str, str]], *, options: FormatConfig
         for path, after in results:
             path.write_text(after, encoding="utf-8")
     return [path for path, _ in results]
+
+
+def project_files(models: Mapping[str, Model], audits: Mapping[str, AuditDefinition],
+                  paths: Sequence[str] = ()) -> dict[Path, tuple[str, str]]:
+    """What `format` rewrites, for format_files: the SQL model files (not EXTERNAL ones) and the SQL
+    audit files; with `paths`, only those of them."""
+    files = {m.path: ("MODEL", m.dialect) for m in models.values()
+             if m.path.suffix == ".sql" and m.kind.name != "EXTERNAL"}
+    files.update({a.path: ("AUDIT", a.dialect) for a in audits.values()
+                  if a.path.suffix == ".sql" and a.path not in files})
+    if paths:
+        wanted = {Path(p).resolve() for p in paths}
+        files = {path: spec for path, spec in files.items() if path.resolve() in wanted}
+    return files

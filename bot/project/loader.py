@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from bot.errors import ConfigError
+from bot.errors import ConfigError, PlanError
 from bot.project.audit_parser import AuditDefinition, audits_from_blocks
 from bot.project.cache import (ModelCache, cache_context, content_key, dumps, entries_from_data,
                                entries_to_data, paused_gc)
@@ -50,6 +50,13 @@ class Project:
     dag: DAG
     # model name -> content key of its SQL file (file bytes + parse settings), for render caching
     source_digests: Mapping[str, str] = field(default_factory=dict)
+
+    def model(self, name: str) -> Model:
+        """The model a user named (any quoting or case); an unknown name is a PlanError listing some known ones."""
+        key = normalize_name(name)
+        if key not in self.models:
+            raise PlanError(f"unknown model `{name}`; known models: " + ", ".join(sorted(self.models)[:20]))
+        return self.models[key]
 
 
 def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: bool = True,

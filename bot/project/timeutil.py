@@ -227,6 +227,20 @@ def to_ms(value: TimeLike, *, relative_base: int | None = None, floor_days: bool
     raise TimeParseError(f"cannot understand the time {value!r} of type {type(value).__name__}")
 
 
+def execution_ms(execution_time: TimeLike | None) -> int:
+    """A user's `--execution-time` as epoch ms; none given means now."""
+    return to_ms(execution_time) if execution_time else now_ms()
+
+
+def user_range(start: TimeLike | None, end: TimeLike | None) -> tuple[int | None, int | None]:
+    """A user's optional `--start` and `--end` as epoch ms [start, exclusive end).
+
+    >>> user_range("2024-01-01", "2024-01-01"), user_range(None, None)
+    ((1704067200000, 1704153600000), (None, None))
+    """
+    return (to_ms(start) if start else None), (exclusive_end_ms(end) if end else None)
+
+
 def expires_ms(ttl: str, *, since: int) -> int:
     """When something last touched at `since` expires under `ttl` ('in 1 week'), counted from `since`
     exactly, calendar-aware for months and years (SQLMesh's snapshot expiry).

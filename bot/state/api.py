@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Protocol
 
+from bot.errors import PlanError
 from bot.snapshot import NO_PHYSICAL_TABLE, Snapshot, SnapshotId, view_name
 
 Interval = tuple[int, int]  # [start, end) in epoch milliseconds, UTC
@@ -56,6 +57,13 @@ class Environment:
 
     def by_name(self) -> dict[str, EnvironmentSnapshot]:
         return {s.name: s for s in self.snapshots}
+
+    def table_of(self, model_name: str) -> str:
+        """The physical table holding `model_name` here; a model not in this environment is a PlanError."""
+        entry = self.by_name().get(model_name)
+        if entry is None:
+            raise PlanError(f"model `{model_name}` is not in environment `{self.name}`")
+        return entry.table_name
 
     def tables(self) -> dict[str, str]:
         """Model name → what a query in this environment reads for it (an EXTERNAL model: its own name)."""

@@ -1,0 +1,119 @@
+"""One project's lazily built parts: config, parsed project, state, leases, Spark engine and runners."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.project.config import Gateway, ProjectConfig
+from bot.project.model import Model
+
+if TYPE_CHECKING:
+    from bot.plan.batch_runner import SparkRunner, SparkWork
+    from bot.plan.claims import Claims
+    from bot.project.loader import Project
+    from bot.spark.engine import SparkEngine
+    from bot.state.store import SqlStateSync
+
+
+def _import_plan_modules() -> None:
+    """Import what a plan needs after the load (state and its SQLAlchemy, the plan builder), while
+    worker processes parse a cold project and this process would only wait."""
+    import importlib
+
+    for module in ("bot.plan.builder", "bot.state.connect"):
+        importlib.import_module(module)
+
+
+class Workspace:
+    """The parts bot.context.Context works with, each built when first needed: the project is parsed
+    on first use; state and Spark start only when an operation needs them. Heavy layers are imported
+    where a part is built, so that `plan --explain` never imports PySpark or SQLAlchemy's dialects."""
+
+    def __init__(self, path: str | Path = ".", *, gateway: str | None = None, read_cache: bool = True) -> None:
+        self.path = Path(path).resolve()
+        self.gateway_name = gateway
+        self.read_cache = read_cache   # False: parse and render everything, only write .meshbot/cache
+
+    @cached_property
+    def config(self) -> ProjectConfig:
+        from bot.project.config import load_config
+
+        return load_config(self.path)
+
+    @cached_property
+    def gateway(self) -> Gateway:
+        return self.config.gateway(self.gateway_name)
+
+    @cached_property
+    def project(self) -> Project:
+        from bot.project.loader import load_project
+
+        return load_project(self.path, config=self.config, read_cache=self.read_cache,
+                            while_parsing=_import_plan_modules)
+
+    def load(self) -> None:
+        """Parse the project now rather than on the first call that needs it."""
+        self.project  # noqa: B018 - builds the cached project
+
+    def start_engine(self) -> None:
+        """Start the Spark session now rather than on the first call that needs it."""
+        self.engine  # noqa: B018 - builds the cached session
+
+    @property
+    def models(self) -> dict[str, Model]:
+        return self.project.models
+
+    @cached_property
+    def state(self) -> SqlStateSync:
+        from bot.state.connect import connect_state
+
+        return connect_state(self.gateway.state_connection, project_root=self.path)
+
+    @cached_property
+    def claims(self) -> Claims:
+        """This context's leases in the state (one applier per environment, one writer per batch)."""
+        from bot.plan.claims import Claims
+
+        return Claims(self.state)
+
+    @cached_property
+    def engine(self) -> SparkEngine:
+        return self._new_engine()
+
+    def _new_engine(self, *, catalog_only: bool = False) -> SparkEngine:
+        from bot.spark.engine import SparkEngine
+        from bot.spark.session import get_session
+
+        return SparkEngine(get_session(self.gateway.connection, state_dir=self.path / ".meshbot",
+                                       catalog_only=catalog_only))
+
+    def _start_engine_for_catalog(self) -> None:
+        """Start Spark for catalog statements only (see get_session), unless this context has it already."""
+        if "engine" not in self.__dict__:
+            self.__dict__["engine"] = self._new_engine(catalog_only=True)
+
+    def _spark_runner(self, *, project: bool = True) -> SparkRunner:
+        """A runner on this context's Spark; without `project`, one that reads no project file."""
+        from bot.plan.batch_runner import SparkRunner
+
+        return SparkRunner(engine=self.engine, context_models=self.models if project else {}, config=self.config,
+                           gateway=self.gateway.name, audits=self.project.audits if project else {},
+                           concurrent_tasks=self.gateway.connection.concurrent_tasks)
+
+    def _work(self, *, project: bool = True) -> SparkWork:
+        """State, leases and a Spark runner, for an apply, a run or a rollback."""
+        from bot.plan.batch_runner import SparkWork
+
+        return SparkWork(runner=self._spark_runner(project=project), state=self.state, claims=self.claims)
+
+    def _forget_state(self) -> None:
+        """Close the state and drop it and its leases (after `destroy` dropped their tables)."""
+        self.close()
+        self.__dict__.pop("state", None)
+        self.__dict__.pop("claims", None)
+
+    def close(self) -> None:
+        if "state" in self.__dict__:
+            self.state.close()
