@@ -47,7 +47,7 @@ def apply_plan(plan: Plan, work: SparkWork, *, statements: tuple[EnvironmentStat
     if not plan.options.skip_backfill:
         execution = plan.options.execution_time
         log.audit_warnings.extend(standalone_warnings(
-            runner.engine, audit_defs=runner.audits, table_mapping=evaluator.table_mapping(plan),
+            runner.engine, audit_defs=runner.audits, table_mapping=plan.tables(),
             variables=runner.config.variables, execution_time=to_ms(execution) if execution else None))
     return ApplyResult(plan_id=plan.plan_id, environment=plan.environment, evaluated=tuple(log.evaluated),
                        views_created=log.views_created, skipped_backfill=plan.options.skip_backfill,

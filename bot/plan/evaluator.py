@@ -227,10 +227,6 @@ class PlanEvaluator:
         raise EngineError(f"creating the views of `{plan.environment}` failed: {reason}; the "
                           "environment and its views were left as before this plan; re-run it") from exc
 
-    def table_mapping(self, plan: Plan) -> dict[str, str]:
-        """`plan.tables()`, for bot.context's standalone audits until it asks the plan itself."""
-        return plan.tables()
-
     def environment_for(self, plan: Plan) -> Environment:
         mapping = plan.tables()
         previous = plan.previous_environment
