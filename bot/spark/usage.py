@@ -1,0 +1,80 @@
+"""What the Spark jobs of one block of code cost: executor run time and bytes read, from Spark's status store."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from bot.spark.connect import is_connect
+
+log = logging.getLogger(__name__)
+
+_SETTLE_MS = 2000   # at most this long for the listener bus to record the jobs' last task ends
+
+
+@dataclass
+class JobUsage:
+    """Summed over the stages of the measured jobs; None where Spark does not report them."""
+
+    executor_ms: int | None = None   # task run time, summed over all tasks (executor-milliseconds)
+    bytes_read: int | None = None    # bytes the tasks read from tables and files
+
+
+@contextlib.contextmanager
+def measured(session: Any) -> Iterator[JobUsage]:
+    """Tag the Spark jobs this thread runs inside the block and, when it finishes without an error,
+    fill the yielded JobUsage from the SparkContext's live status store (kept with the UI disabled too).
+
+    A job tag is a local property of this thread (PySpark's pinned threads keep them per Python
+    thread; SQL broadcasts and subqueries carry them over), so batches on other threads are not
+    counted. Spark Connect has no SparkContext in this process and its client reports neither
+    figure reliably (only periodic progress): the usage stays None there.
+    """
+    usage = JobUsage()
+    context = None if is_connect(session) else session.sparkContext
+    if context is None:
+        yield usage
+        return
+    tag = f"meshbot-{uuid.uuid4().hex}"
+    context.addJobTag(tag)
+    try:
+        yield usage
+    finally:
+        context.removeJobTag(tag)
+    try:
+        usage.executor_ms, usage.bytes_read = _read(context, tag)
+    except Exception as exc:  # noqa: BLE001 - the status store is Spark's internal API: no figures then
+        log.debug("no Spark job metrics for %s: %s", tag, exc)
+
+
+def _read(context: Any, tag: str) -> tuple[int, int]:
+    """(executor ms, bytes read) of the jobs tagged `tag`, each stage counted once (a job may list a
+    stage an earlier job ran: it shows as skipped there)."""
+    scala = context._jsc.sc()
+    with contextlib.suppress(Exception):   # a timeout: figures from what the store holds so far
+        scala.listenerBus().waitUntilEmpty(_SETTLE_MS)
+    arrays, tracker, store = context._jvm.java.util.Arrays, context._jsc.statusTracker(), scala.statusStore()
+    stages: set[int] = set()
+    for job in _ints(arrays.toString(scala.statusTracker().getJobIdsForTag(tag))):
+        info = tracker.getJobInfo(job)
+        if info is not None:
+            stages.update(_ints(arrays.toString(info.stageIds())))
+    executor_ms = bytes_read = 0
+    for stage in stages:
+        data = store.lastStageAttempt(stage)
+        executor_ms += data.executorRunTime()
+        bytes_read += data.inputBytes()
+    return executor_ms, bytes_read
+
+
+def _ints(text: str) -> list[int]:
+    """A Java int[] as Arrays.toString prints it (one JVM call instead of one per element).
+
+    >>> _ints("[3, 4]"), _ints("[]")
+    ([3, 4], [])
+    """
+    return [int(part) for part in text.strip("[]").split(",") if part.strip()]
