@@ -152,9 +152,9 @@ class Context:
 
     def backfill_estimates(self, plan: Plan) -> tuple["BackfillEstimate", ...]:
         """Each backfill of `plan` with its batches and, from earlier batches' recorded wall times, its duration."""
-        from bot.plan.estimate import estimate_backfills
+        from bot.plan.estimate import estimate_backfills, history_names
 
-        names = {b.snapshot_id.name for b in plan.backfills}
+        names = history_names(plan)
         return estimate_backfills(plan, self.state.get_batch_times(names) if names else {})
 
     def rendered_queries(self) -> dict[str, str]:
