@@ -13,6 +13,7 @@ from bot.github.sections import recorded_plan_digest
 from bot.github.settings import BotSettings, CheckName
 from bot.github.views import CheckSummaryView, CommentView, plan_view
 from bot.plan.definition import Plan
+from bot.plan.estimate import BackfillEstimate
 from bot.report.notify import Notifier, evaluated_models, plan_models
 
 
@@ -68,7 +69,8 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         # e.g. the push of a PR that `/deploy` already deployed and merged: keep its deploy report
         return finish("success", f":white_check_mark: `{env}` already serves this commit's models: "
                                  "nothing to deploy.", comment=False)
-    large = large_backfill(run.settings, plan)
+    large = large_backfill(run.settings, plan, run.context.backfill_estimates(plan)
+                           if run.settings.max_backfill_executor_hours is not None and plan.backfills else ())
     if large and not allow_large_backfill:
         return finish("failure", f":x: Deploy to `{env}` refused: {large[0]}", large[1:] + (
             "A required approver can comment `/deploy --allow-large-backfill` to deploy it anyway, or raise "
@@ -104,9 +106,11 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
     return 1 if not (ok and ran[1]) else code
 
 
-def large_backfill(settings: BotSettings, plan: Plan) -> tuple[str, ...]:
-    """(why, one line per model) when `plan` computes more batches than cicd_bot.max_backfill_batches or
-    more intervals than cicd_bot.max_backfill_intervals; () otherwise."""
+def large_backfill(settings: BotSettings, plan: Plan,
+                   estimates: tuple[BackfillEstimate, ...] = ()) -> tuple[str, ...]:
+    """(why, one line per model) when `plan` computes more batches than cicd_bot.max_backfill_batches,
+    more intervals than cicd_bot.max_backfill_intervals or, by `estimates`, more executor time than
+    cicd_bot.max_backfill_executor_hours (models without recorded task time count as none); () otherwise."""
     names = {s.snapshot_id: s.name for s in plan.snapshots.values()}
     batches: dict[str, int] = {}
     intervals: dict[str, int] = {}
@@ -118,9 +122,20 @@ def large_backfill(settings: BotSettings, plan: Plan) -> tuple[str, ...]:
             for what, counts, limit in (("batches", batches, settings.max_backfill_batches),
                                         ("intervals", intervals, settings.max_backfill_intervals))
             if limit is not None and sum(counts.values()) > limit]
+    hours: dict[str, float] = {}
+    for estimate in estimates:
+        if estimate.executor_seconds is not None:
+            hours[estimate.model] = hours.get(estimate.model, 0.0) + estimate.executor_seconds / 3600
+    limit_hours = settings.max_backfill_executor_hours
+    if limit_hours is not None and sum(hours.values()) > limit_hours:
+        over.append(f"an estimated {sum(hours.values()):.2f} executor-hours, more than "
+                    f"cicd_bot.max_backfill_executor_hours ({limit_hours:g})")
     if not over:
         return ()
+    executor = {e.model: e for e in estimates}
     lines = tuple(f"`{name}`: {intervals[name]} interval(s) in {count} batch(es)"
+                  + (f", ~{hours[name]:.2f} executor-hours (from {executor[name].basis})" if name in hours
+                     else ", no executor time recorded" if limit_hours is not None else "")
                   for name, count in sorted(batches.items(), key=lambda i: (-intervals[i[0]], -i[1], i[0])))
     return (f"the plan computes {' and '.join(over)}.",) + lines
 
