@@ -3,7 +3,6 @@ store and recorded with each batch in the state (schema 8). Local Spark, real SQ
 
 from __future__ import annotations
 
-import doctest
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,12 +11,7 @@ import sqlalchemy as sa
 
 from bot.context import Context
 from bot.plan.definition import PlanOptions
-from bot.spark import usage as usage_module
 from bot.spark.usage import measured
-
-
-def test_doctests():
-    assert doctest.testmod(usage_module).failed == 0
 
 
 def test_each_thread_measures_only_its_own_jobs(engine_schema):

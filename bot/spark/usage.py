@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import Iterator
@@ -54,27 +55,33 @@ def measured(session: Any) -> Iterator[JobUsage]:
 def _read(context: Any, tag: str) -> tuple[int, int]:
     """(executor ms, bytes read) of the jobs tagged `tag`, each stage counted once (a job may list a
     stage an earlier job ran: it shows as skipped there)."""
-    scala = context._jsc.sc()
+    store = _store(context)
     with contextlib.suppress(Exception):   # a timeout: figures from what the store holds so far
-        scala.listenerBus().waitUntilEmpty(_SETTLE_MS)
-    arrays, tracker, store = context._jvm.java.util.Arrays, context._jsc.statusTracker(), scala.statusStore()
+        store.bus.waitUntilEmpty(_SETTLE_MS)
     stages: set[int] = set()
-    for job in _ints(arrays.toString(scala.statusTracker().getJobIdsForTag(tag))):
-        info = tracker.getJobInfo(job)
+    for job in store.jobs_tracker.getJobIdsForTag(tag):
+        info = store.tracker.getJobInfo(job)
         if info is not None:
-            stages.update(_ints(arrays.toString(info.stageIds())))
+            stages.update(info.stageIds())
     executor_ms = bytes_read = 0
     for stage in stages:
-        data = store.lastStageAttempt(stage)
+        data = store.stages.lastStageAttempt(stage)
         executor_ms += data.executorRunTime()
         bytes_read += data.inputBytes()
     return executor_ms, bytes_read
 
 
-def _ints(text: str) -> list[int]:
-    """A Java int[] as Arrays.toString prints it (one JVM call instead of one per element).
+@dataclass(frozen=True)
+class _Store:
+    """The JVM objects `_read` asks, fetched once per SparkContext (each fetch is a JVM round trip)."""
 
-    >>> _ints("[3, 4]"), _ints("[]")
-    ([3, 4], [])
-    """
-    return [int(part) for part in text.strip("[]").split(",") if part.strip()]
+    bus: Any            # LiveListenerBus
+    jobs_tracker: Any   # SparkStatusTracker (Scala): job ids per tag
+    tracker: Any        # JavaSparkStatusTracker: a job's stages, or null
+    stages: Any         # AppStatusStore: a stage's metrics
+
+
+@functools.lru_cache(maxsize=2)
+def _store(context: Any) -> _Store:
+    scala = context._jsc.sc()
+    return _Store(scala.listenerBus(), scala.statusTracker(), context._jsc.statusTracker(), scala.statusStore())
