@@ -36,20 +36,33 @@ def measured(session: Any) -> Iterator[JobUsage]:
     figure reliably (only periodic progress): the usage stays None there.
     """
     usage = JobUsage()
-    context = None if is_connect(session) else session.sparkContext
+    tag = f"meshbot-{uuid.uuid4().hex}"
+    context = _tagged(session, tag)
     if context is None:
         yield usage
         return
-    tag = f"meshbot-{uuid.uuid4().hex}"
-    context.addJobTag(tag)
     try:
         yield usage
     finally:
-        context.removeJobTag(tag)
+        with contextlib.suppress(Exception):
+            context.removeJobTag(tag)
     try:
         usage.executor_ms, usage.bytes_read = _read(context, tag)
     except Exception as exc:  # noqa: BLE001 - the status store is Spark's internal API: no figures then
         log.debug("no Spark job metrics for %s: %s", tag, exc)
+
+
+def _tagged(session: Any, tag: str) -> Any:
+    """The session's SparkContext once `tag` is added to this thread's jobs; None on Spark Connect."""
+    if is_connect(session):
+        return None
+    try:
+        context = session.sparkContext
+        context.addJobTag(tag)
+    except Exception as exc:  # noqa: BLE001 - measuring must never fail the batch it measures
+        log.debug("cannot tag Spark jobs: %s", exc)
+        return None
+    return context
 
 
 def _read(context: Any, tag: str) -> tuple[int, int]:
