@@ -138,7 +138,7 @@ class BatchWriter:
                mapping: Mapping[str, str], execution_time: int, is_dev: bool, record: bool,
                key: str | None = None) -> list[object]:
         started = time.monotonic()
-        metered = getattr(self.runner, "metered", None)
+        metered = getattr(self.runner, "metered", None) if record else None   # unrecorded: nowhere to keep it
         with metered() if metered is not None else contextlib.nullcontext() as usage:
             try:
                 self.runner.evaluate(snapshot, model, table=table, interval=batch, table_mapping=mapping,
