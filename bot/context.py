@@ -65,7 +65,7 @@ class Context(Workspace):
 
     def backfill_estimates(self, plan: Plan) -> tuple[BackfillEstimate, ...]:
         """Each backfill of `plan` with its batches and, from earlier batches' recorded wall times, its duration."""
-        names = {b.snapshot_id.name for b in plan.backfills}
+        names = history_names(plan)
         return estimate_backfills(plan, self.state.get_batch_times(names) if names else {})
 
     def rendered_queries(self) -> dict[str, str]:

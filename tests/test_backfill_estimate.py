@@ -1,19 +1,22 @@
-"""Backfill estimates: every batch the writer records keeps its wall time in the state (schema 7), and a
-plan's backfill is estimated from the timed batches of the model's previous (or latest) version, per
-covered day for time-partitioned kinds, per batch otherwise; the prod preview shows intervals, batches and
-the estimate per model. Real SQLite state; no Spark."""
+"""Backfill estimates: every batch the writer records keeps its wall time (schema 7) and, where the runner
+measures it, its Spark task time and bytes read (schema 8) in the state, and a plan's backfill is estimated
+in wall time and executor time from the timed batches of the model's previous (or latest) version, or of its
+parents' for a model never timed, per covered day for time-partitioned kinds, per batch otherwise. Real
+SQLite state; no Spark (tests/test_batch_usage.py measures real Spark batches)."""
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from bot.plan import estimate as estimate_module
 from bot.plan.batch import BatchWriter
 from bot.plan.definition import Backfill, BackfillKind, Plan
-from bot.plan.estimate import estimate_backfills, total_seconds
+from bot.plan.estimate import estimate_backfills, history_names, total_seconds
 from bot.snapshot import Fingerprint, Snapshot
 from bot.state.api import Environment, EnvironmentSnapshot
 
@@ -41,9 +44,20 @@ class _SlowRunner:
         pass
 
 
-def _snapshot(name: str, version: str, kind: str = "INCREMENTAL_BY_TIME_RANGE") -> Snapshot:
+class _MeteredRunner(_SlowRunner):
+    """Reports what each batch's Spark jobs cost, as SparkRunner.metered does."""
+
+    @contextlib.contextmanager
+    def metered(self):
+        usage = SimpleNamespace(executor_ms=None, bytes_read=None)
+        yield usage
+        usage.executor_ms, usage.bytes_read = 3000, 1024
+
+
+def _snapshot(name: str, version: str, kind: str = "INCREMENTAL_BY_TIME_RANGE",
+              parents: tuple[Snapshot, ...] = ()) -> Snapshot:
     return Snapshot(name=name, fingerprint=Fingerprint(version, "m"), version=version, kind=kind,
-                    definition={}, rendered_query="")
+                    definition={}, rendered_query="", parents=tuple(p.snapshot_id for p in parents))
 
 
 def _plan(backfills: tuple[Backfill, ...], snapshots: dict[str, Snapshot],
@@ -110,3 +124,56 @@ def test_a_model_without_a_timed_previous_version_uses_its_newest_timed_version(
     plan = _plan((_daily(events, 2),), {"db.events": events})
     (estimate,) = estimate_backfills(plan, state.get_batch_times(["db.events"]))
     assert estimate.seconds == pytest.approx(8.0) and estimate.basis == "1 timed batch(es) of an earlier version"
+
+
+def test_the_writer_records_what_the_runner_metered(state):
+    """A runner with `metered()` gives each batch's task time and bytes read; one without leaves them NULL."""
+    for runner, version in ((_MeteredRunner(0), "v1"), (_SlowRunner(0), "v2")):
+        writer = BatchWriter(state=state, runner=runner, claims=None, purpose="plan of `prod`")
+        writer.run(snapshot=_snapshot("db.events", version), model=None, table="t", batch=(0, DAY), mapping={},
+                   execution_time=0)
+    times = state.get_batch_times(["db.events"])
+    assert (times[("db.events", "v1")].metered_batches, times[("db.events", "v1")].executor_ms,
+            times[("db.events", "v1")].bytes_read) == (1, 3000, 1024)
+    assert (times[("db.events", "v2")].batches, times[("db.events", "v2")].metered_batches) == (1, 0)
+
+
+def test_executor_time_is_estimated_from_the_batches_that_recorded_it(state):
+    """v1 has 2 days timed before schema 8 (wall only) and 2 metered days at 30 executor-s each: a 10-day
+    backfill is 10 x 2 s of wall time and 10 x 30 s of executor time; a model whose batches have no task
+    time (Spark Connect, or recorded before schema 8) has a wall estimate and no executor estimate."""
+    for day in range(2):
+        state.add_interval("db.events", "v1", (day * DAY, (day + 1) * DAY), elapsed_ms=2000)
+    for day in range(2, 4):
+        state.add_interval("db.events", "v1", (day * DAY, (day + 1) * DAY), elapsed_ms=2000,
+                           executor_ms=30_000, bytes_read=10_000)
+    state.add_interval("db.totals", "t1", (0, DAY), elapsed_ms=5000)
+    events, totals = _snapshot("db.events", "v2"), _snapshot("db.totals", "t2", "FULL")
+    plan = _plan((_daily(events, 10, per_batch=5), _daily(totals, 1)), {"db.events": events, "db.totals": totals},
+                 previous=(_snapshot("db.events", "v1"), _snapshot("db.totals", "t1", "FULL")))
+    estimates = estimate_backfills(plan, state.get_batch_times(history_names(plan)))
+    by_model = {e.model: e for e in estimates}
+    assert by_model["db.events"].seconds == pytest.approx(20.0)
+    assert by_model["db.events"].executor_seconds == pytest.approx(300.0)
+    assert by_model["db.totals"].seconds == pytest.approx(5.0) and by_model["db.totals"].executor_seconds is None
+    assert total_seconds(estimates, executor=True) == pytest.approx(300.0)
+    assert total_seconds(estimates) == pytest.approx(25.0)
+
+
+def test_a_new_model_is_estimated_from_its_parents_recorded_batches(state):
+    """A model no version of which was ever timed costs what its parents' batches cost for the same window
+    (the plan's versions of the parents); an untimed parent adds nothing, and with no timed parent at all
+    there is no estimate."""
+    state.add_interval("db.orders", "o1", (0, DAY), elapsed_ms=4000, executor_ms=8000, bytes_read=1)
+    state.add_interval("db.orders", "o0", (0, DAY), elapsed_ms=99_000)        # not the plan's version
+    state.add_interval("db.items", "i1", (0, 2 * DAY), elapsed_ms=2000)
+    orders, items, raw = _snapshot("db.orders", "o1"), _snapshot("db.items", "i1"), _snapshot("db.raw", "r1")
+    joined = _snapshot("db.joined", "j1", parents=(orders, items, raw))
+    lonely = _snapshot("db.lonely", "l1", parents=(raw,))
+    plan = _plan((_daily(joined, 3), _daily(lonely, 3)),
+                 {"db.orders": orders, "db.items": items, "db.raw": raw, "db.joined": joined, "db.lonely": lonely})
+    assert history_names(plan) == {"db.joined", "db.lonely", "db.orders", "db.items", "db.raw"}
+    new, alone = estimate_backfills(plan, state.get_batch_times(history_names(plan)))
+    assert new.seconds == pytest.approx(3 * 4 + 3 * 1) and new.executor_seconds == pytest.approx(3 * 8)
+    assert new.basis == "timed batches of its parents db.items, db.orders (a new model)"
+    assert alone.seconds is None and alone.executor_seconds is None and alone.basis == ""

@@ -203,7 +203,8 @@ def test_a_deleted_head_repository_is_not_a_fork_named_none(tmp_path):
 
 def test_the_prod_preview_shows_intervals_batches_and_an_estimate_from_recorded_batch_times(bot):
     """Each backfilled model's intervals and batches, and how long its backfill should take from the wall time
-    recorded with earlier batches of the model; without any, the comment says there is no estimate yet."""
+    recorded with earlier batches of the model, and its executor time from those that kept Spark's task time;
+    without any, the comment says there is no estimate (or no executor time) yet."""
     from bot.state.api import BatchTimes
 
     b = bot()
@@ -218,3 +219,14 @@ def test_the_prod_preview_shows_intervals_batches_and_an_estimate_from_recorded_
     # a FULL model: 10 min per recorded batch, 3 batches
     assert re.search(r"\| shop\.orders \| intervals \| 6 \| 3 \| [^|]+ \| [^|]+ \| ~30 min \|", b.comment), b.comment
     assert "about 30 min of compute one after another" in b.comment
+    assert "Est. executor time" not in b.comment
+    assert "No executor time yet: these batches were recorded without Spark's task time" in b.comment
+
+    # batches that kept Spark's task time: 2 of them, 1 h of executor time each
+    b.engine.batch_times = {("shop.orders", "1"): BatchTimes(
+        "shop.orders", "1", batches=4, span_ms=4 * 86_400_000, elapsed_ms=4 * 600_000, last_ts=1,
+        metered_batches=2, metered_span_ms=2 * 86_400_000, executor_ms=2 * 3_600_000, bytes_read=1)}
+    assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
+    assert re.search(r"\| ~30 min \| ~3\.0 h \|", b.comment), b.comment
+    assert "about 30 min of compute one after another and 3.0 h of executor time" in b.comment
+    assert "No executor time yet" not in b.comment

@@ -15,6 +15,7 @@ from github_support import (FakeEngine, FakeRepository, default_branch_config, g
                             pr_comment_event)
 
 DEPLOY = "meshbot - Prod Environment Synced"
+DAY = 86_400_000
 ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_deploy_token", "GITHUB_API_URL": "https://api.github.com",
        "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
        "GITHUB_RUN_ID": "7"}
@@ -290,6 +291,40 @@ def test_max_backfill_intervals_counts_intervals_whatever_the_batch_size(scenari
     summary = bot.repo.check(DEPLOY)["output"]["summary"]
     assert "the plan computes 10 intervals, more than cicd_bot.max_backfill_intervals (7)." in summary
     assert "batches, more than" not in summary and "`shop.orders`: 10 interval(s) in 2 batch(es)" in summary
+
+
+def test_a_backfill_above_the_executor_hours_limit_needs_a_required_approvers_explicit_yes(scenario):
+    """cicd_bot.max_backfill_executor_hours: a deploy whose backfill is estimated (from recorded task time) above
+    the limit is refused naming each model's estimate and the limit, unless a required approver comments
+    `/deploy --allow-large-backfill`; a model without recorded task time counts as none."""
+    from bot.state.api import BatchTimes
+
+    bot = scenario({"max_backfill_executor_hours": 1, "required_approvers": ["ann-gh"]})
+    bot.engine.batches = 3
+    bot.repo.permissions.update({"ann-gh": "write"})
+    bot.repo.set_pull(_pull(bot.head))
+    bot.repo.review("ann-gh", "APPROVED", bot.head, "2024-01-02T00:00:00Z")
+    # no executor time recorded (batches from before schema 8, or Spark Connect): nothing to hold it back
+    bot.engine.batch_times = {("shop.orders", "1"): BatchTimes("shop.orders", "1", batches=4, span_ms=4 * DAY,
+                                                               elapsed_ms=4 * 60_000, last_ts=1)}
+    assert bot(_comment_event("/deploy", login="ann-gh")) == 0 and bot.engine.applied == ["prod"]
+
+    bot.engine.deployed, bot.engine.applied = False, []
+    # half an executor-hour per batch (FULL: per batch), 3 batches: 1.5 h
+    bot.engine.batch_times = {("shop.orders", "1"): BatchTimes(
+        "shop.orders", "1", batches=4, span_ms=4 * DAY, elapsed_ms=4 * 60_000, last_ts=1,
+        metered_batches=4, metered_span_ms=4 * DAY, executor_ms=4 * 1_800_000, bytes_read=1)}
+    assert bot(_comment_event("/deploy", login="ann-gh")) == 1 and bot.engine.applied == []
+    summary = bot.repo.check(DEPLOY)["output"]["summary"]
+    assert ("the plan computes an estimated 1.50 executor-hours, more than cicd_bot.max_backfill_executor_hours "
+            "(1).") in summary
+    assert ("`shop.orders`: 3 interval(s) in 3 batch(es), ~1.50 executor-hours (from 4 timed batch(es) of an "
+            "earlier version)") in summary
+    assert "`/deploy --allow-large-backfill`" in summary
+    assert bot(_comment_event("/deploy --allow-large-backfill")) == 1 and bot.engine.applied == []
+    assert "can be given by a required approver only" in bot.replies[-1]
+    assert bot(_comment_event("/deploy --allow-large-backfill", login="ann-gh")) == 0
+    assert bot.engine.applied == ["prod"]
 
 
 def test_a_forward_only_branch_plans_forward_only_and_a_destructive_change_needs_an_approver(scenario):

@@ -40,3 +40,12 @@ def test_merge_method_setting():
     assert load_settings({"merge_method": "Squash"}).merge_method == "squash"
     with pytest.raises(ConfigError, match="merge_method must be one of merge, squash, rebase"):
         load_settings({"merge_method": "fast-forward"})
+
+
+def test_max_backfill_executor_hours_setting():
+    assert load_settings({}).max_backfill_executor_hours is None
+    assert load_settings({"max_backfill_executor_hours": 1.5}).max_backfill_executor_hours == 1.5
+    assert load_settings({"max_backfill_executor_hours": "20"}).max_backfill_executor_hours == 20.0
+    for wrong in ("lots", -1, True, float("nan")):
+        with pytest.raises(ConfigError, match="max_backfill_executor_hours must be a number, at least 0"):
+            load_settings({"max_backfill_executor_hours": wrong})

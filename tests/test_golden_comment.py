@@ -55,7 +55,9 @@ def _engine() -> FakeEngine:
     engine.diffs = (_revenue_diff(),)
     engine.batches, engine.batch_days = 3, 2
     engine.batch_times = {("shop.orders", "1"): BatchTimes("shop.orders", "1", batches=6, span_ms=6 * DAY,
-                                                           elapsed_ms=6 * 40_000, last_ts=1)}
+                                                           elapsed_ms=6 * 40_000, last_ts=1, metered_batches=4,
+                                                           metered_span_ms=4 * DAY, executor_ms=4 * 900_000,
+                                                           bytes_read=4 * 2**30)}
     return engine
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -103,6 +104,14 @@ def _check_revenue(rows: list[dict]) -> None:
         country: (count, round(revenue, 2)) for country, (count, revenue) in by_country.items()}
 
 
+def _recorded_usage(project: Path) -> list[tuple[str, int | None, int | None]]:
+    """(model, executor_ms, bytes_read) of every batch recorded in the project's SQLite state."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(project / ".meshbot" / "state.db")) as db:
+        return db.execute("SELECT name, executor_ms, bytes_read FROM intervals WHERE NOT is_removed").fetchall()
+
+
 def _physical_table(warehouse: Path, model: str) -> str:
     """The Parquet directory of the one physical table of `shop.<model>` in an embedded warehouse."""
     (table,) = (warehouse / "sqlmesh__shop.db").glob(f"shop__{model}__*")
@@ -123,6 +132,9 @@ def test_plan_runs_through_spark_connect_on_the_servers_catalog(connect_server, 
     assert (connect_server.directory / "warehouse" / "sqlmesh__shop.db").is_dir()
     assert not (project / ".meshbot" / "metastore_db").exists()
     assert not (project / ".meshbot" / "warehouse").exists()
+    # The Connect client reports no task time: batches keep their wall time only (estimates say so).
+    usage = _recorded_usage(project)
+    assert usage and all(executor is None and read is None for _, executor, read in usage), usage
     # A static setting cannot change on a running server: the command names it instead of ignoring it.
     config = project / "config.yaml"
     config.write_text(config.read_text().replace(
@@ -147,6 +159,10 @@ def test_plan_runs_on_a_standalone_master_with_executors_on_the_worker(standalon
     executor_logs = list((standalone_master.directory / "work").glob("app-*/*/stderr"))
     assert executor_logs, standalone_master.log()
     assert any("Finished task" in path.read_text(errors="replace") for path in executor_logs)
+    # The driver's status store has the task time the executors report, for every batch (a view's runs no job)
+    usage = _recorded_usage(project)
+    assert usage and all(executor is not None and read is not None for _, executor, read in usage), usage
+    assert all(executor > 0 and read > 0 for name, executor, read in usage if name == "shop.orders"), usage
     # The executors wrote the tables' files into the project's warehouse (the catalog stays the driver's,
     # in .meshbot/metastore_db): this run's own session reads them, sparing a third JVM start.
     assert (project / ".meshbot" / "metastore_db").is_dir()

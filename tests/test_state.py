@@ -111,6 +111,38 @@ def test_version_1_state_is_refused_until_migrated_and_keeps_its_rows(connection
         assert reopened.state_id == state_id
 
 
+def test_version_7_state_migrates_to_8_and_its_timed_batches_have_no_spark_usage(connection, tmp_path):
+    """v0008 adds `executor_ms` and `bytes_read` to intervals: batches recorded before keep their wall time
+    and count as not metered; batches recorded after keep both."""
+    engine = raw_engine(connection)
+    with engine.begin() as conn:
+        for migration in all_migrations()[:7]:
+            migration.upgrade(conn, schema=connection.schema)
+        v1 = v0001_initial._metadata(connection.schema)
+        conn.execute(sa.insert(v1.tables[_key(connection, "versions")]),
+                     [{"schema_version": 7, "meshbot_version": "0.0.7"}])
+        intervals = sa.Table("intervals", sa.MetaData(schema=connection.schema), autoload_with=conn)
+        assert "elapsed_ms" in intervals.c and "executor_ms" not in intervals.c
+        conn.execute(sa.insert(intervals), [dict(name="db.a", version="7", start_ts=0, end_ts=10, is_dev=False,
+                                                 is_removed=False, created_ts=3, elapsed_ms=4000)])
+    engine.dispose()
+
+    with connect_state(connection, project_root=tmp_path) as state:
+        assert state.schema_version() == 7
+        assert state.migrate() == latest_version()
+        times = state.get_batch_times(["db.a"])[("db.a", "7")]
+        assert (times.batches, times.elapsed_ms, times.metered_batches, times.executor_ms) == (1, 4000, 0, 0)
+        with state.engine.connect() as conn:
+            row = conn.execute(sa.select(state.tables.intervals.c.executor_ms,
+                                         state.tables.intervals.c.bytes_read)).one()
+        assert tuple(row) == (None, None)
+        state.add_interval("db.a", "7", (10, 30), elapsed_ms=1000, executor_ms=6000, bytes_read=2048)
+        times = state.get_batch_times(["db.a"])[("db.a", "7")]
+        assert (times.batches, times.span_ms, times.elapsed_ms) == (2, 30, 5000)
+        assert (times.metered_batches, times.metered_span_ms, times.executor_ms, times.bytes_read) == (1, 20, 6000,
+                                                                                                       2048)
+
+
 def _key(connection: StateConnection, table: str) -> str:
     return f"{connection.schema}.{table}" if connection.schema else table
 

@@ -25,9 +25,9 @@ class DeployKind(str, Enum):
 
 @dataclass(frozen=True)
 class BackfillLimit:
-    what: str            # batches or intervals
-    total: int
-    limit: int
+    what: str            # batches, intervals or executor_hours (estimated from recorded Spark task time)
+    total: int | float
+    limit: int | float
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,15 @@ class ModelBackfill:
     name: str
     intervals: int
     batches: int
+    executor_hours: float | None = None   # estimated from recorded task time; None: none recorded
+    basis: str = ""                       # what the estimate comes from
+    executor_limited: bool = False        # cicd_bot.max_backfill_executor_hours is set: say when none is recorded
 
 
 @dataclass(frozen=True)
 class LargeBackfill:
-    """A plan over cicd_bot.max_backfill_batches or max_backfill_intervals, and what each model computes."""
+    """A plan over cicd_bot.max_backfill_batches, max_backfill_intervals or max_backfill_executor_hours, and what
+    each model computes."""
 
     over: tuple[BackfillLimit, ...]
     models: tuple[ModelBackfill, ...]

@@ -52,6 +52,7 @@ class BotSettings:
     run_on_deploy: bool = False              # after a prod deploy, run what each model's cron made due
     max_backfill_batches: int | None = None  # a deploy computing more batches needs an approver's explicit yes
     max_backfill_intervals: int | None = None   # likewise for intervals (a daily model's six years: 2191)
+    max_backfill_executor_hours: float | None = None   # likewise for the estimated executor time (hours)
     forward_only_branch_suffix: str = "-forward-only"   # a PR from a branch ending so plans forward-only
     invalidate_environment_after_deploy: bool = True    # SQLMesh's: a merged PR's environment is removed
     check_if_blocked_on_deploy_to_prod: bool = True     # SQLMesh's: /deploy refuses a PR branch protection blocks
@@ -148,6 +149,7 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
                                                  "check_if_blocked_on_deploy_to_prod", where),
         max_backfill_batches=max_batches,
         max_backfill_intervals=max_intervals,
+        max_backfill_executor_hours=_number(raw, "max_backfill_executor_hours", where),
         forward_only_branch_suffix=str(raw.get("forward_only_branch_suffix") or "-forward-only"),
     )
 
@@ -210,6 +212,20 @@ def _whole(raw: dict[str, Any], key: str, where: str) -> int | None:
     if isinstance(value, bool) or not str(value).isdigit():
         raise ConfigError(f"cicd_bot.{key} must be a whole number (got `{value}`)", path=where)
     return int(value)
+
+
+def _number(raw: dict[str, Any], key: str, where: str) -> float | None:
+    """A number at least 0 (`1.5`, `"2"`), or None when not set."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    try:
+        number = float(value) if not isinstance(value, bool) else -1.0
+    except (TypeError, ValueError):
+        number = -1.0
+    if not number >= 0 or number == float("inf"):
+        raise ConfigError(f"cicd_bot.{key} must be a number, at least 0 (got `{value}`)", path=where)
+    return number
 
 
 def _bool(value: Any, key: str, where: str) -> bool:

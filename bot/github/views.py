@@ -45,6 +45,7 @@ class BackfillView:
     end: str
     batches: int = 0
     estimate: str = ""       # "~12 min" from recorded batch times; "" when there are none
+    executor: str = ""       # "~3.5 h" of Spark task time, from the batches that recorded it; "" when none did
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class PlanView:
     omitted_backfills: int = 0
     estimated: bool = False      # backfill estimates were asked for
     estimate_total: str = ""     # their serial sum; "" when no model has recorded batch times
+    executor_total: str = ""     # the sum of their executor time; "" when no model has it recorded
     base_branch: str = ""        # set when changes were split by origin: the PR's base branch
 
     @property
@@ -330,16 +332,18 @@ def plan_view(plan: Plan, estimates: tuple[BackfillEstimate, ...] | None = None,
         intervals=len(b.intervals), start=_ms(b.intervals[0][0]) if b.intervals else "",
         end=_ms(b.intervals[-1][1]) if b.intervals else "",
         batches=len(b.batches) if b.kind is BackfillKind.INTERVALS else 1,
-        estimate=_estimate(timed.get(b.snapshot_id))) for b in plan.backfills)
-    total = total_seconds(estimates) if estimates else None
+        estimate=_about(timed[b.snapshot_id].seconds if b.snapshot_id in timed else None),
+        executor=_about(timed[b.snapshot_id].executor_seconds if b.snapshot_id in timed else None))
+        for b in plan.backfills)
     return PlanView(environment=plan.environment, changes=changes, backfills=backfills,
                     skipped_backfill=plan.options.skip_backfill, estimated=estimates is not None,
                     base_branch=base_branch if origins is not None else "",
-                    estimate_total=f"~{format_seconds(total)}" if total is not None else "")
+                    estimate_total=_about(total_seconds(estimates) if estimates else None),
+                    executor_total=_about(total_seconds(estimates, executor=True) if estimates else None))
 
 
-def _estimate(estimate: BackfillEstimate | None) -> str:
-    return f"~{format_seconds(estimate.seconds)}" if estimate is not None and estimate.seconds is not None else ""
+def _about(seconds: float | None) -> str:
+    return f"~{format_seconds(seconds)}" if seconds is not None else ""
 
 
 def tests_view(result: TestSuiteResult) -> TestsView:

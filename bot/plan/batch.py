@@ -42,6 +42,15 @@ class BatchRunner(Protocol):
     # replaces whatever rows it holds (a killed writer's or janitor's) instead of adding to them.
     # Optional: `task_scope()`, called on the applying thread, returns slot -> context manager that
     # each concurrent task runs in (SparkRunner: a FAIR scheduler pool per slot).
+    # Optional: `metered()` returns a context manager around a batch's evaluate and audit that yields
+    # a BatchUsage, filled when the block ends (SparkRunner: from Spark's status store).
+
+
+class BatchUsage(Protocol):
+    """What a batch's Spark jobs cost; None where the engine does not report it (Spark Connect)."""
+
+    executor_ms: int | None     # task run time summed over its tasks
+    bytes_read: int | None
 
 
 @dataclass(frozen=True)
@@ -129,16 +138,18 @@ class BatchWriter:
                mapping: Mapping[str, str], execution_time: int, is_dev: bool, record: bool,
                key: str | None = None) -> list[object]:
         started = time.monotonic()
-        try:
-            self.runner.evaluate(snapshot, model, table=table, interval=batch, table_mapping=mapping,
-                                 execution_time=execution_time)
-        except BotError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many Java/Python types
-            raise EngineError(f"model `{snapshot.name}` failed for {fmt_interval(batch)}: "
-                              f"{first_line(exc)}") from exc
-        results = self.runner.audit(snapshot, model, table=table, interval=batch,
-                                    execution_time=execution_time, table_mapping=mapping)
+        metered = getattr(self.runner, "metered", None) if record else None   # unrecorded: nowhere to keep it
+        with metered() if metered is not None else contextlib.nullcontext() as usage:
+            try:
+                self.runner.evaluate(snapshot, model, table=table, interval=batch, table_mapping=mapping,
+                                     execution_time=execution_time)
+            except BotError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many Java/Python types
+                raise EngineError(f"model `{snapshot.name}` failed for {fmt_interval(batch)}: "
+                                  f"{first_line(exc)}") from exc
+            results = self.runner.audit(snapshot, model, table=table, interval=batch,
+                                        execution_time=execution_time, table_mapping=mapping)
         error = audit_error(results)
         if error is not None:
             raise error
@@ -149,7 +160,9 @@ class BatchWriter:
                                   "process may have written it; re-run")
             with self.lock or contextlib.nullcontext():
                 self.state.add_interval(snapshot.name, snapshot.version, batch, is_dev=is_dev,
-                                        elapsed_ms=round((time.monotonic() - started) * 1000))
+                                        elapsed_ms=round((time.monotonic() - started) * 1000),
+                                        executor_ms=getattr(usage, "executor_ms", None),
+                                        bytes_read=getattr(usage, "bytes_read", None))
             if key is not None:
                 self._recorded.setdefault(key, []).append(batch)
             checkpoint("mid-backfill")

@@ -26,6 +26,7 @@ from bot.spark.engine import SparkEngine
 from bot.spark.python_context import python_model_frame, session_properties
 from bot.spark.schema_owner import claim_schema, schema_owner
 from bot.spark.sql import quote_table
+from bot.spark.usage import JobUsage, measured
 from bot.state.api import Interval, StateSync
 
 VIEW_THREADS = 4      # the default of connection.concurrent_tasks
@@ -82,6 +83,10 @@ class SparkRunner:
         pool (`meshbot_<slot>`) and this thread's job group (no pools on Spark Connect)."""
         inherited = self.engine.job_properties()
         return lambda slot: self.engine.scheduler_pool(f"meshbot_{slot}", inherited)
+
+    def metered(self) -> contextlib.AbstractContextManager[JobUsage]:
+        """Around one batch: what its Spark jobs cost (task time, bytes read; None on Spark Connect)."""
+        return measured(self.engine.session)
 
     def forget_table(self, table: str) -> None:
         """Another process wrote `table` since this one last did: drop the first-run flag (its rows

@@ -137,7 +137,8 @@ class Lease:
 
 @dataclass(frozen=True)
 class BatchTimes:
-    """The recorded batches of one model version that kept their wall time, summed."""
+    """The recorded batches of one model version that kept their wall time, summed; the `metered_*`
+    sums are over those of them that also kept Spark's task time (not on Spark Connect, not before v8)."""
 
     name: str
     version: str
@@ -145,6 +146,10 @@ class BatchTimes:
     span_ms: int          # the time the batches covered
     elapsed_ms: int       # the wall time they took
     last_ts: int          # when the newest was recorded (epoch ms)
+    metered_batches: int = 0
+    metered_span_ms: int = 0
+    executor_ms: int = 0  # the task run time of the metered batches, summed over their tasks
+    bytes_read: int = 0   # what the metered batches read
 
 
 class StateReader(Protocol):
@@ -173,7 +178,8 @@ class StateSync(StateReader, Protocol):
     def push_snapshots(self, snapshots: Iterable[Snapshot]) -> None: ...
 
     def add_interval(self, name: str, version: str, interval: Interval, *, is_dev: bool = False,
-                     elapsed_ms: int | None = None) -> None: ...
+                     elapsed_ms: int | None = None, executor_ms: int | None = None,
+                     bytes_read: int | None = None) -> None: ...
 
     def remove_intervals(self, name: str, version: str, interval: Interval, *, is_dev: bool = False) -> None: ...
 

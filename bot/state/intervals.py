@@ -20,13 +20,15 @@ class IntervalState:
         self.table = tables.intervals
 
     def record(self, name: str, version: str, interval: Interval, *,
-               is_dev: bool, is_removed: bool, elapsed_ms: int | None = None) -> None:
+               is_dev: bool, is_removed: bool, elapsed_ms: int | None = None, executor_ms: int | None = None,
+               bytes_read: int | None = None) -> None:
         """Append one row; committed at once so a rerun resumes after the last finished batch."""
         start, end = interval
         if start >= end:
             return
         row = dict(name=name, version=version, start_ts=start, end_ts=end, is_dev=is_dev,
-                   is_removed=is_removed, created_ts=now_ms(), elapsed_ms=elapsed_ms)
+                   is_removed=is_removed, created_ts=now_ms(), elapsed_ms=elapsed_ms, executor_ms=executor_ms,
+                   bytes_read=bytes_read)
         with write_transaction(self.engine) as conn:
             conn.execute(sa.insert(self.table), [row])
 
@@ -54,16 +56,25 @@ class IntervalState:
     def batch_times(self, names: Iterable[str]) -> dict[tuple[str, str], BatchTimes]:
         """What the timed batches of each version of `names` took, summed per (name, version)."""
         t = self.table
+        span = t.c.end_ts - t.c.start_ts
+        metered = t.c.executor_ms.is_not(None)
         found: dict[tuple[str, str], BatchTimes] = {}
         with self.engine.connect() as conn:
             for part in chunks(sorted(set(names))):
-                query = (sa.select(t.c.name, t.c.version, sa.func.count(), sa.func.sum(t.c.end_ts - t.c.start_ts),
-                                   sa.func.sum(t.c.elapsed_ms), sa.func.max(t.c.created_ts))
+                query = (sa.select(t.c.name, t.c.version, sa.func.count(), sa.func.sum(span),
+                                   sa.func.sum(t.c.elapsed_ms), sa.func.max(t.c.created_ts),
+                                   sa.func.count(t.c.executor_ms), sa.func.sum(sa.case((metered, span))),
+                                   sa.func.sum(t.c.executor_ms),
+                                   sa.func.sum(sa.case((metered, sa.func.coalesce(t.c.bytes_read, 0)))))
                          .where(t.c.name.in_(list(part)), t.c.elapsed_ms.is_not(None), t.c.is_removed.is_(False))
                          .group_by(t.c.name, t.c.version))
-                for name, version, count, span, elapsed, last in conn.execute(query):
-                    found[(name, version)] = BatchTimes(name, version, batches=int(count), span_ms=int(span or 0),
-                                                        elapsed_ms=int(elapsed or 0), last_ts=int(last or 0))
+                for name, version, count, spans, elapsed, last, meters, metered_span, executor, read in \
+                        conn.execute(query):
+                    found[(name, version)] = BatchTimes(
+                        name, version, batches=int(count), span_ms=int(spans or 0), elapsed_ms=int(elapsed or 0),
+                        last_ts=int(last or 0), metered_batches=int(meters or 0),
+                        metered_span_ms=int(metered_span or 0), executor_ms=int(executor or 0),
+                        bytes_read=int(read or 0))
         return found
 
     def delete_versions(self, conn: sa.Connection, name_versions: Iterable[tuple[str, str]]) -> None:

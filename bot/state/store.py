@@ -132,9 +132,11 @@ class SqlStateSync:
     # intervals
 
     def add_interval(self, name: str, version: str, interval: Interval, *, is_dev: bool = False,
-                     elapsed_ms: int | None = None) -> None:
+                     elapsed_ms: int | None = None, executor_ms: int | None = None,
+                     bytes_read: int | None = None) -> None:
         self._current()
-        self._intervals.record(name, version, interval, is_dev=is_dev, is_removed=False, elapsed_ms=elapsed_ms)
+        self._intervals.record(name, version, interval, is_dev=is_dev, is_removed=False, elapsed_ms=elapsed_ms,
+                               executor_ms=executor_ms, bytes_read=bytes_read)
 
     def remove_intervals(self, name: str, version: str, interval: Interval, *,
                          is_dev: bool = False) -> None:

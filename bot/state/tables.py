@@ -74,6 +74,8 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("is_removed", sa.Boolean, nullable=False),
         sa.Column("created_ts", sa.BigInteger, nullable=False),
         sa.Column("elapsed_ms", sa.BigInteger),               # v0007: the batch's wall time; NULL before
+        sa.Column("executor_ms", sa.BigInteger),              # v0008: its Spark task time; NULL before, on Connect
+        sa.Column("bytes_read", sa.BigInteger),               # v0008: what its tasks read; likewise
         sa.Index("ix_intervals_name_version", "name", "version"),
     )
     versions = sa.Table(

@@ -15,6 +15,7 @@ from bot.github.outcomes import (BackfillLimit, DeployKind, DeployOutcome, Large
                                  PlanDrift, RunAfterDeploy)
 from bot.github.views import CheckSummaryView, CommentView
 from bot.plan.definition import Plan
+from bot.plan.estimate import BackfillEstimate
 from bot.report.comment_state import parse_models, recorded_plan_digest
 from bot.report.notify import Notifier, evaluated_models, plan_models
 
@@ -67,7 +68,8 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         return finish(DeployOutcome(DeployKind.PLAN_FAILED, env, reason=error_text(error)))
     if plan.is_up_to_date and not command:
         return finish(DeployOutcome(DeployKind.UP_TO_DATE, env))
-    large = large_backfill(run.settings, plan)
+    large = large_backfill(run.settings, plan, run.context.backfill_estimates(plan)
+                           if run.settings.max_backfill_executor_hours is not None and plan.backfills else ())
     if large is not None and not allow_large_backfill:
         return finish(DeployOutcome(DeployKind.REFUSED_LARGE_BACKFILL, env, large=large))
     digest, models = plan_digest(plan)
@@ -93,9 +95,11 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         allowed_by=allowed_by if allow_destructive else "", ran=ran, merge=merge))
 
 
-def large_backfill(settings: BotSettings, plan: Plan) -> LargeBackfill | None:
-    """What `plan` computes when that is more batches than cicd_bot.max_backfill_batches or more intervals
-    than cicd_bot.max_backfill_intervals; None otherwise."""
+def large_backfill(settings: BotSettings, plan: Plan,
+                   estimates: tuple[BackfillEstimate, ...] = ()) -> LargeBackfill | None:
+    """What `plan` computes when that is more batches than cicd_bot.max_backfill_batches, more intervals
+    than cicd_bot.max_backfill_intervals or, by `estimates`, more executor time than
+    cicd_bot.max_backfill_executor_hours (models without recorded task time count as none); None otherwise."""
     names = {s.snapshot_id: s.name for s in plan.snapshots.values()}
     batches: dict[str, int] = {}
     intervals: dict[str, int] = {}
@@ -103,14 +107,23 @@ def large_backfill(settings: BotSettings, plan: Plan) -> LargeBackfill | None:
         name = names.get(backfill.snapshot_id, backfill.snapshot_id.name)
         batches[name] = batches.get(name, 0) + len(backfill.batches)
         intervals[name] = intervals.get(name, 0) + len(backfill.intervals)
-    over = tuple(BackfillLimit(what, sum(counts.values()), limit)
-                 for what, counts, limit in (("batches", batches, settings.max_backfill_batches),
-                                             ("intervals", intervals, settings.max_backfill_intervals))
-                 if limit is not None and sum(counts.values()) > limit)
+    over = [BackfillLimit(what, sum(counts.values()), limit)
+            for what, counts, limit in (("batches", batches, settings.max_backfill_batches),
+                                        ("intervals", intervals, settings.max_backfill_intervals))
+            if limit is not None and sum(counts.values()) > limit]
+    hours: dict[str, float] = {}
+    for estimate in estimates:
+        if estimate.executor_seconds is not None:
+            hours[estimate.model] = hours.get(estimate.model, 0.0) + estimate.executor_seconds / 3600
+    limit_hours = settings.max_backfill_executor_hours
+    if limit_hours is not None and sum(hours.values()) > limit_hours:
+        over.append(BackfillLimit("executor_hours", sum(hours.values()), limit_hours))
     if not over:
         return None
-    return LargeBackfill(over=over, models=tuple(
-        ModelBackfill(name, intervals[name], count)
+    basis = {e.model: e.basis for e in estimates}
+    return LargeBackfill(over=tuple(over), models=tuple(
+        ModelBackfill(name, intervals[name], count, executor_hours=hours.get(name), basis=basis.get(name, ""),
+                      executor_limited=limit_hours is not None)
         for name, count in sorted(batches.items(), key=lambda i: (-intervals[i[0]], -i[1], i[0]))))
 
 
