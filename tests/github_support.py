@@ -759,3 +759,55 @@ def refused_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/hook"
+
+
+# -- a PR's bot, event after event (test_github_comment, test_github_cleanup) ---------------------------------
+
+COMMENT_ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_comment_token", "GITHUB_API_URL": API,
+               "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
+               "GITHUB_RUN_ID": "4242"}
+
+
+class Bot:
+    """A PR's bot: main() for one event at a time, GitHub mocked, a FakeEngine; the PR comment and replies."""
+
+    def __init__(self, tmp_path, gh, engine: FakeEngine) -> None:
+        self.tmp_path, self.gh, self.engine = tmp_path, gh, engine
+        self.repo = FakeRepository(gh, permissions={"writer": "write"}, default_config=default_branch_config(
+            engine.config.cicd_bot, engine.config.users))
+        self.repo.set_pull(payload("pull_request/opened.payload.json")["pull_request"])
+        self.outputs = tmp_path / "outputs.env"
+
+    def __call__(self, name: str, raw: dict) -> int:
+        path = self.tmp_path / "event.json"
+        path.write_text(json.dumps(raw))
+        self.outputs.write_text("")
+        return main(Invocation(event_name=name, event_path=str(path)),
+                    env={**COMMENT_ENV, "GITHUB_OUTPUT": str(self.outputs), "GITHUB_STEP_SUMMARY": str(self.tmp_path / "s.md")},
+                    context_factory=lambda p, g: self.engine, out=lambda line: None)
+
+    @property
+    def comment(self) -> str:
+        marked = [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" in c["body"]]
+        assert len(marked) == 1
+        return marked[0]
+
+    @property
+    def status(self) -> str:
+        return self.comment.split("<!-- meshbot:section status -->")[1].split("<!-- /meshbot:section status -->")[0]
+
+    @property
+    def replies(self) -> list[str]:
+        return [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" not in c["body"]]
+
+    def outputs_dict(self) -> dict[str, str]:
+        return dict(line.split("=", 1) for line in self.outputs.read_text().splitlines() if "=" in line)
+
+
+@pytest.fixture
+def bot(tmp_path):
+    """Bot factory: `bot(cicd_bot, **FakeEngine options)`; fails the test on any invalid GitHub call."""
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        yield lambda cicd_bot=None, **kw: Bot(tmp_path, gh, FakeEngine(cicd_bot, **kw))
+        assert not gh.errors, gh.errors
