@@ -1,5 +1,13 @@
 """Test helpers for the GitHub bot: a `responses` mock of api.github.com that validates every request
-and every mocked response against GitHub's OpenAPI description in tests/fixtures/github (unknown operations fail)."""
+and every mocked response against GitHub's OpenAPI description in tests/fixtures/github (unknown operations fail).
+
+Where the GitHub layer's tests are: bot/github/X.py and bot/github/runners/X.py are tested in
+tests/test_github_X.py (runners too, e.g. runners/pr.py in test_github_pr.py; the two folders share no module
+name). A module without such a file is listed, with the files that test it, in GITHUB_TESTED_ELSEWHERE in
+tests/test_architecture.py, which also names the end-to-end scenario files (comment, lifecycle, trust,
+fresh_clone, workflows: event → gate → runners → comment and checks) and fails when a new module has neither.
+Helpers two test files share live here, fixtures included (import them by name: `scenario`, `bot`,
+`receiver`, `no_waiting`)."""
 
 from __future__ import annotations
 
