@@ -1,5 +1,13 @@
 """Test helpers for the GitHub bot: a `responses` mock of api.github.com that validates every request
-and every mocked response against GitHub's OpenAPI description in tests/fixtures/github (unknown operations fail)."""
+and every mocked response against GitHub's OpenAPI description in tests/fixtures/github (unknown operations fail).
+
+Where the GitHub layer's tests are: bot/github/X.py and bot/github/runners/X.py are tested in
+tests/test_github_X.py (runners too, e.g. runners/pr.py in test_github_pr.py; the two folders share no module
+name). A module without such a file is listed, with the files that test it, in GITHUB_TESTED_ELSEWHERE in
+tests/test_architecture.py, which also names the end-to-end scenario files (comment, lifecycle, trust,
+fresh_clone, workflows: event → gate → runners → comment and checks) and fails when a new module has neither.
+Helpers two test files share live here, fixtures included (import them by name: `scenario`, `bot`,
+`receiver`, `no_waiting`)."""
 
 from __future__ import annotations
 
@@ -7,11 +15,15 @@ import base64
 import copy
 import json
 import re
+import socket
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import pytest
 import requests
 import responses
 from openapi_core import OpenAPI
@@ -21,6 +33,7 @@ from bot.plan.apply import ApplyResult
 from bot.diff.table_diff import ModelDataDiff
 from bot.diff.plan_regressions import PlanComparison
 from bot.errors import EngineError
+from bot.github.action import Invocation, main
 from bot.plan.definition import (Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions,
                                  ProgressCallback)
 from bot.plan.janitor import JanitorResult
@@ -551,7 +564,8 @@ class FakeEngine:
         return self.plans_compared   # asserted on the real engine in test_plan_regressions
 
 
-def pr_comment_event(body: str, login: str, *, number: int = 2, comment_id: int = 77) -> dict[str, Any]:
+def pr_comment_event(body: str = "/deploy", login: str = "writer", *, number: int = 2,
+                     comment_id: int = 77) -> dict[str, Any]:
     """The real issue_comment payload, turned into a comment by `login` on pull request `number`."""
     raw = copy.deepcopy(payload("issue_comment/created.payload.json"))
     raw["issue"]["number"] = number
@@ -581,3 +595,227 @@ def git_checkout(path: Path, files: dict[str, str] | None = None, *, default_bra
     git("commit", "-q", "-m", "checkout")
     git("update-ref", f"refs/remotes/origin/{default_branch}", "HEAD")
     return git("rev-parse", "HEAD")
+
+
+# -- running main() in tests ------------------------------------------------------------------------------
+
+COMMENT_EVENT = "_supplementary/go-playground__webhooks/testdata/github/pull-request-issue-comment.json"
+API_ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_token_value", "GITHUB_API_URL": "https://api.github.com"}
+
+
+class NoEngine:
+    """These scenarios must never reach the project: any use of it fails the test."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the engine was called ({name}) but should not have been")
+
+
+def write_event(tmp_path: Path, raw: dict[str, Any]) -> str:
+    """`raw` written as the event payload file main() reads; returns its path."""
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(raw))
+    return str(path)
+
+
+@pytest.fixture
+def no_waiting(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """main() builds the real client, whose PyGithub throttles writes with time.sleep: record, never wait."""
+    import time
+
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+    return waits
+
+# -- a deploy job (test_github_deploy, test_github_rollback) ------------------------------------------------
+
+DEPLOY_ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_deploy_token", "GITHUB_API_URL": "https://api.github.com",
+              "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
+              "GITHUB_RUN_ID": "7"}
+
+
+def opened_payload(head: str) -> dict:
+    """The opened payload, its head being the commit the job checked out."""
+    raw = copy.deepcopy(payload("pull_request/opened.payload.json"))
+    raw["pull_request"]["head"]["sha"] = head
+    return raw
+
+
+def pull_payload(head: str, **changes) -> dict:
+    raw = opened_payload(head)["pull_request"]
+    for key, value in changes.items():
+        if key == "head_repo":
+            raw["head"]["repo"] = {**raw["head"]["repo"], "full_name": value}
+    return raw
+
+
+class Scenario:
+    """A deploy job: main() on a git checkout (its HEAD the PR head), GitHub mocked, a FakeEngine."""
+
+    def __init__(self, tmp_path, gh, engine: FakeEngine) -> None:
+        self.tmp_path, self.gh, self.engine = tmp_path, gh, engine
+        self.repo = FakeRepository(gh, permissions={"writer": "write"}, default_config=default_branch_config(
+            engine.config.cicd_bot, engine.config.users))
+        self.outputs = tmp_path / "outputs.env"
+        self.lines: list[str] = []
+        self.checkout = tmp_path / "checkout"
+        self.head = git_checkout(self.checkout)     # the commit the deploy job checked out
+
+    def __call__(self, raw: dict, name: str = "issue_comment", **env: str) -> int:
+        path = self.tmp_path / "event.json"
+        path.write_text(json.dumps(raw))
+        self.summary = self.tmp_path / "summary.md"
+        return main(Invocation(event_name=name, event_path=str(path), project_path=str(self.checkout)),
+                    env={**DEPLOY_ENV, "GITHUB_OUTPUT": str(self.outputs), "GITHUB_STEP_SUMMARY": str(self.summary),
+                         **env},
+                    context_factory=lambda p, g: self.engine, out=self.lines.append)
+
+    def commit(self, message: str) -> str:
+        """A new commit in the job's checkout (its HEAD from now on); returns its SHA."""
+        import subprocess
+
+        (self.checkout / "change.txt").write_text(message)
+        git = ["git", "-C", str(self.checkout), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", message], check=True)
+        return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+    @property
+    def replies(self) -> list[str]:
+        return [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" not in c["body"]]
+
+    @property
+    def comment(self) -> str:
+        return next(c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" in c["body"])
+
+    def output(self, key: str) -> str | None:
+        found = [line.split("=", 1)[1] for line in self.outputs.read_text().splitlines()
+                 if line.startswith(f"{key}=")] if self.outputs.exists() else []
+        return found[-1] if found else None
+
+
+@pytest.fixture
+def scenario(tmp_path):
+    """Scenario factory: `scenario(cicd_bot)`, /deploy enabled; fails the test on any invalid GitHub call."""
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        yield lambda cicd_bot=None: Scenario(tmp_path, gh, FakeEngine({"enable_deploy_command": True,
+                                                                        **(cicd_bot or {})}))
+        assert not gh.errors, gh.errors
+
+
+# -- notification targets (test_notify, test_github_notify) ------------------------------------------------
+
+TOKEN = "tok-4f9a2c1e"             # in the Slack URL's query: a credential
+
+
+HEADER_SECRET = "hdr-b7e3d05a91"   # an Authorization header value
+
+
+RUN_URL = "https://github.com/Codertocat/Hello-World/actions/runs/7"
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 (ephemeral port, its own thread) recording each POST; paths under
+    /fail answer 500."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            timeout = 5
+
+            def do_POST(self) -> None:   # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                receiver.requests.append((self.path, dict(self.headers), body))
+                self.send_response(500 if self.path.startswith("/fail") else 200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+    def bodies(self, prefix: str) -> list[dict]:
+        return [json.loads(body) for path, _, body in self.requests if path.startswith(prefix)]
+
+    def raw(self) -> str:
+        return "\n".join(body.decode() for _, _, body in self.requests)
+
+
+@pytest.fixture
+def receiver():
+    """A Receiver for one test, stopped after it."""
+    server = Receiver()
+    yield server
+    server.stop()
+
+
+def refused_url() -> str:
+    """A loopback port nothing listens on: connecting is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/hook"
+
+
+# -- a PR's bot, event after event (test_github_comment, test_github_cleanup) ---------------------------------
+
+COMMENT_ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_comment_token", "GITHUB_API_URL": API,
+               "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
+               "GITHUB_RUN_ID": "4242"}
+
+
+class Bot:
+    """A PR's bot: main() for one event at a time, GitHub mocked, a FakeEngine; the PR comment and replies."""
+
+    def __init__(self, tmp_path, gh, engine: FakeEngine) -> None:
+        self.tmp_path, self.gh, self.engine = tmp_path, gh, engine
+        self.repo = FakeRepository(gh, permissions={"writer": "write"}, default_config=default_branch_config(
+            engine.config.cicd_bot, engine.config.users))
+        self.repo.set_pull(payload("pull_request/opened.payload.json")["pull_request"])
+        self.outputs = tmp_path / "outputs.env"
+
+    def __call__(self, name: str, raw: dict) -> int:
+        path = self.tmp_path / "event.json"
+        path.write_text(json.dumps(raw))
+        self.outputs.write_text("")
+        return main(Invocation(event_name=name, event_path=str(path)),
+                    env={**COMMENT_ENV, "GITHUB_OUTPUT": str(self.outputs), "GITHUB_STEP_SUMMARY": str(self.tmp_path / "s.md")},
+                    context_factory=lambda p, g: self.engine, out=lambda line: None)
+
+    @property
+    def comment(self) -> str:
+        marked = [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" in c["body"]]
+        assert len(marked) == 1
+        return marked[0]
+
+    @property
+    def status(self) -> str:
+        return self.comment.split("<!-- meshbot:section status -->")[1].split("<!-- /meshbot:section status -->")[0]
+
+    @property
+    def replies(self) -> list[str]:
+        return [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" not in c["body"]]
+
+    def outputs_dict(self) -> dict[str, str]:
+        return dict(line.split("=", 1) for line in self.outputs.read_text().splitlines() if "=" in line)
+
+
+@pytest.fixture
+def bot(tmp_path):
+    """Bot factory: `bot(cicd_bot, **FakeEngine options)`; fails the test on any invalid GitHub call."""
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        yield lambda cicd_bot=None, **kw: Bot(tmp_path, gh, FakeEngine(cicd_bot, **kw))
+        assert not gh.errors, gh.errors

@@ -1,6 +1,8 @@
 """The PR comment through main() with GitHub mocked (OpenAPI-validated) and a FakeEngine (no Spark): the status
 line names what failed or is pending, links the run and the check runs, says who can approve and how to query
-the PR environment; replies to commands are comments; close cleans up whatever the PR's origin."""
+the PR environment; replies to commands are comments; close cleans up whatever the PR's origin.
+
+End to end: event → gate → runners (pr, cleanup, dispatch) → the PR comment and check runs."""
 
 from __future__ import annotations
 
@@ -10,71 +12,15 @@ import re
 from pathlib import Path
 
 import pytest
-import responses
 
 from bot.errors import ConfigError
 from bot.github.action import Invocation, main
 from bot.quality.api import TestResult, TestSuiteResult
-from github_support import FakeEngine, FakeRepository, default_branch_config, install, payload, pr_comment_event
+from github_support import FakeEngine, bot, no_waiting, payload, pr_comment_event  # noqa: F401 (fixtures)
 
-ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_comment_token", "GITHUB_API_URL": "https://api.github.com",
-       "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "Codertocat/Hello-World",
-       "GITHUB_RUN_ID": "4242"}
+pytestmark = pytest.mark.usefixtures("no_waiting")
 RUN_LINK = "[Workflow run](https://github.com/Codertocat/Hello-World/actions/runs/4242)"
 HEAD = payload("pull_request/opened.payload.json")["pull_request"]["head"]["sha"]
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    import time
-
-    monkeypatch.setattr(time, "sleep", lambda seconds: None)
-
-
-class Bot:
-    def __init__(self, tmp_path, gh, engine: FakeEngine) -> None:
-        self.tmp_path, self.gh, self.engine = tmp_path, gh, engine
-        self.repo = FakeRepository(gh, permissions={"writer": "write"}, default_config=default_branch_config(
-            engine.config.cicd_bot, engine.config.users))
-        self.repo.set_pull(payload("pull_request/opened.payload.json")["pull_request"])
-        self.outputs = tmp_path / "outputs.env"
-
-    def __call__(self, name: str, raw: dict) -> int:
-        path = self.tmp_path / "event.json"
-        path.write_text(json.dumps(raw))
-        self.outputs.write_text("")
-        return main(Invocation(event_name=name, event_path=str(path)),
-                    env={**ENV, "GITHUB_OUTPUT": str(self.outputs), "GITHUB_STEP_SUMMARY": str(self.tmp_path / "s.md")},
-                    context_factory=lambda p, g: self.engine, out=lambda line: None)
-
-    @property
-    def comment(self) -> str:
-        marked = [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" in c["body"]]
-        assert len(marked) == 1
-        return marked[0]
-
-    @property
-    def status(self) -> str:
-        return self.comment.split("<!-- meshbot:section status -->")[1].split("<!-- /meshbot:section status -->")[0]
-
-    @property
-    def replies(self) -> list[str]:
-        return [c["body"] for c in self.repo.comments if "<!-- meshbot:pr-comment" not in c["body"]]
-
-    def outputs_dict(self) -> dict[str, str]:
-        return dict(line.split("=", 1) for line in self.outputs.read_text().splitlines() if "=" in line)
-
-
-@pytest.fixture
-def bot(tmp_path):
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        gh = install(rsps)
-        yield lambda cicd_bot=None, **kw: Bot(tmp_path, gh, FakeEngine(cicd_bot, **kw))
-        assert not gh.errors, gh.errors
-
-
-def _comment_event(body: str = "/deploy", login: str = "writer") -> dict:
-    return pr_comment_event(body, login)
 
 
 def test_status_names_the_missing_approval_and_turns_green_when_it_arrives(bot):
@@ -129,20 +75,9 @@ def test_the_changes_are_shown_once_and_a_rerun_says_the_environment_was_up_to_d
 ])
 def test_replies_to_commands_are_comments_on_the_pr(bot, cicd_bot, body, answer):
     b = bot(cicd_bot)
-    assert b("issue_comment", _comment_event(body)) == 0
+    assert b("issue_comment", pr_comment_event(body)) == 0
     assert len(b.replies) == 1 and b.replies[0].startswith(answer)
     assert b.engine.plans == [] and b.repo.checks == {}
-
-
-def test_closing_a_pr_cleans_up_its_environment_and_drops_stale_sections(bot):
-    b = bot()
-    assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
-    assert "How to deploy" in b.comment
-    assert b("pull_request", payload("pull_request/closed.payload.json")) == 0
-    assert b.engine.invalidated == ["hello_world_2"]
-    assert ":broom: This PR was closed: environment `hello_world_2` was removed" in b.status
-    assert "How to deploy" not in b.comment and "shop__hello_world_2" not in b.comment
-    assert "Prod plan preview" in b.comment          # kept as the record of what was proposed
 
 
 def test_sqlmesh_bot_settings_are_read_as_sqlmesh_means_them(bot):

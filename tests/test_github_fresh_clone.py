@@ -7,6 +7,8 @@ the test starts. What GitHub would answer (the pull request, reviews) comes from
 bot's comment and check runs land in one output folder that outlives the runners, as GitHub's would.
 
 bootstrap prod → opened → synchronize → approving review → push to the default branch (deploy) → closed.
+
+End to end: `meshbot github` (cli) → action.main → gate → runners → local mode's output folder, on Spark Connect.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ open → comment created; push → the same comment edited; review by a required
 stale after a push; `/deploy` ignored from a reader, acknowledged (and still gated) for a writer;
 merge (push to the prod branch) → deploy to prod; close → environment gone. Rate limits and 5xx on the way
 are retried. One prod apply per module; PR environments skip backfill.
+
+End to end: event → action.main → gate → runners → GithubClient → comment and check runs, on Spark.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ authorized, gate settings come from the default branch or the action's input (ne
 
 Real webhook payloads; GitHub through the real client against the OpenAPI-validated mock, or local mode
 with a real git checkout; the project is the real Context on a project whose config.py, macro and Python
-model each leave a marker file when they run."""
+model each leave a marker file when they run.
+
+End to end: event → gate → runners → comment, check runs and outputs (the trust decisions of one module are
+also in its own file: test_github_gate, test_github_trusted, test_github_dispatch, test_github_base)."""
 
 from __future__ import annotations
 
@@ -17,21 +20,12 @@ import pytest
 import responses
 
 from bot.github.action import Invocation, main
-from bot.github.event import Repo, parse_event
-from bot.github.gate import Step, classify
-from bot.github.settings import load_settings
-from github_support import (FakeEngine, FakeRepository, default_branch_config, git_checkout, install, payload,
-                            pr_comment_event)
+from github_support import (FakeEngine, FakeRepository, default_branch_config, git_checkout, install,  # noqa: F401
+                            no_waiting, payload, pr_comment_event, write_event)
 
 API_ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_trust_token", "GITHUB_API_URL": "https://api.github.com"}
 FORK = "someone/Hello-World"
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch):
-    import time
-
-    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+pytestmark = pytest.mark.usefixtures("no_waiting")
 
 
 def hostile_project(root: Path, markers: Path) -> dict[str, str]:
@@ -50,12 +44,6 @@ def hostile_project(root: Path, markers: Path) -> dict[str, str]:
             "def execute(context, **kwargs):\n    return None\n"),
         "models/orders.sql": "MODEL (name shop.orders, kind FULL);\nSELECT 1 AS a\n",
     }
-
-
-def _write_event(tmp_path: Path, raw: dict) -> str:
-    path = tmp_path / "event.json"
-    path.write_text(json.dumps(raw))
-    return str(path)
 
 
 def _fork_pull(head: str, **fields) -> dict:
@@ -82,7 +70,7 @@ def test_no_pull_request_code_runs_for_a_comment_before_it_is_authorized(tmp_pat
                               default_config=default_branch_config({"enable_deploy_command": True}))
         repo.set_pull(_fork_pull(head), mergeable=True, mergeable_state="clean")
         code = main(Invocation(event_name="issue_comment", project_path=str(checkout),
-                               event_path=_write_event(tmp_path, pr_comment_event(body, login))),
+                               event_path=write_event(tmp_path, pr_comment_event(body, login))),
                     env={**API_ENV, "MESHBOT_STATE_PASSWORD": "prod-password"}, out=lines.append)
         assert not gh.errors, gh.errors
     assert list(markers.iterdir()) == []
@@ -115,7 +103,7 @@ def test_a_pr_that_drops_the_required_approvers_is_still_refused(tmp_path):
     answers.write_text(json.dumps({"pulls": [{**pull, "mergeable": True, "mergeable_state": "clean"}],
                                    "permissions": {"writer": "write"}}))
     out = tmp_path / "out"
-    code = main(Invocation(event_name="issue_comment", event_path=_write_event(tmp_path, pr_comment_event("/deploy", "writer")),
+    code = main(Invocation(event_name="issue_comment", event_path=write_event(tmp_path, pr_comment_event("/deploy", "writer")),
                            output_dir=str(out), answers=str(answers), project_path=str(checkout)), env={})
     assert code == 1
     assert "required approval is missing" in (out / "comment.md").read_text()
@@ -136,7 +124,7 @@ def test_gate_settings_never_come_from_the_checkout(tmp_path):
     def no_project(p, g):
         raise AssertionError("the project was opened")
 
-    code = main(Invocation(event_name="push", event_path=_write_event(tmp_path, push), output_dir=str(out),
+    code = main(Invocation(event_name="push", event_path=write_event(tmp_path, push), output_dir=str(out),
                            project_path=str(checkout)), env={}, context_factory=no_project, out=lines.append)
     assert code == 1
     summary = (out / "summary.md").read_text()
@@ -144,7 +132,7 @@ def test_gate_settings_never_come_from_the_checkout(tmp_path):
     # a comment /deploy in the same checkout is not even a command: the deploy command is off by default
     answers = tmp_path / "answers.json"
     answers.write_text(json.dumps({"permissions": {"writer": "write"}}))
-    code = main(Invocation(event_name="issue_comment", event_path=_write_event(tmp_path, pr_comment_event("/deploy", "writer")),
+    code = main(Invocation(event_name="issue_comment", event_path=write_event(tmp_path, pr_comment_event("/deploy", "writer")),
                            output_dir=str(out), answers=str(answers), project_path=str(checkout)),
                 env={}, context_factory=no_project)
     assert code == 0 and "is disabled" in (out / "comment.md").read_text()
@@ -163,37 +151,11 @@ def test_a_deploy_checks_out_exactly_the_authorized_head(tmp_path):
         moved["head"]["sha"] = "e" * 40          # pushed after the authorize job, or a checkout of another ref
         repo.set_pull(moved, mergeable=True, mergeable_state="clean")
         code = main(Invocation(event_name="issue_comment", project_path=str(checkout),
-                               event_path=_write_event(tmp_path, pr_comment_event("/deploy", "writer"))),
+                               event_path=write_event(tmp_path, pr_comment_event("/deploy", "writer"))),
                     env=API_ENV, context_factory=lambda p, g: engine, out=lambda line: None)
         assert not gh.errors, gh.errors
     assert code == 1 and engine.plans == [] and engine.applied == []
     assert "but the head of #2 is eeeeeee" in repo.comments[-1]["body"]
-
-
-def test_authorize_deploy_outputs_the_head_to_check_out(tmp_path):
-    """The first job of the /deploy workflow: no checkout, no project; it outputs what the second deploys."""
-    outputs = tmp_path / "outputs.env"
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        gh = install(rsps)
-        repo = FakeRepository(gh, permissions={"writer": "write", "reader": "read"},
-                              default_config=default_branch_config({"enable_deploy_command": True}))
-        pull = copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"])
-        repo.set_pull(pull, mergeable=True, mergeable_state="clean")
-
-        def authorize(login: str) -> int:
-            outputs.write_text("")
-            return main(Invocation(command="authorize-deploy", project_path=str(tmp_path / "no-checkout"),
-                                   event_path=_write_event(tmp_path, pr_comment_event("/deploy", login)),
-                                   event_name="issue_comment"),
-                        env={**API_ENV, "GITHUB_OUTPUT": str(outputs)}, context_factory=None, out=lambda line: None)
-
-        assert authorize("writer") == 0
-        values = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
-        assert values == {"authorized": "true", "sha": pull["head"]["sha"], "pr_number": "2"}
-        assert authorize("reader") == 1
-        assert dict(line.split("=", 1) for line in outputs.read_text().splitlines()) == {"authorized": "false"}
-        assert not gh.errors, gh.errors
-    assert repo.reactions == [] and repo.checks == {}
 
 
 def _release_checkout(tmp_path: Path) -> tuple[Path, str, str]:
@@ -217,7 +179,7 @@ def test_a_release_deploys_only_a_commit_of_the_default_branch(tmp_path):
 
     def deploy(sha: str) -> tuple[int, str]:
         out = tmp_path / f"out_{sha[:7]}"
-        code = main(Invocation(event_name="release", event_path=_write_event(tmp_path, release),
+        code = main(Invocation(event_name="release", event_path=write_event(tmp_path, release),
                                output_dir=str(out), project_path=str(checkout)),
                     env={"GITHUB_SHA": sha}, context_factory=lambda p, g: engine, out=lambda line: None)
         return code, (out / "summary.md").read_text()
@@ -239,7 +201,7 @@ def test_a_deploy_runs_only_on_the_commit_the_event_names(tmp_path):
     def no_project(p, g):
         raise AssertionError("the project was opened")
 
-    code = main(Invocation(event_name="release", event_path=_write_event(tmp_path, payload("release/published.payload.json")),
+    code = main(Invocation(event_name="release", event_path=write_event(tmp_path, payload("release/published.payload.json")),
                            output_dir=str(out), project_path=str(checkout)),
                 env={"GITHUB_SHA": on_master}, context_factory=no_project, out=lambda line: None)
     assert code == 1
@@ -255,7 +217,7 @@ def test_a_release_through_the_api_is_checked_with_compare(tmp_path):
         gh = install(rsps)
         repo = FakeRepository(gh, default_config="cicd_bot:\n  deploy_on: tag\n", released_on_default_branch=False)
         code = main(Invocation(event_name="release", project_path=str(workspace),
-                               event_path=_write_event(tmp_path, payload("release/published.payload.json"))),
+                               event_path=write_event(tmp_path, payload("release/published.payload.json"))),
                     env={**API_ENV, "GITHUB_SHA": sha, "GITHUB_WORKSPACE": str(workspace),
                          "GITHUB_STEP_SUMMARY": str(tmp_path / "s.md")},
                     context_factory=lambda p, g: engine, out=lambda line: None)
@@ -263,31 +225,6 @@ def test_a_release_through_the_api_is_checked_with_compare(tmp_path):
     assert code == 1 and engine.plans == []
     assert gh.sent("GET", rf"/compare/master\.\.\.{sha}$") == [None]
     assert "is not on the default branch" in (tmp_path / "s.md").read_text()
-
-
-REPO = Repo("Codertocat", "Hello-World", default_branch="master")
-
-
-@pytest.mark.parametrize("name, raw, settings, step", [
-    ("pull_request", payload("pull_request/opened.payload.json"), {}, Step.SYNC),
-    ("pull_request", payload("pull_request/closed.payload.json"), {}, Step.CLEANUP),
-    ("pull_request", payload("_supplementary/ailisp__reallyfastci/test/data/webhook/webhook-pr-from-fork.json"),
-     {}, Step.NOTHING),
-    ("pull_request_review", payload("pull_request_review/submitted.payload.json"), {}, Step.APPROVAL),
-    ("issue_comment", pr_comment_event("nice PR", "reader"), {"enable_deploy_command": True}, Step.NOTHING),
-    ("issue_comment", pr_comment_event("/deploy", "writer"), {}, Step.REPLY),          # disabled: a reply
-    ("issue_comment", pr_comment_event("/deploy", "writer"), {"enable_deploy_command": True}, Step.DEPLOY),
-    ("issue_comment", pr_comment_event("/help", "writer"), {}, Step.REPLY),
-    ("issue_comment", pr_comment_event("/deploy", "github-actions[bot]"), {"enable_deploy_command": True},
-     Step.NOTHING),
-    ("push", payload("push/payload.json"), {}, Step.NOTHING),                                  # a deleted ref
-    ("push", {**payload("push/payload.json"), "deleted": False, "ref": "refs/heads/master"}, {}, Step.DEPLOY),
-    ("push", {**payload("push/payload.json"), "deleted": False, "ref": "refs/heads/feature"}, {}, Step.NOTHING),
-    ("release", payload("release/published.payload.json"), {}, Step.NOTHING),                 # deploy_on: merge
-    ("release", payload("release/published.payload.json"), {"deploy_on": "tag"}, Step.DEPLOY),
-])
-def test_every_event_is_classified_from_the_payload_and_trusted_settings_alone(name, raw, settings, step):
-    assert classify(parse_event(name, raw), load_settings(settings)).step is step
 
 
 class LeakyEngine(FakeEngine):
@@ -316,7 +253,7 @@ def test_credentials_never_reach_a_comment_check_summary_output_or_log(tmp_path)
         repo = FakeRepository(gh)
         repo.set_pull(payload("pull_request/opened.payload.json")["pull_request"])
         code = main(Invocation(event_name="pull_request", project_path=str(tmp_path),
-                               event_path=_write_event(tmp_path, payload("pull_request/opened.payload.json"))),
+                               event_path=write_event(tmp_path, payload("pull_request/opened.payload.json"))),
                     env={**API_ENV, "GITHUB_OUTPUT": str(outputs), "GITHUB_STEP_SUMMARY": str(summary)},
                     context_factory=lambda p, g: LeakyEngine(), out=lines.append)
         assert not gh.errors, gh.errors
@@ -326,22 +263,6 @@ def test_credentials_never_reach_a_comment_check_summary_output_or_log(tmp_path)
     assert "could not read postgresql://bot:***@db/prod via sc://spark:443/;token=***" in sent
     for secret in ("Pg-Secret-42", "SPARK-TOKEN-9", "ghs_trust_token"):
         assert secret.lower() not in sent.lower()
-
-
-def test_a_secret_that_reads_meshbot_leaves_the_comment_findable():
-    """A state user `meshbot` is masked in the text, but the hidden markers the bot finds its comment
-    and sections by stay whole."""
-    from bot.github.runners.base import redact_markdown
-    from bot.report.comment_state import comment_marker, sections
-    from bot.redact import register
-
-    register("meshbot")
-    body = (f"{comment_marker('ci')}\n<!-- meshbot:section status -->meshbot ran as MESHBOT"
-            "<!-- /meshbot:section status -->\n<!-- meshbot:checks {\"detail\": \"user meshbot\"} -->")
-    redacted = redact_markdown(body)
-    assert comment_marker("ci") in redacted and sections(redacted) == {
-        "status": "<!-- meshbot:section status -->*** ran as ***<!-- /meshbot:section status -->"}
-    assert "<!-- meshbot:checks {\"detail\": \"user ***\"} -->" in redacted
 
 
 def test_a_deploy_reads_no_cache_from_disk(tmp_path):
@@ -372,14 +293,14 @@ def test_a_deploy_reads_no_cache_from_disk(tmp_path):
     push = copy.deepcopy(payload("push/payload.json"))
     push.update(ref="refs/heads/master", after=sha, deleted=False, created=False)
     for name, raw, read in (("push", push, False), ("pull_request", payload("pull_request/opened.payload.json"), True)):
-        run = build_run(Invocation(event_name=name, event_path=_write_event(tmp_path, raw), project_path=str(checkout),
+        run = build_run(Invocation(event_name=name, event_path=write_event(tmp_path, raw), project_path=str(checkout),
                                    output_dir=str(tmp_path / "out")), env={}, context_factory=lambda p, g: FakeEngine())
         dispatch(run, "run-all")
         assert run.seal.read_cache is read
 
 
 def _approval_check(tmp_path: Path, project: Path) -> tuple[int, dict]:
-    event = _write_event(tmp_path, payload("pull_request_review/submitted.payload.json"))
+    event = write_event(tmp_path, payload("pull_request_review/submitted.payload.json"))
     out = tmp_path / f"out_{len(list(tmp_path.iterdir()))}"
     code = main(Invocation(command="check-required-approvers", event_name="pull_request_review",
                            event_path=event, output_dir=str(out), project_path=str(project)), env={},
@@ -426,7 +347,7 @@ def test_a_deploy_of_a_head_behind_its_base_is_refused(tmp_path):
         pull["head"]["sha"] = head
         repo.set_pull(pull, mergeable=True, mergeable_state="clean")
         code = main(Invocation(event_name="issue_comment", project_path=str(checkout),
-                               event_path=_write_event(tmp_path, pr_comment_event("/deploy", "writer"))),
+                               event_path=write_event(tmp_path, pr_comment_event("/deploy", "writer"))),
                     env=API_ENV, context_factory=lambda p, g: engine, out=lambda line: None)
         assert not gh.errors, gh.errors
     assert code == 1 and engine.plans == []
@@ -455,46 +376,9 @@ def test_a_templated_gate_setting_on_the_default_branch_is_an_error_not_a_placeh
     git_checkout(checkout, {"config.yaml": "cicd_bot:\n  required_approvers: [\"{{ env_var('APPROVER') }}\"]\n"})
     lines: list[str] = []
     code = main(Invocation(command="check-required-approvers", event_name="pull_request_review",
-                           event_path=_write_event(tmp_path, payload("pull_request_review/submitted.payload.json")),
+                           event_path=write_event(tmp_path, payload("pull_request_review/submitted.payload.json")),
                            output_dir=str(tmp_path / "out"), project_path=str(checkout)), env={}, out=lines.append)
     assert code == 1 and not (tmp_path / "out" / "check_runs.json").exists()
     assert "config.yaml on the default branch `master`: `cicd_bot` uses a template" in lines[-1]
 
 
-def test_gate_settings_read_as_data_name_a_template_and_the_file():
-    from bot.github.trusted import read_trusted_config
-
-    class Files:
-        branch = "main"
-
-        def read(self, relative: str) -> str | None:
-            return "cicd_bot:\n  enable_deploy_command: \"{{ env_var('X') }}\"\n" if relative == "config.yaml" else None
-
-    with pytest.raises(Exception, match=r"config.yaml on the default branch `main`: `cicd_bot` uses a template"):
-        read_trusted_config(input_text=None, default_branch=Files())
-
-
-def test_authorize_deploy_outputs_the_default_branch_head_for_a_rollback(tmp_path):
-    """`/rollback` goes through the same two jobs as `/deploy`: the first (no checkout, no secrets) checks a
-    required approver asked and outputs the default branch's head, which the second checks out."""
-    outputs = tmp_path / "outputs.env"
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        gh = install(rsps)
-        repo = FakeRepository(gh, permissions={"ann-gh": "write", "writer": "write"}, default_branch_sha="e" * 40,
-                              default_config=default_branch_config({"enable_deploy_command": True,
-                                                                    "required_approvers": ["ann-gh"]}))
-        repo.set_pull(copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"]))
-
-        def authorize(login: str) -> int:
-            outputs.write_text("")
-            return main(Invocation(command="authorize-deploy", project_path=str(tmp_path / "no-checkout"),
-                                   event_path=_write_event(tmp_path, pr_comment_event("/rollback", login)),
-                                   event_name="issue_comment"),
-                        env={**API_ENV, "GITHUB_OUTPUT": str(outputs)}, out=lambda line: None)
-
-        assert authorize("ann-gh") == 0
-        assert dict(line.split("=", 1) for line in outputs.read_text().splitlines()) == {
-            "authorized": "true", "sha": "e" * 40, "pr_number": "2"}
-        assert authorize("writer") == 1
-        assert "can be given by a required approver only" in repo.comments[-1]["body"]
-        assert not gh.errors, gh.errors

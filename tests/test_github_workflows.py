@@ -1,5 +1,7 @@
 """action.yml and the workflows validate against the SchemaStore schemas; triggers, permissions, Environments,
-checkouts, pins, cache rules and concurrency hold (security issue 23), and zizmor finds nothing in them."""
+checkouts, pins, cache rules and concurrency hold (security issue 23), and zizmor finds nothing in them.
+
+About no one module of bot/github: the files GitHub runs (action.yml, .github/workflows) around `meshbot github`."""
 
 from __future__ import annotations
 

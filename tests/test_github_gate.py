@@ -1,0 +1,35 @@
+"""bot.github.gate: what each event asks of the bot, decided from the payload and the trusted settings alone.
+
+The gate's refusals (a fork, a reader, a moved head, a release off the default branch) are tried end to end
+in test_github_trust.py and test_github_deploy.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.github.event import parse_event
+from bot.github.gate import Step, classify
+from bot.github.settings import load_settings
+from github_support import payload, pr_comment_event
+
+
+@pytest.mark.parametrize("name, raw, settings, step", [
+    ("pull_request", payload("pull_request/opened.payload.json"), {}, Step.SYNC),
+    ("pull_request", payload("pull_request/closed.payload.json"), {}, Step.CLEANUP),
+    ("pull_request", payload("_supplementary/ailisp__reallyfastci/test/data/webhook/webhook-pr-from-fork.json"),
+     {}, Step.NOTHING),
+    ("pull_request_review", payload("pull_request_review/submitted.payload.json"), {}, Step.APPROVAL),
+    ("issue_comment", pr_comment_event("nice PR", "reader"), {"enable_deploy_command": True}, Step.NOTHING),
+    ("issue_comment", pr_comment_event("/deploy", "writer"), {}, Step.REPLY),          # disabled: a reply
+    ("issue_comment", pr_comment_event("/deploy", "writer"), {"enable_deploy_command": True}, Step.DEPLOY),
+    ("issue_comment", pr_comment_event("/help", "writer"), {}, Step.REPLY),
+    ("issue_comment", pr_comment_event("/deploy", "github-actions[bot]"), {"enable_deploy_command": True},
+     Step.NOTHING),
+    ("push", payload("push/payload.json"), {}, Step.NOTHING),                                  # a deleted ref
+    ("push", {**payload("push/payload.json"), "deleted": False, "ref": "refs/heads/master"}, {}, Step.DEPLOY),
+    ("push", {**payload("push/payload.json"), "deleted": False, "ref": "refs/heads/feature"}, {}, Step.NOTHING),
+    ("release", payload("release/published.payload.json"), {}, Step.NOTHING),                 # deploy_on: merge
+    ("release", payload("release/published.payload.json"), {"deploy_on": "tag"}, Step.DEPLOY),
+])
+def test_every_event_is_classified_from_the_payload_and_trusted_settings_alone(name, raw, settings, step):
+    assert classify(parse_event(name, raw), load_settings(settings)).step is step
