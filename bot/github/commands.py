@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
+
+from bot.report.markdown import render_part
 
 COMMANDS = ("deploy", "rollback")
-HELP = ("meshbot commands: `{prefix}deploy` applies the prod plan of this PR "
-        "(needs write access and the required approvals); `{prefix}rollback [PLAN_ID]` serves the merge "
-        "environment's previous plan (or PLAN_ID) again, nothing recomputed (required approvers only); "
-        "`{prefix}help` shows this message.")
 
 
 @dataclass(frozen=True)
@@ -17,9 +16,28 @@ class Command:
     args: tuple[str, ...] = ()
 
 
+class ReplyKind(str, Enum):
+    HELP = "help"
+    UNKNOWN_COMMAND = "unknown_command"
+    DISABLED = "disabled"                       # cicd_bot.enable_deploy_command is false
+    UNKNOWN_OPTIONS = "unknown_options"         # `/deploy` with options it does not know
+    BAD_ROLLBACK_ARGS = "bad_rollback_args"     # `/rollback` with more than one plan id, or not hex
+
+
 @dataclass(frozen=True)
 class Reply:
-    text: str
+    """An answer to a comment; templates/outcomes.md.j2 (`reply`) writes its text."""
+
+    kind: ReplyKind
+    prefix: str = "/"
+    command: str = ""                    # the command the comment named
+    unknown: tuple[str, ...] = ()        # UNKNOWN_OPTIONS: what it did not know
+    options: tuple[str, ...] = ()        # UNKNOWN_OPTIONS: what it knows
+    environment: str = ""                # BAD_ROLLBACK_ARGS: the environment `/rollback` serves
+
+    @property
+    def text(self) -> str:
+        return render_part("outcomes.md.j2", "reply", self)
 
 
 @dataclass(frozen=True)
@@ -61,11 +79,11 @@ def parse_comment(body: str, *, namespace: str | None = None, enabled: bool = Tr
         return Ignore("not a meshbot command")
     name = words[0].lower()
     if name == "help":
-        return Reply(HELP.format(prefix=prefix))
+        return Reply(ReplyKind.HELP, prefix)
     if name not in COMMANDS:
         if prefix == "/":
             return Ignore(f"`/{name}` is not a meshbot command")   # other bots share the bare slash
-        return Reply(f"unknown command `{prefix}{name}`. " + HELP.format(prefix=prefix))
+        return Reply(ReplyKind.UNKNOWN_COMMAND, prefix, name)
     if not enabled:
-        return Reply(f"`{prefix}{name}` is disabled (cicd_bot.enable_deploy_command is false).")
+        return Reply(ReplyKind.DISABLED, prefix, name)
     return Command(name=name, args=tuple(words[1:]))

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from bot.errors import GithubError
 from bot.github.api import WRITE_PERMISSIONS, GithubPort
 from bot.github.approvals import ApprovalStatus, evaluate
-from bot.github.commands import Command, Reply, command_prefix, parse_comment
+from bot.github.commands import Command, Reply, ReplyKind, command_prefix, parse_comment
 from bot.github.event import Event, PullRequest
 from bot.github.settings import BotSettings
 from bot.report.comment_state import comment_marker, recorded_checks
@@ -129,10 +129,9 @@ def _classify_comment(event: Event, settings: BotSettings) -> Decision:
     if isinstance(parsed, Command):
         options, unknown = deploy_options(parsed.args)
         if unknown:
-            prefix = command_prefix(settings.command_namespace)
-            return Decision(Step.REPLY, f"`{prefix}deploy` does not know {', '.join(f'`{a}`' for a in unknown)}; "
-                                        f"its options are `{ALLOW_LARGE_BACKFILL}` and `{ALLOW_DESTRUCTIVE} MODEL` "
-                                        "(required approvers only).")
+            return Decision(Step.REPLY, Reply(ReplyKind.UNKNOWN_OPTIONS, command_prefix(settings.command_namespace),
+                                              "deploy", unknown=tuple(unknown),
+                                              options=(ALLOW_LARGE_BACKFILL, f"{ALLOW_DESTRUCTIVE} MODEL")).text)
         return Decision(Step.DEPLOY, environment=settings.merge_environment, command=True, options=options)
     return Decision(Step.NOTHING, f"the comment is {parsed.reason}.")
 
@@ -141,9 +140,8 @@ def _classify_rollback(parsed: Command, settings: BotSettings) -> Decision:
     """`/rollback [PLAN_ID]`: the plan id (hex, a prefix will do) travels as the option `--to=PLAN_ID`."""
     args = parsed.args
     if len(args) > 1 or (args and not all(c in "0123456789abcdef" for c in args[0].lower())):
-        prefix = command_prefix(settings.command_namespace)
-        return Decision(Step.REPLY, f"`{prefix}rollback` takes at most one plan id (hex, as `meshbot environments "
-                                    f"{settings.merge_environment} --history` lists them).")
+        return Decision(Step.REPLY, Reply(ReplyKind.BAD_ROLLBACK_ARGS, command_prefix(settings.command_namespace),
+                                          "rollback", environment=settings.merge_environment).text)
     return Decision(Step.ROLLBACK, environment=settings.merge_environment, command=True,
                     options=tuple(f"--to={a.lower()}" for a in args))
 
