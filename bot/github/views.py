@@ -19,7 +19,7 @@ from bot.quality.api import TestSuiteResult
 from bot.project.timeutil import to_datetime
 from bot.report.comment_state import (SECTION_ORDER, CheckState, Marker, checks_marker, kept_sections,
                                       plan_digest_marker)
-from bot.report.markdown import md_escape, render
+from bot.report.markdown import render
 
 COMMENT_LIMIT = 65_536
 SAFETY = 512            # room for the "shortened" note and multi-byte surprises
@@ -92,6 +92,16 @@ class TestsView:
 
 
 @dataclass(frozen=True)
+class SchemaChangeView:
+    """A column added, removed or retyped from prod to the PR."""
+
+    change: str          # added, removed or retyped
+    column: str
+    type: str            # the PR's type (prod's for a removed column)
+    prod_type: str = ""  # retyped: the type in prod
+
+
+@dataclass(frozen=True)
 class SampleView:
     """Up to a few rows of one kind of difference (only when `table_diff_samples` is on)."""
 
@@ -133,11 +143,11 @@ class DiffView:
     matched: int | None = None
     changed: int | None = None
     columns: tuple[tuple[str, float], ...] = ()
-    schema_changes: tuple[str, ...] = ()
+    schema_changes: tuple[SchemaChangeView, ...] = ()
     samples: tuple[SampleView, ...] = ()
     note: str = ""
     gate_failed: bool = False               # a Data Diff gate at level fail fired on this model
-    findings: tuple[str, ...] = ()          # what the gates said, one line each
+    findings: tuple[Finding, ...] = ()      # what the gates said
     profiles: tuple[ProfileView, ...] = ()  # prod → PR per compared column
 
     @property
@@ -358,18 +368,16 @@ def diff_view(result: ModelDataDiff, *, samples: bool = False, sample_rows: int 
     """The comment's view of one model's data diff: counts, per-column match % and profile, schema
     changes from prod to the PR, what the Data Diff gates found, and raw values only with `samples`."""
     schema, rows = result.schema, result.rows
-    changes: tuple[str, ...] = ()
+    changes: tuple[SchemaChangeView, ...] = ()
     if schema is not None:
-        changes = tuple([f"added {md_escape(c)} ({t})" for c, t in schema.added]
-                        + [f"removed {md_escape(c)} ({t})" for c, t in schema.removed]
-                        + [f"{md_escape(c)} type changed {a} → {b}" for c, a, b in schema.modified])
+        changes = tuple([SchemaChangeView("added", c, t) for c, t in schema.added]
+                        + [SchemaChangeView("removed", c, t) for c, t in schema.removed]
+                        + [SchemaChangeView("retyped", c, b, a) for c, a, b in schema.modified])
     view = DiffView(model=result.model, reason=result.reason, window=result.window,
                     previewed=result.previewed, keys=result.keys,
                     prod_count=result.source_count, pr_count=result.target_count,
                     schema_changes=changes, note=result.note,
-                    gate_failed=any(f.level is Level.FAIL for f in findings),
-                    findings=tuple(f"{'fails' if f.level is Level.FAIL else 'warns'} ({f.gate}): {f.message}"
-                                   for f in findings))
+                    gate_failed=any(f.level is Level.FAIL for f in findings), findings=findings)
     if rows is None:
         return view
     view = replace(view, prod_only=rows.source_only_count, pr_only=rows.target_only_count,
