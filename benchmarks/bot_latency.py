@@ -141,24 +141,29 @@ def main(argv: list[str] | None = None) -> None:
         project, events = workdir / "project", workdir / "events"
     else:
         project, events = prepare(workdir)
-    walls, floors, lines, baselines = [], [], [], []
+    walls, floors, lines, baselines, baseline_lines = [], [], [], [], []
     for round_ in range(args.repeats):
         load_before = _load()
         baseline_first = round_ % 2 == 0   # alternate, so neither side always runs on a colder machine
+        def baseline() -> None:
+            wall, timings = run_all(project, events, repo=Path(args.baseline).resolve(),
+                                    python=args.baseline_python or sys.executable)
+            baselines.append(wall)
+            baseline_lines.append(timings)
+
         if args.baseline and baseline_first:
-            baselines.append(run_all(project, events, repo=Path(args.baseline).resolve(),
-                                     python=args.baseline_python or sys.executable)[0])
+            baseline()
         wall, timings = run_all(project, events)
         if args.baseline and not baseline_first:
-            baselines.append(run_all(project, events, repo=Path(args.baseline).resolve(),
-                                     python=args.baseline_python or sys.executable)[0])
+            baseline()
         floor = spark_floor(project)
         walls.append(wall)
         floors.append(floor)
         lines.append(timings)
         base = f"   baseline {baselines[-1]:6.1f} s" if baselines else ""
         print(f"round {round_ + 1}: run-all {wall:6.1f} s{base}   spark floor {floor:5.1f} s   "
-              f"load {load_before}\n  {timings}", flush=True)
+              f"load {load_before}\n  {timings}" + (f"\n  baseline: {baseline_lines[-1]}" if baselines else ""),
+              flush=True)
     best = min(range(len(walls)), key=walls.__getitem__)
     print(f"\nrun-all, one-model PR (best of {args.repeats})   {walls[best]:6.1f} s   "
           f"target <= {TARGET_S:.0f} s  {'ok' if walls[best] <= TARGET_S else 'MISSED'}")

@@ -4,11 +4,12 @@ hand-written full-outer-join aggregate over the same window (the floor), on the 
 Usage: .venv/bin/python benchmarks/preview_diff.py [--rows N] [--days D] [--window W] [--repeat R] [--dir PATH]
 Generates a raw Parquet table of N rows x 10 columns spread over D consecutive days, a project with one
 incremental model over it (grain id), applies it to prod (N rows in prod's table), then changes one column
-for 1% of the rows and times `Context.preview_diff` of the prod plan (window W days, nothing written)
+for 1% of the rows and times the data diff of `Context.review` of the prod plan (window W days, nothing written)
 against the hand-written query (one untimed warm-up run each, then R rounds timing one of each, best of
 each and the medians kept); prints both, the ratio, and checks they agree. The same rounds also time
-preview_diff without the column profiles (null share, approx distinct, min/max/mean: issue 28) and count
-the Spark jobs of each, to show the profile rides in the same aggregate query instead of a second scan.
+the data diff without the column profiles (null share, approx distinct, min/max/mean: issue 28) and the
+whole review (data diff and Spark plans in one preview pass), and count the Spark jobs of each, to show
+the profile rides in the same aggregate query instead of a second scan.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from table_diff import best_of  # noqa: E402
 import bot.diff.table_diff as diff_api  # noqa: E402
 
 from bot.context import Context  # noqa: E402
+from bot.diff.review import ReviewOptions  # noqa: E402
 from bot.plan.definition import PlanOptions  # noqa: E402
 from bot.project.example import EXAMPLE_DIR  # noqa: E402
 from bot.spark.sql import quote_table  # noqa: E402
@@ -130,32 +132,42 @@ def main(argv: list[str] | None = None) -> int:
         plan = context.plan("prod", options=PlanOptions(skip_tests=True))
         first, last = end - timedelta(days=args.window - 1), end
         floor_text = floor_sql(prod, str(first), str(last))
+
+        def diff():
+            return context.review(plan, ReviewOptions(window_days=args.window, plan_queries=False)).diffs
+
+        def review():
+            return context.review(plan, ReviewOptions(window_days=args.window))
+
         # one untimed run of each first (file listing, JIT), then --repeat rounds each timing the floor
         # and the preview diff one after the other (both see the same load on a shared machine); best of each
-        cold_s, _ = best_of(1, lambda: context.preview_diff(plan, window_days=args.window))
+        cold_s, _ = best_of(1, diff)
         spark.sql(floor_text).collect()
         floor_times: list[float] = []
         diff_times: list[float] = []
         bare_times: list[float] = []
+        review_times: list[float] = []
         with_profiles = diff_api.row_diff
 
         def without_profiles():
             diff_api.row_diff = lambda engine, spec, **kw: with_profiles(engine, replace(spec, profile=False), **kw)
             try:
-                return context.preview_diff(plan, window_days=args.window)
+                return diff()
             finally:
                 diff_api.row_diff = with_profiles
 
         for _ in range(args.repeat):
             run_s, floor_row = best_of(1, lambda: spark.sql(floor_text).collect()[0])
             floor_times.append(run_s)
-            run_s, results = best_of(1, lambda: context.preview_diff(plan, window_days=args.window))
+            run_s, results = best_of(1, diff)
             diff_times.append(run_s)
             run_s, _ = best_of(1, without_profiles)
             bare_times.append(run_s)
+            run_s, _ = best_of(1, review)
+            review_times.append(run_s)
         jobs = {name: _jobs(spark, call) for name, call in (
-            ("with profiles", lambda: context.preview_diff(plan, window_days=args.window)),
-            ("without", without_profiles))}
+            ("with profiles", diff),
+            ("without", without_profiles), ("review", review))}
         floor_s, diff_s = min(floor_times), min(diff_times)
         floor_median, diff_median = statistics.median(floor_times), statistics.median(diff_times)
         (result,) = results
@@ -166,14 +178,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"window: {result.window}; {rows.source_count:,} prod rows, {rows.target_count:,} PR rows, "
               f"{rows.partial_match_count:,} changed")
         print(f"floor (hand-written join aggregate): best {floor_s:.2f}s, median {floor_median:.2f}s")
-        print(f"preview_diff:                        best {diff_s:.2f}s, median {diff_median:.2f}s   "
+        print(f"data diff:                           best {diff_s:.2f}s, median {diff_median:.2f}s   "
               f"(first, cold run: {cold_s:.2f}s)")
         print(f"ratio: best {diff_s / floor_s:.2f}x, median {diff_median / floor_median:.2f}x   "
               f"(target <= 1.5x)")
         bare_s, bare_median = min(bare_times), statistics.median(bare_times)
-        print(f"preview_diff without column profiles: best {bare_s:.2f}s, median {bare_median:.2f}s; the profiles "
+        print(f"data diff without column profiles:    best {bare_s:.2f}s, median {bare_median:.2f}s; the profiles "
               f"add {100 * (diff_s / bare_s - 1):+.0f}% (best), {100 * (diff_median / bare_median - 1):+.0f}% (median)")
-        print(f"Spark jobs per preview_diff: {jobs['with profiles']} with profiles, {jobs['without']} without")
+        print(f"whole review (data diff + Spark plans, one preview pass): best {min(review_times):.2f}s, "
+              f"median {statistics.median(review_times):.2f}s")
+        print(f"Spark jobs per data diff: {jobs['with profiles']} with profiles, {jobs['without']} without; "
+              f"{jobs['review']} per whole review")
     finally:
         stop_session()
         if args.dir is None:

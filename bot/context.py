@@ -20,8 +20,8 @@ from bot.snapshot import normalize_environment, view_name, view_names
 from bot.state.api import Environment, HistoryEntry
 
 if TYPE_CHECKING:
-    from bot.diff.table_diff import ModelDataDiff, TableDiffResult
-    from bot.diff.plan_regressions import PlanComparison
+    from bot.diff.review import ReviewOptions, ReviewResult
+    from bot.diff.table_diff import TableDiffResult
     from bot.quality.api import AuditReport, TestSuiteResult
     from bot.quality.lint.runner import LintResult
     from bot.plan.rollback import RollbackResult
@@ -36,7 +36,7 @@ class Context(Workspace):
     room that does the work.
 
     Planning (`plan`) reads project files and state only; Spark starts on `apply`, `run`, `test`,
-    `audit`, `table_diff`, `preview_diff`, `fetchdf` and `evaluate`. Rooms with heavy imports are
+    `audit`, `table_diff`, `review`, `fetchdf` and `evaluate`. Rooms with heavy imports are
     imported inside the methods that use them.
     """
 
@@ -209,31 +209,32 @@ class Context(Workspace):
         """The view that serves `model_name` in `environment` (`shop.orders` in `dev` → `shop__dev.orders`)."""
         return view_name(self.model(model_name).name, normalize_environment(environment))
 
-    def preview_diff(self, plan: Plan, *, environment: str | None = None, window_days: int = 7,
-                     full_scope: str = "whole", decimals: int = 3, show_sample: bool = False,
-                     limit: int = 20) -> tuple["ModelDataDiff", ...]:
-        """Compare each directly modified model of `plan` (a plan against prod) and each breaking child
-        with prod, prod as the base and the PR as the change.
+    def review(self, plan: Plan, options: "ReviewOptions | None" = None) -> "ReviewResult":
+        """A PR's review against prod, in one preview pass: each directly modified model of `plan` (a plan
+        against prod) and each breaking child compared with prod, prod as the base and the PR as the change;
+        and (`options.plan_queries`) each directly modified SQL model's Spark plan (EXPLAIN: analyzed and
+        planned, nothing read) against its prod version's, over the same window and tables: lost partition
+        pruning or filter pushdown on a scanned table, a new nested loop join, more shuffles.
 
-        Without `environment`, the PR's rows are computed, not read: each new version's query over the
-        last `window_days` days of intervals (INCREMENTAL_BY_TIME_RANGE) or whole (other kinds; `skip`
+        Without `options.environment`, the PR's rows are computed, not read: each new version's query over
+        the last `window_days` days of intervals (INCREMENTAL_BY_TIME_RANGE) or whole (other kinds; `skip`
         compares none of them), reading prod's tables for unchanged parents and the previews of changed
         ones (temporary views dropped afterwards): nothing is written to the warehouse or to state.
-        With `environment` (a backfilled PR environment), its tables are compared over the same windows.
+        With an `environment` (a backfilled PR environment), its tables are compared over the same windows.
         Rows join on the model's grain, else its unique_key; without either only counts and schema.
         """
-        from bot.diff.previews import compare_models
+        from bot.diff.review import ReviewOptions, review
         from bot.plan.preview import PreviewScope, preview_relations
 
-        scope = PreviewScope(window_days=window_days, full_scope=full_scope)
-        env_tables = self._tables_of(environment) if environment is not None else None
+        options = options or ReviewOptions()
+        env_tables = self._tables_of(options.environment) if options.environment is not None else None
         runner = self._spark_runner()
         with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,
                                context_models=self.models, variables=self.config.variables,
                                gateway=self.gateway.name, default_start=self.config.model_defaults.start,
-                               scope=scope, environment_tables=env_tables) as targets:
-            return compare_models(self.engine, targets, decimals=decimals, show_sample=show_sample,
-                                  limit=limit)
+                               scope=PreviewScope(window_days=options.window_days, full_scope=options.full_scope),
+                               environment_tables=env_tables, plan_queries=options.plan_queries) as targets:
+            return review(self.engine, targets, options)
 
     def _tables_of(self, environment: str) -> dict[str, str]:
         """What queries in `environment` read per model; an unknown environment is a PlanError."""
@@ -241,24 +242,6 @@ class Context(Workspace):
         if env is None:
             raise PlanError(f"environment `{environment}` does not exist")
         return env.tables()
-
-    def plan_regressions(self, plan: Plan, *, environment: str | None = None,
-                         window_days: int = 7) -> tuple["PlanComparison", ...]:
-        """Compare the Spark plan (EXPLAIN: analyzed and planned, nothing read) of each directly modified SQL
-        model's new query with its prod version's, over the window and tables `preview_diff` uses: lost
-        partition pruning or filter pushdown on a scanned table, a new CartesianProduct or
-        BroadcastNestedLoopJoin, more shuffles. `environment` as in preview_diff."""
-        from bot.diff.plan_regressions import compare_plans
-        from bot.plan.preview import PreviewScope, preview_relations
-
-        env_tables = self._tables_of(environment) if environment is not None else None
-        runner = self._spark_runner()
-        with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,
-                               context_models=self.models, variables=self.config.variables,
-                               gateway=self.gateway.name, default_start=self.config.model_defaults.start,
-                               scope=PreviewScope(window_days=window_days), environment_tables=env_tables,
-                               plan_queries=True) as targets:
-            return compare_plans(self.engine, targets)
 
     def table_in(self, environment: str, model_name: str) -> str:
         """The physical table holding `model_name` in `environment`."""

@@ -32,6 +32,7 @@ from openapi_core.contrib.requests import RequestsOpenAPIRequest, RequestsOpenAP
 from bot.plan.apply import ApplyResult
 from bot.diff.table_diff import ModelDataDiff
 from bot.diff.plan_regressions import PlanComparison
+from bot.diff.review import ReviewOptions, ReviewResult
 from bot.errors import EngineError
 from bot.github.action import Invocation, main
 from bot.plan.definition import (Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions,
@@ -448,8 +449,9 @@ class FakeEngine:
         # rendered queries, model -> (before, after): unchanged models (before == after) join the plan's snapshots
         self.queries: dict[str, tuple[str, str]] = {}
         self.parents: dict[str, tuple[str, ...]] = {}   # depends_on of the models in `queries`
-        self.diffs: tuple[ModelDataDiff, ...] = ()     # what preview_diff answers
-        self.plans_compared: tuple[PlanComparison, ...] = ()   # what plan_regressions answers
+        self.diffs: tuple[ModelDataDiff, ...] = ()     # the review's data diffs
+        self.plans_compared: tuple[PlanComparison, ...] = ()   # the review's plan comparisons
+        self.review_options: list[ReviewOptions] = []           # what each review was asked
         self.failing_tests: dict[str, str] = {}        # unit test name -> its failure message
         self.children: dict[str, tuple[str, ...]] = {} # changed model -> the breaking children it lists
 
@@ -554,14 +556,11 @@ class FakeEngine:
         schema, table = model_name.split(".")
         return f"{schema}__{environment}.{table}"
 
-    def preview_diff(self, plan: Plan, *, environment: str | None = None, window_days: int = 7,
-                     full_scope: str = "whole", decimals: int = 3, show_sample: bool = False,
-                     limit: int = 20) -> tuple[ModelDataDiff, ...]:
-        return self.diffs  # the data diff itself is asserted on the real engine (test_preview_diff, lifecycle)
-
-    def plan_regressions(self, plan: Plan, *, environment: str | None = None,
-                         window_days: int = 7) -> tuple[PlanComparison, ...]:
-        return self.plans_compared   # asserted on the real engine in test_plan_regressions
+    def review(self, plan: Plan, options: ReviewOptions | None = None) -> ReviewResult:
+        # the review itself is asserted on the real engine (test_preview_diff, test_plan_regressions, lifecycle)
+        self.review_options.append(options or ReviewOptions())
+        return ReviewResult(diffs=self.diffs, plan_comparisons=self.plans_compared
+                            if (options or ReviewOptions()).plan_queries else ())
 
 
 def pr_comment_event(body: str = "/deploy", login: str = "writer", *, number: int = 2,

@@ -114,7 +114,7 @@ def test_a_grain_turned_per_day_fails_the_gate_on_spark(clean_catalog, tmp_path)
     model.write_text(model.read_text().replace("  c.name,\n  COUNT", "  c.name,\n  o.ds,\n  COUNT")
                      .replace("GROUP BY\n  c.customer_id,\n  c.name", "GROUP BY\n  c.customer_id,\n  c.name,\n  o.ds"))
     changed = Context(root)
-    results = {d.model: d for d in changed.preview_diff(changed.plan("prod", options=PlanOptions(skip_tests=True)))}
+    results = {d.model: d for d in changed.review(changed.plan("prod", options=PlanOptions(skip_tests=True))).diffs}
     with (root / "seeds" / "raw_orders.csv").open() as handle:
         orders = list(csv.DictReader(handle))
     with (root / "seeds" / "raw_customers.csv").open() as handle:

@@ -14,6 +14,7 @@ import bot.spark.explain as spark_explain
 from bot.context import Context
 from bot.diff.plan_regressions import (NESTED_LOOP, PRUNING, PUSHDOWN, SHUFFLES, PlanComparison, parse_level,
                                        regressions)
+from bot.diff.review import ReviewOptions
 from bot.errors import ConfigError, EngineError
 from bot.github.settings import load_settings
 from bot.plan.definition import PlanOptions
@@ -80,6 +81,7 @@ def test_the_comment_and_the_data_diff_check(tmp_path):
     check_run = repo.check(CHECK)
     assert check_run["conclusion"] == "success" and code == 0
     assert check_run["output"]["title"] == "Data diff of 1 model: no gate failed (2 warnings)"
+    assert [o.plan_queries for o in engine.review_options] == [True]   # one preview pass: rows and plans
     assert ":warning: `shop.daily_orders` (Spark plan): `spark_catalog.shop__orders.v_1` is read without partition " \
            "pruning on `ds`" in check_run["output"]["summary"]
     comment = next(c["body"] for c in repo.comments if "<!-- meshbot:pr-comment" in c["body"])
@@ -98,6 +100,7 @@ def test_the_comment_and_the_data_diff_check(tmp_path):
     assert "<summary>:x: shop.daily_orders: lost partition pruning, more shuffles</summary>" in comment
 
     code, repo = _run_bot(tmp_path, engine, {"plan_regressions": "off"})
+    assert [o.plan_queries for o in engine.review_options] == [True, True, False]   # off: no query planned
     assert repo.check(CHECK)["output"]["title"] == "Data diff of 1 model: no gate failed"
     comment = next(c["body"] for c in repo.comments if "<!-- meshbot:pr-comment" in c["body"])
     assert "Spark plans" not in comment
@@ -214,7 +217,9 @@ def test_plan_regressions_of_the_example_shop(spark, tmp_path):
                        .replace("  revenue\n", "  revenue,\n  max_amount\n"))
         changed = Context(root)
         plan = changed.plan("prod", options=PlanOptions(skip_tests=True))
-        found = {c.model: c for c in changed.plan_regressions(plan, window_days=3)}
+        review = changed.review(plan, ReviewOptions(window_days=3))   # one preview: rows and plans
+        found = {c.model: c for c in review.plan_comparisons}
+        assert {"shop.daily_orders", "shop.customer_revenue"} <= {d.model for d in review.diffs if d.compared}
         assert set(found) == {"shop.daily_orders", "shop.customer_revenue", "shop.top_customers"}
         daily_found = found["shop.daily_orders"]
         assert daily_found.window == "2024-01-05 – 2024-01-07 (3 days)"
@@ -224,7 +229,7 @@ def test_plan_regressions_of_the_example_shop(spark, tmp_path):
         assert found["shop.top_customers"].compared and found["shop.top_customers"].regressions == ()
         # a backfilled PR environment: its tables stand for the changed parents (top_customers reads max_amount)
         changed.apply(changed.plan("pr_1", options=PlanOptions(skip_tests=True, start="2024-01-01")))
-        found = {c.model: c for c in changed.plan_regressions(plan, environment="pr_1", window_days=3)}
+        found = {c.model: c for c in changed.review(plan, ReviewOptions(environment="pr_1", window_days=3)).plan_comparisons}
         assert {m: [r.kind for r in c.regressions] for m, c in found.items()} == {
             "shop.daily_orders": [PRUNING], "shop.customer_revenue": [NESTED_LOOP], "shop.top_customers": []}
         assert all(c.compared for c in found.values())

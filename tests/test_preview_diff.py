@@ -1,4 +1,4 @@
-"""Context.preview_diff on local Spark: a PR's changed models compared with prod without writing anything.
+"""Context.review's data diffs on local Spark: a PR's changed models compared with prod without writing anything.
 
 The example shop is applied to prod, then changed: `shop.orders` (incremental by time) doubles `amount`,
 drops orders of 20 or less and adds `channel`; `shop.customer_revenue` (FULL) adds 1 to `revenue`, adds
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.context import Context
+from bot.diff.review import ReviewOptions
 from bot.errors import ConfigError
 from bot.report.comment_state import comment_marker
 from bot.github.settings import load_settings
@@ -79,7 +80,7 @@ def test_preview_diff_counts_match_the_seeds_and_nothing_is_written(spark, shop)
     context, plan = _plan(shop)
     before = _catalog(spark)
     environments = {e.name: e.plan_id for e in context.environments()}
-    results = {d.model: d for d in context.preview_diff(plan, window_days=3, show_sample=True)}
+    results = {d.model: d for d in context.review(plan, ReviewOptions(window_days=3, show_sample=True)).diffs}
     assert set(results) == {"shop.orders", "shop.customer_revenue", "shop.top_customers"}
 
     # nothing reached the warehouse or state; the temporary views are gone
@@ -135,7 +136,7 @@ def test_preview_diff_counts_match_the_seeds_and_nothing_is_written(spark, shop)
 
 def test_full_scope_skip_and_settings(spark, shop):
     context, plan = _plan(shop)
-    results = {d.model: d for d in context.preview_diff(plan, window_days=1, full_scope="skip")}
+    results = {d.model: d for d in context.review(plan, ReviewOptions(window_days=1, full_scope="skip")).diffs}
     assert results["shop.orders"].window == "2024-01-07 – 2024-01-07 (1 day)"
     assert results["shop.orders"].source_count == sum(1 for r in _seed(shop, "raw_orders")
                                                       if r["ds"] == "2024-01-07")
@@ -192,7 +193,7 @@ def test_previews_are_cast_to_declared_columns_and_reach_past_a_non_breaking_cha
         assert categories["shop.orders"] == ("directly_modified", "breaking")
         assert categories["shop.customer_revenue"] == ("directly_modified", "non_breaking")
         assert categories["shop.top_customers"] == ("indirectly_modified", "indirect_non_breaking")
-        results = {d.model: d for d in context.preview_diff(plan)}
+        results = {d.model: d for d in context.review(plan).diffs}
 
         cast = results["shop.order_amounts"]
         raw = _seed(root, "raw_orders")

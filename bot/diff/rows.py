@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 S, T = "s", "t"
 PRESENT = "__meshbot_present"     # TRUE on every row of a side, NULL after the outer join when absent
 KEY_COUNT = "__meshbot_key_rows"  # rows of the same side sharing this row's key
+KEY_ROW = "__meshbot_key_row"     # 1, 2, ... among the rows of the same side sharing this row's key
 _NUMERIC_PREFIXES = ("float", "double", "decimal")
 _NUMBER_PREFIXES = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal", "byte", "short", "long")
 _ORDERED_PREFIXES = _NUMBER_PREFIXES + ("date", "timestamp")
@@ -88,10 +89,11 @@ def row_diff(engine: "SparkEngine", spec: RowDiffQuery, *, show_sample: bool = F
            for i, (name, _, _) in enumerate(spec.columns)}
     full = int(row["full_match_count"] or 0)
     samples = _samples(engine, spec, limit) if show_sample else None
-    profiles = {name: (_profile(row, i, S, source_type), _profile(row, i, T, target_type))
-                for i, (name, source_type, target_type) in enumerate(spec.columns)} if spec.profile else {}
+    counts = {S: _int(row["source_count"]), T: _int(row["target_count"])}
+    profiles = {name: (_profile(row, i, S, counts[S]), _profile(row, i, T, counts[T]))
+                for i, (name, _, _) in enumerate(spec.columns)} if spec.profile else {}
     return RowDiff(
-        source_count=_int(row["source_count"]), target_count=_int(row["target_count"]),
+        source_count=counts[S], target_count=counts[T],
         joined_count=joined, full_match_count=full, partial_match_count=joined - full,
         source_only_count=_int(row["source_only_count"]),
         target_only_count=_int(row["target_only_count"]), column_match_pct=pct,
@@ -106,12 +108,12 @@ def row_diff(engine: "SparkEngine", spec: RowDiffQuery, *, show_sample: bool = F
     )
 
 
-def _profile(row: dict[str, Any], index: int, side: str, column_type: str) -> ColumnProfile:
+def _profile(row: dict[str, Any], index: int, side: str, rows: int) -> ColumnProfile:
     prefix = f"p{index}_{side}_"
-    mean = row.get(prefix + "mean")
-    return ColumnProfile(nulls=_int(row[prefix + "nulls"]), distinct=_int(row[prefix + "distinct"]),
+    values, total = _int(row[prefix + "values"]), row.get(prefix + "sum")
+    return ColumnProfile(nulls=rows - values, distinct=_int(row[prefix + "distinct"]),
                          minimum=row.get(prefix + "min"), maximum=row.get(prefix + "max"),
-                         mean=float(mean) if mean is not None else None)
+                         mean=float(total) / values if total is not None and values else None)
 
 
 def _ordered(column_type: str) -> bool:
@@ -124,28 +126,24 @@ def _numeric(column_type: str) -> bool:
 
 
 def profile_projections(columns: Sequence[tuple[str, str, str]]) -> list[exp.Expression]:
-    """Per compared column and side, in the statistics query itself (no second scan): weighted null rows
-    (a row a duplicate key repeats in the join counts once), approx_count_distinct, min, max and a
-    weighted mean."""
+    """Per compared column and side, in the statistics query itself (no second scan): its non-NULL
+    values and, for numbers, their sum, each row counted on its first joined copy only; approximate
+    distinct values, min and max (duplicates change neither). Plain COUNT/SUM/MIN/MAX keep the
+    aggregate code-generated; the null count and the mean are derived from them (`_profile`)."""
     projections: list[exp.Expression] = []
     for index, (name, source_type, target_type) in enumerate(columns):
         for side, other, column_type in ((S, T, source_type), (T, S, target_type)):
             prefix = f"p{index}_{side}_"
             value = _col(name, side)
-            weight = _per_row_weight(other)
-            is_null = exp.Is(this=value, expression=exp.null())
-            projections += [
-                exp.alias_(_sum_if(exp.and_(_present(side), is_null), weight), prefix + "nulls"),
-                exp.alias_(exp.func("APPROX_COUNT_DISTINCT", value), prefix + "distinct"),
-            ]
+            once = exp.If(this=_first_copy(other), true=value, false=exp.null())
+            projections += [exp.alias_(exp.Count(this=once), prefix + "values"),
+                            exp.alias_(exp.func("APPROX_COUNT_DISTINCT", value), prefix + "distinct")]
             if _ordered(column_type):
                 projections += [exp.alias_(exp.Min(this=value), prefix + "min"),
                                 exp.alias_(exp.Max(this=value), prefix + "max")]
             if _numeric(column_type):
-                known = exp.and_(_present(side), exp.Not(this=is_null))
-                total = _sum_if(known, exp.Mul(this=exp.cast(value, "DOUBLE"), expression=weight))
-                projections.append(exp.alias_(exp.Div(this=total, expression=exp.func(
-                    "NULLIF", _sum_if(known, weight), exp.Literal.number(0))), prefix + "mean"))
+                projections.append(exp.alias_(exp.Sum(this=exp.If(
+                    this=_first_copy(other), true=exp.cast(value, "DOUBLE"), false=exp.null())), prefix + "sum"))
     return projections
 
 
@@ -163,11 +161,18 @@ def relation(side: str | exp.Query, alias: str = "__meshbot_side") -> exp.Expres
 
 
 def _side(table: str | exp.Query, keys: Sequence[str], where: str | None) -> exp.Select:
-    """SELECT *, TRUE AS present, COUNT(*) OVER (PARTITION BY keys) AS key_rows FROM table [WHERE]."""
-    window = exp.Window(this=exp.Count(this=exp.Star()),
-                        partition_by=[exp.column(k, quoted=True) for k in keys])
+    """SELECT *, TRUE AS present, COUNT(*) OVER (PARTITION BY keys) AS key_rows,
+    ROW_NUMBER() OVER (PARTITION BY keys ORDER BY keys) AS key_row FROM table [WHERE]: one window
+    (the frame spans the key's rows either way), sharing the join's sort on the key."""
+    by = [exp.column(k, quoted=True) for k in keys]
+    order = exp.Order(expressions=[exp.Ordered(this=exp.column(k, quoted=True), nulls_first=True) for k in keys])
+    whole = exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING",
+                           end="UNBOUNDED", end_side="FOLLOWING")
+    count = exp.Window(this=exp.Count(this=exp.Star()), partition_by=by, order=order, spec=whole)
+    number = exp.Window(this=exp.RowNumber(), partition_by=[k.copy() for k in by], order=order.copy())
     select = exp.select(exp.Star(), exp.alias_(exp.true(), PRESENT, quoted=True),
-                        exp.alias_(window, KEY_COUNT, quoted=True)).from_(relation(table))
+                        exp.alias_(count, KEY_COUNT, quoted=True),
+                        exp.alias_(number, KEY_ROW, quoted=True)).from_(relation(table))
     if where:
         select = select.where(where, dialect="spark")
     return select
@@ -211,14 +216,11 @@ def _sum_if(condition: exp.Expression, value: exp.Expression | None = None) -> e
     return exp.Sum(this=exp.If(this=condition, true=value, false=exp.Literal.number(0)))
 
 
-def _per_row_weight(other: str) -> exp.Expression:
-    """1 / (rows of the other side with this key): makes a row duplicated by the join count once.
-
-    DOUBLE, not DECIMAL: a decimal SUM over millions of rows is several times slower.
-    """
-    return exp.If(this=_absent(other), true=exp.Literal.number(1),
-                  false=exp.Div(this=exp.cast(exp.Literal.number(1), "DOUBLE"),
-                                    expression=_col(KEY_COUNT, other)))
+def _first_copy(other: str) -> exp.Expression:
+    """The one joined copy of a row that counts it: a row matching n rows of the `other` side appears
+    n times in the join, once with each; it counts where that row is the key's first (or absent).
+    Integer counts on a flag, not 1/n weights: exact, and cheap enough to keep the aggregate fused."""
+    return exp.paren(exp.or_(_absent(other), exp.EQ(this=_col(KEY_ROW, other), expression=exp.Literal.number(1))))
 
 
 def _null_key(keys: Sequence[str], side: str) -> exp.Expression:
@@ -232,18 +234,17 @@ def stats_sql(spec: RowDiffQuery) -> str:
     projections: list[exp.Expression] = []
     for this, other in ((S, T), (T, S)):
         label = "source" if this == S else "target"
-        weight = _per_row_weight(other)
-        dup = exp.and_(_present(this), exp.GT(this=_col(KEY_COUNT, this),
-                                               expression=exp.Literal.number(1)),
+        once = exp.and_(_present(this), _first_copy(other))
+        dup = exp.and_(once, exp.GT(this=_col(KEY_COUNT, this), expression=exp.Literal.number(1)),
                        exp.Not(this=exp.paren(_null_key(spec.keys, this))))
         projections += [
-            exp.alias_(_sum_if(_present(this), exp.Div(this=weight, expression=_col(KEY_COUNT, this))),
+            exp.alias_(_sum_if(exp.and_(once, exp.EQ(this=_col(KEY_ROW, this), expression=exp.Literal.number(1)))),
                        f"distinct_key_{label}_count"),
-            exp.alias_(_sum_if(_present(this), weight), f"{label}_count"),
+            exp.alias_(_sum_if(once), f"{label}_count"),
             exp.alias_(_sum_if(exp.and_(_present(this), _absent(other))), f"{label}_only_count"),
             exp.alias_(_sum_if(exp.and_(_present(this), exp.paren(_null_key(spec.keys, this)))),
                        f"null_key_{label}_count"),
-            exp.alias_(_sum_if(dup, weight), f"duplicate_key_{label}_count"),
+            exp.alias_(_sum_if(dup), f"duplicate_key_{label}_count"),
         ]
     projections += [
         exp.alias_(_sum_if(_both()), "joined_count"),

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 from bot.plan.apply import ApplyResult
-from bot.diff.table_diff import ModelDataDiff
-from bot.diff.plan_regressions import PlanComparison
+from bot.diff.review import ReviewOptions, ReviewResult
 from bot.errors import GithubError
 from bot.github.event import PullRequest, Review
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
@@ -83,8 +82,4 @@ class EngineContext(Protocol):
     def rollback(self, environment: str, *, to_plan_id: str | None = None) -> RollbackResult: ...
     def machine_local_storage(self) -> tuple[str, ...]: ...
     def view_name(self, model_name: str, environment: str) -> str: ...
-    def preview_diff(self, plan: Plan, *, environment: str | None = None, window_days: int = 7,
-                     full_scope: str = "whole", decimals: int = 3, show_sample: bool = False,
-                     limit: int = 20) -> tuple[ModelDataDiff, ...]: ...
-    def plan_regressions(self, plan: Plan, *, environment: str | None = None,
-                         window_days: int = 7) -> tuple[PlanComparison, ...]: ...
+    def review(self, plan: Plan, options: ReviewOptions | None = None) -> ReviewResult: ...

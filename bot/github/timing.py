@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from bot.plan.apply import ApplyResult
-from bot.diff.table_diff import ModelDataDiff
-from bot.diff.plan_regressions import PlanComparison
+from bot.diff.review import ReviewOptions, ReviewResult
 from bot.github.api import CheckRun, EngineContext, GithubPort
 from bot.github.event import PullRequest, Review
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
@@ -169,17 +168,8 @@ class TimedContext:
     def view_name(self, model_name: str, environment: str) -> str:
         return self._timed(None, lambda: self._context.view_name(model_name, environment), loads=True, spark=False)
 
-    def preview_diff(self, plan: Plan, *, environment: str | None = None, window_days: int = 7,
-                     full_scope: str = "whole", decimals: int = 3, show_sample: bool = False,
-                     limit: int = 20) -> tuple[ModelDataDiff, ...]:
-        return self._timed("diff", lambda: self._context.preview_diff(
-            plan, environment=environment, window_days=window_days, full_scope=full_scope, decimals=decimals,
-            show_sample=show_sample, limit=limit), loads=True, spark=True)
-
-    def plan_regressions(self, plan: Plan, *, environment: str | None = None,
-                         window_days: int = 7) -> tuple[PlanComparison, ...]:
-        return self._timed("diff", lambda: self._context.plan_regressions(
-            plan, environment=environment, window_days=window_days), loads=True, spark=True)
+    def review(self, plan: Plan, options: ReviewOptions | None = None) -> ReviewResult:
+        return self._timed("diff", lambda: self._context.review(plan, options), loads=True, spark=True)
 
 
 class TimedGithub:

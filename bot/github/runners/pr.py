@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from bot.diff.gates import Finding, Level, check as check_gates
+from bot.diff.review import ReviewOptions
 from bot.errors import BotError
 from bot.github.approvals import ApprovalStatus
 from bot.github.base_changes import change_origins
@@ -112,15 +113,17 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
     s = run.settings
     check = start_check(run, CheckName.DATA_DIFF, pr.head_sha)
     try:
-        results = run.context.preview_diff(prod_plan, environment=run.pr_environment(pr.number) if backfilled else None,
-                                           window_days=s.table_diff_window_days, full_scope=s.table_diff_full_scope,
-                                           show_sample=s.table_diff_samples)
+        review = run.context.review(prod_plan, ReviewOptions(
+            environment=run.pr_environment(pr.number) if backfilled else None, window_days=s.table_diff_window_days,
+            full_scope=s.table_diff_full_scope, show_sample=s.table_diff_samples,
+            plan_queries=s.plan_regressions != "off"))
     except BotError as error:
         finish_check(run, check, name=CheckName.DATA_DIFF, sha=pr.head_sha, conclusion="failure",
                      view=CheckSummaryView(summary=CheckTitle(CheckName.DATA_DIFF, failed=True).text,
                                            details=(error_text(error),)))
         return (DiffView("changed models", note=JobNote(NoteKind.NOT_COMPARED, text=error_text(error)).line),), ()
-    plans = _plan_regressions(run, prod_plan, environment=run.pr_environment(pr.number) if backfilled else None)
+    results = review.diffs
+    plans = plan_regression_views(review.plan_comparisons, level=s.plan_regressions)
     findings = tuple(f for result in results for f in check_gates(result, s.table_diff_gates))
     findings += tuple(Finding(p.model, PLAN_GATE, Level(s.plan_regressions), message)
                       for p in plans for message in p.findings)
@@ -138,21 +141,6 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
             by_model[finding.model] = by_model.get(finding.model, ()) + (finding,)
     return tuple(diff_view(result, samples=s.table_diff_samples, findings=by_model.get(result.model, ()))
                  for result in results), plans
-
-
-def _plan_regressions(run: BotRun, plan: Plan, *, environment: str | None) -> tuple[PlanRegressionView, ...]:
-    """Each directly modified model's Spark plan against prod's (cicd_bot.plan_regressions; off: none). A
-    failure to plan is said in the comment and does not stop the data diff's check."""
-    level = run.settings.plan_regressions
-    if level == "off":
-        return ()
-    try:
-        return plan_regression_views(run.context.plan_regressions(plan, environment=environment,
-                                                                  window_days=run.settings.table_diff_window_days),
-                                     level=level)
-    except BotError as error:
-        return (PlanRegressionView("changed models", summary="not compared",
-                                   note=JobNote(NoteKind.NOT_COMPARED, text=error_text(error)).line),)
 
 
 def prod_plan_step(run: BotRun, pr: PullRequest) -> tuple[PlanView | None, str | None, str, Plan | None]:
