@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
+import os
 import sys
 import threading
 import traceback
@@ -338,22 +340,61 @@ def sqlmesh_shim() -> Iterator[None]:
                 sys.modules.pop(name, None)
 
 
+class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Compiles a project file's source on every import, never reading or writing `__pycache__`: a
+    compiled file beside the project's code (committed in a pull request, where reviewers do not read
+    it, or left by another job; an unchecked-hash .pyc is run without looking at the source at all) is
+    never run in its place, and an edit within the same second is never missed."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+
+def source_spec(module_name: str, path: Path) -> importlib.machinery.ModuleSpec:
+    """The spec that imports one project file from its source (SourceOnlyLoader)."""
+    spec = importlib.util.spec_from_file_location(module_name, path,
+                                                  loader=SourceOnlyLoader(module_name, str(path)))
+    assert spec is not None
+    return spec
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 @contextlib.contextmanager
 def project_imports(root: Any) -> Iterator[None]:
     """The project root is importable (`from helper import x`, `from macros.utils import y`) while
-    active; modules imported from the project are forgotten afterwards, so each load reads them afresh."""
+    active, from source only (SourceOnlyLoader, also for packages below it); modules imported from the
+    project are forgotten afterwards, so each load reads them afresh."""
     if root is None:
         yield
         return
     folder = str(root)
+
+    def source_finder(path: str) -> importlib.machinery.FileFinder:
+        if not _inside(os.path.abspath(path), os.path.abspath(folder)):
+            raise ImportError("not a project folder")   # the next hook takes it
+        return importlib.machinery.FileFinder(path, (SourceOnlyLoader, importlib.machinery.SOURCE_SUFFIXES))
+
+    def forget_finders() -> None:
+        for path in [p for p in sys.path_importer_cache if _inside(os.path.abspath(p), os.path.abspath(folder))]:
+            sys.path_importer_cache.pop(path, None)
+
     with _USER_IMPORTS:
         before = set(sys.modules)
+        forget_finders()
+        sys.path_hooks.insert(0, source_finder)
         sys.path.insert(0, folder)
         try:
             yield
         finally:
             with contextlib.suppress(ValueError):
                 sys.path.remove(folder)
+            with contextlib.suppress(ValueError):
+                sys.path_hooks.remove(source_finder)
+            forget_finders()
             for name in set(sys.modules) - before:
                 file = getattr(sys.modules.get(name), "__file__", None) or ""
                 paths = list(getattr(sys.modules.get(name), "__path__", None) or ())
@@ -375,8 +416,8 @@ def import_user_file(path: Path, *, root: Path, prefix: str = "meshbot_user", wh
     project root importable; its names, or a ConfigError naming the file and the failing line."""
     digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
     module_name = f"{prefix}_{digest}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec and spec.loader
+    spec = source_spec(module_name, path)
+    assert spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:

@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from bot.errors import ConfigError
 from bot.project.model import KindName, Model
-from bot.project.sqlmesh_shim import project_imports, sqlmesh_shim
+from bot.project.sqlmesh_shim import project_imports, source_spec, sqlmesh_shim
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,8 @@ def load_custom_rules(root: Path) -> dict[str, type[Rule]]:
     if not folder.is_dir():
         return rules
     for path in sorted(p for p in folder.glob("*.py") if p.name != "__init__.py"):
-        spec = importlib.util.spec_from_file_location(f"meshbot_linter_{path.stem}", path)
-        assert spec is not None and spec.loader is not None
+        spec = source_spec(f"meshbot_linter_{path.stem}", path)
+        assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         try:
             with sqlmesh_shim(), project_imports(root):
