@@ -390,6 +390,5 @@ def test_a_headless_chromium_screenshot_shows_the_picture(tmp_path):
                   for x in range(round(left + dx) + 4, round(right + dx) - 3)
                   if sum(rows[y][3 * x:3 * x + 3]) < sum(fill) - 60]   # darker than the fill: a line
         assert inside == [], f"a line is drawn across {name} at {inside[:3]}"
-    lines = sum(1 for row in rows[round(dy):] for i in range(0, len(row), 3)
-                if row[i] == row[i + 1] == row[i + 2] and 60 <= row[i] <= 200)
+    lines = sum(n for (r, g, b), n in colour_counts(rows[round(dy):]).items() if r == g == b and 60 <= r <= 200)
     assert lines > 500, lines   # the edges show
