@@ -5,7 +5,7 @@ Each round makes a new change to `events` (its amount times the round's factor) 
 own process with its own copy of the project: two PR environments backfilling that same new version
 (`plan pra`, `plan prb`), a deploy of it (`plan prod`), a scheduled `run prod`, `invalidate <env>
 --sync` of an environment sharing tables with the others, and `janitor --ignore-ttl`. The seed picks
-which actors run (each kind runs in some round), their start delays, and in every round which actor is
+which actors run (each kind runs in some round), their start delays, and in one round which actor is
 SIGKILLed and when (after a short sleep, or at a bot.faults checkpoint). After every round:
 
   (a) every live environment's views resolve (each model's view, each finalized unexpired environment
@@ -46,7 +46,7 @@ import yaml
 from conftest import POSTGRES
 
 SEED = int(os.environ.get("MESHBOT_CHAOS_SEED", "22"))
-ROUNDS = 2   # each with a SIGKILL; every kind of actor runs in one of them
+ROUNDS = 2   # every kind of actor runs in one of them, and one actor is SIGKILLed
 LEASE_WAIT_S = "60"        # MESHBOT_LEASE_WAIT of every actor: a stuck lease fails the round, not the suite
 ACTOR_TIMEOUT_S = 150
 # A dev environment matching prod is still created (a PR environment planned after the deploy of its change).
@@ -397,6 +397,7 @@ class Round:
 
 
 def plan_rounds(rng: random.Random) -> list[Round]:
+    kill_round = rng.randrange(ROUNDS)
     rounds: list[Round] = []
     invalidatable, ran = ["stale"], set()
     for index in range(ROUNDS):
@@ -418,13 +419,14 @@ def plan_rounds(rng: random.Random) -> list[Round]:
         chosen = ["plan pra", "plan prb"] + sorted(picked, key=list(possible).index)
         actors = [Actor(name.replace(" ", "_"), possible[name], delay=round(rng.uniform(0, 2.5), 1))
                   for name in chosen]
-        victim = rng.choice(actors)   # every round SIGKILLs one of its actors
-        if victim.name.startswith(("plan", "deploy", "run")) and rng.random() < 0.5:
-            victim.kill = f"mid-backfill:{rng.randint(1, 3)}"
-        elif victim.name == "janitor" and rng.random() < 0.5:
-            victim.kill = "janitor-after-state"
-        else:
-            victim.kill = f"after {rng.uniform(4.0, 8.0):.1f}s"
+        if index == kill_round:
+            victim = rng.choice(actors)
+            if victim.name.startswith(("plan", "deploy", "run")) and rng.random() < 0.5:
+                victim.kill = f"mid-backfill:{rng.randint(1, 3)}"
+            elif victim.name == "janitor" and rng.random() < 0.5:
+                victim.kill = "janitor-after-state"
+            else:
+                victim.kill = f"after {rng.uniform(4.0, 8.0):.1f}s"
         rounds.append(Round(index + 1, FACTORS[index + 1], SETUP_TIME + timedelta(days=index + 1), actors))
         invalidatable = ["pra", "prb"]   # stale is gone after round 1, or serves on
     return rounds
