@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import sys
 import tempfile
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES = dict(host="127.0.0.1", port=5432, user="postgres", database="test")
+PYCACHE = Path(tempfile.gettempdir()) / f"meshbot-test-pycache-{os.getuid()}"
+PYCACHE_VARIABLE = "MESHBOT_TEST_PYCACHE"
 
 # Test lanes. A test that needs one of these fixtures (directly or through other fixtures) gets the
 # marker; `spark` implies `slow`, so `pytest -m "not slow"` is the fast lane without any JVM.
@@ -70,12 +73,23 @@ def _temporary_directory(prefix: str) -> Path:
     return path
 
 
-def pytest_sessionstart(session):
-    # Some machines set PYTHONDONTWRITEBYTECODE: then each of the ~40 meshbot processes the tests start
-    # compiles meshbot's modules again. Child processes share compiled files in a temporary folder
-    # instead (never in the checkout), as an installed meshbot would have them.
-    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
-        os.environ.setdefault("PYTHONPYCACHEPREFIX", str(_temporary_directory("meshbot-test-pycache-")))
+_BYTECODE_WHILE_TESTING = pytest.StashKey[tuple[None, bool]]()   # (sys.pycache_prefix, sys.dont_write_bytecode)
+
+
+def pytest_configure(config):
+    # Some machines set PYTHONDONTWRITEBYTECODE: then every run compiles meshbot's modules and rewrites
+    # the test modules' asserts again (half of collection: 4-5 s of CPU), and each of the ~40 meshbot
+    # processes the tests start compiles meshbot again. Those processes, and this one while it collects
+    # (and so imports the test modules and meshbot), keep compiled files in one folder of the machine's
+    # temporary directory instead (never in the checkout), from run to run, as an installed meshbot
+    # would have them. While the tests run, this process writes none and reads none from there: a
+    # Python file a test edits twice within a second, keeping its size, would look unchanged to Python.
+    # (xdist workers inherit the variables: PYCACHE_VARIABLE tells them the setting is the run's.)
+    if sys.dont_write_bytecode or "PYTHONDONTWRITEBYTECODE" in os.environ or os.environ.get(PYCACHE_VARIABLE):
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        os.environ[PYCACHE_VARIABLE] = os.environ.setdefault("PYTHONPYCACHEPREFIX", str(PYCACHE))
+        sys.pycache_prefix, sys.dont_write_bytecode = os.environ[PYCACHE_VARIABLE], False
+        config.stash[_BYTECODE_WHILE_TESTING] = (None, True)
 
 
 def _start_session(state_dir: Path):
@@ -89,6 +103,8 @@ def _start_session(state_dir: Path):
 
 
 def pytest_collection_finish(session):
+    if _BYTECODE_WHILE_TESTING in session.config.stash:
+        sys.pycache_prefix, sys.dont_write_bytecode = session.config.stash[_BYTECODE_WHILE_TESTING]
     if session.config.option.collectonly:
         return
     needed = set().union(*(getattr(item, "fixturenames", ()) for item in session.items))

@@ -11,6 +11,8 @@ import struct
 import subprocess
 import tempfile
 import zlib
+from collections import Counter
+from itertools import accumulate
 from pathlib import Path
 
 
@@ -64,37 +66,53 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
         start = y * (stride + 1)
         kind, row = raw[start], bytearray(raw[start + 1:start + 1 + stride])
         _unfilter(kind, row, previous, step)
-        rows.append(bytes(row) if step == 3 else bytes(b for i, b in enumerate(row) if i % 4 != 3))
+        if step == 3:
+            rows.append(bytes(row))
+        else:   # RGBA: the alpha bytes dropped
+            rgb = bytearray(width * 3)
+            for channel in range(3):
+                rgb[channel::3] = row[channel::4]
+            rows.append(bytes(rgb))
         previous = row
     return width, height, rows
 
 
 def _unfilter(kind: int, row: bytearray, up: bytearray, step: int) -> None:
+    """Undo the row's PNG filter in place. Up and Sub, most of a screenshot's rows, go a row or a
+    channel at a time (a screenshot has millions of bytes: a Python loop over each takes seconds)."""
     if kind == 0:
         return
-    if kind == 2:
-        row[:] = bytes((a + b) & 0xFF for a, b in zip(row, up))
+    n = len(row)
+    if kind == 2:   # Up: byte-wise sums mod 256 of two rows as big integers (no carry leaves a byte)
+        x, u = int.from_bytes(row, "big"), int.from_bytes(up, "big")
+        low, high = int.from_bytes(b"\x7f" * n, "big"), int.from_bytes(b"\x80" * n, "big")
+        row[:] = (((x & low) + (u & low)) ^ ((x ^ u) & high)).to_bytes(n, "big")
         return
-    for i in range(len(row)):
-        left = row[i - step] if i >= step else 0
-        if kind == 1:
-            row[i] = (row[i] + left) & 0xFF
-        elif kind == 3:
-            row[i] = (row[i] + ((left + up[i]) >> 1)) & 0xFF
-        elif kind == 4:
-            upper_left = up[i - step] if i >= step else 0
-            estimate = left + up[i] - upper_left
-            da, db, dc = abs(estimate - left), abs(estimate - up[i]), abs(estimate - upper_left)
-            row[i] = (row[i] + (left if da <= db and da <= dc else up[i] if db <= dc else upper_left)) & 0xFF
-        else:
-            raise ValueError(f"unknown PNG filter {kind}")
+    if kind == 1:   # Sub: each channel a running sum mod 256
+        for channel in range(step):
+            row[channel::step] = bytes(map((0xFF).__and__, accumulate(row[channel::step])))
+        return
+    if kind not in (3, 4):
+        raise ValueError(f"unknown PNG filter {kind}")
+    for channel in range(step):   # Average and Paeth: a loop over each channel's bytes, left to right
+        filtered, above, out = row[channel::step], up[channel::step], bytearray(n // step)
+        left = upper_left = 0
+        for i, (x, b) in enumerate(zip(filtered, above)):
+            if kind == 3:
+                left = (x + ((left + b) >> 1)) & 0xFF
+            else:   # the nearest of left, up and upper left to left + up - upper left
+                pa, pb = b - upper_left, left - upper_left
+                pc = abs(pa + pb)
+                pa, pb = abs(pa), abs(pb)
+                left = (x + (left if pa <= pb and pa <= pc else b if pb <= pc else upper_left)) & 0xFF
+            out[i], upper_left = left, b
+        row[channel::step] = out
 
 
 def colour_counts(rows: list[bytes]) -> dict[tuple[int, int, int], int]:
     """How many pixels have each RGB colour."""
-    counts: dict[tuple[int, int, int], int] = {}
-    for row in rows:
-        for i in range(0, len(row), 3):
-            pixel = (row[i], row[i + 1], row[i + 2])
-            counts[pixel] = counts.get(pixel, 0) + 1
-    return counts
+    counts: Counter[tuple[int, int, int]] = Counter()
+    for row, times in Counter(rows).items():   # a page repeats rows: each distinct one is read once
+        for pixel, n in Counter(zip(row[0::3], row[1::3], row[2::3])).items():
+            counts[pixel] += n * times
+    return dict(counts)

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from bot.errors import ConflictError, StateError
 from bot.snapshot import ChangeCategory, Fingerprint, Snapshot, SnapshotId
+from bot.state._util import CHUNK
 from bot.state.api import Environment, EnvironmentSnapshot
 from bot.state.connect import connect_state
 
@@ -66,10 +67,10 @@ def test_snapshot_roundtrip_is_exact_and_push_ignores_existing_ids(state):
 
 
 def test_thousands_of_snapshots_push_and_read_back_by_id(state, connection):
-    snapshots = [make_snapshot(f"db.model_{i}", i) for i in range(5000)]
+    snapshots = [make_snapshot(f"db.model_{i}", i) for i in range(4 * CHUNK + 7)]   # 2007: five IN lists
     state.push_snapshots(snapshots)
     found = state.get_snapshots(s.snapshot_id for s in snapshots)
-    assert len(found) == 5000 and found[snapshots[4321].snapshot_id] == snapshots[4321]
+    assert len(found) == len(snapshots) and found[snapshots[1234].snapshot_id] == snapshots[1234]
     assert found == {s.snapshot_id: s for s in snapshots}
 
 
