@@ -16,7 +16,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES = dict(host="127.0.0.1", port=5432, user="postgres", database="test")
-PYCACHE = Path(tempfile.gettempdir()) / f"meshbot-test-pycache-{os.getuid()}"
 PYCACHE_VARIABLE = "MESHBOT_TEST_PYCACHE"
 
 # Test lanes. A test that needs one of these fixtures (directly or through other fixtures) gets the
@@ -80,14 +79,16 @@ def pytest_configure(config):
     # Some machines set PYTHONDONTWRITEBYTECODE: then every run compiles meshbot's modules and rewrites
     # the test modules' asserts again (half of collection: 4-5 s of CPU), and each of the ~40 meshbot
     # processes the tests start compiles meshbot again. Those processes, and this one while it collects
-    # (and so imports the test modules and meshbot), keep compiled files in one folder of the machine's
-    # temporary directory instead (never in the checkout), from run to run, as an installed meshbot
-    # would have them. While the tests run, this process writes none and reads none from there: a
+    # (and so imports the test modules and meshbot), keep compiled files in one new temporary folder of
+    # this run instead (never in the checkout, and never one an earlier run or another user left), as an
+    # installed meshbot would have them. While the tests run, this process writes none and reads none from there: a
     # Python file a test edits twice within a second, keeping its size, would look unchanged to Python.
     # (xdist workers inherit the variables: PYCACHE_VARIABLE tells them the setting is the run's.)
     if sys.dont_write_bytecode or "PYTHONDONTWRITEBYTECODE" in os.environ or os.environ.get(PYCACHE_VARIABLE):
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-        os.environ[PYCACHE_VARIABLE] = os.environ.setdefault("PYTHONPYCACHEPREFIX", str(PYCACHE))
+        if not os.environ.get(PYCACHE_VARIABLE):   # the run's controller; xdist workers inherit its folder
+            os.environ["PYTHONPYCACHEPREFIX"] = str(_temporary_directory("meshbot-test-pycache-"))
+        os.environ[PYCACHE_VARIABLE] = os.environ["PYTHONPYCACHEPREFIX"]
         sys.pycache_prefix, sys.dont_write_bytecode = os.environ[PYCACHE_VARIABLE], False
         config.stash[_BYTECODE_WHILE_TESTING] = (None, True)
 
