@@ -11,7 +11,7 @@ from bot.diff.table_diff import diff_tables
 from bot.errors import PlanError
 from bot.plan.apply import ApplyResult, apply_plan, catalog_only
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
-from bot.plan.estimate import BackfillEstimate, estimate_backfills
+from bot.plan.estimate import BackfillEstimate, estimate_backfills, history_names
 from bot.plan.janitor import JanitorResult, clean_environment, destroy_all, expire_environment, run_janitor
 from bot.plan.workspace import Workspace
 from bot.project.model import Model

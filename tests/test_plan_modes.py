@@ -3,7 +3,6 @@ restatement selectors, --no-gaps and --include-unmodified, on real SQLite state 
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
