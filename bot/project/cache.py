@@ -45,15 +45,26 @@ _FACTS = "_meshbot_query_facts"   # (written output names, selects a star), so c
 Shape = Callable[[Any], bool]
 
 
-def _is(*types: type | None) -> Shape:
-    allowed = tuple(type(None) if t is None else t for t in types)
-    if len(allowed) == 1:
-        only = allowed[0]
-        return lambda value: type(value) is only
-    return lambda value: type(value) in allowed
+class _Types:
+    """The shape `a value of exactly one of these types`; records and lists test it inline, without a call."""
+
+    __slots__ = ("allowed",)
+
+    def __init__(self, allowed: frozenset[type]) -> None:
+        self.allowed = allowed
+
+    def __call__(self, value: Any) -> bool:
+        return type(value) in self.allowed
+
+
+def _is(*types: type | None) -> _Types:
+    return _Types(frozenset(type(None) if t is None else t for t in types))
 
 
 def _list_of(item: Shape) -> Shape:
+    if isinstance(item, _Types):   # all in C: no call per item
+        contains = item.allowed.__contains__
+        return lambda value: type(value) is list and all(map(contains, map(type, value)))
     return lambda value: type(value) is list and all(map(item, value))
 
 
@@ -72,16 +83,40 @@ def _row(*items: Shape | type) -> Shape:
 
 
 def _record(required: dict[str, Shape], optional: dict[str, Shape] | None = None) -> Shape:
-    """A dict with every `required` key, and no key that is neither required nor `optional`."""
+    """A dict with every `required` key, and no key that is neither required nor `optional`.
+
+    The keys and the exact types of the values decide every leaf field (`_is`): a signature seen
+    before needs only its other fields checked (10,000 cached models share a few signatures).
+    """
     every = {**required, **(optional or {})}
     needed = required.keys()
+    leaves = {key: shape.allowed for key, shape in every.items() if isinstance(shape, _Types)}
+    others = {key: shape for key, shape in every.items() if not isinstance(shape, _Types)}
+    known: dict[tuple[tuple[Any, ...], tuple[type, ...]], tuple[str, ...]] = {}   # signature -> its other keys
+
+    def rest_of(keys: tuple[Any, ...], types: tuple[type, ...]) -> tuple[str, ...] | None:
+        if not needed <= set(keys):
+            return None
+        for key, kind in zip(keys, types):
+            allowed = leaves.get(key)
+            if allowed is None and key not in others or allowed is not None and kind not in allowed:
+                return None
+        rest = tuple(key for key in keys if key in others)
+        if len(known) < 256:   # bounded: a crafted file cannot grow it without end
+            known[keys, types] = rest
+        return rest
 
     def fits(value: Any) -> bool:
-        if type(value) is not dict or not needed <= value.keys():
+        if type(value) is not dict:
             return False
-        for key, item in value.items():
-            shape = every.get(key)
-            if shape is None or not shape(item):
+        keys, types = tuple(value), tuple(map(type, value.values()))
+        rest = known.get((keys, types))
+        if rest is None:
+            rest = rest_of(keys, types)
+            if rest is None:
+                return False
+        for key in rest:
+            if not others[key](value[key]):
                 return False
         return True
     return fits
