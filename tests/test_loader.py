@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from sqlglot import exp
 
 from bot.errors import ConfigError
+from bot.project.cache import CACHE_FILE, CHANGES_FILE
 from bot.project.example import write_example
 from bot.project.loader import load_project, parse_sql, preprocess_macros, to_sql
 from bot.project.model import KindName, OnDestructiveChange
@@ -344,6 +346,83 @@ def test_cache_follows_edits_and_survives_corruption(tmp_path):
     assert set(load_project(root).models) == {"db.a", "db.b"}
     (root / "models" / "b.sql").write_text("MODEL (name db.b);\nSELECT 2 AS x")
     assert load_project(root).models["db.b"].query.sql() == "SELECT 2 AS x"
+
+
+def _counting_parses(monkeypatch) -> list[str]:
+    import bot.project.loader as loader
+
+    monkeypatch.setenv("MESHBOT_WORKERS", "0")   # parsed here, where the count is kept
+    parsed: list[str] = []
+    original = loader.parse_model_file
+    monkeypatch.setattr(loader, "parse_model_file",
+                        lambda path, *a, **k: parsed.append(Path(path).name) or original(path, *a, **k))
+    return parsed
+
+
+def test_a_few_changed_files_write_only_the_changes_file(tmp_path, monkeypatch):
+    """A pull request's sync parses one file of many: models.json (every entry) stays as it is and
+    models.changes.json holds the new entry; a load after the file is restored uses models.json's."""
+    root = make_project(tmp_path, model_files(40))
+    first = load_project(root)
+    cache, changes = root / CACHE_FILE, root / CHANGES_FILE
+    whole = cache.read_bytes()
+    parsed = _counting_parses(monkeypatch)
+    edited = root / "models" / "m7.sql"
+    original = edited.read_text()
+    edited.write_text(original.replace("AS v,", "AS v2,"))
+    assert "v2" in load_project(root).models["db.m7"].query_text and parsed == ["m7.sql"]
+    assert cache.read_bytes() == whole and list(json.loads(changes.read_text())["entries"]) == ["models/m7.sql"]
+    again = load_project(root)
+    assert parsed == ["m7.sql"] and "v2" in again.models["db.m7"].query_text   # from the changes file
+    edited.write_text(original)
+    restored = load_project(root)
+    assert parsed == ["m7.sql"] and not changes.exists() and cache.read_bytes() == whole
+    assert {n: model_to_dict(m) for n, m in restored.models.items()} == \
+        {n: model_to_dict(m) for n, m in first.models.items()}
+
+
+def test_many_changes_a_deleted_file_or_a_fresh_load_write_models_json_whole(tmp_path, monkeypatch):
+    root = make_project(tmp_path, model_files(40))
+    load_project(root)
+    cache, changes = root / CACHE_FILE, root / CHANGES_FILE
+    (root / "models" / "m39.sql").write_text((root / "models" / "m39.sql").read_text().replace("AS v,", "AS v2,"))
+    load_project(root)
+    assert changes.exists()
+    (root / "models" / "m38.sql").unlink()   # its entry is dropped: models.json written whole, with m39's
+    load_project(root)
+    assert not changes.exists() and "models/m38.sql" not in json.loads(cache.read_text())["entries"]
+    parsed = _counting_parses(monkeypatch)
+    load_project(root)
+    assert parsed == []
+    for i in range(5):   # more than a sixteenth of the files
+        path = root / "models" / f"m{i}.sql"
+        path.write_text(path.read_text().replace("AS v,", "AS v3,"))
+    load_project(root)
+    assert len(parsed) == 5 and not changes.exists()
+    entries = json.loads(cache.read_text())["entries"]
+    assert sum("v3" in entry[1][0]["model"]["query_text"] for entry in entries.values()) == 5
+    (root / "models" / "m9.sql").write_text((root / "models" / "m9.sql").read_text().replace("AS v,", "AS v4,"))
+    load_project(root)
+    assert changes.exists()
+    load_project(root, read_cache=False)   # a deploy's load: models.json from the files, no changes file left
+    entry = json.loads(cache.read_text())["entries"]["models/m9.sql"]
+    assert not changes.exists() and "v4" in entry[1][0]["model"]["query_text"]
+
+
+def test_a_garbled_changes_file_is_named_and_ignored(tmp_path, monkeypatch, capsys):
+    root = make_project(tmp_path, model_files(40))
+    load_project(root)
+    path = root / "models" / "m3.sql"
+    path.write_text(path.read_text().replace("AS v,", "AS v2,"))
+    load_project(root)
+    changes = root / CHANGES_FILE
+    changes.write_text(changes.read_text().replace('"entries":{', '"entries":{"x":5,'))
+    capsys.readouterr()
+    parsed = _counting_parses(monkeypatch)
+    assert "v2" in load_project(root).models["db.m3"].query_text and parsed == ["m3.sql"]
+    err = capsys.readouterr().err
+    assert "ignoring the parse cache .meshbot/cache/models.changes.json (not in the shape meshbot writes)" in err
+    assert json.loads(changes.read_text())["entries"].keys() == {"models/m3.sql"}   # rewritten
 
 
 def test_use_cache_false_writes_nothing(tmp_path):

@@ -58,3 +58,17 @@ def test_roundtrip_of_the_example_project(tmp_path):
         assert model_to_dict(back) == data, model.name
         assert (back.query.sql() if back.query else None) == (model.query.sql() if model.query else None)
         assert back.seed_abs_path == model.seed_abs_path and back.seed_content_hash == model.seed_content_hash
+
+
+def test_equal_kind_dicts_share_one_kind_and_only_equal_ones_do():
+    from bot.project.model import Kind, KindName
+    from bot.project.serialize import _kind_from_dict, _kind_to_dict
+
+    stored = _kind_to_dict(Kind(name=KindName.INCREMENTAL_BY_TIME_RANGE, time_column="ds", lookback=1))
+    first = _kind_from_dict(dict(stored))
+    assert _kind_from_dict(dict(stored)) is first and first == Kind(name=KindName.INCREMENTAL_BY_TIME_RANGE,
+                                                                      time_column="ds", lookback=1)
+    as_bool = _kind_from_dict({**stored, "lookback": True})   # equal to 1 in Python, not the same value
+    assert as_bool is not first and as_bool.lookback is True
+    keyed = _kind_from_dict({**stored, "unique_key": ["id"]})
+    assert keyed.unique_key == ("id",) and first.unique_key == ()

@@ -31,6 +31,7 @@ from bot.project.sqltext import parse_sql, selects_star, strip_comments, to_sql,
 
 CACHE_FORMAT = 4
 CACHE_FILE = Path(".meshbot") / "cache" / "models.json"
+CHANGES_FILE = CACHE_FILE.with_name("models.changes.json")   # entries that differ from CACHE_FILE's (ModelCache)
 
 # With `sqlglotc` installed, sqlglot's node classes are compiled (mypyc). Parses are the same, but the
 # build stays part of every cache key (cache_context) so that a cache never mixes the two.
@@ -45,15 +46,26 @@ _FACTS = "_meshbot_query_facts"   # (written output names, selects a star), so c
 Shape = Callable[[Any], bool]
 
 
-def _is(*types: type | None) -> Shape:
-    allowed = tuple(type(None) if t is None else t for t in types)
-    if len(allowed) == 1:
-        only = allowed[0]
-        return lambda value: type(value) is only
-    return lambda value: type(value) in allowed
+class _Types:
+    """The shape `a value of exactly one of these types`; records and lists test it inline, without a call."""
+
+    __slots__ = ("allowed",)
+
+    def __init__(self, allowed: frozenset[type]) -> None:
+        self.allowed = allowed
+
+    def __call__(self, value: Any) -> bool:
+        return type(value) in self.allowed
+
+
+def _is(*types: type | None) -> _Types:
+    return _Types(frozenset(type(None) if t is None else t for t in types))
 
 
 def _list_of(item: Shape) -> Shape:
+    if isinstance(item, _Types):   # all in C: no call per item
+        contains = item.allowed.__contains__
+        return lambda value: type(value) is list and all(map(contains, map(type, value)))
     return lambda value: type(value) is list and all(map(item, value))
 
 
@@ -72,16 +84,40 @@ def _row(*items: Shape | type) -> Shape:
 
 
 def _record(required: dict[str, Shape], optional: dict[str, Shape] | None = None) -> Shape:
-    """A dict with every `required` key, and no key that is neither required nor `optional`."""
+    """A dict with every `required` key, and no key that is neither required nor `optional`.
+
+    The keys and the exact types of the values decide every leaf field (`_is`): a signature seen
+    before needs only its other fields checked (10,000 cached models share a few signatures).
+    """
     every = {**required, **(optional or {})}
     needed = required.keys()
+    leaves = {key: shape.allowed for key, shape in every.items() if isinstance(shape, _Types)}
+    others = {key: shape for key, shape in every.items() if not isinstance(shape, _Types)}
+    known: dict[tuple[tuple[Any, ...], tuple[type, ...]], tuple[str, ...]] = {}   # signature -> its other keys
+
+    def rest_of(keys: tuple[Any, ...], types: tuple[type, ...]) -> tuple[str, ...] | None:
+        if not needed <= set(keys):
+            return None
+        for key, kind in zip(keys, types):
+            allowed = leaves.get(key)
+            if allowed is None and key not in others or allowed is not None and kind not in allowed:
+                return None
+        rest = tuple(key for key in keys if key in others)
+        if len(known) < 256:   # bounded: a crafted file cannot grow it without end
+            known[keys, types] = rest
+        return rest
 
     def fits(value: Any) -> bool:
-        if type(value) is not dict or not needed <= value.keys():
+        if type(value) is not dict:
             return False
-        for key, item in value.items():
-            shape = every.get(key)
-            if shape is None or not shape(item):
+        keys, types = tuple(value), tuple(map(type, value.values()))
+        rest = known.get((keys, types))
+        if rest is None:
+            rest = rest_of(keys, types)
+            if rest is None:
+                return False
+        for key in rest:
+            if not others[key](value[key]):
                 return False
         return True
     return fits
@@ -345,14 +381,21 @@ def frozen_gc() -> Iterator[None]:
 class ModelCache:
     """Loaded once per project load, written once at the end if anything changed.
 
-    Entries not looked up during the load (deleted files) are dropped on save.
+    Two JSON files of the same shape: `models.json`, every entry, and `models.changes.json`, the
+    entries that differ from it. A load that parses a few files (a pull request's sync) writes only
+    the small second file; once the differences reach a sixteenth of the project (or files were
+    deleted, their entries dropped), `models.json` is written whole and the changes file removed.
+    A key's entry in the changes file is tried first, then the one in models.json: each is used only
+    when its digest matches the file as it is now.
     """
 
-    def __init__(self, path: Path, entries: dict[str, list[Any]]) -> None:
+    def __init__(self, path: Path, entries: dict[str, list[Any]],
+                 changes: dict[str, list[Any]] | None = None) -> None:
         self.path = path
+        self.changes_path = path.with_name(CHANGES_FILE.name)
         self._old = entries
+        self._changes = changes or {}
         self._new: dict[str, list[Any]] = {}
-        self._dirty = False
 
     @classmethod
     def empty(cls, root: Path) -> "ModelCache":
@@ -361,36 +404,59 @@ class ModelCache:
 
     @classmethod
     def open(cls, root: Path) -> "ModelCache":
-        data = read_json(root, CACHE_FILE, what="parse cache", shape=_CACHE)
-        current = data is not None and data["format"] == CACHE_FORMAT   # another format: an older meshbot's
-        return cls(root / CACHE_FILE, data["entries"] if current else {})
+        entries = _read_entries(root, CACHE_FILE)
+        return cls(root / CACHE_FILE, entries, _read_entries(root, CHANGES_FILE) if entries else {})
 
     def get(self, key: str, digest: str) -> tuple[ParsedModel, ...] | None:
-        """The file's cached entries if its digest still matches and they read back whole; else None."""
-        entry = self._old.get(key)
-        if entry is None or entry[0] != digest:
-            return None
-        entries = entries_from_data(entry[1])
-        if entries is not None:
-            self._new[key] = entry
-        return entries
+        """The file's cached entries if a digest still matches and they read back whole; else None."""
+        for entry in (self._changes.get(key), self._old.get(key)):
+            if entry is not None and entry[0] == digest:
+                entries = entries_from_data(entry[1])
+                if entries is not None:
+                    self._new[key] = entry
+                    return entries
+        return None
 
     def put(self, key: str, digest: str, data: list[dict[str, Any]] | None) -> None:
         """Store a file's entries_to_data (None: not cacheable, the file is parsed again next time)."""
         if data is not None:
             self._new[key] = [digest, data]
-        self._dirty = True
+        else:
+            self._new.pop(key, None)
 
     def save(self) -> None:
-        if not self._dirty and self._new.keys() == self._old.keys():
+        old = self._old
+        changed = {key: entry for key, entry in self._new.items() if old.get(key) is not entry}
+        if old.keys() <= self._new.keys() and len(changed) <= len(self._new) // 16:
+            self._save_changes(changed)   # no file deleted or uncacheable: models.json stays as it is
             return
+        entries = self._new
         try:
-            text = to_json({"format": CACHE_FORMAT, "entries": self._new})
+            text = to_json({"format": CACHE_FORMAT, "entries": entries})
         except (TypeError, ValueError):   # a value JSON cannot hold: that file is parsed again next time
-            self._new = {key: entry for key, entry in self._new.items() if _encodes(entry)}
-            text = to_json({"format": CACHE_FORMAT, "entries": self._new})
+            entries = {key: entry for key, entry in entries.items() if _encodes(entry)}
+            text = to_json({"format": CACHE_FORMAT, "entries": entries})
         write_atomically(self.path, text)
-        self._old, self._dirty = dict(self._new), False
+        with contextlib.suppress(OSError):   # even one this load did not read: models.json is the whole truth
+            self.changes_path.unlink()
+        self._old, self._new, self._changes = dict(entries), entries, {}
+
+    def _save_changes(self, changed: dict[str, list[Any]]) -> None:
+        if changed.keys() == self._changes.keys() and all(changed[key] is self._changes[key] for key in changed):
+            return   # the same as on disk (nothing parsed, or only what the changes file holds)
+        if not changed:
+            with contextlib.suppress(OSError):
+                self.changes_path.unlink()
+        else:
+            changed = {key: entry for key, entry in changed.items() if _encodes(entry)}
+            write_atomically(self.changes_path, to_json({"format": CACHE_FORMAT, "entries": changed}))
+        self._changes = changed
+
+
+def _read_entries(root: Path, relative: Path) -> dict[str, list[Any]]:
+    data = read_json(root, relative, what="parse cache", shape=_CACHE)
+    current = data is not None and data["format"] == CACHE_FORMAT   # another format: an older meshbot's
+    return data["entries"] if current else {}
 
 
 def _encodes(data: Any) -> bool:

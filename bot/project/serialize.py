@@ -139,7 +139,28 @@ _KIND_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Kind))
 _KIND_FIELDS = frozenset(_KIND_FIELD_NAMES)
 
 
+_KINDS: dict[tuple[Any, ...], Kind] = {}   # flat kind dicts read before -> their Kind (frozen, shared)
+
+
 def _kind_from_dict(data: dict[str, Any]) -> Kind:
+    """The Kind of a stored kind dict. Equal dicts (same keys in order, values of the same exact types,
+    every list empty) share one Kind: 10,000 models read from the parse cache have a few kinds."""
+    values = tuple(data.values())
+    if any(type(value) is list and value for value in values):   # unique keys, SCD columns, CSV settings
+        return _new_kind(data)
+    key = (tuple(data), tuple(map(type, values)), tuple(() if type(value) is list else value for value in values))
+    try:
+        kind = _KINDS.get(key)
+    except TypeError:   # an unhashable value: not what model_to_dict writes, built (and refused) as it is
+        return _new_kind(data)
+    if kind is None:
+        kind = _new_kind(data)
+        if len(_KINDS) < 256:   # bounded: crafted data cannot grow it without end
+            _KINDS[key] = kind
+    return kind
+
+
+def _new_kind(data: dict[str, Any]) -> Kind:
     values = {k: v for k, v in data.items() if k in _KIND_FIELDS}
     values["name"] = KindName(values["name"])
     values["on_destructive_change"] = OnDestructiveChange(values.get("on_destructive_change", "error"))
