@@ -596,6 +596,19 @@ def git_checkout(path: Path, files: dict[str, str] | None = None, *, default_bra
     return git("rev-parse", "HEAD")
 
 
+def git_commit(path: Path, files: dict[str, str], message: str = "next") -> str:
+    """Write `files` into the repository at `path` and commit them (its HEAD from now on); returns the SHA."""
+    import subprocess
+
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    git = ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", message], check=True)
+    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+
 # -- running main() in tests ------------------------------------------------------------------------------
 
 COMMENT_EVENT = "_supplementary/go-playground__webhooks/testdata/github/pull-request-issue-comment.json"
@@ -670,13 +683,7 @@ class Scenario:
 
     def commit(self, message: str) -> str:
         """A new commit in the job's checkout (its HEAD from now on); returns its SHA."""
-        import subprocess
-
-        (self.checkout / "change.txt").write_text(message)
-        git = ["git", "-C", str(self.checkout), "-c", "user.name=t", "-c", "user.email=t@example.com"]
-        subprocess.run([*git, "add", "-A"], check=True)
-        subprocess.run([*git, "commit", "-qm", message], check=True)
-        return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+        return git_commit(self.checkout, {"change.txt": message}, message)
 
     @property
     def replies(self) -> list[str]:

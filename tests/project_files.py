@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# A project on local Spark (two threads) with its state in SQLite under .meshbot/, daily models from 2024-01-01.
+LOCAL_SPARK_SQLITE_CONFIG = """\
+gateways:
+  local:
+    connection: {type: spark, master: 'local[2]'}
+    state_connection: {type: sqlite, database: .meshbot/state.db}
+default_gateway: local
+model_defaults: {dialect: spark, start: '2024-01-01', cron: '@daily'}
+"""
+
 
 def write_files(root: Path, files: dict[str, str]) -> Path:
     """Write each file, creating its folders; returns `root`."""

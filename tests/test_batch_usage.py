@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from bot.context import Context
 from bot.plan.definition import PlanOptions
 from bot.spark.usage import measured
+from project_files import LOCAL_SPARK_SQLITE_CONFIG
 
 
 def test_each_thread_measures_only_its_own_jobs(engine_schema):
@@ -47,19 +48,11 @@ MODELS = {
         SELECT ds, SUM(amount) AS amount FROM bu.src WHERE ds BETWEEN @start_ds AND @end_ds GROUP BY ds
     """,
 }
-CONFIG = """\
-gateways:
-  local:
-    connection: {type: spark, master: 'local[2]'}
-    state_connection: {type: sqlite, database: .meshbot/state.db}
-default_gateway: local
-model_defaults: {dialect: spark, start: '2024-01-01', cron: '@daily'}
-"""
 
 
 def test_every_recorded_batch_keeps_its_executor_time_and_bytes_read(tmp_path: Path, clean_catalog):
     (tmp_path / "models").mkdir()
-    (tmp_path / "config.yaml").write_text(CONFIG)
+    (tmp_path / "config.yaml").write_text(LOCAL_SPARK_SQLITE_CONFIG)
     for name, text in MODELS.items():
         (tmp_path / "models" / name).write_text(textwrap.dedent(text))
     context = Context(tmp_path)

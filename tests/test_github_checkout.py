@@ -4,26 +4,15 @@ checked-out commit, the base commit) are tried in test_github_trust.py and test_
 
 from __future__ import annotations
 
-import subprocess
-
 from bot.github.checkout import GitCheckout
-from github_support import git_checkout
+from github_support import git_checkout, git_commit
 
-
-def _commit(path, files: dict[str, str]) -> str:
-    for name, text in files.items():
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(text)
-    git = ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "next"], check=True)
-    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
 
 
 def test_a_checkout_answers_head_files_ancestry_and_merge_base(tmp_path):
     root = tmp_path / "repo"
     first = git_checkout(root, {"proj/config.yaml": "cicd_bot: {}\n", "proj/models/a.sql": "SELECT 1\n"})
-    second = _commit(root, {"proj/models/b.sql": "SELECT 2\n"})
+    second = git_commit(root, {"proj/models/b.sql": "SELECT 2\n"})
     checkout = GitCheckout(root / "proj")
     assert checkout.head() == second and checkout.commit_of("origin/master") == first
     assert checkout.root() == root.resolve() and checkout.has_ref("origin/master") and not checkout.has_ref("nope")
@@ -34,7 +23,7 @@ def test_a_checkout_answers_head_files_ancestry_and_merge_base(tmp_path):
     assert checkout.merge_base(second, "origin/master") == first
 
     (root / "proj" / "link.sql").symlink_to("models/a.sql")
-    _commit(root, {})
+    git_commit(root, {})
     exported = tmp_path / "exported"
     assert checkout.export("HEAD", exported)
     assert sorted(str(p.relative_to(exported)) for p in exported.rglob("*") if p.is_file()) == [

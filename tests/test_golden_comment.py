@@ -23,8 +23,8 @@ from bot.diff.rows import ColumnProfile, RowDiff
 from bot.diff.schema import schema_diff
 from bot.github.action import Invocation, main
 from bot.state.api import BatchTimes
-from github_support import (FakeEngine, FakeRepository, default_branch_config, git_checkout, install, payload,
-                            pr_comment_event)
+from github_support import (FakeEngine, FakeRepository, default_branch_config, git_checkout, git_commit, install,
+                            payload, pr_comment_event)
 
 GOLDEN = Path(__file__).parent / "golden"
 ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_golden_token", "GITHUB_API_URL": "https://api.github.com",
@@ -61,16 +61,6 @@ def _engine() -> FakeEngine:
     return engine
 
 
-def _commit(path: Path, name: str, text: str) -> str:
-    import subprocess
-
-    (path / name).parent.mkdir(parents=True, exist_ok=True)
-    (path / name).write_text(text)
-    git = ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "pr"], check=True)
-    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-
 
 def _normalized(text: str) -> str:
     """Timings vary from run to run: their figures become `x.x`."""
@@ -88,7 +78,7 @@ class _Scenario:
         os.environ.update(fixed)                   # the same commit SHAs on every run
         try:
             git_checkout(self.checkout)            # the base branch (origin/master) ...
-            head = _commit(self.checkout, "models/orders.sql", "SELECT 2 AS orders\n")   # ... and the PR's commit
+            head = git_commit(self.checkout, {"models/orders.sql": "SELECT 2 AS orders\n"}, "pr")   # ... and the PR's commit
         finally:
             for key, value in saved.items():
                 os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)

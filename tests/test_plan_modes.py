@@ -12,16 +12,9 @@ from bot.errors import PlanError
 from bot.plan.definition import BackfillKind, PlanOptions
 from bot.project.timeutil import to_ms
 from bot.snapshot import ChangeCategory
+from project_files import LOCAL_SPARK_SQLITE_CONFIG
 
 DAY = 86_400_000
-CONFIG = """\
-gateways:
-  local:
-    connection: {type: spark, master: 'local[2]'}
-    state_connection: {type: sqlite, database: .meshbot/state.db}
-default_gateway: local
-model_defaults: {dialect: spark, start: '2024-01-01', cron: '@daily'}
-"""
 SRC = """\
 MODEL (name pm.src, kind FULL, tags (raw));
 SELECT CAST(d AS STRING) AS ds, CAST(day(d) AS INT) AS amount
@@ -40,7 +33,7 @@ SELECT SUM(amount) AS total FROM pm.events
 def write_project(root: Path, *, amount: str = "amount", extra: str = "", src: str = SRC,
                   total: str | None = TOTAL) -> Path:
     (root / "models").mkdir(parents=True, exist_ok=True)
-    (root / "config.yaml").write_text(CONFIG)
+    (root / "config.yaml").write_text(LOCAL_SPARK_SQLITE_CONFIG)
     (root / "models" / "src.sql").write_text(src)
     (root / "models" / "events.sql").write_text(EVENTS.format(amount=amount, extra=extra))
     if total is None:
