@@ -19,7 +19,8 @@ SIGKILLed and when (after a short sleep, or at a bot.faults checkpoint). After e
 After the last round one repair pass plans each live environment again, one after another, and every
 environment then serves exactly the rows the last round's project defines.
 
-Change SEED (or set MESHBOT_CHAOS_SEED) to explore other schedules; the test prints the seed and, per
+Change SEED (or set MESHBOT_CHAOS_SEED; MESHBOT_CHAOS_ROUNDS, MESHBOT_CHAOS_KILL_EVERY_ROUND=1) to explore
+other schedules; the test prints the seed and, per
 round, the actors, their delays, the killed one, each exit code and wall time (pytest -s shows it).
 """
 
@@ -46,7 +47,9 @@ import yaml
 from conftest import POSTGRES
 
 SEED = int(os.environ.get("MESHBOT_CHAOS_SEED", "22"))
-ROUNDS = 2   # every kind of actor runs in one of them, and one actor is SIGKILLed
+ROUNDS = int(os.environ.get("MESHBOT_CHAOS_ROUNDS", "2"))   # every kind of actor runs in one of them (at most 3)
+# One actor is SIGKILLed in one round; MESHBOT_CHAOS_KILL_EVERY_ROUND=1 kills one in every round.
+KILL_EVERY_ROUND = os.environ.get("MESHBOT_CHAOS_KILL_EVERY_ROUND", "") == "1"
 LEASE_WAIT_S = "60"        # MESHBOT_LEASE_WAIT of every actor: a stuck lease fails the round, not the suite
 ACTOR_TIMEOUT_S = 150
 # A dev environment matching prod is still created (a PR environment planned after the deploy of its change).
@@ -419,7 +422,7 @@ def plan_rounds(rng: random.Random) -> list[Round]:
         chosen = ["plan pra", "plan prb"] + sorted(picked, key=list(possible).index)
         actors = [Actor(name.replace(" ", "_"), possible[name], delay=round(rng.uniform(0, 2.5), 1))
                   for name in chosen]
-        if index == kill_round:
+        if index == kill_round or KILL_EVERY_ROUND:
             victim = rng.choice(actors)
             if victim.name.startswith(("plan", "deploy", "run")) and rng.random() < 0.5:
                 victim.kill = f"mid-backfill:{rng.randint(1, 3)}"

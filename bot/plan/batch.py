@@ -40,6 +40,9 @@ class BatchRunner(Protocol):
     # wrote since (SparkRunner: first-run flags, watermarks, cached listings and file indexes).
     # Optional: `first_run(table)`: the table's version has no recorded interval, so its next batch
     # replaces whatever rows it holds (a killed writer's or janitor's) instead of adding to them.
+    # Optional: `table_exists(table)` answers from a cached listing; `settle_table(table)`, called
+    # under the table's version lease, answers from the catalog now and finishes a swap a killed
+    # writer left half done (SparkRunner).
     # Optional: `task_scope()`, called on the applying thread, returns slot -> context manager that
     # each concurrent task runs in (SparkRunner: a FAIR scheduler pool per slot).
     # Optional: `metered()` returns a context manager around a batch's evaluate and audit that yields

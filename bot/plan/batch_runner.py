@@ -102,6 +102,11 @@ class SparkRunner:
         writer's, or a killed janitor's table pushed again) rather than adding to them."""
         self._first_runs.add(table)
 
+    def settle_table(self, table: str) -> bool:
+        """Under the table's version lease: whether it exists now (a catalog call, not the cached
+        listing), a swap its killed writer left half done finished first."""
+        return materialize.settle_table(self.engine, table)
+
     def create_physical(self, snapshot: Snapshot, model: Model, *, table: str,
                         table_mapping: Mapping[str, str]) -> None:
         self.engine.physical_schemas.add(table.rsplit(".", 1)[0].lower())

@@ -12,7 +12,7 @@ from bot.errors import BotError, ConflictError, EngineError, PlanError, QualityE
 from bot.faults import checkpoint
 from bot.intervals import subtract
 from bot.plan.batch import BatchRunner, BatchWriter, fmt_interval as _fmt, first_line as _first_line
-from bot.plan.claims import Claims, describe_holder, environment_key
+from bot.plan.claims import Claims, describe_holder, environment_key, version_key
 from bot.quality.api import AuditResult, audit_error
 from bot.plan.definition import BackfillKind, Plan, ProgressCallback
 from bot.plan.ownership import claim_schemas, forget_missing_tables
@@ -252,19 +252,45 @@ class PlanEvaluator:
                    if s.is_physical}
         self.runner.ensure_schemas({table.rsplit(".", 1)[0] for _, table in targets.values()})
         exists = getattr(self.runner, "table_exists", None)
+        settle = getattr(self.runner, "settle_table", None)
+
+        def there_now(snapshot: Snapshot, table: str) -> bool:
+            with self._version_lease(plan, snapshot):
+                return settle(table)
+
         if exists is not None:
-            forget_missing_tables(plan, mapping, state=self.state, exists=exists)
+            forget_missing_tables(plan, mapping, state=self.state, exists=exists,
+                                  settle=there_now if settle is not None else None)
 
         def create(name: str, _slot: int) -> None:
             snapshot, table = targets[name]
-            self.runner.create_physical(snapshot, self.models_for(snapshot), table=table,
-                                        table_mapping=mapping)
+            model = self.models_for(snapshot)
+            if exists is None or settle is None or exists(table):
+                self.runner.create_physical(snapshot, model, table=table, table_mapping=mapping)
+                return
+            # Absent from this process's listing. Another process may be swapping the table's rows
+            # in: between its drop and rename the name is absent, and a table created then would
+            # take the swap's place, empty, with the version's intervals still recorded. Writers
+            # swap under the version's lease, so the table is looked at again and created under it.
+            with self._version_lease(plan, snapshot):
+                if not settle(table):
+                    self.runner.create_physical(snapshot, model, table=table, table_mapping=mapping)
 
         names = list(targets)
         outcome = run_tasks(names, upstream_of(names, _parents_in(plan)), create,
                             threads=self.concurrent_tasks, keep_going=False)
         if outcome.failed:
             raise outcome.failed[0][1]
+
+    def _version_lease(self, plan: Plan, snapshot: Snapshot) -> contextlib.AbstractContextManager:
+        if self.claims is None:
+            return contextlib.nullcontext()
+        return self.claims.hold(version_key(snapshot.name, snapshot.version), self.purpose(plan),
+                                notice=self._progress_line)
+
+    def _progress_line(self, line: str) -> None:
+        if self.progress:
+            self.progress(line, 0, 0)
 
     def _restate(self, plan: Plan) -> None:
         for snapshot_id, interval in plan.restatements.items():

@@ -8,6 +8,7 @@ from typing import Callable, Mapping, Protocol
 from bot.errors import PlanError
 from bot.plan.definition import Plan
 from bot.project.model import KindName
+from bot.snapshot import Snapshot
 from bot.state.api import StateSync
 
 
@@ -84,14 +85,19 @@ def _forget_downstream(plan: Plan, parents: set[str], spans: list[tuple[int, int
 
 
 def forget_missing_tables(plan: Plan, mapping: Mapping[str, str], *, state: StateSync,
-                          exists: Callable[[str], bool]) -> None:
+                          exists: Callable[[str], bool],
+                          settle: Callable[[Snapshot, str], bool] | None = None) -> None:
     """A reused version whose table is gone (dropped outside meshbot) must not be served as filled:
     its recorded intervals are removed, and those of everything downstream computed from it over the same
-    span, and the plan stops, so the next plan computes them again."""
+    span, and the plan stops, so the next plan computes them again.
+
+    `exists` may answer from a listing taken earlier; `settle(snapshot, table)` (the catalog now, a
+    killed writer's swap finished) confirms a table is really gone: a writer swapping rows in leaves
+    its name absent for a moment, and its rows are not lost."""
     new = {s.snapshot_id for s in plan.new_snapshots}
     reused = [s for s in plan.snapshots.values()
               if s.is_physical and s.snapshot_id not in new and mapping[s.name] == s.table_name
-              and not exists(s.table_name)]
+              and not exists(s.table_name) and (settle is None or not settle(s, s.table_name))]
     if not reused:
         return
     recorded = state.get_intervals([(s.name, s.version) for s in reused])

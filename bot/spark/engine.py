@@ -183,9 +183,10 @@ class SparkEngine:
             self._objects[key] = self._list(schema)
         return self._objects[key]
 
-    def _list(self, schema: str) -> set[str]:
+    def _list(self, schema: str, pattern: str | None = None) -> set[str]:
+        like = "" if pattern is None else f" LIKE '{pattern}'"
         try:
-            rows = self.sql(f"SHOW TABLES IN {quote_table(schema)}").collect()
+            rows = self.sql(f"SHOW TABLES IN {quote_table(schema)}{like}").collect()
         except Exception as exc:  # noqa: BLE001 - a missing schema lists as empty
             if error_class(exc) and error_class(exc).startswith("SCHEMA_NOT_FOUND"):
                 return set()
@@ -196,6 +197,20 @@ class SparkEngine:
     def table_exists(self, table: str) -> bool:
         schema, name = self._schema_and_name(table)
         return name.lower() in self.existing_objects(schema)
+
+    def tables_exist_now(self, tables: Sequence[str]) -> dict[str, bool]:
+        """Whether each table of one schema exists now: one catalog call, whatever the schema holds
+        (cached listings may predate another process's DDL); the cached listing learns the answers."""
+        schemas = {self._schema_and_name(table)[0].lower() for table in tables}
+        if len(schemas) != 1:
+            raise ValueError(f"tables of one schema expected: {list(tables)}")
+        schema = self._schema_and_name(tables[0])[0]
+        names = [self._schema_and_name(table)[1].lower() for table in tables]
+        # SHOW TABLES' pattern: `|` separates alternatives, `*` is a wildcard; model names have neither
+        found = self._list(schema, "|".join(names))
+        for table, name in zip(tables, names):
+            self._note(table, exists=name in found)
+        return {table: name in found for table, name in zip(tables, names)}
 
     def invalidate(self, table: str | None = None) -> None:
         """Forget cached listings (of `table`'s schema, or all) after changes made outside this engine."""

@@ -9,7 +9,7 @@ from typing import Any
 from bot.errors import EngineError
 from bot.project.model import Kind, KindName, Model
 from bot.spark.engine import SparkEngine
-from bot.spark.materialize import (custom, full, incremental_key, incremental_partition, incremental_time,
+from bot.spark.materialize import (common, custom, full, incremental_key, incremental_partition, incremental_time,
                                   incremental_unmanaged, scd2, seed, view)
 
 STRATEGIES: dict[KindName, ModuleType] = {
@@ -50,6 +50,12 @@ def create_physical(engine: SparkEngine, *, kind: Kind, table: str, query_sql: s
         extra = {"model": model} if strategy is custom else {}
         strategy.create(engine, kind=kind, table=table, query_sql=query_sql, columns=columns,
                         partitioned_by=tuple(partitioned_by), **extra)
+
+
+def settle_table(engine: SparkEngine, table: str) -> bool:
+    """Whether the physical table exists now, from the catalog, with a killed writer's swap finished;
+    only under the table's version lease (see common.settle_table)."""
+    return common.settle_table(engine, table)
 
 
 def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,

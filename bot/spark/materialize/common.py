@@ -308,6 +308,18 @@ def swap_in(engine: SparkEngine, *, table: str, frame: "DataFrame") -> None:
     engine.rename_table(swap, table)
 
 
+def settle_table(engine: SparkEngine, table: str) -> bool:
+    """Whether `table` exists, read from the catalog now, after finishing a swap its killed writer
+    left between drop and rename. Call it holding the table's version lease: its writers swap
+    under that lease, and while one does, the table's name is briefly absent."""
+    swap = table + SWAP_SUFFIX
+    found = engine.tables_exist_now([table, swap])
+    if not found[table] and found[swap]:
+        engine.rename_table(swap, table)
+        return True
+    return found[table]
+
+
 def recover_swap(engine: SparkEngine, table: str) -> None:
     """Finish a swap interrupted after the old table was dropped."""
     swap = table + SWAP_SUFFIX
