@@ -112,11 +112,18 @@ def test_unchanged_prod_has_no_changes_and_reuses_snapshots(state, config):
     assert again.snapshots["db.orders"] == first.snapshots["db.orders"]
 
 
-def test_next_day_prod_backfills_only_the_new_interval(state, config):
+def test_next_day_prod_backfills_the_new_interval_and_refreshes_full_models(state, config):
+    """As SQLMesh 0.236.4 (`plan` a day later, no change: the incremental model's new day, `[full
+    refresh]` of the FULL model over it, the view left as it is)."""
     apply(state, plan_for(state, config, project()))
     later = plan_for(state, config, project(), now=NOW + DAY)
-    assert [b.snapshot_id.name for b in later.backfills] == ["db.orders"]
-    assert backfill(later, "db.orders").intervals == ((to_ms("2024-02-01"), to_ms("2024-02-02")),)
+    assert [b.snapshot_id.name for b in later.backfills] == ["db.orders", "db.revenue"]
+    new_day = (to_ms("2024-02-01"), to_ms("2024-02-02"))
+    assert backfill(later, "db.orders").intervals == (new_day,)
+    revenue = backfill(later, "db.revenue")
+    assert revenue.kind is BackfillKind.FULL_REFRESH and revenue.batches == (new_day,)
+    apply(state, later)
+    assert not plan_for(state, config, project(), now=NOW + DAY).backfills
 
 
 def test_non_breaking_change_and_indirect_children(state, config):

@@ -231,13 +231,37 @@ def _backfill_for(inputs: BackfillInputs, snapshot: Snapshot, *, stored: Snapsho
     if is_view and prev is not None and prev.version == snapshot.version:
         return None   # views record no intervals; a view keeping its version stays as it is
     if recorded and not is_view and not restated:
-        return None
+        return _due_again(snapshot, model, recorded=recorded, common=common)
     full = merge(missing_intervals(recorded=[], **common))
     if restated and not is_view and full:
         restatements[snapshot.snapshot_id] = full[0]
     kind = BackfillKind.RECREATE_VIEW if is_view else BackfillKind.FULL_REFRESH
     return Backfill(snapshot_id=snapshot.snapshot_id, kind=kind, intervals=tuple(full[:1]),
                     batches=tuple(full[:1]), is_dev=preview)
+
+
+def _due_again(snapshot: Snapshot, model: Model, *, recorded: list[Interval],
+               common: dict) -> Backfill | None:
+    """A version computed before whose cron made more intervals due: computed as `run` would (a FULL
+    model refreshed once over them, incremental kinds in batches; a loaded seed never again), as
+    SQLMesh's plan does for every model of the environment."""
+    if model.kind.name is KindName.SEED:
+        return None
+    missing = missing_intervals(recorded=recorded, lookback=model.kind.lookback if model.kind.name.is_incremental
+                                else 0, **common)
+    if not missing:
+        return None
+    kind = BackfillKind.INTERVALS if model.kind.name.is_incremental else BackfillKind.FULL_REFRESH
+    return Backfill(snapshot_id=snapshot.snapshot_id, kind=kind, intervals=tuple(missing),
+                    batches=tuple(due_batches_of(model, missing)), is_dev=False)
+
+
+def due_batches_of(model: Model, missing: Sequence[Interval]) -> list[Interval]:
+    """How a model's missing intervals are computed: incremental kinds in `batch_size` batches,
+    full-refresh kinds (FULL, materialized VIEW) in one batch spanning them all."""
+    if model.kind.name.is_incremental:
+        return batches(missing, model.kind.batch_size)
+    return [(missing[0][0], missing[-1][1])]
 
 
 def _check_gaps(inputs: BackfillInputs, snapshot: Snapshot, *, backfill: Backfill,

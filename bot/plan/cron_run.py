@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from bot.errors import PlanError
-from bot.intervals import Interval, batches, format_interval, interval_unit, missing_intervals
+from bot.intervals import Interval, format_interval, interval_unit, missing_intervals
+from bot.plan.backfill import due_batches_of
 from bot.plan.batch import BatchRunner, BatchWriter
 from bot.plan.claims import Claims, environment_key
 from bot.plan.definition import ProgressCallback
@@ -77,11 +78,7 @@ def due_batches(model: Model, *, recorded: Sequence[Interval], execution_time: i
     missing = missing_intervals(start=start, end=end, cron=model.cron, recorded=recorded,
                                 lookback=kind.lookback if kind.name.is_incremental else 0,
                                 execution_time=execution_time)
-    if not missing:
-        return []
-    if kind.name.is_incremental:
-        return batches(missing, kind.batch_size)
-    return [(missing[0][0], missing[-1][1])]
+    return due_batches_of(model, missing) if missing else []
 
 
 def plan_run(*, state: StateSync, environment: Environment, models_for: Callable[[Snapshot], Model],
