@@ -8,7 +8,7 @@ import re
 import pytest
 
 from bot.context import Context
-from bot.errors import PlanError
+from bot.errors import ConflictError, PlanError
 from bot.plan.definition import PlanOptions
 from bot.plan.janitor import JanitorResult
 from bot.snapshot import SnapshotId
@@ -160,6 +160,30 @@ def test_janitor_ignoring_ttl_waits_for_a_plan_in_flight_instead_of_deleting_its
     assert set(planning.state.get_snapshots(ids)) == set(ids)   # nothing of the plan was touched
     holder.release(environment_key("dev2"))
     assert Context(root).janitor(ignore_ttl=True).snapshots   # its turn now
+
+
+def test_a_plan_made_before_the_janitor_removed_what_it_reuses_stops_before_writing(with_dev, spark):
+    """The janitor may run between a plan and its apply without the apply ever waiting for it: the plan
+    must not promote a version whose table and intervals are gone (its backfills were computed
+    before), nor create that table again, empty."""
+    root = with_dev.path
+    dev = with_dev.state.get_environment("dev").by_name()
+    planning = Context(root)
+    plan = planning.plan("pr", options=PlanOptions(include_unmodified=True))   # reuses dev's versions
+    assert plan.snapshots["ops.daily"].version == dev["ops.daily"].version and not plan.backfills
+
+    with_dev.invalidate("dev", sync=True)
+    assert with_dev.janitor(ignore_ttl=True).tables == (dev["ops.daily"].table_name,)
+    with pytest.raises(ConflictError, match=r"since this plan was made, the janitor removed what it reuses "
+                                            r"\(`ops.daily`.*\); plan again"):
+        planning.apply(plan)
+    assert planning.state.get_environment("pr") is None
+    assert not _exists(spark, dev["ops.daily"].table_name) and "ops__pr" not in _schemas(spark)
+
+    again = Context(root)
+    again.apply(again.plan("pr", options=PlanOptions(include_unmodified=True)))
+    hours = again.fetchdf("SELECT COUNT(*) AS n FROM ops__pr.hourly")[0]["n"]
+    assert hours > 24 and again.fetchdf("SELECT hours FROM ops__pr.daily") == [{"hours": hours}]
 
 
 def test_a_plan_started_while_the_janitor_holds_its_lease_waits_for_it(with_dev):

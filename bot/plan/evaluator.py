@@ -98,8 +98,7 @@ class PlanEvaluator:
         stored = self.state.get_environment(plan.environment)
         stored_id = stored.plan_id if stored is not None else None
         if stored_id == plan.expected_plan_id:
-            if waited:
-                self._check_reused_still_stored(plan)
+            self._check_reused_still_stored(plan)
             return
         if not waited:
             raise ConflictError(f"another plan was applied to `{plan.environment}` while yours was "
@@ -109,14 +108,17 @@ class PlanEvaluator:
                             f"plan {(stored_id or 'none')[:8]}) while this plan waited; plan again")
 
     def _check_reused_still_stored(self, plan: Plan) -> None:
-        """A plan that waited (for a janitor, say) must find the snapshots it reuses still stored: their
-        tables and intervals may be gone, and its backfills were computed before."""
+        """The snapshots a plan reuses must still be stored once it holds its environment's lease: a
+        janitor may have run between the plan and its apply (while it waited, or before it asked),
+        dropping their tables and intervals, and the plan's backfills were computed before. Holding
+        the lease, no janitor runs until the plan is done."""
         new = {s.snapshot_id for s in plan.new_snapshots}
         reused = [s.snapshot_id for s in plan.snapshots.values() if s.snapshot_id not in new]
-        gone = sorted(i.name for i in set(reused) - set(self.state.get_snapshots(reused)))
+        gone = sorted(i.name for i in set(reused) - self.state.stored_snapshot_ids(reused))
         if gone:
-            raise ConflictError(f"while this plan waited, the janitor removed what it reuses ({', '.join(f'`{n}`' for n in gone[:5])}"
-                                f"{' and more' if len(gone) > 5 else ''}); plan again")
+            raise ConflictError(f"since this plan was made, the janitor removed what it reuses "
+                                f"({', '.join(f'`{n}`' for n in gone[:5])}{' and more' if len(gone) > 5 else ''}); "
+                                "plan again")
 
     def _apply(self, plan: Plan) -> ApplyLog:
         """Run bot.plan.stages' list for `plan`, each stage's fault checkpoint at its end."""

@@ -58,6 +58,17 @@ class SnapshotState:
                     result[SnapshotId(snapshot.name, snapshot.identifier)] = snapshot
         return result
 
+    def stored_ids(self, ids: Iterable[SnapshotId]) -> set[SnapshotId]:
+        """Which of `ids` are stored: their keys only, no definition read."""
+        t = self.table
+        key = sa.tuple_(t.c.name, t.c.identifier)
+        found: set[SnapshotId] = set()
+        with self.engine.connect() as conn:
+            for part in chunks(sorted(set(ids))):
+                query = sa.select(t.c.name, t.c.identifier).where(key.in_([(i.name, i.identifier) for i in part]))
+                found.update(SnapshotId(name, identifier) for name, identifier in conn.execute(query))
+        return found
+
     def by_version(self, name_versions: Iterable[tuple[str, str]]) -> list[Snapshot]:
         """Every snapshot sharing one of the (name, version) pairs, sorted by name and identifier."""
         wanted = sorted(set(name_versions))

@@ -71,6 +71,10 @@ class SqlStateSync:
         self._current()
         return self._snapshots.get(ids)
 
+    def stored_snapshot_ids(self, ids: Iterable[SnapshotId]) -> set[SnapshotId]:
+        self._current()
+        return self._snapshots.stored_ids(ids)
+
     def get_snapshots_by_version(self, name_versions: Iterable[tuple[str, str]]) -> list[Snapshot]:
         self._current()
         return self._snapshots.by_version(name_versions)
