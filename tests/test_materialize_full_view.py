@@ -91,3 +91,36 @@ def test_partitioned_full_overwrite_replaces_every_partition_and_self_reads_need
     with pytest.raises(EngineError, match="must declare its columns"):
         create_physical(engine, kind=kind, table=f"{db}.loop", query_sql=f"SELECT * FROM {db}.loop",
                         columns=None)
+
+
+@pytest.mark.parametrize("as_frame", [False, True], ids=["sql", "python"])
+def test_a_full_refresh_that_fails_keeps_the_rows_it_served_and_one_that_succeeds_keeps_the_table(
+        engine_schema, as_frame):
+    """INSERT OVERWRITE in place deletes the table's files before its job runs: a refresh failing on
+    its data (or killed) would leave the version's recorded intervals over an empty table."""
+    engine, db = engine_schema
+    table = f"{db}.daily__1"
+    kind = Kind(name=KindName.FULL)
+    create_physical(engine, kind=kind, table=table, query_sql=None, columns=[("n", "INT"), ("ds", "STRING")],
+                    partitioned_by=["ds"])
+    engine.set_table_properties(table, [("team", "data")])
+
+    def query(sql: str):
+        return engine.session.sql(sql) if as_frame else sql
+
+    def refresh(sql: str, first_run: bool = False) -> None:
+        evaluate(engine, kind=kind, table=table, query=query(sql), start=0, end=DAY, execution_time=DAY,
+                 first_run=first_run)
+
+    refresh("SELECT CAST(id AS INT) AS n, CAST(id AS STRING) AS ds FROM range(3)", first_run=True)
+    with pytest.raises(EngineError, match="bad row"):
+        refresh("SELECT CAST(IF(id = 4, raise_error('bad row'), id) AS INT) AS n, CAST(id AS STRING) AS ds "
+                "FROM range(5)")
+    assert _rows(engine, table) == [(0, "0"), (1, "1"), (2, "2")]
+
+    refresh(f"SELECT n * 10 AS n, ds FROM {table} UNION ALL SELECT 7, '7'")   # reads itself
+    assert _rows(engine, table) == [(0, "0"), (7, "7"), (10, "1"), (20, "2")]
+    assert engine.partition_columns(table) == ["ds"]
+    properties = {row["key"]: row["value"] for row in engine.fetch(f"SHOW TBLPROPERTIES {table}")}
+    assert properties.get("team") == "data"
+    assert not engine.table_exists(table + "__meshbot_swap")

@@ -377,6 +377,17 @@ class SparkEngine:
         self._partitions[table.lower()] = partitioned_by
         self.created_columns[table_key(split_table(table))] = ordered
 
+    def create_table_like(self, table: str, source: str) -> None:
+        """An empty `table` with `source`'s columns, partitioning, format and table properties."""
+        with spark_errors(f"creating table {table}"):
+            properties = [(row["key"], row["value"]) for row in
+                          self.sql(f"SHOW TBLPROPERTIES {quote_table(source)}").collect()
+                          if not row["key"].startswith(_CATALOG_PROPERTIES)]
+            self.sql(f"CREATE TABLE {quote_table(table)} LIKE {quote_table(source)}")
+        self._note(table, exists=True)
+        if properties:
+            self.set_table_properties(table, properties)
+
     def _leftover_directory(self, table: str, directory: "Path | None", exc: Exception) -> bool:
         """True when CREATE TABLE failed only because a directory the catalog does not know is in the
         way, on a local warehouse, in one of meshbot's physical schemas."""
@@ -477,3 +488,9 @@ def _partition_names(described: list[str]) -> list[str]:
             continue
         names.append(name)
     return names
+
+
+# properties the catalog keeps itself (Hive's bookkeeping, Spark's own), not a model's physical_properties
+_CATALOG_PROPERTIES = ("transient_", "spark.sql.", "numFiles", "totalSize", "numRows", "rawDataSize",
+                       "COLUMN_STATS_ACCURATE", "last_modified", "bucketing_version")
+

@@ -216,18 +216,20 @@ def conform_sources(available: Sequence[str], columns: Columns) -> list[str]:
 
 
 def write_query(engine: SparkEngine, *, table: str, query_sql: str, columns: Columns,
-                condition: exp.Expression | None = None, replace: bool) -> None:
-    """INSERT (OVERWRITE when `replace`) the conformed query into `table` as one SQL statement.
+                condition: exp.Expression | None = None, replace: bool, into: str | None = None) -> None:
+    """INSERT (OVERWRITE when `replace`) the conformed query into `table` (or `into`, a table of the
+    same columns) as one SQL statement.
 
     A stale remembered output (the statement fails analysis) is retried once with a fresh one;
     an overwrite of a table the query reads itself goes through a staging table.
     """
     remembered = _remembered(engine, table, query_sql) is not None
+    target = into or table
     for fresh in ((False, True) if remembered else (True,)):
         rows = batch_sql(engine, query_sql, table=table, columns=columns, condition=condition, fresh=fresh)
         try:
-            with spark_errors(f"writing {table}"), static_overwrite(engine, table, active=replace):
-                engine.sql(spark_sql(exp.insert(rows, table_expression(table), overwrite=replace)))
+            with spark_errors(f"writing {table}"), static_overwrite(engine, target, active=replace):
+                engine.sql(spark_sql(exp.insert(rows, table_expression(target), overwrite=replace)))
             return
         except EngineError as exc:
             cause = exc.__context__
@@ -304,6 +306,28 @@ def swap_in(engine: SparkEngine, *, table: str, frame: "DataFrame") -> None:
             writer = writer.partitionBy(*partitions)
         writer.saveAsTable(quote_table(swap))
     engine.note_created(swap)
+    engine.drop_table(table)
+    engine.rename_table(swap, table)
+
+
+def rebuild(engine: SparkEngine, *, table: str, query_sql: str | None = None, columns: Columns = (),
+            frame: "DataFrame | None" = None) -> None:
+    """Replace every row of `table` (a refresh of rows it holds and keeps serving): the new rows are
+    written into a copy with the table's columns, partitioning and properties, which is then swapped
+    in. A query that fails, or a writer killed, while writing leaves the table as it was; INSERT
+    OVERWRITE in place would have deleted its files first. The copy may read `table` itself."""
+    swap = table + SWAP_SUFFIX
+    engine.drop_table(swap)
+    engine.create_table_like(swap, table)
+    try:
+        if query_sql is not None:
+            write_query(engine, table=table, query_sql=query_sql, columns=columns, replace=False, into=swap)
+        else:
+            append(engine, table=swap, frame=frame)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            engine.drop_table(swap)
+        raise
     engine.drop_table(table)
     engine.rename_table(swap, table)
 

@@ -15,10 +15,16 @@ __all__ = ["create", "evaluate"]
 def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,
              execution_time: int, first_run: bool) -> None:
     common.recover_swap(engine, table)
-    replace = first_run or kind.insert_overwrite
     columns = common.prepare_table(engine, query, table=table)
+    refresh = kind.insert_overwrite and not first_run   # rows it serves: replaced only once the new ones are written
     if isinstance(query, str):
-        common.write_query(engine, table=table, query_sql=query, columns=columns, replace=replace)
+        if refresh:
+            common.rebuild(engine, table=table, query_sql=query, columns=columns)
+        else:
+            common.write_query(engine, table=table, query_sql=query, columns=columns, replace=first_run)
         return
     frame = common.conformed(engine, common.source_frame(engine, query, table=table), table=table)
-    (common.overwrite if replace else common.append)(engine, table=table, frame=frame)
+    if refresh:
+        common.rebuild(engine, table=table, frame=frame)
+    else:
+        (common.overwrite if first_run else common.append)(engine, table=table, frame=frame)
