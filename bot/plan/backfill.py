@@ -225,7 +225,8 @@ def _backfill_for(inputs: BackfillInputs, snapshot: Snapshot, *, stored: Snapsho
             return None
         return Backfill(snapshot_id=snapshot.snapshot_id, kind=BackfillKind.INTERVALS,
                         intervals=tuple(missing),
-                        batches=tuple(batches(missing, model.kind.batch_size)), is_dev=preview)
+                        batches=tuple(batches(missing, model.kind.batch_size)), is_dev=preview,
+                        cron=model.cron)
     is_view = model.kind.name is KindName.VIEW
     prev = inputs.previous.get(snapshot.name)
     if is_view and prev is not None and prev.version == snapshot.version:
@@ -237,7 +238,7 @@ def _backfill_for(inputs: BackfillInputs, snapshot: Snapshot, *, stored: Snapsho
         restatements[snapshot.snapshot_id] = full[0]
     kind = BackfillKind.RECREATE_VIEW if is_view else BackfillKind.FULL_REFRESH
     return Backfill(snapshot_id=snapshot.snapshot_id, kind=kind, intervals=tuple(full[:1]),
-                    batches=tuple(full[:1]), is_dev=preview)
+                    batches=tuple(full[:1]), is_dev=preview, cron=model.cron)
 
 
 def _check_gaps(inputs: BackfillInputs, snapshot: Snapshot, *, backfill: Backfill,

@@ -83,7 +83,10 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
     fingerprints = fingerprint_models(project_models, order, rendered)
     base_ids = {s.name: s.snapshot_id for s in base.snapshots} if base else {}
     local_ids = {name: SnapshotId(name, fp.identifier) for name, fp in fingerprints.items()}
-    stored = state.get_snapshots(set(base_ids.values()) | set(local_ids.values()))
+    # An unchanged model keeps the snapshot the environment lists: its row is read only if used.
+    stored = state.listed_snapshots(s for s in base.snapshots if local_ids.get(s.name) == s.snapshot_id) \
+        if base else {}
+    stored.update(state.get_snapshots((set(base_ids.values()) | set(local_ids.values())) - stored.keys()))
     previous = {name: stored[sid] for name, sid in base_ids.items() if sid in stored}
     _check_removed(project_models, previous)
     ctx = _Diff(models=project_models, rendered=rendered, fingerprints=fingerprints,
