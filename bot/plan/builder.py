@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 import sqlglot
 
 from bot.errors import PlanError
-from bot.fingerprint import fingerprint_models
+from bot.fingerprint import HashCache, fingerprint_models
 from bot.plan.backfill import BackfillInputs, plan_backfills, restated_models
 from bot.plan.categorize import categorize, categorize_seed, indirect_category
 from bot.plan.columns import check_columns
@@ -56,23 +56,26 @@ def build_plan(
     options: PlanOptions,
     config: ProjectConfig,
     now_ms: int,
+    hash_cache: HashCache | None = None,
 ) -> Plan:
     """The plan that brings `environment` to the project's models; never starts Spark.
 
     `dag` is the project's graph when the caller has it (built from `project_models` otherwise).
-    `rendered` maps model names to their reference-rendered Spark SQL.
+    `rendered` maps model names to their reference-rendered Spark SQL. `hash_cache` holds the models'
+    own hashes from earlier plans (the caller saves it).
 
     Runs without GC passes: the plan makes a few objects per model (state rows, snapshots, intervals)
     and little cyclic garbage, and at 10,000 models full collections over them were ~25% of a warm plan.
     """
     with paused_gc():
         return _build_plan(project_models=project_models, dag=dag, rendered=rendered, state=state,
-                           environment=environment, options=options, config=config, now_ms=now_ms)
+                           environment=environment, options=options, config=config, now_ms=now_ms,
+                           hash_cache=hash_cache)
 
 
 def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendered: Mapping[str, str],
                 state: StateReader, environment: str, options: PlanOptions, config: ProjectConfig,
-                now_ms: int) -> Plan:
+                now_ms: int, hash_cache: HashCache | None) -> Plan:
     env_name = normalize_environment(environment)
     target = state.get_environment(env_name)
     prod = target if env_name == "prod" else state.get_environment("prod")
@@ -80,7 +83,7 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
     graph = dag if dag is not None and set(dag.order) == set(project_models) else DAG.build(project_models)
     order = graph.order
     check_columns(project_models, rendered, strict=config.strict)
-    fingerprints = fingerprint_models(project_models, order, rendered)
+    fingerprints = fingerprint_models(project_models, order, rendered, cache=hash_cache)
     base_ids = {s.name: s.snapshot_id for s in base.snapshots} if base else {}
     local_ids = {name: SnapshotId(name, fp.identifier) for name, fp in fingerprints.items()}
     # An unchanged model keeps the snapshot the environment lists: its row is read only if used.
