@@ -27,7 +27,7 @@ from bot.project.serialize import model_to_dict
 from bot.project.sqltext import parse_sql, selects_star, to_sql
 from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
                           physical_schema_name)
-from bot.state.api import StateReader
+from bot.state.api import Environment, StateReader
 
 _SEED_CONTENT_LIMIT = 1_000_000  # bytes of CSV kept in state for seed categorization
 
@@ -84,13 +84,7 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
     order = graph.order
     check_columns(project_models, rendered, strict=config.strict)
     fingerprints = fingerprint_models(project_models, order, rendered, cache=hash_cache)
-    base_ids = {s.name: s.snapshot_id for s in base.snapshots} if base else {}
-    local_ids = {name: SnapshotId(name, fp.identifier) for name, fp in fingerprints.items()}
-    # An unchanged model keeps the snapshot the environment lists: its row is read only if used.
-    stored = state.listed_snapshots(s for s in base.snapshots if local_ids.get(s.name) == s.snapshot_id) \
-        if base else {}
-    stored.update(state.get_snapshots((set(base_ids.values()) | set(local_ids.values())) - stored.keys()))
-    previous = {name: stored[sid] for name, sid in base_ids.items() if sid in stored}
+    previous, stored = _stored_snapshots(state, base, fingerprints)
     _check_removed(project_models, previous)
     ctx = _Diff(models=project_models, rendered=rendered, fingerprints=fingerprints,
                 previous=previous, stored=stored, options=options, config=config, now_ms=now_ms)
@@ -117,6 +111,29 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
                 restatements=restatements, options=options, start=start, end=end,
                 execution_time=execution, warnings=warnings,
                 audit_only=audit_only_snapshots(project_models, snapshots, previous, backfills))
+
+
+def _stored_snapshots(state: StateReader, base: Environment | None, fingerprints: Mapping[str, Fingerprint]
+                      ) -> tuple[dict[str, Snapshot], dict[SnapshotId, Snapshot]]:
+    """(the base environment's snapshot per model name, every snapshot the plan may reuse by id).
+
+    An unchanged model (its identifier the one the environment lists) keeps the snapshot the
+    environment lists, its row read only if used; the rows of the other listed snapshots and of the
+    changed models' new identifiers (another environment may have stored them) are read now.
+    """
+    listed = base.snapshots if base is not None else ()
+    kept = {s.name for s in listed if (fp := fingerprints.get(s.name)) is not None and fp.identifier == s.identifier}
+    stored = state.listed_snapshots(s for s in listed if s.name in kept)
+    kept_by_name = {snapshot.name: snapshot for snapshot in stored.values()}
+    wanted = {s.snapshot_id for s in listed if s.name not in kept}
+    wanted |= {SnapshotId(name, fp.identifier) for name, fp in fingerprints.items() if name not in kept}
+    stored.update(state.get_snapshots(wanted))
+    previous = {}
+    for s in listed:
+        found = kept_by_name[s.name] if s.name in kept else stored.get(s.snapshot_id)
+        if found is not None:
+            previous[s.name] = found
+    return previous, stored
 
 
 def audit_only_snapshots(models: Mapping[str, Model], snapshots: Mapping[str, Snapshot],
