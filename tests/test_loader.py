@@ -479,7 +479,8 @@ def test_ignore_patterns_match_files_as_path_match_does():
              "/p/models/.ipynb_checkpoints/d.sql", "/p/models/sub/legacy.sql", "/p/models/a_old.sql"]
     patterns = ["*.sql", "*_old.sql", "models/legacy/*", "legacy/*", "legacy/**", ".ipynb_checkpoints/*",
                 "/p/models/*.sql", "/p/models/legacy/*", "/x.sql", "/*", "?/p/models/a.sql", "p/models/a.sql",
-                "models/*/*", "*/*/*/*/*/*", "[ab].sql", "sub/legacy.sql", "./legacy/b.sql", "legacy//b.sql"]
+                "models/*/*", "*/*/*/*/*/*", "[ab].sql", "sub/legacy.sql", "./legacy/b.sql", "legacy//b.sql",
+                "*", "models/legacy/b.sql", "*/legacy/*.sql", "p/*/a.sql", "/p/*/legacy/*/c_old.sql"]
     for pattern in patterns:
         match = _matches_from_right(pattern)
         assert [match(path) for path in paths] == [Path(path).match(pattern) for path in paths], pattern

@@ -155,15 +155,28 @@ def _matches_from_right(pattern: str) -> Callable[[str], bool]:
         return lambda path: Path(path).match(pattern)   # other flavours, and the empty pattern's error
     anchored = parts[0] == "/"
     tail = parts[1:] if anchored else parts
-    reversed_tail = tuple(reversed(tail))
+    # (index from the right, part): literal parts first (a plain comparison), `*` left out (matches all)
+    checks = sorted(((-1 - index, part) for index, part in enumerate(reversed(tail)) if part != "*"),
+                    key=lambda check: _has_magic(check[1]))
+    literal = {index: part for index, part in checks if not _has_magic(part)}
 
     def match(path: str) -> bool:
         path_parts = path.split("/")
-        path_parts[0] = "/"   # an absolute path's first part, as in Path.parts
         if len(parts) != len(path_parts) if anchored else len(parts) > len(path_parts):
             return False
-        return all(fnmatch.fnmatchcase(part, pat) for part, pat in zip(reversed(path_parts), reversed_tail))
+        path_parts[0] = "/"   # an absolute path's first part, as in Path.parts
+        for index, part in checks:
+            if index in literal:
+                if path_parts[index] != part:
+                    return False
+            elif not fnmatch.fnmatchcase(path_parts[index], part):
+                return False
+        return True
     return match
+
+
+def _has_magic(part: str) -> bool:
+    return any(char in part for char in "*?[")
 
 
 def _check_symlink(path: Path, folder: Path) -> None:
