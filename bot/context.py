@@ -20,6 +20,7 @@ from bot.snapshot import normalize_environment, view_name, view_names
 from bot.state.api import Environment, HistoryEntry
 
 if TYPE_CHECKING:
+    from bot.fingerprint import HashCache
     from bot.diff.review import ReviewOptions, ReviewResult
     from bot.diff.table_diff import TableDiffResult
     from bot.quality.api import AuditReport, TestSuiteResult
@@ -50,9 +51,11 @@ class Context(Workspace):
             raise PlanError("environment name is empty")
         lint_warnings = self.lint().check_before_plan(self.path) if self.config.linter.enabled else ()
         # the wall clock: the plan reads a relative --execution-time ('yesterday') against it, once
+        hashes = self._hash_cache()
         plan = build_plan(project_models=self.models, dag=self.project.dag,
                           rendered=self.rendered_queries(), state=self.state, environment=env,
-                          options=options, config=self.config, now_ms=now_ms())
+                          options=options, config=self.config, now_ms=now_ms(), hash_cache=hashes)
+        hashes.save()
         return replace(plan, warnings=lint_warnings + plan.warnings) if lint_warnings else plan
 
     def model_versions(self) -> dict[str, str]:
@@ -60,8 +63,17 @@ class Context(Workspace):
         snapshot); reads no state and starts no engine."""
         from bot.fingerprint import fingerprint_models
 
-        fingerprints = fingerprint_models(self.models, self.project.dag.order, self.rendered_queries())
+        hashes = self._hash_cache()
+        fingerprints = fingerprint_models(self.models, self.project.dag.order, self.rendered_queries(),
+                                          cache=hashes)
+        hashes.save()
         return {name: fingerprint.identifier for name, fingerprint in fingerprints.items()}
+
+    def _hash_cache(self) -> "HashCache":
+        """The models' own hashes kept from earlier plans (.meshbot/cache/hashes.json)."""
+        from bot.fingerprint import HashCache
+
+        return HashCache(self.path, self.project.source_digests, read=self.read_cache)
 
     def backfill_estimates(self, plan: Plan) -> tuple[BackfillEstimate, ...]:
         """Each backfill of `plan` with its batches and, from earlier batches' recorded wall times, its duration."""

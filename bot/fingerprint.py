@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from bot.project.cache import cache_context, read_json, to_json, write_atomically
 from bot.project.model import Model
 from bot.snapshot import Fingerprint, hash_parts
+
+HASH_CACHE_FILE = Path(".meshbot") / "cache" / "hashes.json"
 
 
 def _canonical(value: Any) -> str:
@@ -63,16 +69,69 @@ def metadata_hash(model: Model) -> str:
     return hash_parts(_canonical(parts))
 
 
+class HashCache:
+    """Each SQL model's data and metadata hashes (.meshbot/cache/hashes.json), keyed by its file's
+    content key (`Project.source_digests`: the file and every setting its parse reads), its seed's
+    content hash and its rendered query: what the two hashes are computed from. Plain JSON, checked
+    for shape when read (see bot.project.cache); written at `save` when an entry changed."""
+
+    def __init__(self, root: Path, sources: Mapping[str, str], *, read: bool = True) -> None:
+        """With `read` False the file is not read, only written anew."""
+        self.root, self.sources = root, sources
+        data = read_json(root, HASH_CACHE_FILE, what="hash cache", shape=_hash_cache_shape) if read else None
+        self._old: dict[str, list[str]] = data["entries"] if data and data["stamp"] == _hash_stamp() else {}
+        self._new: dict[str, list[str]] = {}
+
+    def hashes(self, name: str, model: Model, rendered_sql: str) -> tuple[str, str]:
+        """(data_hash, metadata_hash) of the model, from the cache when its key matches."""
+        source = self.sources.get(name)
+        if source is None:
+            return data_hash(model, rendered_sql), metadata_hash(model)
+        key = hashlib.sha256(f"{source}\0{model.seed_content_hash}\0{rendered_sql}".encode()).hexdigest()
+        entry = self._old.get(name)
+        if entry is None or entry[0] != key:
+            entry = [key, data_hash(model, rendered_sql), metadata_hash(model)]
+        self._new[name] = entry
+        return entry[1], entry[2]
+
+    def save(self) -> None:
+        if self._new != self._old:
+            write_atomically(self.root / HASH_CACHE_FILE,
+                             to_json({"stamp": _hash_stamp(), "entries": self._new}))
+            self._old = self._new
+
+
+def _hash_cache_shape(data: Any) -> bool:
+    """{"stamp": str, "entries": {model name: [key, data hash, metadata hash]}}"""
+    if type(data) is not dict or data.keys() != {"stamp", "entries"} or type(data["stamp"]) is not str:
+        return False
+    entries = data["entries"]
+    return type(entries) is dict and all(type(entry) is list and len(entry) == 3 and
+                                         all(type(part) is str for part in entry) for entry in entries.values())
+
+
+@functools.lru_cache(maxsize=1)
+def _hash_stamp() -> str:
+    """The parse code's stamp and versions (cache_context) and this module's and bot.snapshot's
+    sizes and mtimes: a change to how hashes are computed invalidates every entry."""
+    modules = [Path(__file__), Path(__file__).with_name("snapshot.py")]
+    stats = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in modules]
+    return hashlib.sha256(repr((cache_context("hashes"), stats)).encode()).hexdigest()
+
+
 def fingerprint_models(
     models: Mapping[str, Model],
     dag_order: Sequence[str],
     rendered: Mapping[str, str],
+    *,
+    cache: HashCache | None = None,
 ) -> dict[str, Fingerprint]:
     """Fingerprints of every model in `dag_order` (parents first), in one linear pass.
 
     Parents outside `models` (plain source tables) do not enter the hashes. A parent's
     contribution is its own hash and its parent hash, so any ancestor change reaches the
-    descendants (Merkle tree).
+    descendants (Merkle tree). With a `cache`, a model's own hashes come from it when its key
+    matches (the caller saves it).
     """
     result: dict[str, Fingerprint] = {}
     for name in dag_order:
@@ -82,9 +141,12 @@ def fingerprint_models(
         if unordered:
             raise ValueError(f"dag_order lists {name} before its parents {', '.join(unordered)}")
         parent_fps = [result[p] for p in parents]
+        sql = rendered.get(name, "")
+        own_data, own_metadata = cache.hashes(name, model, sql) if cache is not None else \
+            (data_hash(model, sql), metadata_hash(model))
         result[name] = Fingerprint(
-            data_hash=data_hash(model, rendered.get(name, "")),
-            metadata_hash=metadata_hash(model),
+            data_hash=own_data,
+            metadata_hash=own_metadata,
             parent_data_hash=hash_parts(*(h for fp in parent_fps
                                           for h in (fp.data_hash, fp.parent_data_hash)))
             if parent_fps else "0",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ class Fingerprint:
     parent_data_hash: str = "0"
     parent_metadata_hash: str = "0"
 
-    @property
+    @functools.cached_property   # read several times per model by a plan; the dataclass stays frozen
     def identifier(self) -> str:
         """Changes whenever anything about the model or its ancestors changes."""
         return hash_parts(self.data_hash, self.metadata_hash,

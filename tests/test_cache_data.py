@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 import bot.project.loader as loader
 from bot.cli import cli
+from bot.fingerprint import HASH_CACHE_FILE
 from bot.project.cache import CACHE_FILE, entries_from_data
 from bot.project.example import write_example
 from bot.project.loader import load_project
@@ -110,7 +111,7 @@ def _wrong_shape(text: str) -> str:
 
 
 @pytest.mark.parametrize("garble", [_truncated, lambda text: "[]", _wrong_shape, lambda text: "\0\xff junk"])
-@pytest.mark.parametrize("which", [CACHE_FILE, RENDER_CACHE_FILE])
+@pytest.mark.parametrize("which", [CACHE_FILE, RENDER_CACHE_FILE, HASH_CACHE_FILE])
 def test_a_garbled_cache_file_is_named_once_and_rebuilt(shop, right_plan, which, garble):
     _plan(shop)
     path = shop / which
@@ -118,7 +119,7 @@ def test_a_garbled_cache_file_is_named_once_and_rebuilt(shop, right_plan, which,
     plan, stderr = _plan(shop)
     assert _comparable(plan, shop) == right_plan
     notices = [line for line in stderr.splitlines() if line.startswith("meshbot: ignoring")]
-    what = "parse cache" if which == CACHE_FILE else "render cache"
+    what = {CACHE_FILE: "parse cache", RENDER_CACHE_FILE: "render cache", HASH_CACHE_FILE: "hash cache"}[which]
     assert len(notices) == 1 and f"the {what} {which} (" in notices[0] and notices[0].endswith("rebuilding it")
     json.loads(path.read_text())   # rebuilt
     plan, stderr = _plan(shop)

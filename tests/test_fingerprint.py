@@ -106,3 +106,49 @@ def test_order_with_child_before_parent_is_refused():
     with pytest.raises(ValueError, match="before its parents"):
         by_name = {"db.orders": make("db.orders", BASE), "db.ids": make("db.ids", "SELECT id FROM db.orders")}
         fingerprint_models(by_name, ["db.ids", "db.orders"], {})
+
+
+def test_the_hash_cache_gives_the_same_fingerprints_and_hashes_only_what_its_key_does_not_match(
+        tmp_path, monkeypatch, capsys):
+    """A plan keeps each SQL model's own hashes in .meshbot/cache/hashes.json, keyed by its file's
+    content key, its seed's content hash and its rendered query: the next plan hashes only models
+    whose key changed, and a damaged file is rebuilt."""
+    import bot.fingerprint as fingerprint
+    from bot.fingerprint import HASH_CACHE_FILE, HashCache
+
+    orders, totals = make("db.orders", BASE), make("db.totals", "SELECT SUM(amount) AS s FROM db.orders")
+    models = {"db.orders": orders, "db.totals": totals}
+    order, rendered = ["db.orders", "db.totals"], {name: canonical(m) for name, m in models.items()}
+    sources = {"db.orders": "digest-1", "db.totals": "digest-2"}
+    hashed: list[str] = []
+    real_data_hash = fingerprint.data_hash
+    monkeypatch.setattr(fingerprint, "data_hash", lambda model, sql: hashed.append(model.name) or
+                        real_data_hash(model, sql))
+
+    def plan(sources, rendered, models=models):
+        cache = HashCache(tmp_path, sources)
+        result = fingerprint_models(models, order, rendered, cache=cache)
+        cache.save()
+        return result
+
+    other = {**rendered, "db.totals": rendered["db.totals"] + " WHERE 1 = 1"}
+    seeded = {**models, "db.orders": make("db.orders", BASE, seed_content_hash="abc")}
+    expected, expected_other = fingerprint_models(models, order, rendered), fingerprint_models(models, order, other)
+    expected_seeded = fingerprint_models(seeded, order, other)
+
+    def hashes_in(sources, rendered, models=models):
+        hashed.clear()
+        return plan(sources, rendered, models), list(hashed)
+
+    assert hashes_in(sources, rendered) == (expected, ["db.orders", "db.totals"])
+    assert hashes_in(sources, rendered) == (expected, [])
+    sources = {**sources, "db.orders": "digest-1b"}
+    assert hashes_in(sources, rendered) == (expected, ["db.orders"])
+    assert hashes_in(sources, other) == (expected_other, ["db.totals"])
+    assert hashes_in(sources, other, seeded) == (expected_seeded, ["db.orders"])
+    # no content key (a Python model, say): always hashed
+    assert hashes_in({"db.orders": "digest-1b"}, other, seeded) == (expected_seeded, ["db.totals"])
+
+    (tmp_path / HASH_CACHE_FILE).write_text('{"stamp": "x", "entries": {"db.orders": [1, 2]}}')
+    assert hashes_in(sources, rendered) == (expected, ["db.orders", "db.totals"])
+    assert "ignoring the hash cache" in capsys.readouterr().err

@@ -468,3 +468,21 @@ def test_files_lists_what_rglob_lists_in_the_same_order(tmp_path):
                       and fnmatch.fnmatchcase(path.name, "*.sql") and path.is_file())
     assert _files(folder, "*.sql") == expected
     assert folder / "linked" / "o.sql" not in expected and folder / "file_link.sql" in expected
+
+
+def test_ignore_patterns_match_files_as_path_match_does():
+    """The loader matches `ignore_patterns` on path strings (no Path per file); it must decide what
+    `Path(path).match(pattern)` decides, anchored or not, with globs in any part."""
+    from bot.project.loader import _matches_from_right
+
+    paths = ["/p/models/a.sql", "/p/models/legacy/b.sql", "/p/models/legacy/deep/c_old.sql", "/x.sql",
+             "/p/models/.ipynb_checkpoints/d.sql", "/p/models/sub/legacy.sql", "/p/models/a_old.sql"]
+    patterns = ["*.sql", "*_old.sql", "models/legacy/*", "legacy/*", "legacy/**", ".ipynb_checkpoints/*",
+                "/p/models/*.sql", "/p/models/legacy/*", "/x.sql", "/*", "?/p/models/a.sql", "p/models/a.sql",
+                "models/*/*", "*/*/*/*/*/*", "[ab].sql", "sub/legacy.sql", "./legacy/b.sql", "legacy//b.sql",
+                "*", "models/legacy/b.sql", "*/legacy/*.sql", "p/*/a.sql", "/p/*/legacy/*/c_old.sql"]
+    for pattern in patterns:
+        match = _matches_from_right(pattern)
+        assert [match(path) for path in paths] == [Path(path).match(pattern) for path in paths], pattern
+    with pytest.raises(ValueError):
+        _matches_from_right("")("/p/models/a.sql")

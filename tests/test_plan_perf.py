@@ -1,6 +1,6 @@
 """Plan performance guards: a no-change plan of a 300-model project re-parses and re-renders nothing,
-builds no query AST from the cache and imports neither PySpark nor PyGithub; edits re-parse/re-render
-only what they touch."""
+builds no query AST from the cache, reads no snapshot row from state and imports neither PySpark nor
+PyGithub; edits re-parse/re-render (and read from state) only what they touch."""
 
 from __future__ import annotations
 
@@ -21,8 +21,15 @@ import bot.project.loader as loader
 import bot.project.render as render
 import bot.project.cache as cache
 import bot.project.parallel as parallel
+import bot.state.snapshots as snapshots
 parallel.MIN_ITEMS = 10**9   # no worker processes: the counts below are kept in this one
-counts = {"parsed": 0, "rendered": 0, "asts": 0}
+counts = {"parsed": 0, "rendered": 0, "asts": 0, "snapshot_rows": 0}
+get_snapshots = snapshots.SnapshotState.get
+def counting_get(self, ids):
+    found = get_snapshots(self, ids)
+    counts["snapshot_rows"] += len(found)
+    return found
+snapshots.SnapshotState.get = counting_get
 loads_ast = cache._loads_ast
 def counting_loads_ast(*a, **k):
     counts["asts"] += 1
@@ -85,6 +92,7 @@ def test_no_change_plan_uses_caches_and_imports_no_spark_github_or_unused_librar
     assert result["parsed"] == 0
     assert result["rendered"] == 0
     assert result["asts"] == 0       # column checks read the cached query facts, not the queries
+    assert result["snapshot_rows"] == 0   # unchanged models keep the snapshots prod lists, unread
     assert result["modules"] == []
     assert "Directly Modified" not in result["output"] and "Added" not in result["output"]
 
@@ -99,6 +107,7 @@ def test_edits_reparse_only_changed_files_and_variables_rerender(applied_project
         edited.write_text(original.replace("SELECT", "SELECT DISTINCT", 1))
         result = _probe(root)
         assert (result["parsed"], result["rendered"]) == (1, 1)
+        assert result["snapshot_rows"] == 1   # the edited model's snapshot in prod, for its diff
         assert "Directly Modified" in result["output"]
         assert edited.stem in result["output"]
 

@@ -320,3 +320,42 @@ def test_a_read_snapshot_decodes_its_definition_only_when_read_and_behaves_as_a_
     fresh = state.get_snapshots([snapshot.snapshot_id])[snapshot.snapshot_id]
     assert pickle.loads(pickle.dumps(fresh)) == snapshot and copy.deepcopy(fresh) == snapshot
     assert repr(fresh) == repr(snapshot).replace("Snapshot(", "_StoredSnapshot(", 1)
+
+
+def test_listed_snapshots_read_their_rows_only_when_used_and_behave_as_snapshots(state):
+    """A plan keeps the snapshots its environment lists for unchanged models without reading their
+    rows: each is read when a field the list lacks is first used (the first few alone, then all the
+    rest at once); it equals, replaces, copies and serializes as the Snapshot it stands for."""
+    import copy
+    import pickle
+    from dataclasses import asdict
+
+    snapshots = [make_snapshot(f"db.m{i}", i) for i in range(40)]
+    state.push_snapshots(snapshots)
+    env = env_of("prod", "p1", *snapshots)
+    listed = state.listed_snapshots(env.snapshots)
+    assert list(listed) == [s.snapshot_id for s in snapshots]
+    first = listed[snapshots[0].snapshot_id]
+    assert (first.name, first.identifier, first.version, first.kind, first.snapshot_id) == \
+        (snapshots[0].name, snapshots[0].identifier, "v0", "FULL", snapshots[0].snapshot_id)
+    assert all("_pending" in s.__dict__ for s in listed.values())   # no row read yet
+    assert first.definition == snapshots[0].definition and first.table_name == snapshots[0].table_name
+    assert "_pending" not in first.__dict__ and "_pending" in listed[snapshots[1].snapshot_id].__dict__
+    for snapshot in snapshots[1:17]:
+        assert listed[snapshot.snapshot_id].rendered_query == snapshot.rendered_query
+    assert all("_pending" not in s.__dict__ for s in listed.values())   # the 17th read took the rest
+    assert list(listed.values()) == snapshots and snapshots == list(listed.values())
+    assert [asdict(s) for s in listed.values()] == [asdict(s) for s in snapshots]
+    fresh = state.listed_snapshots(env.snapshots)[snapshots[3].snapshot_id]
+    assert replace(fresh, version="v9") == replace(snapshots[3], version="v9")
+    assert replace(fresh, version="v9").identifier == snapshots[3].identifier
+    fresh = state.listed_snapshots(env.snapshots)[snapshots[3].snapshot_id]
+    assert pickle.loads(pickle.dumps(fresh)) == snapshots[3] and copy.deepcopy(fresh) == snapshots[3]
+    fresh = state.listed_snapshots(env.snapshots)[snapshots[3].snapshot_id]
+    assert fresh != replace(snapshots[3], ttl="in 9 days")
+
+    gone = state.listed_snapshots(env_of("prod", "p1", make_snapshot("db.gone", 99)).snapshots)
+    (missing,) = gone.values()
+    assert missing.version == "v99"
+    with pytest.raises(StateError, match="no longer in the state"):
+        missing.definition   # noqa: B018

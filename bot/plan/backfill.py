@@ -84,9 +84,10 @@ def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[S
         window = replace(window, end=_prod_end(recorded, prod_keys))
     backfills: list[Backfill] = []
     restatements: dict[SnapshotId, Interval] = {}
+    missing = _MissingIntervals()
     for snapshot in targets:
         backfill = _backfill_for(inputs, snapshot, stored=recorded.get((snapshot.name, snapshot.version)),
-                                 window=window, restatements=restatements,
+                                 window=window, restatements=restatements, missing=missing,
                                  effective_from=_effective_ms(inputs, window) if snapshot.name in effective
                                  else None)
         if backfill is not None:
@@ -203,8 +204,34 @@ def _model_window(inputs: BackfillInputs, model: Model, window: _Window) -> tupl
     return start, min(ends) if ends else None
 
 
+class _MissingIntervals:
+    """missing_intervals and their batches, computed once per distinct input within one plan: the
+    models of a project share a few starts, crons and recorded histories (10,000 models, a few dozen)."""
+
+    def __init__(self) -> None:
+        self._missing: dict[tuple, tuple[Interval, ...]] = {}
+        self._batches: dict[tuple, tuple[Interval, ...]] = {}
+
+    def missing(self, *, recorded: Sequence[Interval], start: int, end: int | None, cron: str,
+                execution_time: int, lookback: int = 0) -> tuple[Interval, ...]:
+        key = (tuple(map(tuple, recorded)), start, end, cron, execution_time, lookback)
+        found = self._missing.get(key)
+        if found is None:
+            found = self._missing[key] = tuple(missing_intervals(
+                recorded=recorded, start=start, end=end, cron=cron, execution_time=execution_time,
+                lookback=lookback))
+        return found
+
+    def batches(self, missing: tuple[Interval, ...], batch_size: int | None) -> tuple[Interval, ...]:
+        key = (missing, batch_size)
+        found = self._batches.get(key)
+        if found is None:
+            found = self._batches[key] = tuple(batches(missing, batch_size))
+        return found
+
+
 def _backfill_for(inputs: BackfillInputs, snapshot: Snapshot, *, stored: SnapshotIntervals | None,
-                  window: _Window, restatements: dict[SnapshotId, Interval],
+                  window: _Window, restatements: dict[SnapshotId, Interval], missing: _MissingIntervals,
                   effective_from: int | None = None) -> Backfill | None:
     model = inputs.models[snapshot.name]
     preview = inputs.is_dev and snapshot.change_category is ChangeCategory.FORWARD_ONLY
@@ -220,40 +247,40 @@ def _backfill_for(inputs: BackfillInputs, snapshot: Snapshot, *, stored: Snapsho
             span = (restate_from, end if end is not None else window.execution)
             restatements[snapshot.snapshot_id] = span
             recorded = subtract(recorded, [span])
-        missing = missing_intervals(recorded=recorded, lookback=model.kind.lookback, **common)
-        if not missing:
+        gaps = missing.missing(recorded=recorded, lookback=model.kind.lookback, **common)
+        if not gaps:
             return None
-        return Backfill(snapshot_id=snapshot.snapshot_id, kind=BackfillKind.INTERVALS,
-                        intervals=tuple(missing),
-                        batches=tuple(batches(missing, model.kind.batch_size)), is_dev=preview)
+        return Backfill(snapshot_id=snapshot.snapshot_id, kind=BackfillKind.INTERVALS, intervals=gaps,
+                        batches=missing.batches(gaps, model.kind.batch_size), is_dev=preview,
+                        cron=model.cron)
     is_view = model.kind.name is KindName.VIEW
     prev = inputs.previous.get(snapshot.name)
     if is_view and prev is not None and prev.version == snapshot.version:
         return None   # views record no intervals; a view keeping its version stays as it is
     if recorded and not is_view and not restated:
-        return _due_again(snapshot, model, recorded=recorded, common=common)
-    full = merge(missing_intervals(recorded=[], **common))
+        return _due_again(snapshot, model, recorded=recorded, common=common, missing=missing)
+    full = merge(missing.missing(recorded=(), **common))
     if restated and not is_view and full:
         restatements[snapshot.snapshot_id] = full[0]
     kind = BackfillKind.RECREATE_VIEW if is_view else BackfillKind.FULL_REFRESH
     return Backfill(snapshot_id=snapshot.snapshot_id, kind=kind, intervals=tuple(full[:1]),
-                    batches=tuple(full[:1]), is_dev=preview)
+                    batches=tuple(full[:1]), is_dev=preview, cron=model.cron)
 
 
-def _due_again(snapshot: Snapshot, model: Model, *, recorded: list[Interval],
-               common: dict) -> Backfill | None:
+def _due_again(snapshot: Snapshot, model: Model, *, recorded: list[Interval], common: dict,
+               missing: _MissingIntervals) -> Backfill | None:
     """A version computed before whose cron made more intervals due: computed as `run` would (a FULL
     model refreshed once over them, incremental kinds in batches; a loaded seed never again), as
     SQLMesh's plan does for every model of the environment."""
     if model.kind.name is KindName.SEED:
         return None
-    missing = missing_intervals(recorded=recorded, lookback=model.kind.lookback if model.kind.name.is_incremental
-                                else 0, **common)
-    if not missing:
+    gaps = missing.missing(recorded=recorded, lookback=model.kind.lookback if model.kind.name.is_incremental
+                           else 0, **common)
+    if not gaps:
         return None
     kind = BackfillKind.INTERVALS if model.kind.name.is_incremental else BackfillKind.FULL_REFRESH
-    return Backfill(snapshot_id=snapshot.snapshot_id, kind=kind, intervals=tuple(missing),
-                    batches=tuple(due_batches_of(model, missing)), is_dev=False)
+    return Backfill(snapshot_id=snapshot.snapshot_id, kind=kind, intervals=gaps,
+                    batches=tuple(due_batches_of(model, gaps)), is_dev=False, cron=model.cron)
 
 
 def due_batches_of(model: Model, missing: Sequence[Interval]) -> list[Interval]:

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 import sqlglot
 
 from bot.errors import PlanError
-from bot.fingerprint import fingerprint_models
+from bot.fingerprint import HashCache, fingerprint_models
 from bot.plan.backfill import BackfillInputs, plan_backfills, restated_models
 from bot.plan.categorize import categorize, categorize_seed, indirect_category
 from bot.plan.columns import check_columns
@@ -27,7 +27,7 @@ from bot.project.serialize import model_to_dict
 from bot.project.sqltext import parse_sql, selects_star, to_sql
 from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
                           physical_schema_name)
-from bot.state.api import StateReader
+from bot.state.api import Environment, StateReader
 
 _SEED_CONTENT_LIMIT = 1_000_000  # bytes of CSV kept in state for seed categorization
 
@@ -56,23 +56,26 @@ def build_plan(
     options: PlanOptions,
     config: ProjectConfig,
     now_ms: int,
+    hash_cache: HashCache | None = None,
 ) -> Plan:
     """The plan that brings `environment` to the project's models; never starts Spark.
 
     `dag` is the project's graph when the caller has it (built from `project_models` otherwise).
-    `rendered` maps model names to their reference-rendered Spark SQL.
+    `rendered` maps model names to their reference-rendered Spark SQL. `hash_cache` holds the models'
+    own hashes from earlier plans (the caller saves it).
 
     Runs without GC passes: the plan makes a few objects per model (state rows, snapshots, intervals)
     and little cyclic garbage, and at 10,000 models full collections over them were ~25% of a warm plan.
     """
     with paused_gc():
         return _build_plan(project_models=project_models, dag=dag, rendered=rendered, state=state,
-                           environment=environment, options=options, config=config, now_ms=now_ms)
+                           environment=environment, options=options, config=config, now_ms=now_ms,
+                           hash_cache=hash_cache)
 
 
 def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendered: Mapping[str, str],
                 state: StateReader, environment: str, options: PlanOptions, config: ProjectConfig,
-                now_ms: int) -> Plan:
+                now_ms: int, hash_cache: HashCache | None) -> Plan:
     env_name = normalize_environment(environment)
     target = state.get_environment(env_name)
     prod = target if env_name == "prod" else state.get_environment("prod")
@@ -80,11 +83,8 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
     graph = dag if dag is not None and set(dag.order) == set(project_models) else DAG.build(project_models)
     order = graph.order
     check_columns(project_models, rendered, strict=config.strict)
-    fingerprints = fingerprint_models(project_models, order, rendered)
-    base_ids = {s.name: s.snapshot_id for s in base.snapshots} if base else {}
-    local_ids = {name: SnapshotId(name, fp.identifier) for name, fp in fingerprints.items()}
-    stored = state.get_snapshots(set(base_ids.values()) | set(local_ids.values()))
-    previous = {name: stored[sid] for name, sid in base_ids.items() if sid in stored}
+    fingerprints = fingerprint_models(project_models, order, rendered, cache=hash_cache)
+    previous, stored = _stored_snapshots(state, base, fingerprints)
     _check_removed(project_models, previous)
     ctx = _Diff(models=project_models, rendered=rendered, fingerprints=fingerprints,
                 previous=previous, stored=stored, options=options, config=config, now_ms=now_ms)
@@ -111,6 +111,29 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
                 restatements=restatements, options=options, start=start, end=end,
                 execution_time=execution, warnings=warnings,
                 audit_only=audit_only_snapshots(project_models, snapshots, previous, backfills))
+
+
+def _stored_snapshots(state: StateReader, base: Environment | None, fingerprints: Mapping[str, Fingerprint]
+                      ) -> tuple[dict[str, Snapshot], dict[SnapshotId, Snapshot]]:
+    """(the base environment's snapshot per model name, every snapshot the plan may reuse by id).
+
+    An unchanged model (its identifier the one the environment lists) keeps the snapshot the
+    environment lists, its row read only if used; the rows of the other listed snapshots and of the
+    changed models' new identifiers (another environment may have stored them) are read now.
+    """
+    listed = base.snapshots if base is not None else ()
+    kept = {s.name for s in listed if (fp := fingerprints.get(s.name)) is not None and fp.identifier == s.identifier}
+    stored = state.listed_snapshots(s for s in listed if s.name in kept)
+    kept_by_name = {snapshot.name: snapshot for snapshot in stored.values()}
+    wanted = {s.snapshot_id for s in listed if s.name not in kept}
+    wanted |= {SnapshotId(name, fp.identifier) for name, fp in fingerprints.items() if name not in kept}
+    stored.update(state.get_snapshots(wanted))
+    previous = {}
+    for s in listed:
+        found = kept_by_name[s.name] if s.name in kept else stored.get(s.snapshot_id)
+        if found is not None:
+            previous[s.name] = found
+    return previous, stored
 
 
 def audit_only_snapshots(models: Mapping[str, Model], snapshots: Mapping[str, Snapshot],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable
+from typing import Callable, Iterable
 
 from bot.snapshot import ChangeCategory, Snapshot, SnapshotId
 from bot.state.api import Environment, Interval
@@ -51,6 +51,8 @@ class Backfill:
     intervals: tuple[Interval, ...] = ()
     batches: tuple[Interval, ...] = ()
     is_dev: bool = False               # forward-only preview writing to the `__dev` table
+    # the model's cron, for showing the intervals without reading the snapshot's definition (None: read it)
+    cron: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -114,9 +116,12 @@ class Plan:
     def change_for(self, name: str) -> ModelChange | None:
         return next((c for c in self.changes if c.name == name), None)
 
-    def tables(self) -> dict[str, str]:
+    def tables(self, names: Iterable[str] | None = None) -> dict[str, str]:
         """Model name → the physical table its readers use under this plan: a forward-only preview's
-        `__dev` table, else the snapshot's table (an EXTERNAL model: its own name)."""
+        `__dev` table, else the snapshot's table (an EXTERNAL model: its own name). Every model's, or
+        those of `names` that the plan has."""
         dev = {b.snapshot_id for b in self.backfills if b.is_dev}
+        snapshots = self.snapshots if names is None else \
+            {name: self.snapshots[name] for name in names if name in self.snapshots}
         return {name: (s.dev_table_name if s.snapshot_id in dev else s.table_name)
-                for name, s in self.snapshots.items()}
+                for name, s in snapshots.items()}

@@ -79,7 +79,12 @@ def _backfill_lines(plan: Plan) -> list[str]:
     for backfill in plan.backfills:
         name = backfill.snapshot_id.name
         snapshot = plan.snapshots.get(name)
-        unit = interval_unit(str(snapshot.definition.get("cron", "@daily"))) if snapshot else IntervalUnit.DAY
+        if backfill.kind is not BackfillKind.INTERVALS:
+            unit = IntervalUnit.DAY   # not shown
+        elif backfill.cron is not None:
+            unit = interval_unit(backfill.cron)
+        else:
+            unit = interval_unit(str(snapshot.definition.get("cron", "@daily"))) if snapshot else IntervalUnit.DAY
         preview = " (preview)" if backfill.is_dev else ""
         entries.append(f"{_display(plan, name)}{preview}: {_backfill_text(backfill, unit)}")
     return ["Models needing backfill:", *tree(entries)] if entries else []
@@ -117,7 +122,7 @@ def _json_backfill(backfill: Backfill | None) -> Any:
 def plan_to_json(plan: Plan) -> dict[str, Any]:
     """The plan for machines (`--json`): only changed models, interval ends inclusive."""
     by_name = {b.snapshot_id.name: b for b in plan.backfills}
-    tables = plan.tables()
+    tables = plan.tables(c.name for c in plan.changes if c.snapshot is not None)
     models = []
     for change in sorted(plan.changes, key=lambda c: c.name):
         snapshot = change.snapshot or change.previous

@@ -10,7 +10,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from bot.errors import ConfigError, PlanError
@@ -98,6 +98,11 @@ def _files(folder: Path, *patterns: str, config: ProjectConfig | None = None) ->
     (What `folder.rglob("*")` gives, walked with os.scandir: a 10,000-file folder in a few
     milliseconds instead of a second of pathlib.)
     """
+    return [Path(path) for path in _file_paths(folder, *patterns, config=config)]
+
+
+def _file_paths(folder: Path, *patterns: str, config: ProjectConfig | None = None) -> list[str]:
+    """_files as path strings (no Path object per file until one is needed)."""
     if not folder.is_dir():
         return []
     ignored = _ignored(config) if config is not None else lambda path: False
@@ -106,10 +111,9 @@ def _files(folder: Path, *patterns: str, config: ProjectConfig | None = None) ->
         if entry.is_symlink():
             _check_symlink(Path(entry.path), folder)
         if any(fnmatch.fnmatchcase(entry.name, pattern) for pattern in patterns) and entry.is_file():
-            path = Path(entry.path)
-            if not ignored(path):
-                found.append(path)
-    found.sort(key=lambda path: path.parts)   # the order of sorted(paths), without Path.__lt__
+            if not ignored(entry.path):
+                found.append(entry.path)
+    found.sort(key=lambda path: path.split(os.sep))   # the order of sorted(paths): by parts
     return found
 
 
@@ -134,13 +138,45 @@ def _walk(top: str) -> Iterator[os.DirEntry]:
                     pass
 
 
-def _ignored(config: ProjectConfig) -> Callable[[Path], bool]:
+def _ignored(config: ProjectConfig) -> Callable[[str], bool]:
     """SQLMesh's rule for `ignore_patterns`: a file is skipped when it matches a pattern from the right
     (`Path.match`: `models/legacy/*`, `*_old.sql`) or is one of the files the pattern globs from the
-    project root (`**` recursive)."""
+    project root (`**` recursive). Takes the file's path as the walk gives it (absolute, normalized)."""
     patterns = config.ignore_patterns
-    globbed = {Path(p) for pattern in patterns for p in glob.glob(str(config.root / pattern), recursive=True)}
-    return lambda path: path in globbed or any(path.match(pattern) for pattern in patterns)
+    globbed = {str(Path(p)) for pattern in patterns for p in glob.glob(str(config.root / pattern), recursive=True)}
+    matchers = [_matches_from_right(pattern) for pattern in patterns]
+    return lambda path: path in globbed or any(match(path) for match in matchers)
+
+
+def _matches_from_right(pattern: str) -> Callable[[str], bool]:
+    """`Path(path).match(pattern)` with the pattern's parts read once (10,000 files: ~20 ms less)."""
+    parts = PurePosixPath(pattern).parts
+    if os.sep != "/" or not parts or parts[0].startswith("//"):
+        return lambda path: Path(path).match(pattern)   # other flavours, and the empty pattern's error
+    anchored = parts[0] == "/"
+    tail = parts[1:] if anchored else parts
+    # (index from the right, part): literal parts first (a plain comparison), `*` left out (matches all)
+    checks = sorted(((-1 - index, part) for index, part in enumerate(reversed(tail)) if part != "*"),
+                    key=lambda check: _has_magic(check[1]))
+    literal = {index: part for index, part in checks if not _has_magic(part)}
+
+    def match(path: str) -> bool:
+        path_parts = path.split("/")
+        if len(parts) != len(path_parts) if anchored else len(parts) > len(path_parts):
+            return False
+        path_parts[0] = "/"   # an absolute path's first part, as in Path.parts
+        for index, part in checks:
+            if index in literal:
+                if path_parts[index] != part:
+                    return False
+            elif not fnmatch.fnmatchcase(path_parts[index], part):
+                return False
+        return True
+    return match
+
+
+def _has_magic(part: str) -> bool:
+    return any(char in part for char in "*?[")
 
 
 def _check_symlink(path: Path, folder: Path) -> None:
@@ -170,14 +206,14 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read
     with paused_gc():
         files, unreadable = [], None
         prefix = len(os.path.join(str(root), ""))
-        for path in _files(root / "models", "*.sql", config=config):
+        for path in _file_paths(root / "models", "*.sql", config=config):
             try:
                 with open(path, "rb", buffering=0) as handle:   # unbuffered: 10,000 files ~30% faster
                     data = handle.read()
             except OSError as error:   # raised after the files before it are parsed, as a serial loop would
                 unreadable = error
                 break
-            key = str(path)[prefix:]   # str(path.relative_to(root)): each path starts with root
+            key = path[prefix:]   # str(path.relative_to(root)): each path starts with root
             digest = content_key(data, jinja_context if _JINJA_MARKER.search(data) else context)
             entries = cache.get(key, digest) if cache else None
             if entries is not None and not all(_seed_unchanged(entry.model) for entry in entries):
@@ -185,7 +221,8 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read
             files.append(_SqlFile(path, key, digest, data, entries))
 
         def parse(file: _SqlFile) -> tuple[ParsedModel, ...]:
-            return parse_model_file(file.path, decode_text(file.data, file.path), defaults=config.model_defaults,
+            path = Path(file.path)
+            return parse_model_file(path, decode_text(file.data, path), defaults=config.model_defaults,
                                     variables=config.variables, jinja=jinja, root=root)
 
         encoded = _parse_in_workers([f for f in files if f.entries is None], parse, while_parsing)
@@ -211,7 +248,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read
 class _SqlFile:
     """A models/*.sql file being loaded: its cache key and content digest, and its cached entries if any."""
 
-    path: Path
+    path: str
     key: str
     digest: str
     data: bytes

@@ -51,6 +51,7 @@ class _Keys:
     def __init__(self, models: Mapping[str, Model], sources: Mapping[str, str], base: str) -> None:
         self.models, self.sources, self.base = models, sources, base
         self._memo: dict[str, str | None] = {}
+        self._tokens: dict[str, str] = {}   # parent -> its token, when not EMBEDDED (shared by its children)
 
     def key(self, name: str, stack: tuple[str, ...] = ()) -> str | None:
         """None when the model's render cannot be keyed (no source digest, or an EMBEDDED cycle)."""
@@ -70,12 +71,16 @@ class _Keys:
         return result
 
     def _parent_token(self, parent: str, stack: tuple[str, ...]) -> str | None:
+        token = self._tokens.get(parent)
+        if token is not None:
+            return token
         model = self.models.get(parent)
         if model is None:
             return "-"
         if model.kind.name is KindName.EMBEDDED:
             return self.key(parent, stack)
-        return _digest(model.kind.name.value, model.columns)
+        token = self._tokens[parent] = _digest(model.kind.name.value, model.columns)
+        return token
 
 
 def _read(root: Path) -> dict[str, list[str]]:

@@ -111,7 +111,9 @@ def model_fields(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pairs(items: Any) -> tuple[tuple[str, str], ...]:
-    return tuple((str(k), str(v)) for k, v in items or ())
+    if not items:   # most models' lists are empty: no generator (10,000 cached models x 5 lists)
+        return ()
+    return tuple((str(k), str(v)) for k, v in items)
 
 
 def _parse_one(sql: str, dialect: str):

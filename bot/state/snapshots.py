@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import fields
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import sqlalchemy as sa
 
@@ -14,6 +15,9 @@ from bot.snapshot import Snapshot, SnapshotId
 from bot.state._util import chunks, write_transaction
 from bot.state.serialize import row_to_snapshot, snapshot_to_row
 from bot.state.tables import Tables
+
+if TYPE_CHECKING:
+    from bot.state.api import EnvironmentSnapshot
 
 
 class SnapshotState:
@@ -68,6 +72,19 @@ class SnapshotState:
                 query = sa.select(t.c.name, t.c.identifier).where(key.in_([(i.name, i.identifier) for i in part]))
                 found.update(SnapshotId(name, identifier) for name, identifier in conn.execute(query))
         return found
+
+    def listed(self, listed: Iterable["EnvironmentSnapshot"]) -> dict[SnapshotId, Snapshot]:
+        """The snapshots an environment lists, built from its list without reading them: each reads its
+        row when first asked for a field the list does not hold (a changed model's definition, say)."""
+        group = _Pending(self)
+        result: dict[SnapshotId, Snapshot] = {}
+        for item in listed:
+            snapshot = object.__new__(_ListedSnapshot)
+            snapshot.__dict__.update(name=item.name, version=item.version, kind=item.kind,
+                                     _identifier=item.identifier, _pending=group)
+            group.members.append(snapshot)
+            result[SnapshotId(item.name, item.identifier)] = snapshot
+        return result
 
     def by_version(self, name_versions: Iterable[tuple[str, str]]) -> list[Snapshot]:
         """Every snapshot sharing one of the (name, version) pairs, sorted by name and identifier."""
@@ -131,6 +148,9 @@ class _LazyDefinition:
         return value
 
 
+_DEFINITION = _LazyDefinition()
+
+
 class _StoredSnapshot(Snapshot):
     """A Snapshot read from state, its definition decoded when first read; equal to the Snapshot of
     the same fields (row_to_snapshot's), whichever side of `==` it is on."""
@@ -146,6 +166,90 @@ class _StoredSnapshot(Snapshot):
 
 
 _FIELDS = fields(Snapshot)
+_LISTED = ("name", "version", "kind")   # what an environment records of each snapshot (and its identifier)
+
+
+class _Pending:
+    """The listed snapshots of one `SnapshotState.listed` call whose rows are not read yet.
+
+    The first few are read one by one when first used; after that, every one still unread at once
+    (whoever reads a field of many of them, an apply say, pays one read, as `get` would).
+    """
+
+    ONE_BY_ONE = 16
+
+    def __init__(self, state: SnapshotState) -> None:
+        self.state = state
+        self.members: list[_ListedSnapshot] = []
+        self.reads = 0
+        self.lock = threading.Lock()
+
+    def fill(self, snapshot: "_ListedSnapshot") -> None:
+        with self.lock:
+            if "_pending" not in snapshot.__dict__:
+                return   # another thread read it meanwhile
+            self.reads += 1
+            batch = [snapshot] if self.reads <= self.ONE_BY_ONE else \
+                [s for s in self.members if "_pending" in s.__dict__]
+            stored = self.state.get(SnapshotId(s.name, s.__dict__["_identifier"]) for s in batch)
+            for member in batch:
+                row = stored.get(SnapshotId(member.name, member.__dict__["_identifier"]))
+                if row is None:
+                    raise StateError(f"snapshot {member.name} ({member.__dict__['_identifier']}) is no longer in "
+                                     "the state (removed while this plan was computed?); plan again")
+                fields_ = {k: v for k, v in row.__dict__.items() if k not in _LISTED}
+                member.__dict__.update(fields_)
+                del member.__dict__["_pending"]
+
+
+class _FromRow:
+    """Non-data descriptor: a listed snapshot's field, read from its row (with its group's) on first use."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return Snapshot.__dataclass_fields__[self.name].default
+        pending = obj.__dict__.get("_pending")
+        if pending is not None:
+            pending.fill(obj)
+        if self.name == "definition" and "definition" not in obj.__dict__:
+            return _DEFINITION.__get__(obj, owner)   # the row's definition, still JSON text
+        return obj.__dict__[self.name]
+
+
+class _ListedSnapshot(_StoredSnapshot):
+    """A snapshot an environment lists: name, identifier, version and kind known, the rest read from
+    its row when first used. Equal to the Snapshot of the same fields, as _StoredSnapshot."""
+
+    fingerprint = _FromRow("fingerprint")   # type: ignore[assignment]
+    definition = _FromRow("definition")   # type: ignore[assignment]
+    rendered_query = _FromRow("rendered_query")   # type: ignore[assignment]
+    change_category = _FromRow("change_category")   # type: ignore[assignment]
+    parents = _FromRow("parents")   # type: ignore[assignment]
+    forward_only = _FromRow("forward_only")   # type: ignore[assignment]
+    physical_schema = _FromRow("physical_schema")   # type: ignore[assignment]
+    created_ts = _FromRow("created_ts")   # type: ignore[assignment]
+    updated_ts = _FromRow("updated_ts")   # type: ignore[assignment]
+    ttl = _FromRow("ttl")   # type: ignore[assignment]
+    columns = _FromRow("columns")   # type: ignore[assignment]
+
+    @property
+    def identifier(self) -> str:
+        known = self.__dict__.get("_identifier")   # absent in a copy (dataclasses.replace)
+        return known if known is not None else self.fingerprint.identifier
+
+    @property
+    def snapshot_id(self) -> SnapshotId:
+        return SnapshotId(self.name, self.identifier)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickle and copy keep: the whole row, read first (its group cannot travel)."""
+        pending = self.__dict__.get("_pending")
+        if pending is not None:
+            pending.fill(self)
+        return dict(self.__dict__)
 
 
 def _stored_snapshot(row: dict[str, Any]) -> Snapshot:

@@ -11,8 +11,8 @@ from bot.project import timeutil
 from bot.snapshot import Snapshot, SnapshotId
 from bot.state import versions
 from bot.state._util import write_transaction
-from bot.state.api import (BatchTimes, Environment, HistoryEntry, Interval, Lease, LeaseHolder, PendingDrop,
-                           SnapshotIntervals)
+from bot.state.api import (BatchTimes, Environment, EnvironmentSnapshot, HistoryEntry, Interval, Lease, LeaseHolder,
+                           PendingDrop, SnapshotIntervals)
 from bot.state.environments import EnvironmentState
 from bot.state.intervals import IntervalState
 from bot.state.leases import LeaseState
@@ -74,6 +74,12 @@ class SqlStateSync:
     def stored_snapshot_ids(self, ids: Iterable[SnapshotId]) -> set[SnapshotId]:
         self._current()
         return self._snapshots.stored_ids(ids)
+
+    def listed_snapshots(self, listed: Iterable[EnvironmentSnapshot]) -> dict[SnapshotId, Snapshot]:
+        """The snapshots an environment lists, built from the list: each is read from state only when a
+        field the environment does not record (all but name, identifier, version and kind) is first used."""
+        self._current()
+        return self._snapshots.listed(listed)
 
     def get_snapshots_by_version(self, name_versions: Iterable[tuple[str, str]]) -> list[Snapshot]:
         self._current()
