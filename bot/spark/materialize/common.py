@@ -317,7 +317,8 @@ def rebuild(engine: SparkEngine, *, table: str, query_sql: str | None = None, co
     in. A query that fails, or a writer killed, while writing leaves the table as it was; INSERT
     OVERWRITE in place would have deleted its files first. The copy may read `table` itself."""
     swap = table + SWAP_SUFFIX
-    engine.drop_table(swap)
+    if engine.table_exists(swap):   # a killed refresh's; the listing is fresh under the version's lease
+        engine.drop_table(swap)
     engine.create_table_like(swap, table)
     try:
         if query_sql is not None:
