@@ -12,6 +12,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from bot.context import Context
 from bot.plan.claims import Claims, version_key
 from bot.plan.definition import PlanOptions
@@ -92,3 +94,23 @@ def test_a_plan_waits_for_a_swap_in_flight_instead_of_creating_an_empty_table(tm
     expected = [{"ds": f"2024-01-0{day}", "n": 3, "total": 2 * 3 * day} for day in (1, 2, 3)]
     assert _events_days(prb, "swl__prb.events") == expected
     assert _events_days(pra, "swl__pra.events") == expected
+
+
+def test_a_statement_reading_a_table_while_its_copy_is_swapped_in_waits_for_the_rename(engine_schema):
+    """Between the writer's drop and rename the name is absent: a reader (a child's batch) waits for the
+    rename instead of failing; a table that is simply missing still fails at once."""
+    from bot.errors import EngineError
+    from bot.spark.errors import spark_errors
+
+    engine, db = engine_schema
+    engine.sql(f"CREATE TABLE {db}.src USING parquet AS SELECT id FROM range(3)")
+    engine.sql(f"CREATE TABLE {db}.copy (id BIGINT) USING parquet")
+    engine.sql(f"ALTER TABLE {db}.src RENAME TO {db}.src{SWAP}")          # the writer dropped src
+    renamed = threading.Timer(1.0, lambda: engine.session.sql(f"ALTER TABLE {db}.src{SWAP} RENAME TO {db}.src"))
+    renamed.start()
+    engine.sql(f"INSERT INTO {db}.copy SELECT id FROM {db}.src")
+    renamed.join()
+    assert sorted(row["id"] for row in engine.fetch(f"SELECT id FROM {db}.copy")) == [0, 1, 2]
+
+    with pytest.raises(EngineError, match="TABLE_OR_VIEW_NOT_FOUND"), spark_errors("reading"):
+        engine.sql(f"INSERT INTO {db}.copy SELECT id FROM {db}.nowhere")

@@ -5,18 +5,21 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from bot.errors import EngineError
-from bot.spark.errors import error_class, missing_file, spark_errors, table_of_file
+from bot.spark.errors import error_class, missing_file, missing_table, spark_errors, table_of_file
 from bot.spark.sql import (column_defs, parse_query, quote_table, set_properties_sql, spark_sql, split_table,
                            table_expression)
 from bot.spark.stand_ins import table_key
 from bot.spark.table_dirs import empty_directory, local_table_directory, made_beforehand
 from bot.spark.types import schema_columns
+
+SWAP_SUFFIX = "__meshbot_swap"   # a table's rewritten copy, renamed over it once written (materialize.common)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -68,8 +71,8 @@ class SparkEngine:
         """
         try:
             return self._sql(statement)
-        except Exception as exc:   # noqa: BLE001 - re-raised unless it is a file another writer replaced
-            if not self.refresh_after(exc):
+        except Exception as exc:   # noqa: BLE001 - re-raised unless it is a table another writer replaced
+            if not (self.refresh_after(exc) or self._swapped_in_after(exc)):
                 raise
             return self._sql(statement)   # once: the table's files as they are now
 
@@ -93,6 +96,22 @@ class SparkEngine:
             self.session.catalog.refreshByPath(path.rsplit("/", 1)[0])
         self.invalidate(table)
         return True
+
+    def _swapped_in_after(self, exc: BaseException, *, wait_s: float = 10.0) -> bool:
+        """When `exc` says a table is missing while another writer swaps its rewritten copy in (the
+        copy exists, the name is absent between its drop and rename), wait for the rename and return
+        True: the caller runs its statement once more. A table simply missing: False at once."""
+        table = missing_table(exc)
+        if table is None or "." not in table:
+            return False
+        deadline = time.monotonic() + wait_s
+        while True:
+            found = self.tables_exist_now([table, table + SWAP_SUFFIX])
+            if found[table]:
+                return True
+            if not found[table + SWAP_SUFFIX] or time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
 
     @functools.cached_property
     def _java_session(self) -> Any:

@@ -90,6 +90,22 @@ def missing_file(exc: BaseException) -> str | None:
     return None
 
 
+_MISSING_TABLE = re.compile(r"TABLE_OR_VIEW_NOT_FOUND\][^\n]*?table or view (`[^`]+`(?:\.`[^`]+`)*)")
+
+
+def missing_table(exc: BaseException) -> str | None:
+    """The table a statement found missing (`schema.table`, unquoted), or None when `exc` is not that.
+
+    >>> missing_table(Exception("[TABLE_OR_VIEW_NOT_FOUND] The table or view `sqlmesh__s`.`s__src__1` "
+    ...                         "cannot be found. Verify the spelling ..."))
+    'sqlmesh__s.s__src__1'
+    >>> missing_table(Exception("[FAILED_READ_FILE.FILE_NOT_EXIST] gone")) is None
+    True
+    """
+    match = _MISSING_TABLE.search(str(exc))
+    return match.group(1).replace("`", "") if match else None
+
+
 def table_of_file(path: str) -> str | None:
     """`schema.table` of a managed table's data file (`.../schema.db/table/...`), when the path says.
 

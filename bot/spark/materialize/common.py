@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from bot.errors import EngineError
-from bot.spark.engine import SparkEngine
+from bot.spark.engine import SWAP_SUFFIX, SparkEngine
 from bot.spark.errors import error_class, spark_errors
 from bot.spark.sql import parse_query, quote_table, spark_sql, split_table, table_expression
 from bot.spark.python_eval import conform, to_spark_df
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 # string literals and free-standing numbers: what differs between the batches of one model version
 _LITERALS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|(?<![\w`])\d+(?:\.\d+)?(?![\w`])")
 STAGE_SUFFIX = "__meshbot_stage"
-SWAP_SUFFIX = "__meshbot_swap"
 Columns = Sequence[tuple[str, str]]
 
 
