@@ -54,9 +54,9 @@ def pytest_collection_modifyitems(config, items):
         # Modules without Spark run first, while the JVMs start (below); each module stays in one piece.
         items.sort(key=lambda item: item.path in spark_modules)
         return
-    # On xdist processes (the README's `-n 2`): `--dist loadfile` (pyproject.toml) hands out each module
-    # whole, in this order. The longest work goes first, so that no process is left alone with a long
-    # module at the end: the modules on a Spark Connect server (the longest tests), the other Spark
+    # On xdist processes (the README's `-n 2`): modules are handed out whole (pytest_xdist_make_scheduler
+    # below), in this order. The longest work goes first, so that no process is left alone with a long
+    # module at the end: the modules on the Spark Connect server (the longest tests), the other Spark
     # modules, then the rest.
     connect_modules = {item.path for item in items if "connect_server" in getattr(item, "fixturenames", ())}
     items.sort(key=lambda item: (item.path not in connect_modules, item.path not in spark_modules))
@@ -64,6 +64,34 @@ def pytest_collection_modifyitems(config, items):
 
 def _is_xdist_worker(config) -> bool:
     return hasattr(config, "workerinput")
+
+
+def _connect_modules() -> frozenset[str]:
+    """Test modules (as their test ids begin) that use the Spark Connect server, read from their text:
+    the xdist process handing out the tests collects none. A module missed here is only slower: the
+    process running it starts a server of its own."""
+    tests = Path(__file__).parent
+    return frozenset(f"{tests.name}/{path.name}" for path in sorted(tests.glob("test_*.py"))
+                     if "connect_server" in path.read_text())
+
+
+@pytest.hookimpl(optionalhook=True)   # an xdist hook
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (pyproject.toml) with the modules on the Spark Connect server as one unit: one
+    process runs them all, one after another as in one process, and is the only one to start a server
+    (a JVM of its own, ~1 GiB, 20 s to start and about a minute of CPU over a run)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    connect = _connect_modules()
+
+    class ConnectModulesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return "spark-connect" if module in connect else module
+
+    return ConnectModulesTogether(config, log)
 
 
 # --------------------------------------------------------------------------------------------
