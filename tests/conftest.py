@@ -49,15 +49,57 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
         if item.get_closest_marker("spark") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-    # Modules without Spark run first, while the JVMs start (below); each module stays in one piece.
     spark_modules = {item.path for item in items if item.get_closest_marker("spark")}
-    items.sort(key=lambda item: item.path in spark_modules)
+    if not _is_xdist_worker(config):
+        # Modules without Spark run first, while the JVMs start (below); each module stays in one piece.
+        items.sort(key=lambda item: item.path in spark_modules)
+        return
+    # On xdist processes (the README's `-n 2`): modules are handed out whole (pytest_xdist_make_scheduler
+    # below), in this order. The longest work goes first, so that no process is left alone with a long
+    # module at the end: the modules on the Spark Connect server (the longest tests), the other Spark
+    # modules, then the rest.
+    connect_modules = {item.path for item in items if "connect_server" in getattr(item, "fixturenames", ())}
+    items.sort(key=lambda item: (item.path not in connect_modules, item.path not in spark_modules))
+
+
+def _is_xdist_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _connect_modules() -> frozenset[str]:
+    """Test modules (as their test ids begin) that use the Spark Connect server, read from their text:
+    the xdist process handing out the tests collects none. A module missed here is only slower: the
+    process running it starts a server of its own."""
+    tests = Path(__file__).parent
+    return frozenset(f"{tests.name}/{path.name}" for path in sorted(tests.glob("test_*.py"))
+                     if "connect_server" in path.read_text())
+
+
+@pytest.hookimpl(optionalhook=True)   # an xdist hook
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (pyproject.toml) with the modules on the Spark Connect server as one unit: one
+    process runs them all, one after another as in one process, and is the only one to start a server
+    (a JVM of its own, ~1 GiB, 20 s to start and about a minute of CPU over a run)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    connect = _connect_modules()
+
+    class ConnectModulesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return "spark-connect" if module in connect else module
+
+    return ConnectModulesTogether(config, log)
 
 
 # --------------------------------------------------------------------------------------------
 # The run's Spark session, the Spark Connect server and the standalone cluster take 5-20 s each to
 # start: when collection ends, the ones the selected tests need start (the session on a thread, the
 # servers as processes) while the modules without Spark run, and the fixtures wait for them.
+# An xdist process collects every test but runs only those handed to it: it starts its own session
+# at once (nearly every process needs one) and a server only when a test of its asks for one.
 # --------------------------------------------------------------------------------------------
 
 # Fixture name -> what it returns: a started server, a directory, or (for `spark`) a Future.
@@ -119,16 +161,24 @@ def pytest_collection_finish(session):
         _CLEANUPS.append(stop_session)   # runs before the directory goes (cleanups run last first)
         _READY["spark_state_dir"] = state_dir
         _READY["spark"] = _STARTER.submit(_start_session, state_dir)
-    from spark_servers import start_connect, start_standalone, stop
+    if not _is_xdist_worker(session.config):
+        for name in sorted(needed & _SERVERS.keys()):
+            _start_server(name)
 
-    if "connect_server" in needed:
-        server = start_connect(_temporary_directory("meshbot-test-connect-"))
-        _CLEANUPS.append(lambda: stop(server))
-        _READY["connect_server"] = server
-    if "standalone_master" in needed:
-        cluster = start_standalone(_temporary_directory("meshbot-test-standalone-"))
-        _CLEANUPS.append(lambda: stop(cluster))
-        _READY["standalone_master"] = cluster
+
+def _start_server(name: str):
+    """Start the server a session fixture returns ("connect_server", "standalone_master"); stopped at the end."""
+    import spark_servers
+
+    start, prefix = _SERVERS[name]
+    server = getattr(spark_servers, start)(_temporary_directory(prefix))
+    _CLEANUPS.append(lambda: spark_servers.stop(server))
+    _READY[name] = server
+    return server
+
+
+_SERVERS = {"connect_server": ("start_connect", "meshbot-test-connect-"),
+            "standalone_master": ("start_standalone", "meshbot-test-standalone-")}
 
 
 def pytest_sessionfinish(session):
@@ -155,7 +205,7 @@ def connect_server():
     catalog shared by several meshbot processes; models there use their own schema names."""
     from spark_servers import wait_for_connect
 
-    return wait_for_connect(_READY["connect_server"])
+    return wait_for_connect(_READY.get("connect_server") or _start_server("connect_server"))
 
 
 @pytest.fixture(scope="session")
@@ -163,7 +213,7 @@ def standalone_master():
     """A standalone Spark master with one worker (1 core, 1 GiB), registered and ready."""
     from spark_servers import wait_until
 
-    cluster = _READY["standalone_master"]
+    cluster = _READY.get("standalone_master") or _start_server("standalone_master")
     wait_until(cluster, lambda: "Successfully registered with master" in cluster.log(),
                "standalone master and worker")
     return cluster
