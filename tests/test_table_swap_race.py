@@ -10,17 +10,18 @@ import socket
 import subprocess
 import sys
 import threading
-import time
+from pathlib import Path
 
 import pytest
 
 from bot.context import Context
 from bot.plan.claims import Claims, version_key
 from bot.plan.definition import PlanOptions
+from bot.spark.engine import SWAP_SUFFIX
 
 from test_faults import write_project
 
-SWAP = "__meshbot_swap"
+SWAP = SWAP_SUFFIX
 
 
 def _dead_owner() -> str:
@@ -81,10 +82,15 @@ def test_a_plan_waits_for_a_swap_in_flight_instead_of_creating_an_empty_table(tm
     with writer.hold(version_key(snapshot.name, snapshot.version), "run of `pra`"):
         clean_catalog.sql(f"ALTER TABLE {table} RENAME TO {table}{SWAP}")
         applied: dict = {}
-        thread = threading.Thread(target=lambda: applied.update(result=prb.apply(plan_b)))
+        waiting = threading.Event()
+
+        def progress(line: str, *_: object) -> None:
+            if line.startswith("waiting for") and "run of `pra`" in line:
+                waiting.set()
+
+        thread = threading.Thread(target=lambda: applied.update(result=prb.apply(plan_b, progress=progress)))
         thread.start()
-        time.sleep(3)                       # prb reaches its tables and waits for the lease
-        assert thread.is_alive()
+        assert waiting.wait(timeout=300), "prb never waited for the writer's lease"
         clean_catalog.sql(f"ALTER TABLE {table}{SWAP} RENAME TO {table}")   # the writer's rename
     thread.join(timeout=300)
 
@@ -96,7 +102,8 @@ def test_a_plan_waits_for_a_swap_in_flight_instead_of_creating_an_empty_table(tm
     assert _events_days(pra, "swl__pra.events") == expected
 
 
-def test_a_statement_reading_a_table_while_its_copy_is_swapped_in_waits_for_the_rename(engine_schema):
+def test_a_statement_reading_a_table_while_its_copy_is_swapped_in_waits_for_the_rename(engine_schema,
+                                                                                         monkeypatch):
     """Between the writer's drop and rename the name is absent: a reader (a child's batch) waits for the
     rename instead of failing; a table that is simply missing still fails at once."""
     from bot.errors import EngineError
@@ -106,11 +113,38 @@ def test_a_statement_reading_a_table_while_its_copy_is_swapped_in_waits_for_the_
     engine.sql(f"CREATE TABLE {db}.src USING parquet AS SELECT id FROM range(3)")
     engine.sql(f"CREATE TABLE {db}.copy (id BIGINT) USING parquet")
     engine.sql(f"ALTER TABLE {db}.src RENAME TO {db}.src{SWAP}")          # the writer dropped src
-    renamed = threading.Timer(1.0, lambda: engine.session.sql(f"ALTER TABLE {db}.src{SWAP} RENAME TO {db}.src"))
-    renamed.start()
+    looks = []
+    look = engine.tables_exist_now
+
+    def look_then_rename(tables):   # the writer renames its copy right after the reader's first look
+        found = look(tables)
+        looks.append(found)
+        if len(looks) == 1:
+            engine.session.sql(f"ALTER TABLE {db}.src{SWAP} RENAME TO {db}.src")
+        return found
+
+    monkeypatch.setattr(engine, "tables_exist_now", look_then_rename)
     engine.sql(f"INSERT INTO {db}.copy SELECT id FROM {db}.src")
-    renamed.join()
+    assert looks[0] == {f"{db}.src": False, f"{db}.src{SWAP}": True} and looks[-1][f"{db}.src"]
     assert sorted(row["id"] for row in engine.fetch(f"SELECT id FROM {db}.copy")) == [0, 1, 2]
 
     with pytest.raises(EngineError, match="TABLE_OR_VIEW_NOT_FOUND"), spark_errors("reading"):
         engine.sql(f"INSERT INTO {db}.copy SELECT id FROM {db}.nowhere")
+
+
+def test_a_swap_whose_drop_was_killed_after_its_catalog_change_is_finished_over_the_leftover_directory(
+        engine_schema):
+    """A writer killed inside DROP TABLE (catalog entry gone, directory not yet deleted, on a local
+    warehouse) leaves a directory the rename of the copy would refuse: it is removed, the copy renamed."""
+    from bot.spark.materialize.common import settle_table
+
+    engine, db = engine_schema
+    engine.physical_schemas.add(db)
+    engine.sql(f"CREATE TABLE {db}.t{SWAP} USING parquet AS SELECT id FROM range(2)")   # the written copy
+    location = engine.fetch(f"DESCRIBE TABLE EXTENDED {db}.t{SWAP}")
+    directory = Path(next(row["data_type"] for row in location if row["col_name"] == "Location")
+                     .removeprefix("file:")).with_name("t")
+    directory.mkdir()
+    (directory / "part-00000-old.parquet").write_bytes(b"old rows")
+    assert settle_table(engine, f"{db}.t")
+    assert sorted(row["id"] for row in engine.fetch(f"SELECT id FROM {db}.t")) == [0, 1]

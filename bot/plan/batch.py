@@ -94,10 +94,12 @@ class BatchWriter:
         of the table first, so a batch that process appended without recording it (killed) is
         replaced, never appended twice.
         """
-        if not record:
-            return BatchDone(tuple(self._write(snapshot, model, table, batch, mapping, execution_time,
-                                               is_dev, record)))
         key = version_key(snapshot.name, snapshot.version)
+        if not record:   # a view recreated: nothing to record, but a materialized one swaps its table in
+            with self.claims.hold(key, self.purpose, notice=self.notice) if self.claims is not None \
+                    else contextlib.nullcontext():
+                return BatchDone(tuple(self._write(snapshot, model, table, batch, mapping, execution_time,
+                                                   is_dev, record)))
         if self.claims is None:
             self._first_run_unless(self._recorded_for(key, _UNLEASED, snapshot, is_dev), table)
             return BatchDone(tuple(self._write(snapshot, model, table, batch, mapping, execution_time,

@@ -11,6 +11,7 @@ from bot.plan.claims import JANITOR_KEY, Claims, Notice, environment_key
 from bot.project.model import KindName
 from bot.project.timeutil import now_ms as _now_ms
 from bot.snapshot import Snapshot, SnapshotId
+from bot.spark.engine import SWAP_SUFFIX
 from bot.state.api import Environment, PendingDrop
 
 if TYPE_CHECKING:
@@ -143,6 +144,8 @@ def drop_pending(state: JanitorState, engine: "SparkEngine", pending: Iterable[P
         state.delete_pending_drops(absent)
     dropped = []
     for drop in pending:
+        if drop.kind == "table" and engine.table_exists(drop.object + SWAP_SUFFIX):
+            engine.drop_table(drop.object + SWAP_SUFFIX)   # a killed refresh's copy: the table's rows too
         if drop.object in absent:
             continue
         (engine.drop_view if drop.kind == "view" else engine.drop_table)(drop.object)

@@ -138,11 +138,10 @@ class SparkAdapter:
         common.recover_swap(self.engine, table)
         self._ensure(table, query, target_columns_to_types)
         if isinstance(query, str):
-            columns = self.engine.columns(table)
-            common.write_query(self.engine, table=table, query_sql=query, columns=columns, replace=True)
+            common.rebuild(self.engine, table=table, query_sql=query, columns=self.engine.columns(table))
             return
         frame = common.source_frame(self.engine, query, table=table)
-        common.overwrite(self.engine, table=table, frame=common.conformed(self.engine, frame, table=table))
+        common.rebuild(self.engine, table=table, frame=common.conformed(self.engine, frame, table=table))
 
     def insert_append(self, table_name: Any, query_or_df: Any, target_columns_to_types: ColumnTypes | None = None,
                       source_columns: Sequence[str] | None = None, **kwargs: Any) -> None:

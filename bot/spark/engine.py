@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import shutil
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -402,7 +403,15 @@ class SparkEngine:
             properties = [(row["key"], row["value"]) for row in
                           self.sql(f"SHOW TBLPROPERTIES {quote_table(source)}").collect()
                           if not row["key"].startswith(_CATALOG_PROPERTIES)]
-            self.sql(f"CREATE TABLE {quote_table(table)} LIKE {quote_table(source)}")
+            statement = f"CREATE TABLE {quote_table(table)} LIKE {quote_table(source)}"
+            directory = self._new_table_directory(table)
+            try:
+                self.sql(statement)
+            except Exception as exc:
+                if not self._leftover_directory(table, directory, exc):
+                    raise
+                empty_directory(directory)
+                self.sql(statement)
         self._note(table, exists=True)
         if properties:
             self.set_table_properties(table, properties)
@@ -448,9 +457,19 @@ class SparkEngine:
         self.created_columns.pop(table_key(split_table(table)), None)
 
     def rename_table(self, source: str, target: str) -> None:
+        """ALTER TABLE ... RENAME TO; a directory `target` left without its catalog entry (a drop killed
+        after its catalog change, on a local warehouse, in a physical schema) is removed first."""
+        statement = spark_sql(exp.Alter(this=table_expression(source), kind="TABLE",
+                                        actions=[exp.AlterRename(this=table_expression(target))]))
         with spark_errors(f"renaming {source} to {target}"):
-            self.sql(spark_sql(exp.Alter(this=table_expression(source), kind="TABLE",
-                                         actions=[exp.AlterRename(this=table_expression(target))])))
+            try:
+                self.sql(statement)
+            except Exception as exc:
+                directory = self._new_table_directory(target)
+                if not self._leftover_directory(target, directory, exc):
+                    raise
+                shutil.rmtree(directory)   # a rename needs the location free, not just empty
+                self.sql(statement)
         self._note(source, exists=False)
         self._note(target, exists=True)
 

@@ -19,20 +19,13 @@ def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None
 
 def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: int, end: int,
              execution_time: int, first_run: bool) -> None:
-    """The table's first fill overwrites it in place; a refresh of rows it serves is rebuilt in a copy
-    swapped in afterwards, so a refresh that fails leaves the previous rows."""
+    """Rebuilt in a copy swapped in afterwards, first fill or not: a table with nothing recorded may
+    still serve rows (a restatement removes the intervals first), and a refresh that fails leaves them."""
     common.recover_swap(engine, table)
     if isinstance(query, str):
         columns = common.prepare_table(engine, query, table=table)
-        if first_run:
-            common.write_query(engine, table=table, query_sql=query, columns=columns, replace=True)
-        else:
-            common.rebuild(engine, table=table, query_sql=query, columns=columns)
+        common.rebuild(engine, table=table, query_sql=query, columns=columns)
         return
     frame = common.source_frame(engine, query, table=table)
     common.ensure_table(engine, table=table, frame=frame)
-    rows = common.conformed(engine, frame, table=table)
-    if first_run:
-        common.overwrite(engine, table=table, frame=rows)
-    else:
-        common.rebuild(engine, table=table, frame=rows)
+    common.rebuild(engine, table=table, frame=common.conformed(engine, frame, table=table))

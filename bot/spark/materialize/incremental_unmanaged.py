@@ -16,15 +16,12 @@ def evaluate(engine: SparkEngine, *, kind: Kind, table: str, query: Any, start: 
              execution_time: int, first_run: bool) -> None:
     common.recover_swap(engine, table)
     columns = common.prepare_table(engine, query, table=table)
-    refresh = kind.insert_overwrite and not first_run   # rows it serves: replaced only once the new ones are written
+    replace = first_run or kind.insert_overwrite   # rows a table may serve: replaced once the new ones are written
     if isinstance(query, str):
-        if refresh:
+        if replace:
             common.rebuild(engine, table=table, query_sql=query, columns=columns)
         else:
-            common.write_query(engine, table=table, query_sql=query, columns=columns, replace=first_run)
+            common.write_query(engine, table=table, query_sql=query, columns=columns, replace=False)
         return
     frame = common.conformed(engine, common.source_frame(engine, query, table=table), table=table)
-    if refresh:
-        common.rebuild(engine, table=table, frame=frame)
-    else:
-        (common.overwrite if first_run else common.append)(engine, table=table, frame=frame)
+    (common.rebuild if replace else common.append)(engine, table=table, frame=frame)
