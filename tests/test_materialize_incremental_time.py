@@ -104,3 +104,18 @@ def test_missing_time_column_is_a_clear_error(engine):
     with pytest.raises(EngineError, match=r"time_column `event_date` is not among the columns \(ds, v\)"):
         create_physical(engine, kind=kind, table=f"{engine.db}.bad", query_sql=None,
                         columns=[("ds", "TEXT"), ("v", "INT")])
+
+
+def test_an_interval_replaced_out_of_order_keeps_the_tables_properties(engine):
+    """The replacement is written into a copy that is swapped in: the copy has the table's
+    physical_properties (a model's table properties), not just its columns."""
+    table = f"{engine.db}.events__2"
+    kind = Kind(name=KindName.INCREMENTAL_BY_TIME_RANGE, time_column="ds")
+    create_physical(engine, kind=kind, table=table, query_sql=None, columns=[("ds", "TEXT"), ("v", "INT")])
+    engine.set_table_properties(table, [("team", "data")])
+    _run(engine, table, kind, _values([("2024-01-01", 1)]), 1, first=True)
+    _run(engine, table, kind, _values([("2024-01-02", 2)]), 2)
+    _run(engine, table, kind, _values([("2024-01-01", 10)]), 1)          # before the watermark: replaced
+    assert _rows(engine, table) == [("2024-01-01", "10"), ("2024-01-02", "2")]
+    properties = {row["key"]: row["value"] for row in engine.fetch(f"SHOW TBLPROPERTIES {table}")}
+    assert properties.get("team") == "data"

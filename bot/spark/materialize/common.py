@@ -291,22 +291,11 @@ def stage(engine: SparkEngine, *, table: str, frame: "DataFrame") -> str:
 
 
 def swap_in(engine: SparkEngine, *, table: str, frame: "DataFrame") -> None:
-    """Replace `table` by `frame` even when `frame` reads `table`: write a second table, drop, rename.
-
-    Renaming is a metastore operation (a directory move on the warehouse file system), so the
-    new rows are written once. A crash between drop and rename is repaired by `recover_swap`.
-    """
-    swap = table + SWAP_SUFFIX
-    partitions = engine.partition_columns(table)
-    engine.drop_table(swap)
+    """Replace `table` by `frame`, whose columns are the table's by name (in any order), even when
+    `frame` reads `table`: `rebuild`'s written copy, swapped in."""
     with spark_errors(f"writing {table}"):
-        writer = frame.write.format("parquet").mode("overwrite")
-        if partitions:
-            writer = writer.partitionBy(*partitions)
-        writer.saveAsTable(quote_table(swap))
-    engine.note_created(swap)
-    engine.drop_table(table)
-    engine.rename_table(swap, table)
+        ordered = frame.select(*(quote_identifier(name) for name, _ in engine.columns(table)))
+    rebuild(engine, table=table, frame=ordered)
 
 
 def rebuild(engine: SparkEngine, *, table: str, query_sql: str | None = None, columns: Columns = (),
@@ -314,7 +303,9 @@ def rebuild(engine: SparkEngine, *, table: str, query_sql: str | None = None, co
     """Replace every row of `table` (a refresh of rows it holds and keeps serving): the new rows are
     written into a copy with the table's columns, partitioning and properties, which is then swapped
     in. A query that fails, or a writer killed, while writing leaves the table as it was; INSERT
-    OVERWRITE in place would have deleted its files first. The copy may read `table` itself."""
+    OVERWRITE in place would have deleted its files first. The copy may read `table` itself; a
+    `frame` is written by position (the table's column order). A crash between drop and rename is
+    repaired by `recover_swap` (or `settle_table`)."""
     swap = table + SWAP_SUFFIX
     if engine.table_exists(swap):   # a killed refresh's; the listing is fresh under the version's lease
         engine.drop_table(swap)
