@@ -385,14 +385,7 @@ class SparkEngine:
         ordered = catalog_order(columns, partitioned_by)
         directory = self._new_table_directory(table)
         with spark_errors(f"creating table {table}"), made_beforehand(directory):
-            statement = _create_table_sql(table, columns, partitioned_by)
-            try:
-                self.sql(statement)
-            except Exception as exc:
-                if not self._leftover_directory(table, directory, exc):
-                    raise
-                empty_directory(directory)
-                self.sql(statement)
+            self._creating(table, _create_table_sql(table, columns, partitioned_by), directory)
         self._note(table, exists=True)
         self._partitions[table.lower()] = partitioned_by
         self.created_columns[table_key(split_table(table))] = ordered
@@ -403,18 +396,22 @@ class SparkEngine:
             properties = [(row["key"], row["value"]) for row in
                           self.sql(f"SHOW TBLPROPERTIES {quote_table(source)}").collect()
                           if not row["key"].startswith(_CATALOG_PROPERTIES)]
-            statement = f"CREATE TABLE {quote_table(table)} LIKE {quote_table(source)}"
-            directory = self._new_table_directory(table)
-            try:
-                self.sql(statement)
-            except Exception as exc:
-                if not self._leftover_directory(table, directory, exc):
-                    raise
-                empty_directory(directory)
-                self.sql(statement)
+            self._creating(table, f"CREATE TABLE {quote_table(table)} LIKE {quote_table(source)}",
+                           self._new_table_directory(table))
         self._note(table, exists=True)
         if properties:
             self.set_table_properties(table, properties)
+
+    def _creating(self, table: str, statement: str, directory: "Path | None") -> None:
+        """Run a statement creating `table`; a leftover directory in its way is emptied first and the
+        statement run once more (Spark takes an empty directory as a new managed table's location)."""
+        try:
+            self.sql(statement)
+        except Exception as exc:
+            if not self._leftover_directory(table, directory, exc):
+                raise
+            empty_directory(directory)
+            self.sql(statement)
 
     def _leftover_directory(self, table: str, directory: "Path | None", exc: Exception) -> bool:
         """True when CREATE TABLE failed only because a directory the catalog does not know is in the
