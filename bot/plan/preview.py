@@ -170,7 +170,7 @@ class _Preview:
                         gateway=self.gateway)
         if not model.columns:
             return sql
-        outputs = self.engine.dataframe(sql, subject=f"previewing {model.name}").columns
+        outputs = self.engine.schema_of(sql, subject=f"previewing {model.name}").names
         sources = conform_sources(outputs, model.columns)
         casts = [exp.alias_(exp.cast(exp.column(source, quoted=True),
                                      exp.DataType.build(data_type, dialect="spark")), name, quoted=True)

@@ -326,9 +326,21 @@ class SparkEngine:
             return [row.asDict(recursive=True) for row in frame.collect()]
 
     def dataframe(self, sql: str, *, subject: str = "analyzing query") -> "DataFrame":
-        """A lazy DataFrame of `sql`; analysis errors surface here as EngineError."""
+        """A lazy DataFrame of `sql`; analysis errors surface here as EngineError (on Spark Connect,
+        which analyzes lazily, use `schema_of` for the output)."""
         with spark_errors(subject):
             return self.sql(sql)
+
+    def schema_of(self, sql: str, *, subject: str = "analyzing query") -> "StructType":
+        """The analyzed output schema of `sql` (no Spark job), errors as EngineError. Spark Connect
+        analyzes only here, so a table another writer is swapping in is waited for here too."""
+        with spark_errors(subject):
+            try:
+                return self.sql(sql).schema
+            except Exception as exc:   # noqa: BLE001 - re-raised unless it is a table another writer replaced
+                if not (self.refresh_after(exc) or self._swapped_in_after(exc)):
+                    raise
+                return self.sql(sql).schema
 
     # ----------------------------------------------------------------- objects
     def create_view(self, view: str, select_sql: str, *, replace: bool = True,

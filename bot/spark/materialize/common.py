@@ -48,7 +48,7 @@ def query_columns(engine: SparkEngine, query_sql: str, *, table: str) -> list[tu
     subject = f"analyzing the query of {table}"
     columns = _stand_in_analysis(engine, query_sql, subject=subject)
     if columns is None:
-        columns = schema_columns(engine.dataframe(query_sql, subject=subject).schema)
+        columns = schema_columns(engine.schema_of(query_sql, subject=subject))
     _remember(engine, table, query_sql, [name for name, _ in columns])
     return columns
 
@@ -185,7 +185,7 @@ def batch_sql(engine: SparkEngine, query_sql: str, *, table: str, columns: Colum
     """
     outputs = None if fresh else _remembered(engine, table, query_sql)
     if outputs is None:
-        outputs = list(engine.dataframe(query_sql, subject=f"evaluating {table}").columns)
+        outputs = list(engine.schema_of(query_sql, subject=f"evaluating {table}").names)
         _remember(engine, table, query_sql, outputs)
     sources = conform_sources(outputs, columns)
     query = parse_query(query_sql, f"evaluating {table}")
