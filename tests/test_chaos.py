@@ -19,9 +19,9 @@ SIGKILLed and when (after a short sleep, or at a bot.faults checkpoint). After e
 After the last round one repair pass plans each live environment again, one after another, and every
 environment then serves exactly the rows the last round's project defines.
 
-Change SEED (or set MESHBOT_CHAOS_SEED; MESHBOT_CHAOS_ROUNDS, MESHBOT_CHAOS_KILL_EVERY_ROUND=1) to explore
-other schedules; the test prints the seed and, per
-round, the actors, their delays, the killed one, each exit code and wall time (pytest -s shows it).
+Change SEED (or set MESHBOT_CHAOS_SEED) to explore other schedules, MESHBOT_CHAOS_ROUNDS (up to 3) and
+MESHBOT_CHAOS_KILL_EVERY_ROUND=1 for harsher ones; the test prints the seed and, per round, the actors,
+their delays, the killed one, each exit code and wall time (pytest -s shows it).
 """
 
 from __future__ import annotations
