@@ -239,6 +239,8 @@ class Context(Workspace):
         from bot.plan.preview import PreviewScope, preview_relations
 
         options = options or ReviewOptions()
+        if options.concurrent_tasks is None:
+            options = replace(options, concurrent_tasks=self.gateway.connection.concurrent_tasks)
         env_tables = self._tables_of(options.environment) if options.environment is not None else None
         runner = self._spark_runner()
         with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,

@@ -51,20 +51,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def spark_env(directory: Path) -> dict[str, str]:
+def spark_env(directory: Path, *, daemon_java_opts: str = QUICK_JVM) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("SPARK_", "PYSPARK_"))}
     conf_dir = directory / "conf"
     conf_dir.mkdir(exist_ok=True)
     env.update(SPARK_HOME=str(SPARK_HOME), SPARK_CONF_DIR=str(conf_dir), SPARK_LOCAL_IP="127.0.0.1",
                PYSPARK_PYTHON=str(PYTHON), SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
-               SPARK_DAEMON_JAVA_OPTS=QUICK_JVM)
+               SPARK_DAEMON_JAVA_OPTS=daemon_java_opts)
     return env
 
 
-def spawn(script: str, directory: Path) -> subprocess.Popen:
+def spawn(script: str, directory: Path, *, daemon_java_opts: str = QUICK_JVM) -> subprocess.Popen:
     """Run `script` in bash in its own process group (killed as a whole at the end)."""
-    return subprocess.Popen(["bash", "-c", script], cwd=directory, env=spark_env(directory),
+    return subprocess.Popen(["bash", "-c", script], cwd=directory,
+                            env=spark_env(directory, daemon_java_opts=daemon_java_opts),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
 
@@ -88,7 +89,10 @@ def start_connect(directory: Path) -> Server:
     args = " ".join(f"--conf '{key}={value}'" for key, value in confs.items())
     script = (f"exec '{SPARK_HOME}/bin/spark-submit' --master 'local[2]' --name meshbot-connect-test "
               f"--class org.apache.spark.sql.connect.service.SparkConnectServer {args} > connect.log 2>&1")
-    return Server(process=spawn(script, directory), directory=directory, url=f"sc://127.0.0.1:{port}")
+    # spark-submit hands SPARK_DAEMON_JAVA_OPTS to a Connect server too: with C1 alone its 48 MB code cache
+    # fills within a minute of queries and HotSpot stops compiling, so the server keeps the JVM's defaults
+    return Server(process=spawn(script, directory, daemon_java_opts=""), directory=directory,
+                  url=f"sc://127.0.0.1:{port}")
 
 
 def start_standalone(directory: Path) -> Server:

@@ -302,13 +302,14 @@ def test_action_restores_the_installed_environment_by_exact_key_and_saves_it_fro
     steps = _load(ROOT / "action.yml")["runs"]["steps"]
     ids = [s.get("id") for s in steps]
     choose, restore = steps[ids.index("install")], steps[ids.index("venv-restore")]
+    uv = next(s for s in steps if s.get("name") == "Install uv")
     install = next(s for s in steps if s.get("name") == "Install meshbot from the action's checkout")
     save = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")
                 and s["with"]["path"] == restore["with"]["path"])
     extra_pip = next(s for s in steps if s.get("name") == "Install extra_pip")
     bot = steps[ids.index("bot")]
-    assert steps.index(choose) < steps.index(restore) < steps.index(install) < steps.index(save) \
-        < steps.index(extra_pip) < steps.index(bot)
+    assert steps.index(choose) < steps.index(restore) < steps.index(uv) < steps.index(install) \
+        < steps.index(save) < steps.index(extra_pip) < steps.index(bot)
     assert steps.index(save) < ids.index("cache-restore")   # before the project's parse cache is even read
     assert "restore-keys" not in restore["with"]
     assert restore["with"]["key"] == "${{ steps.install.outputs.key }}"
@@ -318,13 +319,23 @@ def test_action_restores_the_installed_environment_by_exact_key_and_saves_it_fro
         assert "${" + part in choose["run"].split("key=", 1)[1], part
     assert choose["env"]["PYTHON_FULL_VERSION"] == "${{ steps.python.outputs.python-version }}"
     assert 'python -I "$GITHUB_ACTION_PATH/bot/spark/extra.py"' in choose["run"]
-    assert "inputs.command != 'authorize-deploy'" in restore["if"] and "inputs.command != 'authorize-deploy'" in save["if"]
+    assert "inputs.command != 'authorize-deploy'" in restore["if"]
     assert install["if"] == "steps.venv-restore.outputs.cache-hit != 'true'"
+    # who may save: one expression, in the choose step; the save step and the bytecode follow its output
     condition = " ".join(save["if"].split())
-    assert condition.startswith("success() &&") and "steps.venv-restore.outputs.cache-hit != 'true'" in condition
-    assert "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)" in condition
-    events = set(re.findall(r"github\.event_name == '(\w+)'", condition))
-    assert events == {"push", "schedule", "workflow_dispatch"}, events
+    assert condition == ("success() && steps.install.outputs.save == 'true' "
+                         "&& steps.venv-restore.outputs.cache-hit != 'true'")
+    assert install["env"]["MESHBOT_BYTECODE"] == "${{ steps.install.outputs.save }}"
+    who = " ".join(choose["env"]["MESHBOT_SAVE_VENV"].split())
+    assert who.startswith("${{ github.ref == format('refs/heads/{0}', github.event.repository.default_branch) && (")
+    assert set(re.findall(r"github\.event_name == '(\w+)'", who)) == {"push", "schedule", "workflow_dispatch"}
+    assert "||" not in who.split("&& (", 1)[0]
+    # uv reads no configuration of the checkout (an index of a PR's choosing) and runs away from it
+    for step in (install, extra_pip):
+        assert step["env"]["UV_NO_CONFIG"] == "1", step["name"]
+        assert step["run"].startswith('cd "$RUNNER_TEMP"\n'), step["name"]
+        assert all("--no-cache" in line for line in step["run"].splitlines() if " pip install " in line)
+    assert uv["run"].count("cd \"$RUNNER_TEMP\"") == 1 and re.search(r'"uv==\d+\.\d+\.\d+"', uv["run"])
     assert '"$MESHBOT_VENV/bin/meshbot" github' in bot["run"]
 
 
@@ -350,12 +361,8 @@ def test_the_action_picks_the_pyspark_extra_from_the_config_as_data(tmp_path):
     assert extra("shop", "ci") == "spark"      # flow style: not read for certain
 
 
-@pytest.mark.parametrize("command, pyspark, gateway, extra", [
-    ("run-all", "auto", "ci", "connect"), ("run-all", "auto", "", "spark"), ("run", "spark", "ci", "spark"),
-    ("authorize-deploy", "auto", "ci", "none"),
-])
-def test_the_install_step_keys_the_environment_on_the_extra(tmp_path, command, pyspark, gateway, extra):
-    """The action's own `Choose meshbot's install` script, run by bash as the runner runs it."""
+def _choose_install(tmp_path: Path, **settings: str) -> dict[str, str]:
+    """The action's own `Choose meshbot's install` script, run by bash as the runner runs it: its outputs."""
     from bot.project.example import write_example
 
     write_example(tmp_path / "work" / "shop")
@@ -363,16 +370,36 @@ def test_the_install_step_keys_the_environment_on_the_extra(tmp_path, command, p
     output = tmp_path / "output"
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "GITHUB_ACTION_PATH": str(ROOT),
            "GITHUB_OUTPUT": str(output), "RUNNER_TEMP": str(tmp_path / "temp"), "RUNNER_OS": "Linux",
-           "ImageOS": "ubuntu24", "MESHBOT_PYSPARK": pyspark, "MESHBOT_COMMAND": command,
-           "MESHBOT_PROJECT_PATH": "shop", "MESHBOT_GATEWAY": gateway, "PYTHON_FULL_VERSION": "3.11.9"}
+           "ImageOS": "ubuntu24", "MESHBOT_PROJECT_PATH": "shop", "PYTHON_FULL_VERSION": "3.11.9", **settings}
     result = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path / "work", env=env,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    return dict(line.split("=", 1) for line in output.read_text().splitlines())
+
+
+@pytest.mark.parametrize("command, pyspark, gateway, extra", [
+    ("run-all", "auto", "ci", "connect"), ("run-all", "auto", "", "spark"), ("run", "spark", "ci", "spark"),
+    ("authorize-deploy", "auto", "ci", "none"),
+])
+def test_the_install_step_keys_the_environment_on_the_extra(tmp_path, command, pyspark, gateway, extra):
+    outputs = _choose_install(tmp_path, MESHBOT_PYSPARK=pyspark, MESHBOT_COMMAND=command, MESHBOT_GATEWAY=gateway)
     assert outputs["extra"] == extra
     assert outputs["venv"] == str(tmp_path / "temp" / "meshbot-venv")
+    assert outputs["uv"] == str(tmp_path / "temp" / "meshbot-uv" / "bin" / "uv")
+    assert outputs["save"] == "false", "MESHBOT_SAVE_VENV unset: not a default-branch event"
     version = re.escape(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])
     assert re.fullmatch(rf"meshbot-venv-Linux-ubuntu24-py3\.11\.9-{version}-{extra}-[0-9a-f]{{16}}", outputs["key"])
+
+
+@pytest.mark.parametrize("command, trusted_event, save", [
+    ("run-all", "true", "true"), ("deploy-production", "true", "true"), ("run-all", "false", "false"),
+    ("authorize-deploy", "true", "false"),   # installs the base alone and keeps nothing
+])
+def test_the_installed_environment_is_saved_only_from_the_default_branch_events(tmp_path, command, trusted_event,
+                                                                                save):
+    outputs = _choose_install(tmp_path, MESHBOT_PYSPARK="connect", MESHBOT_COMMAND=command, MESHBOT_GATEWAY="ci",
+                              MESHBOT_SAVE_VENV=trusted_event)
+    assert outputs["save"] == save
 
 
 def test_action_runs_no_python_module_from_the_checkout():

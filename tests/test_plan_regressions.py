@@ -219,6 +219,11 @@ def test_plan_regressions_of_the_example_shop(spark, tmp_path):
         plan = changed.plan("prod", options=PlanOptions(skip_tests=True))
         review = changed.review(plan, ReviewOptions(window_days=3))   # one preview: rows and plans
         found = {c.model: c for c in review.plan_comparisons}
+        # the gateway's 4 concurrent tasks compare and EXPLAIN at once: the serial review's results, in order
+        serial = changed.review(plan, ReviewOptions(window_days=3, concurrent_tasks=1))
+        assert serial.diffs == review.diffs and len(review.diffs) >= 3
+        assert [(c.model, c.regressions) for c in serial.plan_comparisons] == \
+            [(c.model, c.regressions) for c in review.plan_comparisons]
         assert {"shop.daily_orders", "shop.customer_revenue"} <= {d.model for d in review.diffs if d.compared}
         assert set(found) == {"shop.daily_orders", "shop.customer_revenue", "shop.top_customers"}
         daily_found = found["shop.daily_orders"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Protocol
 
@@ -28,6 +29,7 @@ class ReviewOptions:
     show_sample: bool = False
     limit: int = 20
     plan_queries: bool = True
+    concurrent_tasks: int | None = None   # comparisons and EXPLAINs at once on the one session (None: the gateway's)
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,31 @@ class ReviewedModel(ComparedModel, ExplainedModel, Protocol):
 
 
 def review(engine: "SparkEngine", targets: Iterable[ReviewedModel], options: ReviewOptions) -> ReviewResult:
-    """Compare the rows of each target, then (with `options.plan_queries`) EXPLAIN both versions' queries,
-    all while the one preview that built `targets` still holds its temporary views."""
+    """Compare the rows of each target and (with `options.plan_queries`) EXPLAIN both versions' queries,
+    all while the one preview that built `targets` still holds its temporary views.
+
+    The comparisons and the EXPLAINs are independent queries, so up to `options.concurrent_tasks` run at
+    once (each model's comparison, and all the EXPLAINs as one more task): on a small PR each query's
+    fixed cost (planning, scheduling, code generation) is most of its time. Results keep the targets' order.
+    """
     targets = tuple(targets)
-    diffs = compare_models(engine, targets, decimals=options.decimals, show_sample=options.show_sample,
-                           limit=options.limit)
-    plans = compare_plans(engine, targets) if options.plan_queries else ()
-    return ReviewResult(diffs=diffs, plan_comparisons=plans)
+    workers = max(1, min(options.concurrent_tasks or 1, len(targets) + options.plan_queries))
+    if workers == 1:
+        diffs = compare_models(engine, targets, decimals=options.decimals, show_sample=options.show_sample,
+                               limit=options.limit)
+        return ReviewResult(diffs=diffs, plan_comparisons=compare_plans(engine, targets) if options.plan_queries else ())
+    inherited = engine.job_properties()
+
+    def in_pool(slot: int, work, *args):
+        with engine.scheduler_pool(f"meshbot_review_{slot}", inherited):
+            return work(*args)
+
+    def compare(target: ReviewedModel):
+        return compare_models(engine, (target,), decimals=options.decimals, show_sample=options.show_sample,
+                              limit=options.limit)[0]
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="meshbot-review") as pool:
+        plans = pool.submit(in_pool, 0, compare_plans, engine, targets) if options.plan_queries else None
+        diffs = [pool.submit(in_pool, 1 + index % workers, compare, target) for index, target in enumerate(targets)]
+        return ReviewResult(diffs=tuple(diff.result() for diff in diffs),
+                            plan_comparisons=plans.result() if plans is not None else ())
