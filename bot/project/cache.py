@@ -24,12 +24,12 @@ from sqlglot import exp
 import bot
 from bot.errors import ConfigError
 from bot.project.audit_parser import AuditDefinition
-from bot.project.model import Model
+from bot.project.model import AuditRef, Kind, Model
 from bot.project.model_parser import MacroRef, ParsedModel
-from bot.project.serialize import model_fields, model_to_dict
+from bot.project.serialize import _kind_from_dict, model_to_dict
 from bot.project.sqltext import parse_sql, selects_star, strip_comments, to_sql, written_output_names
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 CACHE_FILE = Path(".meshbot") / "cache" / "models.json"
 CHANGES_FILE = CACHE_FILE.with_name("models.changes.json")   # entries that differ from CACHE_FILE's (ModelCache)
 
@@ -126,15 +126,17 @@ def _record(required: dict[str, Shape], optional: dict[str, Shape] | None = None
 _STR, _INT, _BOOL, _OPT_STR = _is(str), _is(int), _is(bool), _is(str, None)
 _STRS = _list_of(_STR)
 _PAIRS = _list_of(_row(str, str))
-_KIND = _record({
-    "name": _STR, "time_column": _OPT_STR, "time_column_format": _STR, "batch_size": _is(int, None),
+# An entry leaves out every value equal to the default its reader fills in (`_sparse`): a warm load
+# of 10,000 models decodes, checks and builds only the values a model sets.
+_KIND = _record({"name": _STR}, {
+    "time_column": _OPT_STR, "time_column_format": _STR, "batch_size": _is(int, None),
     "lookback": _INT, "forward_only": _BOOL, "disable_restatement": _BOOL, "on_destructive_change": _STR,
     "unique_key": _STRS, "valid_from_name": _STR, "valid_to_name": _STR, "updated_at_name": _STR,
     "scd_columns": _STRS, "invalidate_hard_deletes": _BOOL, "materialized": _BOOL, "seed_path": _OPT_STR,
     "csv_settings": _list_of(_row(str, _is(str, int, float, bool))),
-}, {"insert_overwrite": _BOOL, "materialization": _STR, "materialization_properties": _STR})
-_MODEL = _record({   # what serialize.model_to_dict writes
-    "format": _INT, "name": _STR, "kind": _KIND, "dialect": _STR, "path": _STR, "query": _OPT_STR,
+    "insert_overwrite": _BOOL, "materialization": _STR, "materialization_properties": _STR})
+_MODEL = _record({"name": _STR, "kind": _KIND, "dialect": _STR, "path": _STR}, {   # serialize.model_to_dict's
+    "format": _INT, "query": _OPT_STR,
     "query_text": _STR, "pre_statements": _STRS, "post_statements": _STRS, "cron": _STR,
     "start": _OPT_STR, "end": _OPT_STR, "grains": _STRS,
     "audits": _list_of(_record({"name": _STR, "args": _PAIRS, "blocking": _BOOL})),
@@ -142,13 +144,21 @@ _MODEL = _record({   # what serialize.model_to_dict writes
     "columns": _PAIRS, "partitioned_by": _STRS, "physical_properties": _PAIRS, "depends_on_explicit": _STRS,
     "depends_on": _STRS, "enabled": _BOOL, "python_source": _OPT_STR, "python_entrypoint": _OPT_STR,
     "seed_content_hash": _OPT_STR, "seed_abs_path": _OPT_STR, "line": _INT,
-}, {"session_properties": _PAIRS, "jinja_query": _STR, "jinja_line": _INT, "jinja_macros": _PAIRS,
+    "session_properties": _PAIRS, "jinja_query": _STR, "jinja_line": _INT, "jinja_macros": _PAIRS,
     "blueprint_variables": _PAIRS})
 _AUDIT = _record({"name": _STR, "query": _STR, "query_text": _STR, "path": _STR, "dialect": _STR,
                   "blocking": _BOOL, "defaults": _PAIRS, "line": _INT, "standalone": _BOOL})
-_ENTRY = _record({"model": _MODEL, "facts": _either(_is(None), _row(_either(_is(None), _STRS), _BOOL)),
-                  "macro_refs": _list_of(_row(str, str, int)), "audits": _list_of(_AUDIT),
-                  "warnings": _list_of(_row(str, int)), "cacheable": _BOOL})
+
+
+def _facts(value: Any) -> bool:
+    """None, or [the outer SELECT's names (a list of str, or None), whether it selects a star]."""
+    return value is None or type(value) is list and len(value) == 2 and type(value[1]) is bool and \
+        (value[0] is None or _STRS(value[0]))
+
+
+_ENTRY = _record({"model": _MODEL}, {"facts": _facts,
+                                     "macro_refs": _list_of(_row(str, str, int)), "audits": _list_of(_AUDIT),
+                                     "warnings": _list_of(_row(str, int)), "cacheable": _BOOL})
 _ENTRIES = _list_of(_ENTRY)
 _CACHE = _record({"format": _INT,   # entries: file key -> [content digest, data], checked on a hit
                   "entries": lambda value: type(value) is dict and all(map(_row(str, list), value.values()))})
@@ -172,13 +182,32 @@ class _LazyAst:
         return value
 
 
+class _LazyPath:
+    """Non-data descriptor: a path field kept as its cached text until first read (most are never read)."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.text = name, f"_meshbot_{name}_text"
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return Model.__dataclass_fields__[self.name].default
+        text = obj.__dict__.get(self.text)
+        value = obj.__dict__[self.name] = Path(text) if text is not None else None
+        return value
+
+
 class LazyModel(Model):
     """A Model read from the cache: its ASTs are parsed from their SQL text when first read, so a plan
-    that only compares fingerprints (cached renders) never builds them. Behaves exactly like Model."""
+    that only compares fingerprints (cached renders) never builds them. Behaves exactly like Model.
+
+    Only the fields an entry sets are in the instance: the others are the class defaults below."""
 
     query = _LazyAst("query")
     pre_statements = _LazyAst("pre_statements")
     post_statements = _LazyAst("post_statements")
+    path = _LazyPath("path")
+    seed_abs_path = _LazyPath("seed_abs_path")
+    depends_on = frozenset()   # type: ignore[assignment]  # Model's default_factory leaves no class attribute
 
 
 def _loads_ast(sql: str, model: Model) -> exp.Expression:
@@ -222,16 +251,53 @@ def query_facts(model: Model) -> tuple[list[str] | None, bool]:
 
 
 def entries_to_data(entries: tuple[ParsedModel, ...]) -> list[dict[str, Any]] | None:
-    """A file's parsed entries as JSON-safe data; None when they cannot be cached (e.g. an extremely deep AST)."""
+    """A file's parsed entries as JSON-safe data; None when they cannot be cached (e.g. an extremely deep AST).
+
+    Values equal to the default their reader fills in are left out (`_sparse`)."""
     try:
-        return [{"model": model_to_dict(entry.model),
-                 "facts": list(query_facts(entry.model)) if has_query(entry.model) else None,
-                 "macro_refs": [[ref.name, ref.kind, ref.line] for ref in entry.macro_refs],
-                 "audits": [_audit_to_dict(audit) for audit in entry.audits],
-                 "warnings": [[message, line] for message, line in entry.warnings],
-                 "cacheable": entry.cacheable} for entry in entries]
+        data = []
+        for entry in entries:
+            item: dict[str, Any] = {"model": _sparse(model_to_dict(entry.model))}
+            if has_query(entry.model):
+                item["facts"] = list(query_facts(entry.model))
+            if entry.macro_refs:
+                item["macro_refs"] = [[ref.name, ref.kind, ref.line] for ref in entry.macro_refs]
+            if entry.audits:
+                item["audits"] = [_audit_to_dict(audit) for audit in entry.audits]
+            if entry.warnings:
+                item["warnings"] = [[message, line] for message, line in entry.warnings]
+            if not entry.cacheable:
+                item["cacheable"] = False
+            data.append(item)
+        return data
     except (RecursionError, AttributeError, TypeError, ValueError):
         return None
+
+
+def _sparse(model: dict[str, Any]) -> dict[str, Any]:
+    """model_to_dict's dict without the values _lazy_model leaves to the class defaults."""
+    defaults, kind_defaults = _defaults()
+    model = {key: value for key, value in model.items()
+             if key not in defaults or not _same(value, defaults[key])}
+    model["kind"] = {key: value for key, value in model["kind"].items()
+                     if key not in kind_defaults or not _same(value, kind_defaults[key])}
+    return model
+
+
+def _same(value: Any, default: Any) -> bool:
+    return type(value) is type(default) and value == default   # exact: `True` is not the default `1`
+
+
+@functools.lru_cache(maxsize=1)
+def _defaults() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the model fields, the kind fields) a cache entry may leave out, with the values they then take:
+    model_to_dict of a Model (Kind) of default values, without the fields a model always sets."""
+    model = model_to_dict(Model(name="", kind=Kind(), dialect="", path=Path("")))
+    kind = model.pop("kind")
+    for key in ("name", "dialect", "path"):
+        del model[key]
+    del kind["name"]
+    return model, kind
 
 
 def dumps(entries: tuple[ParsedModel, ...]) -> str | None:
@@ -248,21 +314,44 @@ def entries_from_data(data: Any) -> tuple[ParsedModel, ...] | None:
     if not _ENTRIES(data):
         return None
     try:
-        return tuple(ParsedModel(model=_lazy_model(item["model"], item["facts"]),
-                                 macro_refs=tuple(MacroRef(*ref) for ref in item["macro_refs"]),
-                                 audits=tuple(_audit_from_dict(audit) for audit in item["audits"]),
-                                 warnings=tuple((message, line) for message, line in item["warnings"]),
-                                 cacheable=item["cacheable"]) for item in data)
+        return tuple(ParsedModel(model=_lazy_model(item["model"], item.get("facts")),
+                                 macro_refs=tuple(MacroRef(*ref) for ref in item.get("macro_refs", ())),
+                                 audits=tuple(_audit_from_dict(audit) for audit in item.get("audits", ())),
+                                 warnings=tuple((message, line) for message, line in item.get("warnings", ())),
+                                 cacheable=item.get("cacheable", True)) for item in data)
     except Exception:   # right shape, wrong values (an unknown kind, SQL that does not parse): a miss
         return None
 
 
+def _pairs(items: list[list[str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((key, value) for key, value in items)
+
+
+# How _lazy_model builds each field an entry sets, as serialize.model_fields does (values of the shape
+# _MODEL checked); fields not listed are kept as read, query and statements go to _SQL.
+_FIELD_BUILDERS: dict[str, Callable[[Any], Any]] = {
+    "kind": _kind_from_dict, "grains": tuple, "tags": tuple, "partitioned_by": tuple,
+    "depends_on_explicit": tuple, "depends_on": frozenset,
+    "audits": lambda audits: tuple(AuditRef(name=a["name"], args=tuple(tuple(p) for p in a.get("args", ())),
+                                            blocking=a.get("blocking", True)) for a in audits),
+    **dict.fromkeys(("column_descriptions", "columns", "physical_properties", "session_properties",
+                     "jinja_macros", "blueprint_variables"), _pairs),
+}
+_NOT_FIELDS = frozenset({"format", "query", "pre_statements", "post_statements", "path", "seed_abs_path"})
+
+
 def _lazy_model(data: dict[str, Any], facts: list[Any] | None) -> LazyModel:
     lazy = object.__new__(LazyModel)
-    lazy.__dict__.update(model_fields(data))   # the ASTs are read through _LazyAst
-    lazy.__dict__[_SQL] = (data["query"] or None, data["pre_statements"], data["post_statements"])
+    fields = lazy.__dict__
+    for key, value in data.items():
+        if key not in _NOT_FIELDS:
+            build = _FIELD_BUILDERS.get(key)
+            fields[key] = build(value) if build is not None else value
+    fields["_meshbot_path_text"] = data["path"]
+    fields["_meshbot_seed_abs_path_text"] = data.get("seed_abs_path") or None
+    fields[_SQL] = (data.get("query") or None, data.get("pre_statements", []), data.get("post_statements", []))
     if facts is not None:
-        lazy.__dict__[_FACTS] = (facts[0], facts[1])
+        fields[_FACTS] = (facts[0], facts[1])
     return lazy
 
 
