@@ -51,3 +51,43 @@ def test_a_cached_entry_reads_back_every_field(model):
             got = [to_sql(e, model.dialect) for e in (got if isinstance(got, tuple) else (got,)) if e is not None]
             want = [to_sql(e, model.dialect) for e in (want if isinstance(want, tuple) else (want,)) if e is not None]
         assert got == want and type(got) is type(want), field.name
+
+
+def _keyed(root: Path, header: str = "h1") -> "KeyedEntries":
+    from bot.project.cache import KeyedEntries
+
+    return KeyedEntries(root, Path("cache") / "x.json", what="test cache", header=("stamp", header),
+                        entry=lambda entry: type(entry) is list and all(type(part) is str for part in entry))
+
+
+def test_keyed_entries_write_a_few_changes_apart_and_read_them_back(tmp_path):
+    whole, changes = tmp_path / "cache" / "x.json", tmp_path / "cache" / "x.changes.json"
+    entries = {f"m{i}": [f"key{i}", f"sql{i}"] for i in range(32)}
+    _keyed(tmp_path).save(entries)
+    written = whole.read_bytes()
+    assert _keyed(tmp_path).entries == entries and not changes.exists()
+
+    edited = {**entries, "m7": ["key7b", "sql7b"]}   # one entry of 32: only the changes file is written
+    _keyed(tmp_path).save(edited)
+    assert whole.read_bytes() == written and json.loads(changes.read_text())["entries"] == {"m7": ["key7b", "sql7b"]}
+    assert _keyed(tmp_path).entries == edited
+
+    _keyed(tmp_path).save(entries)   # back as models.json has it: no changes left
+    assert whole.read_bytes() == written and not changes.exists() and _keyed(tmp_path).entries == entries
+
+    _keyed(tmp_path).save(edited)
+    assert _keyed(tmp_path, header="h2").entries == {}   # another code stamp: neither file is used
+    fewer = {name: entry for name, entry in edited.items() if name != "m3"}   # a dropped entry: written whole
+    _keyed(tmp_path).save(fewer)
+    assert not changes.exists() and json.loads(whole.read_text())["entries"] == fewer
+    many = {name: [entry[0] + "c", entry[1]] for name, entry in fewer.items()}   # more than a sixteenth changed
+    _keyed(tmp_path).save(many)
+    assert not changes.exists() and _keyed(tmp_path).entries == many
+
+
+def test_keyed_entries_ignore_a_changes_file_of_the_wrong_shape(tmp_path, capsys):
+    entries = {f"m{i}": [f"key{i}"] for i in range(32)}
+    _keyed(tmp_path).save(entries)
+    (tmp_path / "cache" / "x.changes.json").write_text('{"stamp": "h1", "entries": {"m1": [1]}}')
+    assert _keyed(tmp_path).entries == entries
+    assert "ignoring the test cache cache/x.changes.json (not in the shape meshbot writes)" in capsys.readouterr().err

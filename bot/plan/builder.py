@@ -83,7 +83,7 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
     graph = dag if dag is not None and set(dag.order) == set(project_models) else DAG.build(project_models)
     order = graph.order
     check_columns(project_models, rendered, strict=config.strict)
-    fingerprints = fingerprint_models(project_models, order, rendered, cache=hash_cache)
+    fingerprints = fingerprint_models(project_models, order, rendered, cache=hash_cache, parents=graph.parents)
     previous, stored = _stored_snapshots(state, base, fingerprints)
     _check_removed(project_models, previous)
     ctx = _Diff(models=project_models, rendered=rendered, fingerprints=fingerprints,

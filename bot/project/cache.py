@@ -557,3 +557,53 @@ def _encodes(data: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+class KeyedEntries:
+    """A cache file of `{header: value, "entries": {name: [key, ...]}}` whose entries are used only when
+    their key matches (rendered.json, hashes.json), and next to it `NAME.changes.json`, the entries
+    that differ from it: a plan that changes a few of 10,000 entries writes only those (as ModelCache).
+
+    Entries are read from both (the changes file's first); one file of another header or shape is
+    ignored (named on stderr once, see read_json). `save` writes the changes file while it holds up to
+    a sixteenth of the entries and none was dropped; otherwise the whole file, removing the changes.
+    """
+
+    def __init__(self, root: Path, relative: Path, *, what: str, header: tuple[str, Any],
+                 entry: Shape, read: bool = True) -> None:
+        self.path, self.header = root / relative, header
+        self.changes_path = self.path.with_name(self.path.stem + ".changes.json")
+        name, value = header
+
+        def shape(data: Any) -> bool:
+            if type(data) is not dict or data.keys() != {name, "entries"} or type(data[name]) is not type(value):
+                return False
+            entries = data["entries"]
+            return type(entries) is dict and all(map(entry, entries.values()))
+
+        def entries_of(relative: Path) -> dict[str, list[Any]]:
+            data = read_json(root, relative, what=what, shape=shape)
+            return data["entries"] if data is not None and data[name] == value else {}
+
+        self._whole = entries_of(relative) if read else {}
+        self._changes = entries_of(self.changes_path.relative_to(root)) if self._whole else {}
+        self.entries: dict[str, list[Any]] = {**self._whole, **self._changes}   # what was read
+
+    def save(self, entries: dict[str, list[Any]]) -> None:
+        """Keep `entries` (every entry: one missing is dropped) on disk, writing as little as needed."""
+        whole = self._whole
+        changed = {name: entry for name, entry in entries.items() if whole.get(name) != entry}
+        if whole and whole.keys() <= entries.keys() and len(changed) <= len(entries) // 16:
+            if changed != self._changes:
+                if changed:
+                    write_atomically(self.changes_path, to_json({self.header[0]: self.header[1], "entries": changed}))
+                else:
+                    with contextlib.suppress(OSError):
+                        self.changes_path.unlink()
+                self._changes = changed
+        elif entries != whole or self._changes:
+            write_atomically(self.path, to_json({self.header[0]: self.header[1], "entries": entries}))
+            with contextlib.suppress(OSError):
+                self.changes_path.unlink()
+            self._whole, self._changes = dict(entries), {}
+        self.entries = dict(entries)

@@ -76,14 +76,15 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
 def _load_project(root: Path, *, config: ProjectConfig | None, use_cache: bool, read_cache: bool,
                   while_parsing: Callable[[], None] | None) -> Project:
     config = config or load_config(root)
-    parsed, digests = _load_sql_models(root, config, use_cache=use_cache, read_cache=read_cache,
-                                       while_parsing=while_parsing)
+    model_files = _file_paths(root / "models", "*.sql", "*.py", config=config)   # one walk for both
+    parsed, digests = _load_sql_models(root, config, [path for path in model_files if path.endswith(".sql")],
+                                       use_cache=use_cache, read_cache=read_cache, while_parsing=while_parsing)
     _check_macros(root, config, parsed)
     for item in parsed:
         for message, line in getattr(item, "warnings", ()):
             project_warning(message, path=item.model.path, line=line)
     models = [p.model for p in parsed]
-    models += _load_python_models(root, config)
+    models += _load_python_models([Path(path) for path in model_files if path.endswith(".py")], config)
     models += load_external_models(root, config)
     by_name = _index_models(m for m in models if m.enabled)
     dag = DAG.build(by_name)
@@ -200,8 +201,9 @@ def _check_symlink(path: Path, folder: Path) -> None:
                           "remove the link (meshbot does not follow symlinked folders)", path=path)
 
 
-def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read_cache: bool = True,
-                     while_parsing: Callable[[], None] | None = None) -> tuple[list[ParsedModel], list[str]]:
+def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use_cache: bool,
+                     read_cache: bool = True, while_parsing: Callable[[], None] | None = None
+                     ) -> tuple[list[ParsedModel], list[str]]:
     cache = (ModelCache.open(root) if read_cache else ModelCache.empty(root)) if use_cache else None
     context = cache_context(root, config.model_defaults, sorted((str(k), repr(v)) for k, v in config.variables.items()))
     jinja = JinjaSettings(variables=config.variables, gateway=config.default_gateway,
@@ -211,7 +213,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read
     with paused_gc():
         files, unreadable = [], None
         prefix = len(os.path.join(str(root), ""))
-        for path in _file_paths(root / "models", "*.sql", config=config):
+        for path in paths:
             try:
                 data = _read_bytes(path)
             except OSError as error:   # raised after the files before it are parsed, as a serial loop would
@@ -293,8 +295,7 @@ def _seed_unchanged(model: Model) -> bool:
         hashlib.sha256(path.read_bytes()).hexdigest() == model.seed_content_hash
 
 
-def _load_python_models(root: Path, config: ProjectConfig) -> list[Model]:
-    files = _files(root / "models", "*.py", config=config)
+def _load_python_models(files: list[Path], config: ProjectConfig) -> list[Model]:
     if not files:
         return []
     return [model for path in files
