@@ -314,13 +314,19 @@ def entries_from_data(data: Any) -> tuple[ParsedModel, ...] | None:
     if not _ENTRIES(data):
         return None
     try:
-        return tuple(ParsedModel(model=_lazy_model(item["model"], item.get("facts")),
-                                 macro_refs=tuple(MacroRef(*ref) for ref in item.get("macro_refs", ())),
-                                 audits=tuple(_audit_from_dict(audit) for audit in item.get("audits", ())),
-                                 warnings=tuple((message, line) for message, line in item.get("warnings", ())),
-                                 cacheable=item.get("cacheable", True)) for item in data)
+        return tuple(map(_parsed_model, data))
     except Exception:   # right shape, wrong values (an unknown kind, SQL that does not parse): a miss
         return None
+
+
+def _parsed_model(item: dict[str, Any]) -> ParsedModel:
+    model = _lazy_model(item["model"], item.get("facts"))
+    if len(item) == 1 + ("facts" in item):   # nothing else (most models)
+        return ParsedModel(model)
+    return ParsedModel(model=model, macro_refs=tuple(MacroRef(*ref) for ref in item.get("macro_refs", ())),
+                       audits=tuple(_audit_from_dict(audit) for audit in item.get("audits", ())),
+                       warnings=tuple((message, line) for message, line in item.get("warnings", ())),
+                       cacheable=item.get("cacheable", True))
 
 
 def _pairs(items: list[list[str]]) -> tuple[tuple[str, str], ...]:
@@ -329,8 +335,23 @@ def _pairs(items: list[list[str]]) -> tuple[tuple[str, str], ...]:
 
 # How _lazy_model builds each field an entry sets, as serialize.model_fields does (values of the shape
 # _MODEL checked); fields not listed are kept as read, query and statements go to _SQL.
+def _kind(data: dict[str, Any]) -> Kind:
+    """_kind_from_dict of a kind dict _KIND checked (each key's values of one type, or None): equal
+    items share one Kind, found by the items alone."""
+    try:
+        items = tuple(data.items())
+        kind = _CACHED_KINDS.get(items)
+    except TypeError:   # a list value (unique_key, ...)
+        return _kind_from_dict(data)
+    if kind is None:
+        kind = _kind_from_dict(data)
+        if len(_CACHED_KINDS) < 256:
+            _CACHED_KINDS[items] = kind
+    return kind
+
+
 _FIELD_BUILDERS: dict[str, Callable[[Any], Any]] = {
-    "kind": _kind_from_dict, "grains": tuple, "tags": tuple, "partitioned_by": tuple,
+    "kind": _kind, "grains": tuple, "tags": tuple, "partitioned_by": tuple,
     "depends_on_explicit": tuple, "depends_on": frozenset,
     "audits": lambda audits: tuple(AuditRef(name=a["name"], args=tuple(tuple(p) for p in a.get("args", ())),
                                             blocking=a.get("blocking", True)) for a in audits),
@@ -340,13 +361,22 @@ _FIELD_BUILDERS: dict[str, Callable[[Any], Any]] = {
 _NOT_FIELDS = frozenset({"format", "query", "pre_statements", "post_statements", "path", "seed_abs_path"})
 
 
+_BUILDS: dict[tuple[str, ...], tuple[tuple[str, Callable[[Any], Any] | None], ...]] = {}   # keys -> their builders
+_CACHED_KINDS: dict[tuple[tuple[str, Any], ...], Kind] = {}   # a checked kind dict's items -> its Kind
+
+
 def _lazy_model(data: dict[str, Any], facts: list[Any] | None) -> LazyModel:
     lazy = object.__new__(LazyModel)
     fields = lazy.__dict__
-    for key, value in data.items():
-        if key not in _NOT_FIELDS:
-            build = _FIELD_BUILDERS.get(key)
-            fields[key] = build(value) if build is not None else value
+    keys = tuple(data)
+    builds = _BUILDS.get(keys)
+    if builds is None:
+        builds = tuple((key, _FIELD_BUILDERS.get(key)) for key in keys if key not in _NOT_FIELDS)
+        if len(_BUILDS) < 256:   # bounded: a crafted file cannot grow it without end
+            _BUILDS[keys] = builds
+    for key, build in builds:
+        value = data[key]
+        fields[key] = build(value) if build is not None else value
     fields["_meshbot_path_text"] = data["path"]
     fields["_meshbot_seed_abs_path_text"] = data.get("seed_abs_path") or None
     fields[_SQL] = (data.get("query") or None, data.get("pre_statements", []), data.get("post_statements", []))
