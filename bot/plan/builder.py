@@ -159,6 +159,8 @@ def audit_only_snapshots(models: Mapping[str, Model], snapshots: Mapping[str, Sn
 
 def _check_removed(models: Mapping[str, Model], previous: Mapping[str, Snapshot]) -> None:
     removed = {name for name in previous if name not in models}
+    if not removed:
+        return
     for name, model in sorted(models.items()):
         for parent in sorted(model.depends_on & removed):
             raise PlanError(f"model `{parent}` was removed but `{name}` ({model.path}) still "

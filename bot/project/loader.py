@@ -222,7 +222,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use
             key = path[prefix:]   # str(path.relative_to(root)): each path starts with root
             digest = content_key(data, jinja_context if _JINJA_MARKER in data.lower() else context)
             entries = cache.get(key, digest) if cache else None
-            if entries is not None and not all(_seed_unchanged(entry.model) for entry in entries):
+            if entries is not None and not _seeds_unchanged(entries):
                 entries = None
             files.append(_SqlFile(path, key, digest, data, entries))
 
@@ -242,7 +242,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use
                 if cache and all(entry.cacheable for entry in entries):
                     cache.put(file.key, file.digest, data if data is not None else entries_to_data(entries))
             parsed.extend(entries)
-            digests.extend(file.digest for _ in entries)
+            digests += [file.digest] * len(entries)
         if unreadable is not None:
             raise unreadable
     if cache:
@@ -262,7 +262,7 @@ def _read_bytes(path: str) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)   # not frozen: 10,000 of them are made ~3x faster
 class _SqlFile:
     """A models/*.sql file being loaded: its cache key and content digest, and its cached entries if any."""
 
@@ -285,6 +285,13 @@ def _parse_in_workers(misses: list[_SqlFile], parse: Callable[[_SqlFile], tuple[
         return {}
     blobs = fork_map(lambda index: dumps(parse(misses[index])), len(misses), workers, meanwhile=meanwhile)
     return {file.key: blob for file, blob in zip(misses, blobs) if blob is not None}
+
+
+def _seeds_unchanged(entries: tuple[ParsedModel, ...]) -> bool:
+    for entry in entries:
+        if not _seed_unchanged(entry.model):
+            return False
+    return True
 
 
 def _seed_unchanged(model: Model) -> bool:
