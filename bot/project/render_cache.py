@@ -75,7 +75,8 @@ class _Keys:
             return "-"
         if model.kind.name is KindName.EMBEDDED:
             return self.key(parent, stack)
-        token = self._tokens[parent] = _digest(model.kind.name.value, model.columns)
+        # as text, not digested: the key digests it (no NUL in it, so the key's parts stay apart)
+        token = self._tokens[parent] = f"{model.kind.name.value}:{model.columns!r}"
         return token
 
 
