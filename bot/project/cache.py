@@ -16,7 +16,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -228,7 +228,7 @@ def has_query(model: Model) -> bool:
     return model.query is not None
 
 
-def cached_sql(model: Model) -> tuple[str | None, list[str], list[str]] | None:
+def cached_sql(model: Model) -> tuple[str | None, Sequence[str], Sequence[str]] | None:
     """(query, pre_statements, post_statements) as to_sql text for a cached model, or one whose text
     was printed before (remember_sql); None otherwise."""
     return model.__dict__.get(_SQL)
@@ -379,7 +379,7 @@ def _lazy_model(data: dict[str, Any], facts: list[Any] | None) -> LazyModel:
         fields[key] = build(value) if build is not None else value
     fields["_meshbot_path_text"] = data["path"]
     fields["_meshbot_seed_abs_path_text"] = data.get("seed_abs_path") or None
-    fields[_SQL] = (data.get("query") or None, data.get("pre_statements", []), data.get("post_statements", []))
+    fields[_SQL] = (data.get("query") or None, data.get("pre_statements", ()), data.get("post_statements", ()))
     if facts is not None:
         fields[_FACTS] = (facts[0], facts[1])
     return lazy
