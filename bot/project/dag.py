@@ -148,10 +148,19 @@ class DAG:
     @classmethod
     def build(cls, models: Mapping[str, Model]) -> "DAG":
         """Build the graph; a cycle is a ConfigError naming every model in it and the first one's file."""
-        parents = {name: tuple(sorted(d for d in m.depends_on if d in models and d != name))
-                   for name, m in models.items()}
-        external = {name: tuple(sorted(d for d in m.depends_on if d not in models))
-                    for name, m in models.items()}
+        parents: dict[str, tuple[str, ...]] = {}
+        external: dict[str, tuple[str, ...]] = {}
+        for name, model in models.items():
+            known, unknown = [], []
+            for ref in model.depends_on:
+                if ref in models:
+                    if ref != name:
+                        known.append(ref)
+                else:
+                    unknown.append(ref)
+            known.sort()
+            unknown.sort()
+            parents[name], external[name] = tuple(known), tuple(unknown)
         try:
             order = _sorted_order(parents)
         except CycleError as error:
