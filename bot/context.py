@@ -52,10 +52,11 @@ class Context(Workspace):
             raise PlanError("environment name is empty")
         lint_warnings = self.lint().check_before_plan(self.path) if self.config.linter.enabled else ()
         # the wall clock: the plan reads a relative --execution-time ('yesterday') against it, once
-        with paused_gc():   # 10,000 models: the caches' entries and state rows, scanned again and again otherwise
+        rendered = self.rendered_queries()   # with GC passes: a cold render makes much cyclic garbage
+        with paused_gc():   # 10,000 models: the hash entries and state rows, scanned again and again otherwise
             hashes = self._hash_cache()
             plan = build_plan(project_models=self.models, dag=self.project.dag,
-                              rendered=self.rendered_queries(), state=self.state, environment=env,
+                              rendered=rendered, state=self.state, environment=env,
                               options=options, config=self.config, now_ms=now_ms(), hash_cache=hashes)
             hashes.save()
         return replace(plan, warnings=lint_warnings + plan.warnings) if lint_warnings else plan
