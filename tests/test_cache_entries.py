@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.project.cache import dumps, entries_from_data
+from bot.project.cache import KeyedEntries, dumps, entries_from_data
 from bot.project.model import AuditRef, Kind, KindName, Model, OnDestructiveChange
 from bot.project.model_parser import MacroRef, ParsedModel
 from bot.project.sqltext import parse_sql, to_sql
@@ -53,9 +53,7 @@ def test_a_cached_entry_reads_back_every_field(model):
         assert got == want and type(got) is type(want), field.name
 
 
-def _keyed(root: Path, header: str = "h1") -> "KeyedEntries":
-    from bot.project.cache import KeyedEntries
-
+def _keyed(root: Path, header: str = "h1") -> KeyedEntries:
     return KeyedEntries(root, Path("cache") / "x.json", what="test cache", header=("stamp", header),
                         entry=lambda entry: type(entry) is list and all(type(part) is str for part in entry))
 
