@@ -20,15 +20,25 @@ one: wall time follows the load of the moment.
 `--deploy 1000,2000` also times a first `plan --auto-apply --skip-backfill` on local Spark (JVM start
 included, `concurrent_tasks: 4`, fresh copy each) per size, and prints each against the first size.
 
+`--against DIR` instead compares this checkout with another one (DIR holds its `bot/`, e.g. from
+`git archive COMMIT bot | tar -x -C DIR`): per size, warm and PR-sync plans of both trees alternate
+in each round (their order swapped every round), each tree with its own copy of the project (the
+caches' keys include a code stamp) and its own bytecode; before each timed run the tree plans prod
+untimed, so each starts from its own warm cache. Prints the child's CPU (min and median) per tree
+and the 10,000-against-1,000 ratios.
+
 Run: `.venv/bin/python benchmarks/scale_10k.py [--sizes 1000,10000] [--repeats 3] [--workdir DIR]
-[--reuse] [--deploy 1000,2000]`.
+[--reuse] [--deploy 1000,2000] [--against DIR]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -123,10 +133,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reuse", action="store_true",
                         help="with --workdir: keep projects an earlier run generated and applied there")
     parser.add_argument("--deploy", default="", help="sizes of first deploys on Spark, e.g. 1000,2000")
+    parser.add_argument("--against", default="", help="another checkout's folder (holding bot/) to compare with")
     args = parser.parse_args(argv)
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="meshbot_scale_"))
     sizes = [int(s) for s in args.sizes.split(",") if s]
     projects = {count: setup(count, workdir, reuse=args.reuse) for count in sizes}
+    if args.against:
+        compare_trees(Path(args.against).resolve(), projects, workdir, args.repeats)
+        return
     runs = {count: {case: [] for case in ("cold", "warm", "pr sync", "reference")} for count in sizes}
     for round_ in range(args.repeats):   # the sizes interleaved, so both see the same machine
         for count in sizes:
@@ -139,6 +153,61 @@ def main(argv: list[str] | None = None) -> None:
         print_deploys(deploys)
     if not args.workdir:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _tree_cpu(tree: Path, root: Path, *args: str) -> float:
+    """CPU (user+sys) of `python -m bot -p root ARGS` run with `tree`'s bot/ (cwd: the tree)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    env["PYTHONPYCACHEPREFIX"] = str(root.parent / f"pycache_{tree.name}")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([sys.executable, "-m", "bot", "-p", str(root), *args], cwd=tree, env=env,
+                          capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{tree}: meshbot {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def compare_trees(other: Path, projects: dict[int, tuple[Path, list[Path]]], workdir: Path,
+                  repeats: int) -> None:
+    """Warm and PR-sync CPU of this checkout and `other`, alternated in each round (see the docstring)."""
+    here = Path(__file__).resolve().parent.parent
+    trees = {"new": here, "old": other}
+    copies: dict[tuple[str, int], tuple[Path, list[Path]]] = {}
+    for count, (root, files) in projects.items():
+        copies["new", count] = (root, files)
+        copy = workdir / f"against_{count}"
+        if not copy.is_dir():
+            shutil.copytree(root, copy, symlinks=True)
+        copies["old", count] = (copy, [copy / path.relative_to(root) for path in files])
+    cpu: dict[tuple[str, int, str], list[float]] = {}
+    for round_ in range(repeats):
+        order = ("old", "new") if round_ % 2 == 0 else ("new", "old")
+        for count in projects:
+            for case in ("warm", "pr sync"):
+                for name in order:
+                    root, files = copies[name, count]
+                    _tree_cpu(trees[name], root, *PLAN)   # untimed: this tree's warm cache
+                    if case == "warm":
+                        measured = _tree_cpu(trees[name], root, *PLAN)
+                    else:
+                        path, original = _edit_one(files)
+                        try:
+                            measured = _tree_cpu(trees[name], root, *PR_PLAN)
+                        finally:
+                            path.write_text(original)
+                    cpu.setdefault((name, count, case), []).append(measured)
+        print(f"round {round_ + 1} done (load {_load():.1f})", flush=True)
+    sizes = list(projects)
+    print(f"\nCPU s, min / median of {repeats} rounds; old = {other}")
+    for case in ("warm", "pr sync"):
+        for name in ("old", "new"):
+            runs = [cpu[name, count, case] for count in sizes]
+            cells = "  ".join(f"{count}: {min(r):.2f} / {statistics.median(r):.2f}"
+                              for count, r in zip(sizes, runs))
+            ratio = (f"{min(runs[-1]) / min(runs[0]):.2f}x / "
+                     f"{statistics.median(runs[-1]) / statistics.median(runs[0]):.2f}x")
+            print(f"{case:<8} {name}  {cells}   {sizes[-1]} against {sizes[0]}: {ratio}")
 
 
 def print_plans(table: dict, sizes: list[int], repeats: int) -> None:

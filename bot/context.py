@@ -14,6 +14,7 @@ from bot.plan.definition import Plan, PlanOptions, ProgressCallback
 from bot.plan.estimate import BackfillEstimate, estimate_backfills, history_names
 from bot.plan.janitor import JanitorResult, clean_environment, destroy_all, expire_environment, run_janitor
 from bot.plan.workspace import Workspace
+from bot.project.cache import paused_gc
 from bot.project.model import Model
 from bot.project.timeutil import exclusive_end_ms, execution_ms, now_ms, to_ms, user_range
 from bot.snapshot import normalize_environment, view_name, view_names
@@ -51,11 +52,13 @@ class Context(Workspace):
             raise PlanError("environment name is empty")
         lint_warnings = self.lint().check_before_plan(self.path) if self.config.linter.enabled else ()
         # the wall clock: the plan reads a relative --execution-time ('yesterday') against it, once
-        hashes = self._hash_cache()
-        plan = build_plan(project_models=self.models, dag=self.project.dag,
-                          rendered=self.rendered_queries(), state=self.state, environment=env,
-                          options=options, config=self.config, now_ms=now_ms(), hash_cache=hashes)
-        hashes.save()
+        rendered = self.rendered_queries()   # with GC passes: a cold render makes much cyclic garbage
+        with paused_gc():   # 10,000 models: the hash entries and state rows, scanned again and again otherwise
+            hashes = self._hash_cache()
+            plan = build_plan(project_models=self.models, dag=self.project.dag,
+                              rendered=rendered, state=self.state, environment=env,
+                              options=options, config=self.config, now_ms=now_ms(), hash_cache=hashes)
+            hashes.save()
         return replace(plan, warnings=lint_warnings + plan.warnings) if lint_warnings else plan
 
     def model_versions(self) -> dict[str, str]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import zlib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from bot.project.cache import cache_context, read_json, to_json, write_atomically
+from bot.project.cache import KeyedEntries, cache_context
 from bot.project.model import Model
 from bot.snapshot import Fingerprint, hash_parts
 
@@ -78,8 +79,9 @@ class HashCache:
     def __init__(self, root: Path, sources: Mapping[str, str], *, read: bool = True) -> None:
         """With `read` False the file is not read, only written anew."""
         self.root, self.sources = root, sources
-        data = read_json(root, HASH_CACHE_FILE, what="hash cache", shape=_hash_cache_shape) if read else None
-        self._old: dict[str, list[str]] = data["entries"] if data and data["stamp"] == _hash_stamp() else {}
+        self._store = KeyedEntries(root, HASH_CACHE_FILE, what="hash cache", header=("stamp", _hash_stamp()),
+                                   entry=_entry_fits, read=read)
+        self._old: dict[str, list[str]] = self._store.entries
         self._new: dict[str, list[str]] = {}
 
     def hashes(self, name: str, model: Model, rendered_sql: str) -> tuple[str, str]:
@@ -95,19 +97,13 @@ class HashCache:
         return entry[1], entry[2]
 
     def save(self) -> None:
-        if self._new != self._old:
-            write_atomically(self.root / HASH_CACHE_FILE,
-                             to_json({"stamp": _hash_stamp(), "entries": self._new}))
-            self._old = self._new
+        self._store.save(self._new)
+        self._old = self._new
 
 
-def _hash_cache_shape(data: Any) -> bool:
-    """{"stamp": str, "entries": {model name: [key, data hash, metadata hash]}}"""
-    if type(data) is not dict or data.keys() != {"stamp", "entries"} or type(data["stamp"]) is not str:
-        return False
-    entries = data["entries"]
-    return type(entries) is dict and all(type(entry) is list and len(entry) == 3 and
-                                         all(type(part) is str for part in entry) for entry in entries.values())
+def _entry_fits(entry: Any) -> bool:
+    """[key, data hash, metadata hash]"""
+    return type(entry) is list and len(entry) == 3 and all(type(part) is str for part in entry)
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,36 +121,42 @@ def fingerprint_models(
     rendered: Mapping[str, str],
     *,
     cache: HashCache | None = None,
+    parents: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Fingerprint]:
     """Fingerprints of every model in `dag_order` (parents first), in one linear pass.
 
     Parents outside `models` (plain source tables) do not enter the hashes. A parent's
     contribution is its own hash and its parent hash, so any ancestor change reaches the
     descendants (Merkle tree). With a `cache`, a model's own hashes come from it when its key
-    matches (the caller saves it).
+    matches (the caller saves it). `parents` may give each model's parents among `models`, sorted
+    (`DAG.parents` of these models), so they are not computed again.
     """
     result: dict[str, Fingerprint] = {}
     for name in dag_order:
         model = models[name]
-        parents = sorted(p for p in model.depends_on if p in models)
-        unordered = [p for p in parents if p not in result]
-        if unordered:
-            raise ValueError(f"dag_order lists {name} before its parents {', '.join(unordered)}")
-        parent_fps = [result[p] for p in parents]
+        ups = parents[name] if parents is not None else sorted(p for p in model.depends_on if p in models)
+        try:
+            parent_fps = [result[p] for p in ups]
+        except KeyError:
+            unordered = [p for p in ups if p not in result]
+            raise ValueError(f"dag_order lists {name} before its parents {', '.join(unordered)}") from None
         sql = rendered.get(name, "")
         own_data, own_metadata = cache.hashes(name, model, sql) if cache is not None else \
             (data_hash(model, sql), metadata_hash(model))
-        result[name] = Fingerprint(
-            data_hash=own_data,
-            metadata_hash=own_metadata,
-            parent_data_hash=hash_parts(*(h for fp in parent_fps
-                                          for h in (fp.data_hash, fp.parent_data_hash)))
-            if parent_fps else "0",
-            parent_metadata_hash=hash_parts(*(h for fp in parent_fps
-                                              for h in (fp.metadata_hash, fp.parent_metadata_hash)))
-            if parent_fps else "0",
-        )
+        if parent_fps:
+            parent_data = _crc(";".join([h for fp in parent_fps for h in (fp.data_hash, fp.parent_data_hash)]))
+            parent_metadata = _crc(";".join([h for fp in parent_fps
+                                             for h in (fp.metadata_hash, fp.parent_metadata_hash)]))
+        else:
+            parent_data = parent_metadata = "0"
+        result[name] = Fingerprint(data_hash=own_data, metadata_hash=own_metadata,
+                                   parent_data_hash=parent_data, parent_metadata_hash=parent_metadata)
     missing = set(models) - set(result)
     if missing:
         raise ValueError(f"dag_order misses models: {', '.join(sorted(missing))}")
     return result
+
+
+def _crc(text: str) -> str:
+    """hash_parts of the parts `text` joins with ';' (the parent hashes)."""
+    return str(zlib.crc32(text.encode("utf-8")))

@@ -32,6 +32,11 @@ class BackfillInputs:
     state: StateReader
     dag: DAG                                   # the graph of `models`
 
+    @functools.cached_property   # the dataclass stays frozen; read by several steps of a plan
+    def prod_keys(self) -> frozenset[tuple[str, str]]:
+        """(name, version) of every snapshot prod serves."""
+        return frozenset((s.name, s.version) for s in self.prod.snapshots) if self.prod else frozenset()
+
 
 @dataclass(frozen=True)
 class _Window:
@@ -78,8 +83,8 @@ def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[S
         return (), {}, plan_start or 0, window.end or execution, execution
     keys = {(s.name, s.version) for s in targets}
     keys |= {(p.name, p.version) for p in inputs.previous.values()}
-    prod_keys = {(s.name, s.version) for s in inputs.prod.snapshots} if inputs.prod else set()
-    recorded = inputs.state.get_intervals(keys | (prod_keys if inputs.is_dev else set()))
+    prod_keys = inputs.prod_keys
+    recorded = inputs.state.get_intervals(keys | prod_keys if inputs.is_dev else keys)
     if inputs.is_dev and window.end is None:
         window = replace(window, end=_prod_end(recorded, prod_keys))
     backfills: list[Backfill] = []
@@ -110,7 +115,7 @@ def _targets(inputs: BackfillInputs) -> list[Snapshot]:
     wanted = {c.name for c in inputs.changes if c.snapshot is not None and (
         c.change is ChangeType.ADDED or c.category is None or c.category.needs_new_version
         or c.category is ChangeCategory.FORWARD_ONLY)}
-    prod = {(s.name, s.version) for s in inputs.prod.snapshots} if inputs.prod else set()
+    prod = inputs.prod_keys
     return [s for s in materialized if s.name in wanted or s.name in inputs.restated
             or (s.name, s.version) not in prod]
 
@@ -119,7 +124,7 @@ def _restatable(inputs: BackfillInputs) -> frozenset[str]:
     """In dev, a restatement never touches a table prod shares: only dev's own versions are restated."""
     if not inputs.is_dev or not inputs.restated:
         return inputs.restated
-    prod = {(s.name, s.version) for s in inputs.prod.snapshots} if inputs.prod else set()
+    prod = inputs.prod_keys
     return frozenset(n for n in inputs.restated
                      if n in inputs.snapshots and (n, inputs.snapshots[n].version) not in prod)
 

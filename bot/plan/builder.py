@@ -83,15 +83,15 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
     graph = dag if dag is not None and set(dag.order) == set(project_models) else DAG.build(project_models)
     order = graph.order
     check_columns(project_models, rendered, strict=config.strict)
-    fingerprints = fingerprint_models(project_models, order, rendered, cache=hash_cache)
+    fingerprints = fingerprint_models(project_models, order, rendered, cache=hash_cache, parents=graph.parents)
     previous, stored = _stored_snapshots(state, base, fingerprints)
     _check_removed(project_models, previous)
     ctx = _Diff(models=project_models, rendered=rendered, fingerprints=fingerprints,
                 previous=previous, stored=stored, options=options, config=config, now_ms=now_ms)
     snapshots, new_snapshots, changes = _diff_models(ctx, order)
     changes += tuple(ModelChange(name=name, change=ChangeType.REMOVED, category=None,
-                                 kind=prev.kind, snapshot=None, previous=prev)
-                     for name, prev in sorted(previous.items()) if name not in project_models)
+                                 kind=previous[name].kind, snapshot=None, previous=previous[name])
+                     for name in sorted(previous.keys() - project_models.keys()))
     changes = _with_children(changes, graph)
     restated = restated_models(project_models, options.restate_models, dag=graph)
     if not changes and not restated:
@@ -146,9 +146,10 @@ def audit_only_snapshots(models: Mapping[str, Model], snapshots: Mapping[str, Sn
     """
     filled = {b.snapshot_id for b in backfills}
     picked = []
-    for name, snapshot in sorted(snapshots.items()):
-        prev, model = previous.get(name), models.get(name)
-        if prev is None or model is None or not model.audits or snapshot.snapshot_id in filled:
+    audited = sorted(name for name in snapshots if (model := models.get(name)) is not None and model.audits)
+    for name in audited:
+        snapshot, prev, model = snapshots[name], previous.get(name), models[name]
+        if prev is None or snapshot.snapshot_id in filled:
             continue
         if prev.version != snapshot.version or not model.kind.name.is_materialized:
             continue
@@ -159,6 +160,8 @@ def audit_only_snapshots(models: Mapping[str, Model], snapshots: Mapping[str, Sn
 
 def _check_removed(models: Mapping[str, Model], previous: Mapping[str, Snapshot]) -> None:
     removed = {name for name in previous if name not in models}
+    if not removed:
+        return
     for name, model in sorted(models.items()):
         for parent in sorted(model.depends_on & removed):
             raise PlanError(f"model `{parent}` was removed but `{name}` ({model.path}) still "

@@ -16,7 +16,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -24,12 +24,12 @@ from sqlglot import exp
 import bot
 from bot.errors import ConfigError
 from bot.project.audit_parser import AuditDefinition
-from bot.project.model import Model
+from bot.project.model import AuditRef, Kind, Model
 from bot.project.model_parser import MacroRef, ParsedModel
-from bot.project.serialize import model_fields, model_to_dict
+from bot.project.serialize import _kind_from_dict, model_to_dict
 from bot.project.sqltext import parse_sql, selects_star, strip_comments, to_sql, written_output_names
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 CACHE_FILE = Path(".meshbot") / "cache" / "models.json"
 CHANGES_FILE = CACHE_FILE.with_name("models.changes.json")   # entries that differ from CACHE_FILE's (ModelCache)
 
@@ -126,15 +126,17 @@ def _record(required: dict[str, Shape], optional: dict[str, Shape] | None = None
 _STR, _INT, _BOOL, _OPT_STR = _is(str), _is(int), _is(bool), _is(str, None)
 _STRS = _list_of(_STR)
 _PAIRS = _list_of(_row(str, str))
-_KIND = _record({
-    "name": _STR, "time_column": _OPT_STR, "time_column_format": _STR, "batch_size": _is(int, None),
+# An entry leaves out every value equal to the default its reader fills in (`_sparse`): a warm load
+# of 10,000 models decodes, checks and builds only the values a model sets.
+_KIND = _record({"name": _STR}, {
+    "time_column": _OPT_STR, "time_column_format": _STR, "batch_size": _is(int, None),
     "lookback": _INT, "forward_only": _BOOL, "disable_restatement": _BOOL, "on_destructive_change": _STR,
     "unique_key": _STRS, "valid_from_name": _STR, "valid_to_name": _STR, "updated_at_name": _STR,
     "scd_columns": _STRS, "invalidate_hard_deletes": _BOOL, "materialized": _BOOL, "seed_path": _OPT_STR,
     "csv_settings": _list_of(_row(str, _is(str, int, float, bool))),
-}, {"insert_overwrite": _BOOL, "materialization": _STR, "materialization_properties": _STR})
-_MODEL = _record({   # what serialize.model_to_dict writes
-    "format": _INT, "name": _STR, "kind": _KIND, "dialect": _STR, "path": _STR, "query": _OPT_STR,
+    "insert_overwrite": _BOOL, "materialization": _STR, "materialization_properties": _STR})
+_MODEL = _record({"name": _STR, "kind": _KIND, "dialect": _STR, "path": _STR}, {   # serialize.model_to_dict's
+    "format": _INT, "query": _OPT_STR,
     "query_text": _STR, "pre_statements": _STRS, "post_statements": _STRS, "cron": _STR,
     "start": _OPT_STR, "end": _OPT_STR, "grains": _STRS,
     "audits": _list_of(_record({"name": _STR, "args": _PAIRS, "blocking": _BOOL})),
@@ -142,13 +144,21 @@ _MODEL = _record({   # what serialize.model_to_dict writes
     "columns": _PAIRS, "partitioned_by": _STRS, "physical_properties": _PAIRS, "depends_on_explicit": _STRS,
     "depends_on": _STRS, "enabled": _BOOL, "python_source": _OPT_STR, "python_entrypoint": _OPT_STR,
     "seed_content_hash": _OPT_STR, "seed_abs_path": _OPT_STR, "line": _INT,
-}, {"session_properties": _PAIRS, "jinja_query": _STR, "jinja_line": _INT, "jinja_macros": _PAIRS,
+    "session_properties": _PAIRS, "jinja_query": _STR, "jinja_line": _INT, "jinja_macros": _PAIRS,
     "blueprint_variables": _PAIRS})
 _AUDIT = _record({"name": _STR, "query": _STR, "query_text": _STR, "path": _STR, "dialect": _STR,
                   "blocking": _BOOL, "defaults": _PAIRS, "line": _INT, "standalone": _BOOL})
-_ENTRY = _record({"model": _MODEL, "facts": _either(_is(None), _row(_either(_is(None), _STRS), _BOOL)),
-                  "macro_refs": _list_of(_row(str, str, int)), "audits": _list_of(_AUDIT),
-                  "warnings": _list_of(_row(str, int)), "cacheable": _BOOL})
+
+
+def _facts(value: Any) -> bool:
+    """None, or [the outer SELECT's names (a list of str, or None), whether it selects a star]."""
+    return value is None or type(value) is list and len(value) == 2 and type(value[1]) is bool and \
+        (value[0] is None or _STRS(value[0]))
+
+
+_ENTRY = _record({"model": _MODEL}, {"facts": _facts,
+                                     "macro_refs": _list_of(_row(str, str, int)), "audits": _list_of(_AUDIT),
+                                     "warnings": _list_of(_row(str, int)), "cacheable": _BOOL})
 _ENTRIES = _list_of(_ENTRY)
 _CACHE = _record({"format": _INT,   # entries: file key -> [content digest, data], checked on a hit
                   "entries": lambda value: type(value) is dict and all(map(_row(str, list), value.values()))})
@@ -172,13 +182,32 @@ class _LazyAst:
         return value
 
 
+class _LazyPath:
+    """Non-data descriptor: a path field kept as its cached text until first read (most are never read)."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.text = name, f"_meshbot_{name}_text"
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return Model.__dataclass_fields__[self.name].default
+        text = obj.__dict__.get(self.text)
+        value = obj.__dict__[self.name] = Path(text) if text is not None else None
+        return value
+
+
 class LazyModel(Model):
     """A Model read from the cache: its ASTs are parsed from their SQL text when first read, so a plan
-    that only compares fingerprints (cached renders) never builds them. Behaves exactly like Model."""
+    that only compares fingerprints (cached renders) never builds them. Behaves exactly like Model.
+
+    Only the fields an entry sets are in the instance: the others are the class defaults below."""
 
     query = _LazyAst("query")
     pre_statements = _LazyAst("pre_statements")
     post_statements = _LazyAst("post_statements")
+    path = _LazyPath("path")
+    seed_abs_path = _LazyPath("seed_abs_path")
+    depends_on = frozenset()   # type: ignore[assignment]  # Model's default_factory leaves no class attribute
 
 
 def _loads_ast(sql: str, model: Model) -> exp.Expression:
@@ -199,7 +228,7 @@ def has_query(model: Model) -> bool:
     return model.query is not None
 
 
-def cached_sql(model: Model) -> tuple[str | None, list[str], list[str]] | None:
+def cached_sql(model: Model) -> tuple[str | None, Sequence[str], Sequence[str]] | None:
     """(query, pre_statements, post_statements) as to_sql text for a cached model, or one whose text
     was printed before (remember_sql); None otherwise."""
     return model.__dict__.get(_SQL)
@@ -222,16 +251,53 @@ def query_facts(model: Model) -> tuple[list[str] | None, bool]:
 
 
 def entries_to_data(entries: tuple[ParsedModel, ...]) -> list[dict[str, Any]] | None:
-    """A file's parsed entries as JSON-safe data; None when they cannot be cached (e.g. an extremely deep AST)."""
+    """A file's parsed entries as JSON-safe data; None when they cannot be cached (e.g. an extremely deep AST).
+
+    Values equal to the default their reader fills in are left out (`_sparse`)."""
     try:
-        return [{"model": model_to_dict(entry.model),
-                 "facts": list(query_facts(entry.model)) if has_query(entry.model) else None,
-                 "macro_refs": [[ref.name, ref.kind, ref.line] for ref in entry.macro_refs],
-                 "audits": [_audit_to_dict(audit) for audit in entry.audits],
-                 "warnings": [[message, line] for message, line in entry.warnings],
-                 "cacheable": entry.cacheable} for entry in entries]
+        data = []
+        for entry in entries:
+            item: dict[str, Any] = {"model": _sparse(model_to_dict(entry.model))}
+            if has_query(entry.model):
+                item["facts"] = list(query_facts(entry.model))
+            if entry.macro_refs:
+                item["macro_refs"] = [[ref.name, ref.kind, ref.line] for ref in entry.macro_refs]
+            if entry.audits:
+                item["audits"] = [_audit_to_dict(audit) for audit in entry.audits]
+            if entry.warnings:
+                item["warnings"] = [[message, line] for message, line in entry.warnings]
+            if not entry.cacheable:
+                item["cacheable"] = False
+            data.append(item)
+        return data
     except (RecursionError, AttributeError, TypeError, ValueError):
         return None
+
+
+def _sparse(model: dict[str, Any]) -> dict[str, Any]:
+    """model_to_dict's dict without the values _lazy_model leaves to the class defaults."""
+    defaults, kind_defaults = _defaults()
+    model = {key: value for key, value in model.items()
+             if key not in defaults or not _same(value, defaults[key])}
+    model["kind"] = {key: value for key, value in model["kind"].items()
+                     if key not in kind_defaults or not _same(value, kind_defaults[key])}
+    return model
+
+
+def _same(value: Any, default: Any) -> bool:
+    return type(value) is type(default) and value == default   # exact: `True` is not the default `1`
+
+
+@functools.lru_cache(maxsize=1)
+def _defaults() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the model fields, the kind fields) a cache entry may leave out, with the values they then take:
+    model_to_dict of a Model (Kind) of default values, without the fields a model always sets."""
+    model = model_to_dict(Model(name="", kind=Kind(), dialect="", path=Path("")))
+    kind = model.pop("kind")
+    for key in ("name", "dialect", "path"):
+        del model[key]
+    del kind["name"]
+    return model, kind
 
 
 def dumps(entries: tuple[ParsedModel, ...]) -> str | None:
@@ -248,21 +314,74 @@ def entries_from_data(data: Any) -> tuple[ParsedModel, ...] | None:
     if not _ENTRIES(data):
         return None
     try:
-        return tuple(ParsedModel(model=_lazy_model(item["model"], item["facts"]),
-                                 macro_refs=tuple(MacroRef(*ref) for ref in item["macro_refs"]),
-                                 audits=tuple(_audit_from_dict(audit) for audit in item["audits"]),
-                                 warnings=tuple((message, line) for message, line in item["warnings"]),
-                                 cacheable=item["cacheable"]) for item in data)
+        return tuple(map(_parsed_model, data))
     except Exception:   # right shape, wrong values (an unknown kind, SQL that does not parse): a miss
         return None
 
 
+def _parsed_model(item: dict[str, Any]) -> ParsedModel:
+    model = _lazy_model(item["model"], item.get("facts"))
+    if len(item) == 1 + ("facts" in item):   # nothing else (most models)
+        return ParsedModel(model)
+    return ParsedModel(model=model, macro_refs=tuple(MacroRef(*ref) for ref in item.get("macro_refs", ())),
+                       audits=tuple(_audit_from_dict(audit) for audit in item.get("audits", ())),
+                       warnings=tuple((message, line) for message, line in item.get("warnings", ())),
+                       cacheable=item.get("cacheable", True))
+
+
+def _pairs(items: list[list[str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((key, value) for key, value in items)
+
+
+# How _lazy_model builds each field an entry sets, as serialize.model_fields does (values of the shape
+# _MODEL checked); fields not listed are kept as read, query and statements go to _SQL.
+def _kind(data: dict[str, Any]) -> Kind:
+    """_kind_from_dict of a kind dict _KIND checked (each key's values of one type, or None): equal
+    items share one Kind, found by the items alone."""
+    try:
+        items = tuple(data.items())
+        kind = _CACHED_KINDS.get(items)
+    except TypeError:   # a list value (unique_key, ...)
+        return _kind_from_dict(data)
+    if kind is None:
+        kind = _kind_from_dict(data)
+        if len(_CACHED_KINDS) < 256:
+            _CACHED_KINDS[items] = kind
+    return kind
+
+
+_FIELD_BUILDERS: dict[str, Callable[[Any], Any]] = {
+    "kind": _kind, "grains": tuple, "tags": tuple, "partitioned_by": tuple,
+    "depends_on_explicit": tuple, "depends_on": frozenset,
+    "audits": lambda audits: tuple(AuditRef(name=a["name"], args=tuple(tuple(p) for p in a.get("args", ())),
+                                            blocking=a.get("blocking", True)) for a in audits),
+    **dict.fromkeys(("column_descriptions", "columns", "physical_properties", "session_properties",
+                     "jinja_macros", "blueprint_variables"), _pairs),
+}
+_NOT_FIELDS = frozenset({"format", "query", "pre_statements", "post_statements", "path", "seed_abs_path"})
+
+
+_BUILDS: dict[tuple[str, ...], tuple[tuple[str, Callable[[Any], Any] | None], ...]] = {}   # keys -> their builders
+_CACHED_KINDS: dict[tuple[tuple[str, Any], ...], Kind] = {}   # a checked kind dict's items -> its Kind
+
+
 def _lazy_model(data: dict[str, Any], facts: list[Any] | None) -> LazyModel:
     lazy = object.__new__(LazyModel)
-    lazy.__dict__.update(model_fields(data))   # the ASTs are read through _LazyAst
-    lazy.__dict__[_SQL] = (data["query"] or None, data["pre_statements"], data["post_statements"])
+    fields = lazy.__dict__
+    keys = tuple(data)
+    builds = _BUILDS.get(keys)
+    if builds is None:
+        builds = tuple((key, _FIELD_BUILDERS.get(key)) for key in keys if key not in _NOT_FIELDS)
+        if len(_BUILDS) < 256:   # bounded: a crafted file cannot grow it without end
+            _BUILDS[keys] = builds
+    for key, build in builds:
+        value = data[key]
+        fields[key] = build(value) if build is not None else value
+    fields["_meshbot_path_text"] = data["path"]
+    fields["_meshbot_seed_abs_path_text"] = data.get("seed_abs_path") or None
+    fields[_SQL] = (data.get("query") or None, data.get("pre_statements", ()), data.get("post_statements", ()))
     if facts is not None:
-        lazy.__dict__[_FACTS] = (facts[0], facts[1])
+        fields[_FACTS] = (facts[0], facts[1])
     return lazy
 
 
@@ -293,11 +412,14 @@ def read_json(root: Path, relative: Path, *, what: str, shape: Shape) -> Any | N
         reason = "unreadable"
     else:
         try:
-            data = json.loads(text)
+            with paused_gc():   # decoding makes many containers and no garbage
+                data = json.loads(text)
         except Exception:   # ValueError, or RecursionError for absurd nesting
             reason = "not valid JSON"
         else:
-            if shape(data):
+            with paused_gc():
+                fits = shape(data)
+            if fits:
                 return data
             reason = "not in the shape meshbot writes"
     print(f"meshbot: ignoring the {what} {relative} ({reason}); rebuilding it", file=sys.stderr)
@@ -465,3 +587,53 @@ def _encodes(data: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+class KeyedEntries:
+    """A cache file of `{header: value, "entries": {name: [key, ...]}}` whose entries are used only when
+    their key matches (rendered.json, hashes.json), and next to it `NAME.changes.json`, the entries
+    that differ from it: a plan that changes a few of 10,000 entries writes only those (as ModelCache).
+
+    Entries are read from both (the changes file's first); one file of another header or shape is
+    ignored (named on stderr once, see read_json). `save` writes the changes file while it holds up to
+    a sixteenth of the entries and none was dropped; otherwise the whole file, removing the changes.
+    """
+
+    def __init__(self, root: Path, relative: Path, *, what: str, header: tuple[str, Any],
+                 entry: Shape, read: bool = True) -> None:
+        self.path, self.header = root / relative, header
+        self.changes_path = self.path.with_name(self.path.stem + ".changes.json")
+        name, value = header
+
+        def shape(data: Any) -> bool:
+            if type(data) is not dict or data.keys() != {name, "entries"} or type(data[name]) is not type(value):
+                return False
+            entries = data["entries"]
+            return type(entries) is dict and all(map(entry, entries.values()))
+
+        def entries_of(relative: Path) -> dict[str, list[Any]]:
+            data = read_json(root, relative, what=what, shape=shape)
+            return data["entries"] if data is not None and data[name] == value else {}
+
+        self._whole = entries_of(relative) if read else {}
+        self._changes = entries_of(self.changes_path.relative_to(root)) if self._whole else {}
+        self.entries: dict[str, list[Any]] = {**self._whole, **self._changes}   # what was read
+
+    def save(self, entries: dict[str, list[Any]]) -> None:
+        """Keep `entries` (every entry: one missing is dropped) on disk, writing as little as needed."""
+        whole = self._whole
+        changed = {name: entry for name, entry in entries.items() if whole.get(name) != entry}
+        if whole and whole.keys() <= entries.keys() and len(changed) <= len(entries) // 16:
+            if changed != self._changes:
+                if changed:
+                    write_atomically(self.changes_path, to_json({self.header[0]: self.header[1], "entries": changed}))
+                else:
+                    with contextlib.suppress(OSError):
+                        self.changes_path.unlink()
+                self._changes = changed
+        elif entries != whole or self._changes:
+            write_atomically(self.path, to_json({self.header[0]: self.header[1], "entries": entries}))
+            with contextlib.suppress(OSError):
+                self.changes_path.unlink()
+            self._whole, self._changes = dict(entries), {}
+        self.entries = dict(entries)

@@ -32,23 +32,44 @@ def topological_order(parents: Mapping[str, Iterable[str]]) -> list[str]:
     ...
     bot.errors.CycleError: models depend on each other in a cycle: a -> b -> c -> a
     """
-    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
-    for name in sorted(parents):
-        sorter.add(name, *sorted({p for p in parents[name] if p in parents and p != name}))
-    try:
-        sorter.prepare()
-    except graphlib.CycleError as error:
-        raise CycleError(_from_smallest(error.args[1][:-1])) from None
-    ready = list(sorter.get_ready())
+    clean = {name: {p for p in parents[name] if p in parents and p != name} for name in parents}
+    return _sorted_order(clean)
+
+
+def _sorted_order(parents: Mapping[str, Iterable[str]]) -> list[str]:
+    """topological_order of parents already restricted to known names, without self references or
+    repeats: Kahn's walk with a heap of the ready names (10,000 models: a few times faster than graphlib)."""
+    waiting = {name: 0 for name in parents}
+    children: dict[str, list[str]] = {}
+    for name, ups in parents.items():
+        for parent in ups:
+            waiting[name] += 1
+            children.setdefault(parent, []).append(name)
+    ready = [name for name, count in waiting.items() if not count]
     heapq.heapify(ready)
     order: list[str] = []
     while ready:
         name = heapq.heappop(ready)
         order.append(name)
-        sorter.done(name)
-        for child in sorter.get_ready():
-            heapq.heappush(ready, child)
+        for child in children.get(name, ()):
+            waiting[child] -= 1
+            if not waiting[child]:
+                heapq.heappush(ready, child)
+    if len(order) < len(waiting):
+        _raise_cycle(parents)
     return order
+
+
+def _raise_cycle(parents: Mapping[str, Iterable[str]]) -> None:
+    """The CycleError of a graph with a cycle, the one graphlib finds."""
+    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+    for name in sorted(parents):
+        sorter.add(name, *sorted(parents[name]))
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as error:
+        raise CycleError(_from_smallest(error.args[1][:-1])) from None
+    raise AssertionError("a graph with a cycle sorted")   # pragma: no cover
 
 
 def children_of(parents: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, ...]]:
@@ -127,12 +148,21 @@ class DAG:
     @classmethod
     def build(cls, models: Mapping[str, Model]) -> "DAG":
         """Build the graph; a cycle is a ConfigError naming every model in it and the first one's file."""
-        parents = {name: tuple(sorted(d for d in m.depends_on if d in models and d != name))
-                   for name, m in models.items()}
-        external = {name: tuple(sorted(d for d in m.depends_on if d not in models))
-                    for name, m in models.items()}
+        parents: dict[str, tuple[str, ...]] = {}
+        external: dict[str, tuple[str, ...]] = {}
+        for name, model in models.items():
+            known, unknown = [], []
+            for ref in model.depends_on:
+                if ref in models:
+                    if ref != name:
+                        known.append(ref)
+                else:
+                    unknown.append(ref)
+            known.sort()
+            unknown.sort()
+            parents[name], external[name] = tuple(known), tuple(unknown)
         try:
-            order = topological_order(parents)
+            order = _sorted_order(parents)
         except CycleError as error:
             first = models[error.cycle[0]]
             raise ConfigError("dependency cycle between models: " + " -> ".join([*error.cycle, error.cycle[0]]),

@@ -8,7 +8,6 @@ import glob
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -34,7 +33,7 @@ from bot.project.warn import project_warning
 __all__ = ["AuditDefinition", "Project", "load_project", "parse_sql", "preprocess_macros", "to_sql"]
 
 EXTERNAL_MODELS_FILES = ("external_models.yaml", "external_models.yml")
-_JINJA_MARKER = re.compile(rb"jinja_", re.I)   # files whose parse depends on variables and macros/*.sql
+_JINJA_MARKER = b"jinja_"   # in a file's lowercased bytes: its parse depends on variables and macros/*.sql
 
 
 @dataclass(frozen=True)
@@ -69,16 +68,23 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
     `while_parsing` runs while worker processes parse the model files (a cold load of a large
     project), when this process would only wait; it must start no thread. Otherwise it is not called.
     """
-    root = Path(root).resolve()
+    with paused_gc():   # 10,000 models: collections would scan every loaded model again and again
+        return _load_project(Path(root).resolve(), config=config, use_cache=use_cache, read_cache=read_cache,
+                             while_parsing=while_parsing)
+
+
+def _load_project(root: Path, *, config: ProjectConfig | None, use_cache: bool, read_cache: bool,
+                  while_parsing: Callable[[], None] | None) -> Project:
     config = config or load_config(root)
-    parsed, digests = _load_sql_models(root, config, use_cache=use_cache, read_cache=read_cache,
-                                       while_parsing=while_parsing)
+    model_files = _file_paths(root / "models", "*.sql", "*.py", config=config)   # one walk for both
+    parsed, digests = _load_sql_models(root, config, [path for path in model_files if path.endswith(".sql")],
+                                       use_cache=use_cache, read_cache=read_cache, while_parsing=while_parsing)
     _check_macros(root, config, parsed)
     for item in parsed:
         for message, line in getattr(item, "warnings", ()):
             project_warning(message, path=item.model.path, line=line)
     models = [p.model for p in parsed]
-    models += _load_python_models(root, config)
+    models += _load_python_models([Path(path) for path in model_files if path.endswith(".py")], config)
     models += load_external_models(root, config)
     by_name = _index_models(m for m in models if m.enabled)
     dag = DAG.build(by_name)
@@ -195,8 +201,9 @@ def _check_symlink(path: Path, folder: Path) -> None:
                           "remove the link (meshbot does not follow symlinked folders)", path=path)
 
 
-def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read_cache: bool = True,
-                     while_parsing: Callable[[], None] | None = None) -> tuple[list[ParsedModel], list[str]]:
+def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use_cache: bool,
+                     read_cache: bool = True, while_parsing: Callable[[], None] | None = None
+                     ) -> tuple[list[ParsedModel], list[str]]:
     cache = (ModelCache.open(root) if read_cache else ModelCache.empty(root)) if use_cache else None
     context = cache_context(root, config.model_defaults, sorted((str(k), repr(v)) for k, v in config.variables.items()))
     jinja = JinjaSettings(variables=config.variables, gateway=config.default_gateway,
@@ -206,17 +213,16 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read
     with paused_gc():
         files, unreadable = [], None
         prefix = len(os.path.join(str(root), ""))
-        for path in _file_paths(root / "models", "*.sql", config=config):
+        for path in paths:
             try:
-                with open(path, "rb", buffering=0) as handle:   # unbuffered: 10,000 files ~30% faster
-                    data = handle.read()
+                data = _read_bytes(path)
             except OSError as error:   # raised after the files before it are parsed, as a serial loop would
                 unreadable = error
                 break
             key = path[prefix:]   # str(path.relative_to(root)): each path starts with root
-            digest = content_key(data, jinja_context if _JINJA_MARKER.search(data) else context)
+            digest = content_key(data, jinja_context if _JINJA_MARKER in data.lower() else context)
             entries = cache.get(key, digest) if cache else None
-            if entries is not None and not all(_seed_unchanged(entry.model) for entry in entries):
+            if entries is not None and not _seeds_unchanged(entries):
                 entries = None
             files.append(_SqlFile(path, key, digest, data, entries))
 
@@ -236,7 +242,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read
                 if cache and all(entry.cacheable for entry in entries):
                     cache.put(file.key, file.digest, data if data is not None else entries_to_data(entries))
             parsed.extend(entries)
-            digests.extend(file.digest for _ in entries)
+            digests += [file.digest] * len(entries)
         if unreadable is not None:
             raise unreadable
     if cache:
@@ -244,7 +250,19 @@ def _load_sql_models(root: Path, config: ProjectConfig, *, use_cache: bool, read
     return parsed, digests
 
 
-@dataclass(frozen=True)
+def _read_bytes(path: str) -> bytes:
+    """The file's bytes, read with os.read: no file object (10,000 files: ~40% faster than open().read())."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(handle, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(handle)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+@dataclass(slots=True)   # not frozen: 10,000 of them are made ~3x faster
 class _SqlFile:
     """A models/*.sql file being loaded: its cache key and content digest, and its cached entries if any."""
 
@@ -269,6 +287,13 @@ def _parse_in_workers(misses: list[_SqlFile], parse: Callable[[_SqlFile], tuple[
     return {file.key: blob for file, blob in zip(misses, blobs) if blob is not None}
 
 
+def _seeds_unchanged(entries: tuple[ParsedModel, ...]) -> bool:
+    for entry in entries:
+        if not _seed_unchanged(entry.model):
+            return False
+    return True
+
+
 def _seed_unchanged(model: Model) -> bool:
     if model.kind.name is not KindName.SEED:
         return True
@@ -277,8 +302,7 @@ def _seed_unchanged(model: Model) -> bool:
         hashlib.sha256(path.read_bytes()).hexdigest() == model.seed_content_hash
 
 
-def _load_python_models(root: Path, config: ProjectConfig) -> list[Model]:
-    files = _files(root / "models", "*.py", config=config)
+def _load_python_models(files: list[Path], config: ProjectConfig) -> list[Model]:
     if not files:
         return []
     return [model for path in files

@@ -13,7 +13,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from bot.project.cache import cache_context, frozen_gc, has_query, read_json, to_json, write_atomically
+from bot.project.cache import KeyedEntries, cache_context, frozen_gc, has_query, paused_gc
 from bot.project.model import KindName, Model
 from bot.project.parallel import fork_map, worker_count
 
@@ -21,13 +21,9 @@ RENDER_CACHE_FILE = Path(".meshbot") / "cache" / "rendered.json"
 RENDER_FORMAT = 1
 
 
-def _fits(data: Any) -> bool:
-    """{"format": int, "entries": {model name: [render key, SQL]}}"""
-    if type(data) is not dict or data.keys() != {"format", "entries"} or type(data["format"]) is not int:
-        return False
-    entries = data["entries"]
-    return type(entries) is dict and all(type(entry) is list and len(entry) == 2 and type(entry[0]) is str
-                                         and type(entry[1]) is str for entry in entries.values())
+def _entry_fits(entry: Any) -> bool:
+    """[render key, SQL]"""
+    return type(entry) is list and len(entry) == 2 and type(entry[0]) is str and type(entry[1]) is str
 
 
 def _digest(*parts: object) -> str:
@@ -79,13 +75,9 @@ class _Keys:
             return "-"
         if model.kind.name is KindName.EMBEDDED:
             return self.key(parent, stack)
-        token = self._tokens[parent] = _digest(model.kind.name.value, model.columns)
+        # as text, not digested: the key digests it (no NUL in it, so the key's parts stay apart)
+        token = self._tokens[parent] = f"{model.kind.name.value}:{model.columns!r}"
         return token
-
-
-def _read(root: Path) -> dict[str, list[str]]:
-    data = read_json(root, RENDER_CACHE_FILE, what="render cache", shape=_fits)
-    return data["entries"] if data is not None and data["format"] == RENDER_FORMAT else {}
 
 
 def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mapping[str, str],
@@ -103,10 +95,13 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
     base = _digest(cache_context("render", gateway), sorted((str(k), repr(v)) for k, v in variables.items()),
                    _macro_digest(macro_files))
     keys = _Keys(models, sources, base)
-    old = _read(Path(root)) if use_cache and read_cache else {}
-    keyed = {name: keys.key(name) for name, model in models.items() if has_query(model)}
-    done = {name: old[name][1] for name, key in keyed.items()
-            if key is not None and name in old and old[name][0] == key}
+    store = KeyedEntries(Path(root), RENDER_CACHE_FILE, what="render cache", header=("format", RENDER_FORMAT),
+                         entry=_entry_fits, read=use_cache and read_cache)
+    old = store.entries
+    with paused_gc():
+        keyed = {name: keys.key(name) for name, model in models.items() if has_query(model)}
+        done = {name: old[name][1] for name, key in keyed.items()
+                if key is not None and name in old and old[name][0] == key}
 
     def render(name: str) -> str:
         return normalized_query_sql(models[name], variables=variables, models=models, gateway=gateway)
@@ -119,8 +114,8 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
             sql = result[name] = done[name] if name in done else render(name)
             if key is not None:
                 new[name] = [key, sql]
-    if use_cache and new != old:
-        write_atomically(Path(root) / RENDER_CACHE_FILE, to_json({"format": RENDER_FORMAT, "entries": new}))
+    if use_cache:
+        store.save(new)
     return result
 
 
