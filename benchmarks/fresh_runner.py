@@ -343,7 +343,7 @@ def jobs_through_connect(workdir: Path, repeats: int, warm_archive: Path) -> dic
                     python, parts = warm_archive.parent / "meshbot-venv" / "bin" / "python", "unpack"
                 wall, timing = run_all(job, python)
                 jobs[kind].append((seconds, wall, timing))
-                print(f"  {kind} job: {parts} {seconds:.1f} s + run-all {wall:.1f} s = {seconds + wall:.1f} s   "
+                print(f"  {kind} job: install ({parts}) {seconds:.1f} s + run-all {wall:.1f} s = {seconds + wall:.1f} s   "
                       f"load {_load()}\n    {timing}", flush=True)
                 if kind == "warm":
                     shutil.rmtree(warm_archive.parent / "meshbot-venv")
