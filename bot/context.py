@@ -282,13 +282,17 @@ class Context(Workspace):
 
     def render(self, model_name: str, *, start: str | None = None, end: str | None = None,
                environment: str = "prod") -> str:
-        """The model's query as Spark SQL for [start, end], reading the environment's views."""
+        """The model's query as Spark SQL for [start, end], reading the environment's views (the tables
+        of models a dev environment holds no view for)."""
         from bot.project.render import render_sql
 
         model, env = self.model(model_name), normalize_environment(environment)
         start_ms, end_ms = user_range(start, end)
+        mapping = view_names(self.models, env)
+        if env != "prod" and (stored := self.state.get_environment(env)) is not None:
+            mapping.update(stored.query_names())   # a model without a view in `env` is read from its table
         return render_sql(model, start=start_ms, end=end_ms, variables=self.config.variables,
-                          table_mapping=view_names(self.models, env), models=self.models, gateway=self.gateway.name)
+                          table_mapping=mapping, models=self.models, gateway=self.gateway.name)
 
     def model(self, name: str) -> Model:
         return self.project.model(name)

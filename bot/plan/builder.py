@@ -110,7 +110,9 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
                 new_snapshots=tuple(new_snapshots), changes=changes, backfills=backfills,
                 restatements=restatements, options=options, start=start, end=end,
                 execution_time=execution, warnings=warnings,
-                audit_only=audit_only_snapshots(project_models, snapshots, previous, backfills))
+                audit_only=audit_only_snapshots(project_models, snapshots, previous, backfills),
+                promoted=promoted_models(env_name, snapshots, target=target, base=base,
+                                         include_unmodified=options.include_unmodified or config.include_unmodified))
 
 
 def _stored_snapshots(state: StateReader, base: Environment | None, fingerprints: Mapping[str, Fingerprint]
@@ -134,6 +136,21 @@ def _stored_snapshots(state: StateReader, base: Environment | None, fingerprints
         if found is not None:
             previous[s.name] = found
     return previous, stored
+
+
+def promoted_models(env_name: str, snapshots: Mapping[str, Snapshot], *, target: Environment | None,
+                    base: Environment | None, include_unmodified: bool) -> frozenset[str] | None:
+    """The models a dev environment holds views for (None: all, as prod and `include_unmodified`).
+
+    As SQLMesh: those the environment promoted before (still in the project), and those whose snapshot
+    differs from the environment's previous one (from prod's when the environment is new), directly
+    or indirectly modified; the others are read from their tables.
+    """
+    if env_name == "prod" or include_unmodified:
+        return None
+    before = {s.name: s.identifier for s in base.snapshots} if base is not None else {}
+    kept = {s.name for s in target.snapshots if s.promoted and s.name in snapshots} if target is not None else set()
+    return frozenset(kept | {name for name, s in snapshots.items() if before.get(name) != s.identifier})
 
 
 def audit_only_snapshots(models: Mapping[str, Model], snapshots: Mapping[str, Snapshot],

@@ -97,6 +97,8 @@ class Plan:
     # snapshots whose audits changed but that this plan does not backfill: their audits run
     # against the data they already have, before promotion (SQLMesh's "Auditing models" stage)
     audit_only: tuple[SnapshotId, ...] = ()
+    # the models the environment holds views for (its promoted models); None: all (prod, include_unmodified)
+    promoted: frozenset[str] | None = None
 
     @property
     def has_changes(self) -> bool:
@@ -111,7 +113,12 @@ class Plan:
         """Nothing to apply: no change, nothing to backfill, and the environment's views are in place."""
         previous = self.previous_environment
         return (not self.has_changes and not self.requires_backfill and previous is not None
-                and previous.finalized_ts is not None)
+                and previous.finalized_ts is not None
+                and (self.promoted is not None or all(s.promoted for s in previous.snapshots)))
+
+    def is_promoted(self, name: str) -> bool:
+        """Whether the environment holds a view for model `name` after this plan."""
+        return self.promoted is None or name in self.promoted
 
     def change_for(self, name: str) -> ModelChange | None:
         return next((c for c in self.changes if c.name == name), None)

@@ -178,7 +178,7 @@ class PlanEvaluator:
         """Spark's catalog accepts only letters, digits and `_` in schema and table names: a model
         whose view it would reject fails here, before anything is written."""
         for snapshot in plan.snapshots.values():
-            if not snapshot.is_physical:
+            if not snapshot.is_physical or not plan.is_promoted(snapshot.name):
                 continue
             view = view_name(snapshot.name, plan.environment)
             if not all(_VALID_NAME.match(part) for part in view.split(".")):
@@ -236,7 +236,7 @@ class PlanEvaluator:
             name=plan.environment,
             snapshots=tuple(
                 EnvironmentSnapshot(name=s.name, identifier=s.identifier, version=s.version,
-                                    kind=s.kind, table_name=mapping[s.name])
+                                    kind=s.kind, table_name=mapping[s.name], promoted=plan.is_promoted(s.name))
                 for s in sorted(plan.snapshots.values(), key=lambda s: s.name)
                 if s.kind != KindName.EMBEDDED.value
             ),
@@ -393,7 +393,7 @@ class PlanEvaluator:
         existing = getattr(self.runner, "existing_views", None)
         if previous is None or previous.finalized_ts is None or existing is None:
             return dict(views)
-        before = {s.name: (s.identifier, s.table_name) for s in previous.snapshots}
+        before = {s.name: (s.identifier, s.table_name) for s in previous.snapshots if s.promoted}
         same = {view_name(s.name, plan.environment) for s in environment.snapshots
                 if before.get(s.name) == (s.identifier, s.table_name)}
         present = existing([view for view in views if view in same]) if same else set()

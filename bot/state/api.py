@@ -20,6 +20,10 @@ class EnvironmentSnapshot:
     version: str
     kind: str
     table_name: str            # the physical table the environment's view selects from
+    # whether the environment has a view for it: a dev environment holds views only for the models it
+    # promoted (changed against it or prod), as SQLMesh without include_unmodified; rows written before
+    # this field read as promoted
+    promoted: bool = True
 
     @property
     def snapshot_id(self) -> SnapshotId:
@@ -70,14 +74,21 @@ class Environment:
         return {s.name: s.read_name for s in self.snapshots}
 
     def views(self) -> dict[str, str]:
-        """View name → the physical table it selects from, for every model of the environment that has one."""
-        return {view_name(s.name, self.name): s.table_name for s in self.snapshots if s.has_view}
+        """View name → the physical table it selects from, for every promoted model of the environment
+        that has one (a dev environment's unchanged models are read from their tables, not through a view)."""
+        return {view_name(s.name, self.name): s.table_name for s in self.snapshots if s.has_view and s.promoted}
+
+    def query_names(self) -> dict[str, str]:
+        """Model name → what a query written against this environment reads: the view of a promoted
+        model, else what its view would select from (its table; an EXTERNAL model's own name)."""
+        return {s.name: view_name(s.name, self.name) if s.has_view and s.promoted else s.read_name
+                for s in self.snapshots}
 
     def stale_views(self) -> list[str]:
-        """Views of models the environment's previous row served and this one no longer does."""
-        current = {s.name for s in self.snapshots}
-        return [view_name(s.name, self.name) for s in self.previous_snapshots
-                if s.name not in current and s.has_view]
+        """Views the environment's previous row served and this one no longer does."""
+        current = self.views()
+        return [view for s in self.previous_snapshots if s.has_view and s.promoted
+                and (view := view_name(s.name, self.name)) not in current]
 
 
 @dataclass(frozen=True)

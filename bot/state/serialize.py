@@ -50,10 +50,20 @@ def row_to_snapshot(row: Mapping[str, Any]) -> Snapshot:
     )
 
 
+def _listed_to_row(listed: tuple[EnvironmentSnapshot, ...]) -> list[dict[str, Any]]:
+    """An environment's snapshot list; `promoted` is written only when False, so rows whose models all have
+    a view (prod's) stay as before and older rows read as promoted."""
+    rows = [asdict(s) for s in listed]
+    for row in rows:
+        if row["promoted"]:
+            del row["promoted"]
+    return rows
+
+
 def environment_to_row(environment: Environment) -> dict[str, Any]:
     return {
         "name": environment.name,
-        "snapshots": [asdict(s) for s in environment.snapshots],
+        "snapshots": _listed_to_row(environment.snapshots),
         "start": environment.start,
         "end": environment.end,
         "plan_id": environment.plan_id,
@@ -61,7 +71,7 @@ def environment_to_row(environment: Environment) -> dict[str, Any]:
         "expiration_ts": environment.expiration_ts,
         "finalized_ts": environment.finalized_ts,
         "suffix_target": environment.suffix_target,
-        "previous_snapshots": [asdict(s) for s in environment.previous_snapshots],
+        "previous_snapshots": _listed_to_row(environment.previous_snapshots),
     }
 
 
@@ -83,7 +93,7 @@ def row_to_environment(row: Mapping[str, Any]) -> Environment:
 def history_to_row(environment: Environment, *, promoted_ts: int) -> dict[str, Any]:
     """The environment_history row of a promotion of `environment`."""
     return {"name": environment.name, "plan_id": environment.plan_id,
-            "snapshots": [asdict(s) for s in environment.snapshots],
+            "snapshots": _listed_to_row(environment.snapshots),
             "promoted_ts": promoted_ts, "finalized_ts": None}
 
 

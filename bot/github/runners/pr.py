@@ -76,8 +76,10 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | 
                              backfills=view.backfills), plan, None
 
 
-def _with_models(run: BotRun, env: PrEnvironmentView, plan: Plan | None) -> PrEnvironmentView:
-    """The models that differ from prod (per the prod preview when there is one) and their views."""
+def _with_models(run: BotRun, env: PrEnvironmentView, plan: Plan | None, *,
+                 applied: Plan | None) -> PrEnvironmentView:
+    """The models that differ from prod (per the prod preview when there is one) and those of their views
+    the environment holds (per `applied`, the plan that synced it)."""
     names: list[str] = []
     for change in plan.changes if plan is not None else ():
         if change.change is not ChangeType.REMOVED:
@@ -86,6 +88,8 @@ def _with_models(run: BotRun, env: PrEnvironmentView, plan: Plan | None) -> PrEn
     names = list(dict.fromkeys(names))
     views = []
     for name in names:
+        if applied is not None and not applied.is_promoted(name):
+            continue      # a dev environment holds views only for the models it promoted
         try:
             views.append(run.context.view_name(name, env.name))
         except BotError:
@@ -246,7 +250,8 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
         ok = ok and digest is not None
     if view.pr_environment is not None:
         view = replace(view, pr_environment=_with_models(run, view.pr_environment,
-                                                         preview if preview is not None else applied))
+                                                         preview if preview is not None else applied,
+                                                         applied=applied))
     diffs, plans = diffs_step(run, pr, pr_plan=applied, prod_plan=preview)
     view = replace(view, diffs=diffs, plans=plans)
     if approval:
