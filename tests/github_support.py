@@ -454,6 +454,7 @@ class FakeEngine:
         self.review_options: list[ReviewOptions] = []           # what each review was asked
         self.failing_tests: dict[str, str] = {}        # unit test name -> its failure message
         self.children: dict[str, tuple[str, ...]] = {} # changed model -> the breaking children it lists
+        self.promoted: frozenset[str] | None = None    # the models a PR environment's plan gives views (None: all)
 
     @property
     def config(self) -> ProjectConfig:
@@ -493,6 +494,7 @@ class FakeEngine:
                     new_environment=not exists, expected_plan_id=None,
                     previous_environment=previous, snapshots=snapshots, new_snapshots=(),
                     changes=self._changes(environment, snapshots), options=options,
+                    promoted=None if environment == "prod" else self.promoted,
                     backfills=tuple(Backfill(snapshot_id=s.snapshot_id, kind=BackfillKind.INTERVALS,
                                              intervals=tuple((d * 86_400_000, (d + 1) * 86_400_000)
                                                              for d in range(self.batches * self.batch_days)),

@@ -80,6 +80,24 @@ def test_replies_to_commands_are_comments_on_the_pr(bot, cicd_bot, body, answer)
     assert b.engine.plans == [] and b.repo.checks == {}
 
 
+def test_pr_include_unmodified_gives_the_pr_environment_every_view(bot):
+    """SQLMesh's pr_include_unmodified: the PR environment's plan includes the unmodified models."""
+    b = bot({"pr_include_unmodified": True})
+    assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
+    assert [(env, o.include_unmodified) for env, o in zip(b.engine.plans, b.engine.options)] == [
+        ("hello_world_2", True), ("prod", False)]
+
+
+def test_the_comment_links_only_the_views_the_pr_environment_holds(bot):
+    """A model that differs from prod but that the PR environment did not promote (prod moved on since)
+    has no view there: the comment links none."""
+    b = bot(changed=("shop.orders", "shop.items"))
+    b.engine.promoted = frozenset({"shop.orders"})
+    assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
+    assert "- `shop__hello_world_2.orders`" in b.comment
+    assert "shop__hello_world_2.items" not in b.comment
+
+
 def test_sqlmesh_bot_settings_are_read_as_sqlmesh_means_them(bot):
     """A SQLMesh project's cicd_bot block works unchanged: `type: github`, `prod_branch_name`,
     `run_on_deploy_to_prod`, and invalidate_environment_after_deploy: false keeps a merged PR's environment
@@ -90,6 +108,7 @@ def test_sqlmesh_bot_settings_are_read_as_sqlmesh_means_them(bot):
                               "auto_categorize_changes": {"sql": "full"}, "pr_include_unmodified": True,
                               "enable_deploy_command": True, "merge_method": "squash"})
     assert settings.prod_branch_names == ("release",) and settings.run_on_deploy
+    assert settings.pr_include_unmodified
     with pytest.raises(ConfigError, match="cicd_bot.type `gitlab` is not supported"):
         load_settings({"type": "gitlab"})
     with pytest.raises(ConfigError, match="sets both `run_on_deploy_to_prod`"):

@@ -30,6 +30,7 @@ class BotSettings:
     pr_environment_name: str | None = None
     default_pr_start: str | None = None
     skip_pr_backfill: bool = True
+    pr_include_unmodified: bool = False       # SQLMesh's: PR environments get a view for every model
     deploy_on: str = "merge"
     merge_environment: str = "prod"
     tag_environment: str = "prod"
@@ -123,6 +124,7 @@ def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] =
         pr_environment_name=_opt_str(raw.get("pr_environment_name")),
         default_pr_start=_opt_str(raw.get("default_pr_start")),
         skip_pr_backfill=_bool(raw.get("skip_pr_backfill", True), "skip_pr_backfill", where),
+        pr_include_unmodified=_bool(raw.get("pr_include_unmodified", False), "pr_include_unmodified", where),
         deploy_on=deploy_on,
         merge_environment=str(raw.get("merge_environment") or "prod"),
         tag_environment=str(raw.get("tag_environment") or "prod"),
@@ -178,7 +180,7 @@ def pr_environment_name(prefix: str, number: int) -> str:
 # always behaves so (it categorizes every change automatically; PR environments hold the changed models).
 SQLMESH_ALIASES = {"prod_branch_name": "prod_branch_names", "run_on_deploy_to_prod": "run_on_deploy"}
 SQLMESH_ACCEPTED = ("auto_categorize_changes", "default_pr_preview_start", "pr_preview_min_intervals",
-                    "pr_min_intervals", "pr_include_unmodified")
+                    "pr_min_intervals")
 
 
 def _from_sqlmesh(raw: dict[str, Any], where: str) -> dict[str, Any]:

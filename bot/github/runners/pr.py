@@ -54,7 +54,8 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | 
     check = start_check(run, CheckName.PR_ENVIRONMENT, pr.head_sha)
     s = run.settings
     options = PlanOptions(skip_backfill=s.skip_pr_backfill and not s.default_pr_start,
-                          start=s.default_pr_start, skip_tests=True, forward_only=s.forward_only(pr.head_ref))
+                          start=s.default_pr_start, skip_tests=True, forward_only=s.forward_only(pr.head_ref),
+                          include_unmodified=s.pr_include_unmodified)
     try:
         require_lasting_storage(run)
         existed = env in {e.name for e in run.context.environments()}
