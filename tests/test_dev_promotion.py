@@ -135,6 +135,18 @@ def test_include_unmodified_on_an_existing_environment_adds_the_missing_views(pr
     assert _views(spark, "pv__dev") == {"a", "b", "c"}
 
 
+def test_rollback_serves_the_earlier_plan_s_views_only(project, spark):
+    _write(project, b=B_CHANGED)
+    _apply(project, "dev").close()
+    _write(project, b=B_CHANGED, c=C_CHANGED)
+    context = _apply(project, "dev")
+    assert _views(spark, "pv__dev") == {"b", "c"}
+    context.rollback("dev")
+    assert _views(spark, "pv__dev") == {"b"}
+    assert set(context.state.get_environment("dev").views()) == {"pv__dev.b"}
+    context.close()
+
+
 def test_janitor_drops_the_promoted_views_and_the_schema(project, spark):
     _write(project, c=C_CHANGED)
     context = _apply(project, "dev")
