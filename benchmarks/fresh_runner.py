@@ -325,7 +325,7 @@ def jobs_through_connect(workdir: Path, repeats: int, warm_archive: Path) -> dic
     """Cold and warm jobs, alternated: (install or unpack seconds, run-all seconds, timing line) each."""
     from spark_servers import start_connect, stop, wait_for_connect
 
-    server = wait_for_connect(start_connect(_fresh(workdir / "connect-server")))
+    server = wait_for_connect(start_connect(_fresh(workdir / "connect-server"), java_options=""))   # a server's defaults
     jobs: dict[str, list[tuple[float, float, str]]] = {"cold": [], "warm": []}
     databases = []
     try:
