@@ -12,21 +12,7 @@ from bot.context import Context
 from bot.plan.definition import PlanOptions
 from bot.state.api import Environment, EnvironmentSnapshot
 from bot.state.serialize import environment_to_row, row_to_environment
-
-CONFIG = """
-gateways:
-  local:
-    connection:
-      type: spark
-      master: local[2]
-    state_connection:
-      type: sqlite
-      database: .meshbot/state.db
-default_gateway: local
-model_defaults:
-  dialect: spark
-  start: '2024-01-01'
-"""
+from project_files import LOCAL_SPARK_SQLITE_CONFIG, write_files
 
 MODELS = {
     "a": "MODEL (name pv.a, kind FULL);\n\nSELECT 1 AS x",
@@ -36,10 +22,8 @@ MODELS = {
 
 
 def _write(root: Path, **changed: str) -> None:
-    (root / "models").mkdir(parents=True, exist_ok=True)
-    (root / "config.yaml").write_text(CONFIG)
-    for name, text in MODELS.items():
-        (root / "models" / f"{name}.sql").write_text(changed.get(name, text))
+    write_files(root, {"config.yaml": LOCAL_SPARK_SQLITE_CONFIG,
+                       **{f"models/{name}.sql": changed.get(name, text) for name, text in MODELS.items()}})
 
 
 def _apply(root: Path, env: str, options: PlanOptions = PlanOptions()) -> Context:
