@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import threading
 
 import click
 
@@ -61,9 +63,34 @@ def _attach_github() -> None:
 def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="meshbot")
+    except SystemExit as done:
+        _exit(done)
     except Exception:  # noqa: BLE001 - outside a command's own handling: a traceback without secrets
         print_redacted_traceback()
         sys.exit(1)
+
+
+def _exit(done: SystemExit) -> None:
+    """Ends the process without freeing the loaded project object by object, when that is all that is left.
+
+    Tearing down a 10,000-model plan's objects one by one costs ~0.15 s of a ~1.5 s command. Exit handlers
+    still run (logging's flush, finalizers of temporary files, process pools) and the standard streams are
+    flushed; only with a JVM (PySpark keeps its own exit hooks) or another thread still alive does the
+    interpreter end as usual.
+    """
+    if "py4j" in sys.modules or "pyspark" in sys.modules or threading.active_count() > 1:
+        raise done
+    code = done.code
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # a closed pipe or stream: nothing more can reach it
+            pass
+    os._exit(code or 0)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from functools import wraps
@@ -16,7 +17,10 @@ from bot.report.console import TerminalReporter
 
 
 def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """A BotError is one `Error:` line (exit 1); any other exception its traceback, secrets redacted (exit 1)."""
+    """A BotError is one `Error:` line (exit 1); any other exception its traceback, secrets redacted (exit 1).
+
+    A closed output pipe ends the command quietly with exit 1.
+    """
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -27,6 +31,9 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             TerminalReporter().error("interrupted; rerun the same command to resume")
             sys.exit(130)
+        except BrokenPipeError:     # the reader of our output left (`meshbot plan --json | head`): no traceback
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception:  # noqa: BLE001 - a bug: show it as Python would, but without secrets
