@@ -122,9 +122,11 @@ class Snapshot:
     @property
     def dev_table_name(self) -> str:
         """Forward-only previews in dev write to a separate `__dev` table, never to prod's table."""
-        return self.table_name + "__dev"
+        return self.table_name + DEV_TABLE_SUFFIX
 
 
+
+DEV_TABLE_SUFFIX = "__dev"   # a physical table's name ends with its version (digits), never with this
 
 _NON_WORD = re.compile(r"[^a-zA-Z0-9_]")
 

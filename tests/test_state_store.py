@@ -91,6 +91,60 @@ def test_intervals_are_added_removed_and_merged_per_version(state):
     assert result[("db.none", "v")].intervals == [] and len(result) == 4
 
 
+def test_latest_interval_end_is_the_largest_end_of_the_merged_intervals(state):
+    """What a dev plan ends at: prod's latest data. A removal that cut a tail counts, dev intervals do not."""
+    state.add_interval("db.a", "v1", (0, 3 * DAY))
+    state.add_interval("db.a", "v1", (5 * DAY, 9 * DAY))
+    state.remove_intervals("db.a", "v1", (7 * DAY, 9 * DAY))     # the tail: db.a's data ends at day 7
+    state.add_interval("db.b", "v1", (0, 6 * DAY))
+    state.add_interval("db.b", "v1", (0, 20 * DAY), is_dev=True)  # a preview's: not prod's data
+    state.add_interval("db.b", "v2", (0, 30 * DAY))               # another version: not asked for
+    assert state.latest_interval_end([("db.a", "v1"), ("db.b", "v1")]) == 7 * DAY
+    assert state.latest_interval_end([("db.b", "v1")]) == 6 * DAY
+    state.remove_intervals("db.b", "v1", (0, 6 * DAY))
+    assert state.latest_interval_end([("db.b", "v1"), ("db.none", "v")]) is None
+    expected = max(i[1] for found in state.get_intervals([("db.a", "v1"), ("db.b", "v2")]).values()
+                   for i in found.intervals)
+    assert state.latest_interval_end([("db.a", "v1"), ("db.b", "v2")]) == expected == 30 * DAY
+
+
+def test_intervals_of_thousands_of_pairs_keep_each_pairs_own_rows_across_slices(state):
+    """Reads span several IN slices in which names and versions recur: each pair gets its own rows, in
+    the order written (a removal after an add), never a neighbour's and never twice."""
+    pairs = [(f"db.m{i // 3:04d}", f"v{i % 4}") for i in range(3 * CHUNK + 10)]   # 3 versions of each name
+    rows = []
+    for index, (name, version) in enumerate(pairs):
+        start = index * DAY
+        rows += [dict(name=name, version=version, start_ts=start, end_ts=start + 3 * DAY, is_dev=False,
+                      is_removed=False, created_ts=1),
+                 dict(name=name, version=version, start_ts=start + DAY, end_ts=start + 2 * DAY, is_dev=False,
+                      is_removed=True, created_ts=2)]
+    with state.engine.begin() as conn:   # one insert: thousands of add_interval commits would take minutes
+        conn.execute(sa.insert(state.tables.intervals), rows)
+    unrecorded = [("db.m0000", "v3"), ("db.m9999", "v0")]   # a recorded name with another version; none
+    result = state.get_intervals(reversed(pairs + unrecorded))
+    assert len(result) == len(pairs) + 2
+    for index, pair in enumerate(pairs):
+        start = index * DAY
+        assert result[pair].intervals == [(start, start + DAY), (start + 2 * DAY, start + 3 * DAY)], pair
+        assert result[pair].dev_intervals == []
+    assert all(result[pair].intervals == [] for pair in unrecorded)
+
+
+def test_an_environment_entry_of_unknown_fields_is_named_not_a_crash(state):
+    a = make_snapshot("db.a", 1)
+    state.promote(env_of("dev", "plan1", a), expected_plan_id=None)
+    listed = state.get_environment("dev").snapshots
+    assert listed == (EnvironmentSnapshot("db.a", a.identifier, "v1", "FULL", a.table_name),)
+    assert listed[0].promoted is True and listed[0].snapshot_id == a.snapshot_id
+    table = state.tables.environments
+    with state.engine.begin() as conn:   # as a newer meshbot with one more field per entry would write it
+        [entry] = conn.execute(sa.select(table.c.snapshots).where(table.c.name == "dev")).scalar_one()
+        conn.execute(sa.update(table).where(table.c.name == "dev").values(snapshots=[{**entry, "ttl_ms": 5}]))
+    with pytest.raises(StateError, match=r"environment `dev` lists a snapshot with fields .*'ttl_ms'.*newer meshbot"):
+        state.get_environment("dev")
+
+
 def test_promote_new_environment_then_replace_it_and_finalize(state):
     a, b = make_snapshot("db.a", 1), make_snapshot("db.b", 2)
     state.promote(env_of("dev", "plan1", a, start="2024-01-01", expiration_ts=5),
@@ -339,6 +393,12 @@ def test_listed_snapshots_read_their_rows_only_when_used_and_behave_as_snapshots
     assert (first.name, first.identifier, first.version, first.kind, first.snapshot_id) == \
         (snapshots[0].name, snapshots[0].identifier, "v0", "FULL", snapshots[0].snapshot_id)
     assert all("_pending" in s.__dict__ for s in listed.values())   # no row read yet
+    assert [s.table_name for s in listed.values()] == [s.table_name for s in snapshots]
+    assert [s.dev_table_name for s in listed.values()] == [s.dev_table_name for s in snapshots]
+    assert all("_pending" in s.__dict__ for s in listed.values())   # the list holds each table: still no row read
+    # a dev environment that served a forward-only preview lists the `__dev` table; the snapshot's is the same
+    served = state.listed_snapshots([replace(env.snapshots[5], table_name=snapshots[5].dev_table_name)])
+    assert served[snapshots[5].snapshot_id].table_name == snapshots[5].table_name
     assert first.definition == snapshots[0].definition and first.table_name == snapshots[0].table_name
     assert "_pending" not in first.__dict__ and "_pending" in listed[snapshots[1].snapshot_id].__dict__
     for snapshot in snapshots[1:17]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from bot.errors import PlanError
 from bot.intervals import (Interval, batches, cron_floor, cron_prev, format_interval, interval_unit,
@@ -82,11 +82,11 @@ def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[S
     if opts.skip_backfill or not targets:
         return (), {}, plan_start or 0, window.end or execution, execution
     keys = {(s.name, s.version) for s in targets}
-    keys |= {(p.name, p.version) for p in inputs.previous.values()}
-    prod_keys = inputs.prod_keys
-    recorded = inputs.state.get_intervals(keys | prod_keys if inputs.is_dev else keys)
-    if inputs.is_dev and window.end is None:
-        window = replace(window, end=_prod_end(recorded, prod_keys))
+    if opts.no_gaps:   # a target's previous version: what it had computed
+        keys |= {(p.name, p.version) for s in targets if (p := inputs.previous.get(s.name)) is not None}
+    recorded = inputs.state.get_intervals(keys)
+    if inputs.is_dev and window.end is None:   # a dev plan ends where prod's data does
+        window = replace(window, end=inputs.state.latest_interval_end(inputs.prod_keys))
     backfills: list[Backfill] = []
     restatements: dict[SnapshotId, Interval] = {}
     missing = _MissingIntervals()
@@ -147,12 +147,6 @@ def _effective_names(inputs: BackfillInputs) -> frozenset[str]:
 
 def _effective_ms(inputs: BackfillInputs, window: "_Window") -> int:
     return to_ms(inputs.options.effective_from or "", relative_base=window.execution)
-
-
-def _prod_end(recorded: Mapping[tuple[str, str], SnapshotIntervals],
-              prod_keys: Iterable[tuple[str, str]]) -> int | None:
-    ends = [high for key in prod_keys if key in recorded for _, high in recorded[key].intervals]
-    return max(ends) if ends else None
 
 
 def model_starts(models: Mapping[str, Model], *, execution: int, default_start: str | None = None,

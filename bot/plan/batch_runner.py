@@ -57,10 +57,11 @@ class SparkRunner:
         return self._models[snapshot.identifier]
 
     def ensure_schemas(self, schemas: Iterable[str]) -> None:
-        """Create missing schemas and list each one once, so tables created afterwards (from several
+        """Create missing physical schemas and list each one once, so tables created afterwards (from several
         threads) are checked against one listing per schema, not a catalog call per table."""
         names = sorted(set(schemas))
         self.engine.create_schemas(names)
+        self.engine.physical_schemas.update(name.lower() for name in names)
         for schema in names:
             self.engine.existing_objects(schema)
 

@@ -250,9 +250,8 @@ class PlanEvaluator:
     def _create_tables(self, plan: Plan, mapping: Mapping[str, str]) -> None:
         """Create the physical tables, up to `concurrent_tasks` at once; a table is created after its
         parents' (its columns may come from analyzing a query that reads them)."""
-        targets = {s.name: (s, mapping[s.name]) for s in self._ordered(plan, plan.snapshots.values())
-                   if s.is_physical}
-        self.runner.ensure_schemas({table.rsplit(".", 1)[0] for _, table in targets.values()})
+        physical = [s for s in plan.snapshots.values() if s.is_physical]
+        self.runner.ensure_schemas({mapping[s.name].rsplit(".", 1)[0] for s in physical})
         exists = getattr(self.runner, "table_exists", None)
         settle = getattr(self.runner, "settle_table", None)
 
@@ -263,6 +262,10 @@ class PlanEvaluator:
         if exists is not None:
             forget_missing_tables(plan, mapping, state=self.state, exists=exists,
                                   settle=there_now if settle is not None else None)
+            # a table the listing has needs nothing more, and its snapshot's row no read: a PR plan of
+            # 10,000 models creates a handful of tables
+            physical = [s for s in physical if not exists(mapping[s.name])]
+        targets = {s.name: (s, mapping[s.name]) for s in self._ordered(plan, physical)}
 
         def create(name: str, _slot: int) -> None:
             snapshot, table = targets[name]

@@ -216,7 +216,7 @@ class SparkEngine:
 
     def table_exists(self, table: str) -> bool:
         schema, name = self._schema_and_name(table)
-        return name.lower() in self.existing_objects(schema)
+        return name.lower() in self._listing(schema)   # one lookup, no copy of a listing of thousands
 
     def tables_exist_now(self, tables: Sequence[str]) -> dict[str, bool]:
         """Whether each table of one schema exists now: one catalog call, whatever the schema holds

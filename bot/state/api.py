@@ -186,6 +186,10 @@ class StateReader(Protocol):
 
     def get_intervals(self, name_versions: Iterable[tuple[str, str]]) -> dict[tuple[str, str], SnapshotIntervals]: ...
 
+    def latest_interval_end(self, name_versions: Iterable[tuple[str, str]]) -> int | None:
+        """The largest end of the pairs' recorded (not dev) intervals; None when none is recorded."""
+        ...
+
     def get_batch_times(self, names: Iterable[str]) -> dict[tuple[str, str], BatchTimes]:
         """What the recorded batches of every version of `names` took (timed batches only)."""
         ...

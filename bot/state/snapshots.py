@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from bot.errors import StateError
 from bot.project.timeutil import TimeParseError, expires_ms
-from bot.snapshot import Snapshot, SnapshotId
+from bot.snapshot import DEV_TABLE_SUFFIX, Snapshot, SnapshotId
 from bot.state._util import chunks, write_transaction
 from bot.state.serialize import row_to_snapshot, snapshot_to_row
 from bot.state.tables import Tables
@@ -81,7 +81,7 @@ class SnapshotState:
         for item in listed:
             snapshot = object.__new__(_ListedSnapshot)
             snapshot.__dict__.update(name=item.name, version=item.version, kind=item.kind,
-                                     _identifier=item.identifier, _pending=group)
+                                     _identifier=item.identifier, _listed_table=item.table_name, _pending=group)
             group.members.append(snapshot)
             result[SnapshotId(item.name, item.identifier)] = snapshot
         return result
@@ -243,6 +243,15 @@ class _ListedSnapshot(_StoredSnapshot):
     @property
     def snapshot_id(self) -> SnapshotId:
         return SnapshotId(self.name, self.identifier)
+
+    @property
+    def table_name(self) -> str:
+        """From the environment's list, without reading the row (an apply maps every model to its table): the
+        list holds the snapshot's table, or its `__dev` table where the environment served a preview."""
+        listed = self.__dict__.get("_listed_table")   # absent in a copy (dataclasses.replace)
+        if listed is None or self.kind == "EXTERNAL":
+            return Snapshot.table_name.fget(self)
+        return listed.removesuffix(DEV_TABLE_SUFFIX)
 
     def __getstate__(self) -> dict[str, Any]:
         """What pickle and copy keep: the whole row, read first (its group cannot travel)."""

@@ -158,6 +158,10 @@ class SqlStateSync:
         self._current()
         return self._intervals.get(name_versions)
 
+    def latest_interval_end(self, name_versions: Iterable[tuple[str, str]]) -> int | None:
+        self._current()
+        return self._intervals.latest_end(name_versions)
+
     def get_batch_times(self, names: Iterable[str]) -> dict[tuple[str, str], BatchTimes]:
         self._current()
         return self._intervals.batch_times(names)
