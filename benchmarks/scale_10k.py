@@ -6,7 +6,7 @@ fresh processes, each timing in turn:
 
 - cold: `plan prod --explain --json` with `.meshbot/cache` removed (a fresh clone, no CI cache);
 - warm: the same right after, with the cache the cold run wrote;
-- PR sync: one model edited (a model in the middle of the DAG), `plan pr_1 --explain --json`: the plan
+- PR sync: one model edited (a model no other reads, in the middle of the DAG), `plan pr_1 --explain --json`: the plan
   of a PR environment after one change (its first run: the edited file is parsed and rendered again);
   the file is then restored;
 - reference: `python -m bot --help` (interpreter start and the CLI's imports, no project read).
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -61,8 +62,14 @@ def _load() -> float:
 
 
 def _edit_one(files: list[Path]) -> tuple[Path, str]:
-    """Edit one model in the middle of the DAG (a filter-free, column-keeping change)."""
-    path = files[len(files) // 2]
+    """Edit one model: the one nearest the middle of the DAG that no other model reads (its change touches no
+    other model, whatever the project's size), with a filter-free, column-keeping change."""
+    referenced = set()
+    for path in files:
+        referenced.update(re.findall(r"\bFROM (bench_l\d+\.m\d+)|\bJOIN (bench_l\d+\.m\d+)", path.read_text()))
+    read = {name for pair in referenced for name in pair if name}
+    leaves = [path for path in files if f"bench_{path.parent.name}.{path.stem}" not in read]
+    path = min(leaves, key=lambda leaf: abs(files.index(leaf) - len(files) // 2))
     original = path.read_text()
     path.write_text(original.replace("SELECT\n", "SELECT DISTINCT\n", 1))
     return path, original
@@ -108,20 +115,32 @@ def _best(measures: list[tuple[plan_scale.Measure, float]]) -> tuple[float, floa
     return best.wall, min(m.cpu for m, _ in measures), max(m.rss_mb for m, _ in measures), load
 
 
-def bench_deploys(sizes: list[int], workdir: Path) -> list[tuple[int, float, float, str]]:
+def bench_deploys(sizes: list[int], workdir: Path, *, keep: bool = False
+                  ) -> list[tuple[int, float, float, str, float, float]]:
+    """First deploys on local Spark, each followed by a PR sync on the deployed project: one model edited,
+    `plan pr_1 --auto-apply --skip-backfill` (JVM start, plan, the PR environment's table and view)."""
     results = []
     for count in sizes:
         root = workdir / f"deploy_{count}"
-        plan_scale.generate(root, count)
+        shutil.rmtree(root, ignore_errors=True)
+        files = plan_scale.generate(root, count)
         config = (root / "config.yaml").read_text().replace(
             "      master: local[1]\n", "      master: local[2]\n      concurrent_tasks: 4\n")
         (root / "config.yaml").write_text(config)
         load = " ".join(f"{v:.1f}" for v in os.getloadavg())
         measured = plan_scale.run_cli(root, "plan", "--auto-apply", "--skip-backfill", "--no-prompts")
-        results.append((count, measured.wall, measured.cpu, load))
         print(f"first deploy of {count} models: {measured.wall:.1f} s wall ({measured.cpu:.1f} s CPU of the "
               f"Python side; load average before {load})", flush=True)
-        shutil.rmtree(root, ignore_errors=True)
+        path, original = _edit_one(files)
+        try:
+            synced = plan_scale.run_cli(root, "plan", "pr_1", "--auto-apply", "--skip-backfill", "--no-prompts")
+        finally:
+            path.write_text(original)
+        print(f"PR sync of {count} models on Spark: {synced.wall:.1f} s wall ({synced.cpu:.1f} s CPU of the "
+              f"Python side)", flush=True)
+        results.append((count, measured.wall, measured.cpu, load, synced.wall, synced.cpu))
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
     return results
 
 
@@ -149,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     if sizes:
         print_plans(table, sizes, args.repeats)
     if args.deploy:
-        deploys = bench_deploys([int(s) for s in args.deploy.split(",") if s], workdir)
+        deploys = bench_deploys([int(s) for s in args.deploy.split(",") if s], workdir, keep=args.reuse)
         print_deploys(deploys)
     if not args.workdir:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -230,15 +249,18 @@ def print_plans(table: dict, sizes: list[int], repeats: int) -> None:
                   f"{cpu_ratio:>5.1f}x  {target}")
 
 
-def print_deploys(deploys: list[tuple[int, float, float, str]]) -> None:
-    first_count, first_wall = deploys[0][0], deploys[0][1]
-    print("\nfirst deploy, plan --auto-apply --skip-backfill, local[2], concurrent_tasks 4")
-    for count, wall, cpu, load in deploys:
+def print_deploys(deploys: list[tuple[int, float, float, str, float, float]]) -> None:
+    first_count, first_wall, first_sync = deploys[0][0], deploys[0][1], deploys[0][4]
+    print("\nfirst deploy, plan --auto-apply --skip-backfill, local[2], concurrent_tasks 4; then a PR sync on it")
+    for count, wall, cpu, load, sync_wall, sync_cpu in deploys:
         ratio = wall / first_wall
         linear = ratio / (count / first_count)
         print(f"{count:>6} models  {wall:7.1f} s  (Python CPU {cpu:.1f} s, load before {load})  "
               f"{ratio:.2f}x the {first_count}-model time for {count / first_count:.0f}x the models "
               f"({'ok' if linear <= DEPLOY_RATIO else 'MISSED'}: <= {DEPLOY_RATIO}x linear)")
+        sync_ratio = sync_wall / first_sync
+        print(f"{'':>6}  PR sync  {sync_wall:5.1f} s  (Python CPU {sync_cpu:.1f} s)  {sync_ratio:.2f}x the "
+              f"{first_count}-model one ({'ok' if sync_ratio <= PR_RATIO else 'MISSED'}: <= {PR_RATIO:.0f}x)")
 
 
 if __name__ == "__main__":
