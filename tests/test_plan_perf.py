@@ -123,3 +123,66 @@ def test_edits_reparse_only_changed_files_and_variables_rerender(applied_project
         config.write_text(config_text)
     result = _probe(root)
     assert "Directly Modified" not in result["output"]
+
+
+class _CatalogRunner:
+    """A catalog holding every table created so far (prod's, from the state-only apply): records what a PR
+    apply asks of it. No Spark: the guard is about what the evaluator asks for, not how Spark does it."""
+
+    def __init__(self, tables: set[str]) -> None:
+        self.tables, self.created, self.views = {t.lower() for t in tables}, [], {}
+
+    def ensure_schemas(self, schemas) -> None: ...
+    def table_exists(self, table: str) -> bool:
+        return table.lower() in self.tables
+    def settle_table(self, table: str) -> bool:
+        return self.table_exists(table)
+    def create_physical(self, snapshot, model, *, table, table_mapping) -> None:
+        self.created.append(table)
+        self.tables.add(table.lower())
+    def evaluate(self, *args, **kwargs) -> None: ...
+    def audit(self, *args, **kwargs): return ()
+    def replace_views(self, views) -> None:
+        self.views.update(views)
+    def drop_views(self, views) -> None: ...
+
+
+def test_a_one_model_pr_apply_creates_one_table_and_reads_no_unchanged_row(applied_project):
+    """A PR environment over a 300-model prod: the edited model's table and view, and no snapshot row of the
+    299 models it shares with prod (their tables come from prod's list, and the catalog already has them)."""
+    from bot.context import Context
+    from bot.plan.definition import PlanOptions
+    from bot.plan.evaluator import PlanEvaluator
+    import bot.state.snapshots as snapshots
+
+    root, files = applied_project
+    edited = files[-1]   # a leaf: no other model reads it
+    original = edited.read_text()
+    context = Context(root)
+    reads = []
+    get_rows = snapshots.SnapshotState.get
+    try:
+        edited.write_text(original.replace("SELECT", "SELECT DISTINCT", 1))
+        prod = context.state.get_environment("prod")
+        runner = _CatalogRunner({s.table_name for s in prod.snapshots})
+        plan = context.plan("pr_perf", options=PlanOptions(skip_backfill=True))
+        models = context.models
+
+        def counting_get(self, ids):
+            found = get_rows(self, ids)
+            reads.extend(found)
+            return found
+        snapshots.SnapshotState.get = counting_get
+        PlanEvaluator(state=context.state, runner=runner, models_for=lambda s: models[s.name]).apply(plan)
+    finally:
+        snapshots.SnapshotState.get = get_rows
+        edited.write_text(original)
+    [change] = [c for c in plan.changes]
+    assert runner.created == [change.snapshot.table_name]
+    assert list(runner.views.values()) == [change.snapshot.table_name]
+    assert {s.name for s in reads} <= {change.name}, sorted(s.name for s in reads)[:5]
+    served = context.state.get_environment("pr_perf")
+    assert len(served.snapshots) == len(prod.snapshots) and served.views() == runner.views
+    assert {s.name: s.table_name for s in served.snapshots if s.name != change.name} == \
+        {s.name: s.table_name for s in prod.snapshots if s.name != change.name}
+    context.close()

@@ -264,8 +264,17 @@ class PlanEvaluator:
                                   settle=there_now if settle is not None else None)
             # a table the listing has needs nothing more, and its snapshot's row no read: a PR plan of
             # 10,000 models creates a handful of tables
-            physical = [s for s in physical if not exists(mapping[s.name])]
+            present = {s.name for s in physical if exists(mapping[s.name])}
+            physical = [s for s in physical if s.name not in present]
+        else:
+            present = set()
         targets = {s.name: (s, mapping[s.name]) for s in self._ordered(plan, physical)}
+        recorded_parents = _parents_in(plan)
+
+        def parents(name: str) -> list[str]:
+            # a table already there needs nothing of this apply: the walk for the nearest tables to create
+            # first stops at it (and reads no row beyond it); it goes on through EMBEDDED models
+            return [] if name in present else recorded_parents(name)
 
         def create(name: str, _slot: int) -> None:
             snapshot, table = targets[name]
@@ -282,7 +291,7 @@ class PlanEvaluator:
                     self.runner.create_physical(snapshot, model, table=table, table_mapping=mapping)
 
         names = list(targets)
-        outcome = run_tasks(names, upstream_of(names, _parents_in(plan)), create,
+        outcome = run_tasks(names, upstream_of(names, parents), create,
                             threads=self.concurrent_tasks, keep_going=False)
         if outcome.failed:
             raise outcome.failed[0][1]
