@@ -81,6 +81,25 @@ def test_a_reader_that_left_gets_no_traceback(shop):
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
 
 
+def test_output_that_cannot_be_written_fails_a_successful_command(shop):
+    """A full disk: the plan's text is lost, so the exit code says so (120, as Python's own exit would)."""
+    program = ("import sys\nsys.argv = ['meshbot', '-p', sys.argv[1], 'plan', '--explain']\n"
+               "from bot.cli import main\nmain()\n")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-c", program, str(shop)], cwd=ROOT, stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120, env={**os.environ, "PYTHONUNBUFFERED": ""})
+    assert done.returncode == 120, done.stderr
+    assert "could not write the output" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_closed_standard_output_is_no_crash(shop):
+    program = ("import sys\nsys.argv = ['meshbot', '-p', sys.argv[1], 'plan', '--explain']\n"
+               "from bot.cli import main\nmain()\n")
+    done = subprocess.run(["bash", "-c", f'"{sys.executable}" -c "$0" "$1" >&-', program, str(shop)], cwd=ROOT,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
 def test_help_exits_0():
     done = _meshbot("--help")
     assert done.returncode == 0 and "Usage: meshbot" in done.stdout

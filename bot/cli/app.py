@@ -75,8 +75,9 @@ def _exit(done: SystemExit) -> None:
 
     Tearing down a 10,000-model plan's objects one by one costs ~0.15 s of a ~1.5 s command. Exit handlers
     still run (logging's flush, finalizers of temporary files, process pools) and the standard streams are
-    flushed; only with a JVM (PySpark keeps its own exit hooks) or another thread still alive does the
-    interpreter end as usual.
+    flushed; output that cannot be written (a full disk, a reader gone) fails a successful command with
+    120, as the interpreter's own exit would. Only with a JVM (PySpark keeps its own exit hooks) or another
+    thread still alive does the interpreter end as usual.
     """
     if "py4j" in sys.modules or "pyspark" in sys.modules or threading.active_count() > 1:
         raise done
@@ -85,13 +86,20 @@ def _exit(done: SystemExit) -> None:
         print(code, file=sys.stderr)
         code = 1
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):   # a closed pipe or stream: nothing more can reach it
-            pass
+    lost = _flush(sys.stdout)
+    if lost is not None:
+        print(f"meshbot: could not write the output: {lost}", file=sys.stderr)
+        code = code or 120
+    _flush(sys.stderr)
     os._exit(code or 0)
 
 
-if __name__ == "__main__":
-    main()
+def _flush(stream: object) -> Exception | None:
+    """Flush a standard stream (None when closed at start); the error if the output could not be written."""
+    if stream is None:
+        return None
+    try:
+        stream.flush()   # type: ignore[attr-defined]
+    except Exception as error:  # noqa: BLE001 - whatever stops the output, the exit code must say so
+        return error
+    return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import sys
 import traceback
 from functools import wraps
@@ -31,7 +32,11 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             TerminalReporter().error("interrupted; rerun the same command to resume")
             sys.exit(130)
-        except BrokenPipeError:     # the reader of our output left (`meshbot plan --json | head`): no traceback
+        except BrokenPipeError:
+            if not _reader_left():
+                print_redacted_traceback()
+                sys.exit(1)
+            # the reader of our output left (`meshbot plan --json | head`): no traceback, and nothing more to write
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
@@ -40,6 +45,16 @@ def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:
             print_redacted_traceback()
             sys.exit(1)
     return wrapper
+
+
+def _reader_left() -> bool:
+    """Whether standard output is a pipe whose reading end is closed (poll reports an error on it)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)   # errors and hang-ups are always reported
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def print_redacted_traceback() -> None:

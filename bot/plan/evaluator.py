@@ -270,11 +270,18 @@ class PlanEvaluator:
             present = set()
         targets = {s.name: (s, mapping[s.name]) for s in self._ordered(plan, physical)}
         recorded_parents = _parents_in(plan)
+        new = {s.snapshot_id for s in plan.new_snapshots}
+        # A table to create of a version already recorded: its table went missing. A VIEW model's physical
+        # view that is still listed may read it, and what reads that view must wait for it.
+        through_views = any(s.snapshot_id not in new for s, _ in targets.values())
 
         def parents(name: str) -> list[str]:
-            # a table already there needs nothing of this apply: the walk for the nearest tables to create
-            # first stops at it (and reads no row beyond it); it goes on through EMBEDDED models
-            return [] if name in present else recorded_parents(name)
+            # The walk for the nearest tables to create first stops at a table already there (and reads no
+            # row beyond it): nothing of this apply changes what it reads. It goes on through EMBEDDED
+            # models, and through listed VIEW models' views when a recorded version's table is rebuilt.
+            if name in present and not (through_views and plan.snapshots[name].kind == KindName.VIEW.value):
+                return []
+            return recorded_parents(name)
 
         def create(name: str, _slot: int) -> None:
             snapshot, table = targets[name]
