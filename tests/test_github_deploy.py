@@ -221,3 +221,60 @@ def test_check_if_blocked_on_deploy_to_prod_false_deploys_a_pr_branch_protection
         assert "check_if_blocked_on_deploy_to_prod: false deploys anyway" in bot.replies[-1]
     else:
         assert bot(pr_comment_event()) == 0 and bot.engine.applied == ["prod"]
+
+
+def _plan(versions: dict[str, str], changed: dict[str, str | None]):
+    """A plan deploying `versions` (name -> identifier) whose changes are `changed` (None: removed)."""
+    from types import SimpleNamespace
+
+    def snapshot(identifier):
+        return SimpleNamespace(fingerprint=SimpleNamespace(identifier=identifier))
+
+    return SimpleNamespace(snapshots={name: snapshot(ident) for name, ident in versions.items()}, backfills=(),
+                           changes=tuple(SimpleNamespace(name=name, snapshot=None if ident is None else snapshot(ident))
+                                         for name, ident in changed.items()))
+
+
+def test_a_10000_model_plans_digest_record_fits_a_comment_and_still_names_the_drift():
+    """The record names the plan's changes only (at most a few hundred): with every model of a 10,000-model
+    plan it took 270,000 characters, more than a comment holds, and the truncated comment lost it, so
+    require_approved_plan let any plan through. The digest still covers every model."""
+    from bot.github.runners.base import RECORDED_CHANGES, plan_digest
+    from bot.github.runners.deploy import plan_drift
+    from bot.report.comment_state import plan_digest_marker
+
+    versions = {f"db.m{i:05d}": str(1000 + i) for i in range(10_000)}
+    approved = _plan(versions, {"db.m00007": "1007", "db.gone": None})
+    digest, record = plan_digest(approved)
+    assert record == "db.gone@-,db.m00007@1007"
+    comment = f"report\n{plan_digest_marker(digest, record)}\n"
+    assert plan_drift(comment, digest, approved) is None
+
+    # another model's version moved under the preview: the digest sees it, the record cannot name it
+    moved_elsewhere = _plan({**versions, "db.m09999": "5"}, {"db.m00007": "1007", "db.gone": None})
+    drift = plan_drift(comment, plan_digest(moved_elsewhere)[0], moved_elsewhere)
+    assert drift is not None and drift.models == () and drift.unrecorded == 0
+    # the approved change moved, and a new change appeared
+    edited = _plan({**versions, "db.m00007": "2", "db.m00008": "3"},
+                   {"db.m00007": "2", "db.m00008": "3", "db.gone": None})
+    drift = plan_drift(comment, plan_digest(edited)[0], edited)
+    assert drift.models == ("db.m00007", "db.m00008")
+
+    # a plan changing thousands of models records the first RECORDED_CHANGES and counts the rest
+    big = _plan(versions, {name: ident for name, ident in versions.items()})
+    digest, record = plan_digest(big)
+    assert record.endswith(f",+{10_000 - RECORDED_CHANGES}") and len(record) < 12_000
+    comment = str(plan_digest_marker(digest, record))
+    later = _plan({**versions, "db.m00001": "9", "db.m09000": "9"}, {**versions, "db.m00001": "9", "db.m09000": "9"})
+    drift = plan_drift(comment, plan_digest(later)[0], later)
+    assert drift.models == ("db.m00001",) and drift.unrecorded == 10_000 - RECORDED_CHANGES
+
+
+def test_a_record_of_the_previous_release_naming_every_model_still_names_the_drift():
+    from bot.github.runners.deploy import plan_drift
+
+    versions = {"db.a": "1", "db.b": "2", "db.c": "3"}
+    comment = "<!-- meshbot:plan-digest v=1 0123456789abcdef db.a@1,db.b@2,db.c@3 -->"
+    now = _plan({**versions, "db.b": "7"}, {"db.b": "7"})
+    drift = plan_drift(comment, "fedcba9876543210", now)
+    assert drift.models == ("db.b",) and drift.unrecorded == 0

@@ -31,7 +31,12 @@ DRIFT = PlanDrift("aaa", "bbb", ("x.y", "z.w"))
      "deploy it anyway, or raise the limit in `cicd_bot`."),
     (DeployOutcome(DeployKind.REFUSED_PLAN_CHANGED, "prod", drift=PlanDrift("aaa", "bbb")),
      ":x: Deploy to `prod` refused: the plan differs from the approved prod plan preview (require_approved_plan)."
-     "\n\nChanged since the approved prod plan preview (digest aaa → bbb): intervals only."),
+     "\n\nChanged since the approved prod plan preview (digest aaa → bbb): none of the models it changes: "
+     "prod's other models or the intervals to compute."),
+    (DeployOutcome(DeployKind.REFUSED_PLAN_CHANGED, "prod", drift=PlanDrift("aaa", "bbb", ("x.y",), unrecorded=9)),
+     ":x: Deploy to `prod` refused: the plan differs from the approved prod plan preview (require_approved_plan)."
+     "\n\nChanged since the approved prod plan preview (digest aaa → bbb): `x.y` (the preview recorded its first "
+     "changes only; 9 more changes may differ too)."),
     (DeployOutcome(DeployKind.APPLY_FAILED, "prod", reason="boom <!-- x -->", drift=DRIFT),
      ":x: Deploy to `prod` failed.\n\nboom &lt;!-- x -->\n\nChanged since the approved prod plan preview "
      "(digest aaa → bbb): `x.y`, `z.w`."),

@@ -164,3 +164,21 @@ def test_tests_view_counts_every_test_and_names_each_failure():
     view = views.tests_view(TestSuiteResult(results=(result("test_a"), result("test_b", "expected 2 rows, got 3"))))
     assert view == TestsView("failed", total=2, failed=1, failures=(FailureView("test_b", "expected 2 rows, got 3"),))
     assert views.tests_view(TestSuiteResult(results=(result("test_a"),))) == TestsView("passed", total=1)
+
+
+def test_a_plan_of_thousands_of_backfills_fits_the_comment_and_the_job_summary():
+    """A prod plan preview backfilling 20,000 models: the comment keeps its status, approval and the plan's
+    digest record; the job summary (GitHub refuses more than 1 MiB) is shortened the same way."""
+    backfills = tuple(BackfillView(f"db.model_{i:05d}", "full_refresh", 1, "2024-01-01 00:00", "2024-01-04 00:00")
+                      for i in range(20_000))
+    plan = PlanView("prod", changes=(ChangeView("db.model_00001", "directly modified", "Breaking", "FULL"),),
+                    backfills=backfills)
+    view = CommentView(marker=MARKER, status="status", prod_plan=plan, approval="approved", deploy_hint="merge",
+                       plan_digest="abc123", plan_models="db.model_00001@7")
+    body, full = render_comment(view)
+    assert len(body) <= COMMENT_LIMIT and len(full.encode()) <= 1_000_000
+    for text in (body, full):
+        assert recorded_plan_digest(text) == ("abc123", {"db.model_00001": "7"})
+        assert {"status", "approval", "prod_plan"} <= set(sections(text)) and _balanced(text)
+        assert "db.model_00001 | directly modified" in text.replace("\\_", "_")
+    assert "db.model_00049" in full.replace("\\_", "_") and "more (see the job summary)" in body

@@ -56,6 +56,7 @@ class PlanDrift:
     approved: str                  # the preview's digest
     digest: str                    # this plan's
     models: tuple[str, ...] = ()   # models whose version differs; () when only intervals do
+    unrecorded: int = 0            # changes the preview's record left out (it names a few hundred at most)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Mapping
+from typing import Callable, Mapping
 
 from bot.diff.table_diff import ModelDataDiff
 from bot.diff.gates import Finding, Level
@@ -22,6 +22,7 @@ from bot.report.comment_state import (SECTION_ORDER, CheckState, Marker, checks_
 from bot.report.markdown import render
 
 COMMENT_LIMIT = 65_536
+SUMMARY_LIMIT = 1_000_000   # bytes: GitHub refuses a job summary of more than 1 MiB
 SAFETY = 512            # room for the "shortened" note and multi-byte surprises
 
 
@@ -498,19 +499,27 @@ def _http_url(url: str | None) -> str:
 
 # -- size-aware rendering -----------------------------------------------------------------------
 
-def render_comment(view: CommentView, *, limit: int = COMMENT_LIMIT) -> tuple[str, str]:
-    """(body for the PR comment, full text for the job summary); the body always fits `limit`. The job
-    summary has this run's sections only, not those kept from the earlier comment."""
-    full = render("comment.md.j2", replace(view, earlier=()))
+def render_comment(view: CommentView, *, limit: int = COMMENT_LIMIT,
+                   summary_limit: int = SUMMARY_LIMIT) -> tuple[str, str]:
+    """(body for the PR comment, full text for the job summary); the body always fits `limit` characters
+    and the summary `summary_limit` bytes (shortened the same way only when a plan lists thousands of
+    models). The job summary has this run's sections only, not those kept from the earlier comment."""
+    whole = replace(view, earlier=())
+    full = _fitted(whole, render("comment.md.j2", whole), summary_limit, lambda text: len(text.encode()))
     body = render("comment.md.j2", view) if view.earlier else full
-    if len(body) <= limit:
-        return body, full
+    return _fitted(view, body, limit, len), full
+
+
+def _fitted(view: CommentView, text: str, limit: int, size: Callable[[str], int]) -> str:
+    """`text` (the rendering of `view`) if it fits `limit`, else `view` rendered shorter and shorter."""
+    if size(text) <= limit:
+        return text
     for shorten in _SHORTENERS:
         view = shorten(view)
-        body = render("comment.md.j2", replace(view, shortened=True))
-        if len(body) <= limit - SAFETY:
-            return body, full
-    return truncate_markdown(body, limit - SAFETY), full
+        text = render("comment.md.j2", replace(view, shortened=True))
+        if size(text) <= limit - SAFETY:
+            return text
+    return truncate_markdown(text, limit - SAFETY)
 
 
 def _cut_diffs(lines: int):

@@ -71,17 +71,33 @@ def checks_marker(sha: str | None, checks: Iterable[CheckState]) -> Marker:
     return Marker(f"<!-- meshbot:checks v={FORMAT_VERSION} {payload} -->")
 
 
-def format_models(models: Mapping[str, str]) -> str:
-    """`name@identifier,...`, sorted by name: what a prod plan deploys, as its digest records it.
+def format_models(models: Mapping[str, str], *, limit: int | None = None) -> str:
+    """`name@identifier,...`, sorted by name; past `limit` models, `+N` counts the ones left out.
 
     >>> format_models({"db.b": "2", "db.a": "1"})
     'db.a@1,db.b@2'
+    >>> format_models({"db.c": "3", "db.b": "2", "db.a": "1"}, limit=2)
+    'db.a@1,db.b@2,+1'
     """
-    return ",".join(f"{name}@{identifier}" for name, identifier in sorted(models.items()))
+    items = sorted(models.items())
+    kept = items if limit is None else items[:limit]
+    text = ",".join(f"{name}@{identifier}" for name, identifier in kept)
+    return text + (f",+{len(items) - len(kept)}" if len(kept) < len(items) else "")
+
+
+def left_out_models(text: str) -> int:
+    """How many models a `format_models` list left out (its `+N`).
+
+    >>> left_out_models("db.a@1,+7"), left_out_models("db.a@1")
+    (7, 0)
+    """
+    return sum(int(item[1:]) for item in text.split(",") if item[1:].isdigit() and item.startswith("+"))
 
 
 def plan_digest_marker(digest: str, models: str) -> Marker:
-    """The approved prod plan preview's digest and its `format_models` list, as a hidden record.
+    """The approved prod plan preview's digest and the models it changes (a `format_models` list), as a
+    hidden record. (Records written before named every model of the plan: a 10,000-model plan's list
+    alone was larger than a comment; readers compare either kind with the plan at hand.)
 
     >>> plan_digest_marker("abc", "db.a@1")
     '<!-- meshbot:plan-digest v=1 abc db.a@1 -->'
@@ -122,10 +138,20 @@ def recorded_plan_digest(body: str | None) -> tuple[str, dict[str, str]] | None:
     >>> recorded_plan_digest("<!-- meshbot:plan-digest abc db.a@1 -->")   # before versioning
     ('abc', {'db.a': '1'})
     """
+    found = recorded_plan_record(body)
+    return None if found is None else (found[0], found[1])
+
+
+def recorded_plan_record(body: str | None) -> tuple[str, dict[str, str], int] | None:
+    """(digest, models, how many models the record left out) of the plan digest recorded in a comment.
+
+    >>> recorded_plan_record("<!-- meshbot:plan-digest v=1 abc db.a@1,+4 -->")
+    ('abc', {'db.a': '1'}, 4)
+    """
     match = _DIGEST.search(body or "")
     if not match or not _readable(match.group(1)):
         return None
-    return match.group(2), parse_models(match.group(3))
+    return match.group(2), parse_models(match.group(3)), left_out_models(match.group(3))
 
 
 def recorded_checks(body: str | None) -> tuple[str | None, tuple[CheckState, ...]]:

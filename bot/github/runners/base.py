@@ -181,9 +181,25 @@ def touches_project(files: list[str], subdir: str) -> bool:
     return False
 
 
+RECORDED_CHANGES = 300   # the changes a plan digest's record names (~10,000 characters; a comment holds 65,536)
+
+
 def plan_digest(plan: Plan) -> tuple[str, str]:
-    """(digest, "name@identifier,...") of what a prod plan would deploy: snapshots and intervals."""
-    models = format_models({name: snap.fingerprint.identifier for name, snap in plan.snapshots.items()})
+    """(digest, record) of what a prod plan would deploy. The digest covers every snapshot and interval;
+    the record names the models the plan changes (name@identifier, a removed one name@-), at most
+    RECORDED_CHANGES of them, so that a deploy refused for drift can say which models moved."""
+    every = format_models({name: snap.fingerprint.identifier for name, snap in plan.snapshots.items()})
     intervals = ";".join(f"{b.snapshot_id.name}:{b.kind}:{list(b.intervals)}"
                          for b in sorted(plan.backfills, key=lambda b: b.snapshot_id))
-    return hashlib.sha256(f"{models}|{intervals}".encode()).hexdigest()[:16], models
+    digest = hashlib.sha256(f"{every}|{intervals}".encode()).hexdigest()[:16]
+    return digest, format_models(planned_identifiers(plan, changed_only=True), limit=RECORDED_CHANGES)
+
+
+def planned_identifiers(plan: Plan, *, changed_only: bool = False) -> dict[str, str]:
+    """Model name -> the snapshot identifier `plan` deploys (`-` for a model it removes): every model's, or
+    only those of its changes."""
+    if changed_only:
+        return {c.name: c.snapshot.fingerprint.identifier if c.snapshot is not None else "-" for c in plan.changes}
+    found = {name: snap.fingerprint.identifier for name, snap in plan.snapshots.items()}
+    found.update({c.name: "-" for c in plan.changes if c.snapshot is None})
+    return found

@@ -7,7 +7,7 @@ from bot.github.event import PullRequest
 from bot.github.gate import approval_status
 from bot.github.runners.pr import prod_options
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
-                                     post_comment, start_check)
+                                     planned_identifiers, post_comment, start_check)
 from bot.github.runners.notify import notifier_for
 from bot.github.checks import CheckName
 from bot.github.settings import BotSettings
@@ -16,7 +16,7 @@ from bot.github.outcomes import (BackfillLimit, DeployKind, DeployOutcome, Large
 from bot.github.views import CheckSummaryView, CommentView
 from bot.plan.definition import Plan
 from bot.plan.estimate import BackfillEstimate
-from bot.report.comment_state import parse_models, recorded_plan_digest
+from bot.report.comment_state import recorded_plan_record
 from bot.report.notify import Notifier, evaluated_models, plan_models
 
 
@@ -72,8 +72,8 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
                            if run.settings.max_backfill_executor_hours is not None and plan.backfills else ())
     if large is not None and not allow_large_backfill:
         return finish(DeployOutcome(DeployKind.REFUSED_LARGE_BACKFILL, env, large=large))
-    digest, models = plan_digest(plan)
-    drift = _drift(run, pr, digest, models)
+    digest, _ = plan_digest(plan)
+    drift = _drift(run, pr, digest, plan)
     if drift is not None and run.settings.require_approved_plan:
         return finish(DeployOutcome(DeployKind.REFUSED_PLAN_CHANGED, env, drift=drift))
     run.outputs.set("plan_id", plan.plan_id)
@@ -170,13 +170,25 @@ def _find_pr(run: BotRun) -> PullRequest | None:
     return (merged or pulls or [None])[0]
 
 
-def _drift(run: BotRun, pr: PullRequest | None, digest: str, models: str) -> PlanDrift | None:
+def _drift(run: BotRun, pr: PullRequest | None, digest: str, plan: Plan) -> PlanDrift | None:
     """What changed between the approved prod plan preview and what is about to deploy."""
-    if pr is None:
-        return None
-    recorded = recorded_plan_digest(_comment_body(run, pr))
+    return plan_drift(_comment_body(run, pr), digest, plan) if pr is not None else None
+
+
+def plan_drift(comment: str | None, digest: str, plan: Plan) -> PlanDrift | None:
+    """The drift of `plan` (of digest `digest`) from the prod plan preview recorded in `comment`, if any.
+
+    The preview's record names the models it changed (older releases: every model of the plan); each is
+    compared with what this plan deploys, and this plan's own changes that the record lacks are added
+    (unless the record left some out, when they may be among those)."""
+    recorded = recorded_plan_record(comment)
     if recorded is None or recorded[0] == digest:
         return None
-    before, now = recorded[1], parse_models(models)
-    return PlanDrift(approved=recorded[0], digest=digest,
-                     models=tuple(sorted(n for n in set(before) | set(now) if before.get(n) != now.get(n))))
+    _, approved, left_out = recorded
+    now = planned_identifiers(plan)
+    moved = {name for name, identifier in approved.items() if now.get(name, "-") != identifier}
+    if not left_out:
+        moved |= set(planned_identifiers(plan, changed_only=True)) - set(approved)
+    return PlanDrift(approved=recorded[0], digest=digest, models=tuple(sorted(moved)), unrecorded=left_out)
+
+
