@@ -228,7 +228,7 @@ def _plan(versions: dict[str, str], changed: dict[str, str | None]):
     from types import SimpleNamespace
 
     def snapshot(identifier):
-        return SimpleNamespace(fingerprint=SimpleNamespace(identifier=identifier))
+        return SimpleNamespace(identifier=identifier)
 
     return SimpleNamespace(snapshots={name: snapshot(ident) for name, ident in versions.items()}, backfills=(),
                            changes=tuple(SimpleNamespace(name=name, snapshot=None if ident is None else snapshot(ident))

@@ -151,6 +151,7 @@ def test_a_one_model_pr_apply_creates_one_table_and_reads_no_unchanged_row(appli
     """A PR environment over a 300-model prod: the edited model's table and view, and no snapshot row of the
     299 models it shares with prod (their tables come from prod's list, and the catalog already has them)."""
     from bot.context import Context
+    from bot.github.runners.base import plan_digest
     from bot.plan.definition import PlanOptions
     from bot.plan.evaluator import PlanEvaluator
     import bot.state.snapshots as snapshots
@@ -173,11 +174,13 @@ def test_a_one_model_pr_apply_creates_one_table_and_reads_no_unchanged_row(appli
             reads.extend(found)
             return found
         snapshots.SnapshotState.get = counting_get
+        digest, record = plan_digest(plan)   # the PR comment's prod plan record: identifiers only
         PlanEvaluator(state=context.state, runner=runner, models_for=lambda s: models[s.name]).apply(plan)
     finally:
         snapshots.SnapshotState.get = get_rows
         edited.write_text(original)
     [change] = [c for c in plan.changes]
+    assert record == f"{change.name}@{change.snapshot.identifier}" and len(digest) == 16
     assert runner.created == [change.snapshot.table_name]
     assert list(runner.views.values()) == [change.snapshot.table_name]
     assert {s.name for s in reads} <= {change.name}, sorted(s.name for s in reads)[:5]

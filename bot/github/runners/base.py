@@ -188,7 +188,7 @@ def plan_digest(plan: Plan) -> tuple[str, str]:
     """(digest, record) of what a prod plan would deploy. The digest covers every snapshot and interval;
     the record names the models the plan changes (name@identifier, a removed one name@-), at most
     RECORDED_CHANGES of them, so that a deploy refused for drift can say which models moved."""
-    every = format_models({name: snap.fingerprint.identifier for name, snap in plan.snapshots.items()})
+    every = format_models({name: snap.identifier for name, snap in plan.snapshots.items()})
     intervals = ";".join(f"{b.snapshot_id.name}:{b.kind}:{list(b.intervals)}"
                          for b in sorted(plan.backfills, key=lambda b: b.snapshot_id))
     digest = hashlib.sha256(f"{every}|{intervals}".encode()).hexdigest()[:16]
@@ -199,7 +199,7 @@ def planned_identifiers(plan: Plan, *, changed_only: bool = False) -> dict[str, 
     """Model name -> the snapshot identifier `plan` deploys (`-` for a model it removes): every model's, or
     only those of its changes."""
     if changed_only:
-        return {c.name: c.snapshot.fingerprint.identifier if c.snapshot is not None else "-" for c in plan.changes}
-    found = {name: snap.fingerprint.identifier for name, snap in plan.snapshots.items()}
+        return {c.name: c.snapshot.identifier if c.snapshot is not None else "-" for c in plan.changes}
+    found = {name: snap.identifier for name, snap in plan.snapshots.items()}   # a listed one's: no row read
     found.update({c.name: "-" for c in plan.changes if c.snapshot is None})
     return found
