@@ -36,3 +36,20 @@ def test_options_reach_the_bot_and_its_exit_code_is_the_commands(tmp_path):
     assert result.exit_code == 0, result.output
     assert "deleted" in (out / "summary.md").read_text()
     assert CliRunner().invoke(cli, ["github", "nope"]).exit_code == 2
+
+
+def test_meshbots_own_project_and_gateway_options_reach_the_bot(tmp_path):
+    """`meshbot -p DIR github ... run-all` runs on DIR (the group's own -p used to default to the current
+    directory and win)."""
+    opened = payload("pull_request/opened.payload.json")
+    event, answers = tmp_path / "event.json", tmp_path / "answers.json"
+    event.write_text(json.dumps(opened))
+    answers.write_text(json.dumps({"pulls": [opened["pull_request"]]}))
+    project, out = tmp_path / "elsewhere", tmp_path / "out"
+    result = CliRunner().invoke(cli, ["-p", str(project), "--gateway", "ci", "github", "--event-name", "pull_request",
+                                      "--event-path", str(event), "--answers", str(answers), "--output-dir", str(out),
+                                      "run-all"],
+                                env={"GITHUB_ACTIONS": None, "GITHUB_TOKEN": None, "MESHBOT_CICD_BOT": None})
+    assert result.exit_code == 1, result.output   # no project there
+    comment = (out / "comment.md").read_text()
+    assert f"{project}/config.yaml" in comment and "(ci)" in comment, comment[:3000]

@@ -19,16 +19,21 @@ from bot.github.runners import COMMANDS
 @click.option("--answers", type=click.Path(dir_okay=False), default=None,
               help="Local mode: JSON of what GitHub would answer (pulls, reviews, permissions, teams, files), "
                    "to rehearse approvals, /deploy, merges and releases offline.")
-@click.option("--project-path", "-p", default=".", show_default=True, help="The meshbot project folder.")
-@click.option("--gateway", default=None, help="Gateway to use; also suffixes check names.")
+@click.option("--project-path", "-p", default=None,
+              help="The meshbot project folder (default: meshbot's own -p, else the current directory).")
+@click.option("--gateway", default=None, help="Gateway to use; also suffixes check names (default: meshbot's "
+                                             "own --gateway).")
 @click.option("--config", "config", envvar="MESHBOT_CICD_BOT", default=None, show_envvar=True,
               help="Trusted bot settings: a YAML mapping of cicd_bot keys (and `users`), merged over the default "
                    "branch's config.yaml (the action's `config` input). Never read from the checkout.")
 @click.pass_context
 def github_group(ctx: click.Context, token: str | None, event_path: str | None, event_name: str | None,
-                 output_dir: str | None, answers: str | None, project_path: str, gateway: str | None,
+                 output_dir: str | None, answers: str | None, project_path: str | None, gateway: str | None,
                  config: str | None) -> None:
     """Run the CI/CD bot for a GitHub event (inside GitHub Actions, or locally with --output-dir)."""
+    outer = ctx.parent.params if ctx.parent is not None else {}   # `meshbot -p DIR --gateway G github ...`
+    project_path = project_path or outer.get("path") or "."
+    gateway = gateway or outer.get("gateway")
     ctx.obj = Invocation(event_name=event_name, event_path=event_path, output_dir=output_dir,
                          project_path=project_path, gateway=gateway, token=token, answers=answers, config=config)
 
