@@ -20,9 +20,10 @@ one: wall time follows the load of the moment.
 `--deploy 1000,2000` also times a first `plan --auto-apply --skip-backfill` on local Spark (JVM start
 included, `concurrent_tasks: 4`, fresh copy each) per size, and prints each against the first size;
 then `--repeats` PR syncs on the deployed projects, the sizes interleaved: each edits another model
-no other reads and runs `plan pr_<n> --auto-apply --skip-backfill` (JVM start, plan, the PR
-environment's new table and its view). With `--reuse` the deployed projects are kept, and a later
-run times only PR syncs on them.
+no other reads and runs the bot's PR job, `meshbot github run-all` on a recorded `opened` event in
+local mode (JVM start, tests, the PR environment's plan, new table and view, the prod plan preview,
+the data diff, the comment). With `--reuse` the deployed projects are kept, and a later run times
+only PR syncs on them.
 
 `--against DIR` instead compares this checkout with another one (DIR holds its `bot/`, e.g. from
 `git archive COMMIT bot | tar -x -C DIR`): per size, warm and PR-sync plans of both trees alternate
@@ -123,9 +124,8 @@ def _best(measures: list[tuple[plan_scale.Measure, float]]) -> tuple[float, floa
 def bench_deploys(sizes: list[int], workdir: Path, *, keep: bool = False, syncs: int = 1
                   ) -> list[tuple[int, float | None, float | None, str, list[float], list[float]]]:
     """First deploys on local Spark, then PR syncs on the deployed projects, the sizes interleaved: each
-    edits another model no other reads and runs `plan pr_<n> --auto-apply --skip-backfill` (JVM start,
-    plan, the PR environment's one table and view). With `keep`, a project deployed by an earlier run
-    is reused (no deploy timed) and kept."""
+    edits another model no other reads and runs the bot's PR job (`_run_all`). With `keep`, a project
+    deployed by an earlier run is reused (no deploy timed) and kept."""
     deployed: dict[int, tuple[Path, list[Path], float | None, float | None, str]] = {}
     for count in sizes:
         root = workdir / f"deploy_{count}"
@@ -154,14 +154,13 @@ def bench_deploys(sizes: list[int], workdir: Path, *, keep: bool = False, syncs:
             (root / ".meshbot" / f"sync-{number}").touch()   # the next run edits the next model
             path, original = _edit_one(files, number)
             try:
-                synced = plan_scale.run_cli(root, "plan", f"pr_{number}", "--auto-apply", "--skip-backfill",
-                                            "--no-prompts")
+                synced, timing = _run_all(root, number)
             finally:
                 path.write_text(original)
             walls[count].append(synced.wall)
             cpus[count].append(synced.cpu)
-            print(f"PR sync of {count} models on Spark: {synced.wall:.1f} s wall ({synced.cpu:.1f} s CPU of the "
-                  f"Python side; load {_load():.1f})", flush=True)
+            print(f"PR sync (run-all) of {count} models on Spark: {synced.wall:.1f} s wall ({synced.cpu:.1f} s CPU "
+                  f"of the Python side; load {_load():.1f})\n    {timing}", flush=True)
     results = []
     for count in sizes:
         root, _, wall, cpu, load = deployed[count]
@@ -275,6 +274,31 @@ def print_plans(table: dict, sizes: list[int], repeats: int) -> None:
                 target = f"<= {PR_RATIO:.0f}x  {'ok' if ok else 'MISSED'}"
             print(f"{count:>6}  {case:<10} {wall:>7.2f} {cpu:>7.2f} {rss:>8.0f} {load:>5.1f} {ratio:>5.1f}x "
                   f"{cpu_ratio:>5.1f}x  {target}")
+
+
+def _run_all(root: Path, number: int) -> tuple[plan_scale.Measure, str]:
+    """`meshbot github run-all` on the `opened` event of pull request `number` (bot_latency.py's recorded
+    payload, renumbered), the bot's settings of bot_latency.py, its outputs written to a folder."""
+    import json
+
+    import bot_latency
+
+    config = root / "config.yaml"
+    if "cicd_bot:" not in config.read_text():
+        config.write_text(config.read_text() + bot_latency.BOT_CONFIG)
+    events = root.parent / f"events_{root.name}"
+    events.mkdir(exist_ok=True)
+    opened = json.loads((bot_latency.PAYLOADS / "pull_request" / "opened.payload.json").read_text())
+    opened["number"] = opened["pull_request"]["number"] = 1000 + number
+    (events / "opened.json").write_text(json.dumps(opened))
+    (events / "answers.json").write_text(json.dumps({"pulls": [opened["pull_request"]]}))
+    output = root.parent / f"github_{root.name}"
+    shutil.rmtree(output, ignore_errors=True)
+    measured = plan_scale.run_cli(root, "github", "--event-name", "pull_request", "--event-path",
+                                  str(events / "opened.json"), "--answers", str(events / "answers.json"),
+                                  "--output-dir", str(output), "run-all")
+    timing = next((line for line in measured.output.splitlines() if line.startswith("meshbot timings:")), "")
+    return measured, timing
 
 
 def print_deploys(deploys: list[tuple[int, float | None, float | None, str, list[float], list[float]]]) -> None:
