@@ -106,8 +106,8 @@ class Context(Workspace):
         return self.gateway.machine_local_storage()
 
     # -- environments -------------------------------------------------------------------
-    def environments(self) -> list[Environment]:
-        return self.state.get_environments()
+    def environment_names(self) -> list[str]:   # sorted; reads no environment's snapshot list
+        return self.state.get_environment_names()
 
     def environment_history(self, environment: str) -> list[HistoryEntry]:
         """The plans `environment` served (applies and rollbacks), newest first."""
@@ -271,8 +271,7 @@ class Context(Workspace):
         return env
 
     # -- data ---------------------------------------------------------------------------
-    def fetchdf(self, sql: str, *, limit: int | None = None,
-                allow_writes: bool = False) -> list[Row]:
+    def fetchdf(self, sql: str, *, limit: int | None = None, allow_writes: bool = False) -> list[Row]:
         """Rows of one query; anything else (DDL, DML, SET...) is refused unless `allow_writes`."""
         if not allow_writes:
             from bot.spark.readonly import check_read_only

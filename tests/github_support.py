@@ -519,8 +519,8 @@ class FakeEngine:
                        passed=name not in self.failing_tests, message=self.failing_tests.get(name, ""))
             for name in dict.fromkeys(("test_1", "test_2", *self.failing_tests))))
 
-    def environments(self) -> list[Environment]:
-        return [Environment(name=n, snapshots=(), plan_id="") for n in sorted(self.envs)]
+    def environment_names(self) -> list[str]:
+        return sorted(self.envs)
 
     def run(self, environment: str = "prod", *, execution_time: str | None = None,
             progress: ProgressCallback | None = None) -> RunResult:

@@ -146,7 +146,7 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     assert f"`{ENV}`" in bot.comment and re.search(r"^\+ +SUM\(.*amount`?\) \* 2 AS", bot.comment, re.M)
     assert (bot.conclusion(UNIT), bot.conclusion(PR_ENV), bot.conclusion(PROD_PLAN)) == ("success",) * 3
     assert bot.conclusion(APPROVAL) == "failure" and repo.check(APPROVAL)["head_sha"] == HEAD_A
-    assert ENV in {e.name for e in bot.context.environments()}
+    assert ENV in bot.context.environment_names()
     # the backfilled PR environment's tables are compared with prod (prod is the base)
     revenue = _revenue(shop)
     changed_line = f"shop.customer_revenue: {len(revenue)} changed, 0 only in prod, 0 only in PR, 0 matched"
@@ -206,7 +206,7 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
 
     # closed: the environment is invalidated and its views dropped at once
     assert bot("pull_request", _pr_event("pull_request/closed.payload.json", HEAD_B)) == 0
-    assert ENV not in {e.name for e in Context(shop).environments()}
+    assert ENV not in Context(shop).environment_names()
     assert "environment `hello_world_2` was removed" in bot.comment
     assert f"shop__{ENV}" not in bot.comment and "How to deploy" not in bot.comment
     assert all("ghs_lifecycle_token" not in str(call) for call in github.calls)

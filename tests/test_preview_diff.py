@@ -79,7 +79,7 @@ def _catalog(spark) -> set[tuple[str, str]]:
 def test_preview_diff_counts_match_the_seeds_and_nothing_is_written(spark, shop):
     context, plan = _plan(shop)
     before = _catalog(spark)
-    environments = {e.name: e.plan_id for e in context.environments()}
+    environments = {e.name: e.plan_id for e in context.state.get_environments()}
     results = {d.model: d for d in context.review(plan, ReviewOptions(window_days=3, show_sample=True)).diffs}
     assert set(results) == {"shop.orders", "shop.customer_revenue", "shop.top_customers"}
 
@@ -88,7 +88,7 @@ def test_preview_diff_counts_match_the_seeds_and_nothing_is_written(spark, shop)
     for name in results:
         assert not spark.catalog.tableExists(plan.snapshots[name].table_name)
     assert not context.state.get_snapshots([s.snapshot_id for s in plan.new_snapshots])
-    assert {e.name: e.plan_id for e in context.environments()} == environments
+    assert {e.name: e.plan_id for e in context.state.get_environments()} == environments
     assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("__meshbot_preview")]
 
     # orders: the last 3 days only, prod as the base, `channel` added by the PR

@@ -166,7 +166,7 @@ def test_env_var_value_echoed_lowercased_in_a_config_error_is_masked(tmp_path):
 
 
 def test_unexpected_exception_in_a_command_is_printed_redacted(tmp_path, monkeypatch):
-    from bot.context import Context
+    from bot.state.store import SqlStateSync
 
     token = unique("Leaky-Token-")
     register(token)
@@ -174,7 +174,7 @@ def test_unexpected_exception_in_a_command_is_printed_redacted(tmp_path, monkeyp
     def broken(self):
         raise RuntimeError(f"driver said: bad token {token.lower()}")
 
-    monkeypatch.setattr(Context, "environments", broken)
+    monkeypatch.setattr(SqlStateSync, "get_environments", broken)
     root = write_config(tmp_path / "p", "")
     result = invoke(root, "environments")
     assert result.exit_code == 1

@@ -419,3 +419,10 @@ def test_listed_snapshots_read_their_rows_only_when_used_and_behave_as_snapshots
     assert missing.version == "v99"
     with pytest.raises(StateError, match="no longer in the state"):
         missing.definition   # noqa: B018
+
+
+def test_environment_names_are_listed_without_their_snapshot_lists(state):
+    a = make_snapshot("db.a", 1)
+    state.promote(env_of("prod", "p1", a), expected_plan_id=None)
+    state.promote(env_of("dev", "p2", a, expiration_ts=5), expected_plan_id=None)
+    assert state.get_environment_names() == ["dev", "prod"] == [e.name for e in state.get_environments()]

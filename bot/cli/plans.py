@@ -36,7 +36,7 @@ def info(ctx: click.Context) -> None:
     reporter.text(f"Models: {len(context.models)}")
     reporter.text(f"State: {context.gateway.state_connection.type} (schema version "
                   f"{context.state.schema_version()})")
-    reporter.text(f"Environments: {', '.join(e.name for e in context.environments()) or 'none'}")
+    reporter.text(f"Environments: {', '.join(context.environment_names()) or 'none'}")
 
 
 @click.command()
@@ -165,7 +165,7 @@ def environments(ctx: click.Context, environment: str | None, history: bool, as_
             reporter.table([{**p, "plan_id": p["plan_id"][:12], "current": "*" if p["current"] else ""}
                             for p in plans])
         return
-    envs = context_of(ctx).environments()
+    envs = context_of(ctx).state.get_environments()
     rows = [{"name": e.name, "snapshot_count": len(e.snapshots), "expires_at": iso(e.expiration_ts),
              "finalized_at": iso(e.finalized_ts)} for e in envs]
     reporter.json(rows) if as_json else reporter.table(rows)

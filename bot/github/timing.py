@@ -32,7 +32,6 @@ if TYPE_CHECKING:   # types only: the GitHub layer reaches state and Spark throu
     from bot.plan.estimate import BackfillEstimate
     from bot.plan.rollback import RollbackResult
     from bot.plan.cron_run import RunResult
-    from bot.state.api import Environment
 
 PHASES = ("load", "spark", "tests", "plan", "apply", "diff", "comment")
 T = TypeVar("T")
@@ -159,8 +158,8 @@ class TimedContext:
         return self._timed("apply", lambda: self._context.run(environment, execution_time=execution_time,
                                                                progress=progress), loads=True, spark=False)
 
-    def environments(self) -> list[Environment]:
-        return self._timed("plan", self._context.environments, loads=False, spark=False)
+    def environment_names(self) -> list[str]:
+        return self._timed("plan", self._context.environment_names, loads=False, spark=False)
 
     def machine_local_storage(self) -> tuple[str, ...]:
         return self._context.machine_local_storage()

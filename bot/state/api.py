@@ -168,6 +168,10 @@ class StateReader(Protocol):
 
     def get_environments(self) -> list[Environment]: ...
 
+    def get_environment_names(self) -> list[str]:
+        """Every environment's name, sorted (reads no environment's snapshot list)."""
+        ...
+
     def get_environment_history(self, name: str) -> list[HistoryEntry]:
         """The plans `name` served, newest first (its current plan first)."""
         ...

@@ -196,6 +196,10 @@ class SqlStateSync:
         self._current()
         return self._environments.all()
 
+    def get_environment_names(self) -> list[str]:
+        self._current()
+        return self._environments.names()
+
     def get_environment_history(self, name: str) -> list[HistoryEntry]:
         """The plans `name` served (applies and rollbacks), newest first."""
         self._current()

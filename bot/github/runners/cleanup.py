@@ -28,7 +28,7 @@ def cleanup_pr_environment(run: BotRun) -> int:
             marker=run.marker, status=CleanupOutcome(CleanupKind.REFUSED_STORAGE, env, reason=refusal).status,
             gateway=run.settings.gateway))
         return 1
-    known = {e.name for e in run.context.environments()}
+    known = set(run.context.environment_names())
     if env not in known and pr.is_from_fork(run.event.repo):
         run.outputs.summary(JobNote(NoteKind.FORK_WITHOUT_ENVIRONMENT, number=pr.number, origin=pr.head_origin(),
                                     merged=pr.merged).line)

@@ -58,7 +58,7 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | 
                           include_unmodified=s.pr_include_unmodified)
     try:
         require_lasting_storage(run)
-        existed = env in {e.name for e in run.context.environments()}
+        existed = env in run.context.environment_names()
         plan = run.context.plan(env, options=options)
         run.context.apply(plan)
     except BotError as error:

@@ -50,7 +50,7 @@ def run_environments(run: BotRun) -> int:
     """`meshbot run` for prod and, when merges deploy elsewhere (staging), that environment too; each one
     independently. Exit 1 when any of them failed."""
     names = list(dict.fromkeys(["prod", run.settings.merge_environment]))
-    existing = {env.name for env in run.context.environments()}
+    existing = set(run.context.environment_names())
     notifier = notifier_for(run)
     report = RunReport(gateway=run.settings.gateway,
                        environments=tuple(_run_one(run, name, existing, notifier) for name in names))
