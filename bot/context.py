@@ -11,7 +11,7 @@ from bot.diff.table_diff import diff_tables
 from bot.errors import PlanError
 from bot.plan.apply import ApplyResult, apply_plan, catalog_only
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
-from bot.plan.estimate import BackfillEstimate, estimate_backfills, history_names
+from bot.plan.estimate import BackfillEstimate, estimate_backfills, recorded_times
 from bot.plan.janitor import JanitorResult, clean_environment, destroy_all, expire_environment, run_janitor
 from bot.plan.workspace import Workspace
 from bot.project.cache import paused_gc
@@ -80,8 +80,7 @@ class Context(Workspace):
 
     def backfill_estimates(self, plan: Plan) -> tuple[BackfillEstimate, ...]:
         """Each backfill of `plan` with its batches and, from earlier batches' recorded wall times, its duration."""
-        names = history_names(plan)
-        return estimate_backfills(plan, self.state.get_batch_times(names) if names else {})
+        return estimate_backfills(plan, recorded_times(plan, self.state.get_batch_times))
 
     def rendered_queries(self) -> dict[str, str]:
         """Every SQL model rendered at the reference interval, for fingerprints and diffs (cached on disk)."""

@@ -16,7 +16,7 @@ import pytest
 from bot.plan import estimate as estimate_module
 from bot.plan.batch import BatchWriter
 from bot.plan.definition import Backfill, BackfillKind, Plan
-from bot.plan.estimate import estimate_backfills, history_names, total_seconds
+from bot.plan.estimate import estimate_backfills, history_names, recorded_times, total_seconds
 from bot.snapshot import Fingerprint, Snapshot
 from bot.state.api import Environment, EnvironmentSnapshot
 
@@ -158,6 +158,27 @@ def test_executor_time_is_estimated_from_the_batches_that_recorded_it(state):
     assert by_model["db.totals"].seconds == pytest.approx(5.0) and by_model["db.totals"].executor_seconds is None
     assert total_seconds(estimates, executor=True) == pytest.approx(300.0)
     assert total_seconds(estimates) == pytest.approx(25.0)
+
+
+def test_parents_batch_times_are_read_only_for_models_never_timed(state):
+    """A prod preview lists every due model: their parents (an unchanged one's snapshot row) are read only
+    for a model no version of which was timed, and the estimates are those of the full history."""
+    state.add_interval("db.events", "v1", (0, DAY), elapsed_ms=4000)
+    state.add_interval("db.orders", "o1", (0, DAY), elapsed_ms=3000)
+    raw, orders = _snapshot("db.raw", "r1"), _snapshot("db.orders", "o1")
+    events, fresh = _snapshot("db.events", "v2", parents=(raw,)), _snapshot("db.fresh", "f1", parents=(orders,))
+    plan = _plan((_daily(events, 2), _daily(fresh, 2)),
+                 {"db.raw": raw, "db.orders": orders, "db.events": events, "db.fresh": fresh})
+    asked = []
+
+    def batch_times(names):
+        asked.append(set(names))
+        return state.get_batch_times(names)
+
+    times = recorded_times(plan, batch_times)
+    assert asked == [{"db.events", "db.fresh"}, {"db.orders"}]   # not db.raw: db.events was timed
+    assert estimate_backfills(plan, times) == estimate_backfills(plan, state.get_batch_times(history_names(plan)))
+    assert [e.seconds for e in estimate_backfills(plan, times)] == [pytest.approx(8.0), pytest.approx(6.0)]
 
 
 def test_a_new_model_is_estimated_from_its_parents_recorded_batches(state):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Collection, Mapping
 
 from bot.plan.definition import Backfill, BackfillKind, Plan
 from bot.snapshot import Snapshot
@@ -24,15 +24,33 @@ class BackfillEstimate:
     executor_seconds: float | None = None   # None when those batches have no Spark task time recorded
 
 
-def history_names(plan: Plan) -> set[str]:
-    """The models whose recorded batch times `estimate_backfills` may use: each backfilled model and its parents."""
+def history_names(plan: Plan, *, timed: Collection[str] | None = None) -> set[str]:
+    """The models whose recorded batch times `estimate_backfills` may use: each backfilled model and the
+    parents of those not in `timed` (all of them when `timed` is None): only a model never timed is
+    estimated from its parents."""
     by_id = {s.snapshot_id: s for s in plan.snapshots.values()}
     names = set()
     for backfill in plan.backfills:
-        names.add(backfill.snapshot_id.name)
+        name = backfill.snapshot_id.name
+        names.add(name)
+        if timed is not None and name in timed:
+            continue
         snapshot = by_id.get(backfill.snapshot_id)
         names.update(parent.name for parent in (snapshot.parents if snapshot is not None else ()))
     return names
+
+
+def recorded_times(plan: Plan, batch_times: Callable[[set[str]], Mapping[tuple[str, str], BatchTimes]]
+                   ) -> dict[tuple[str, str], BatchTimes]:
+    """The recorded batch times `estimate_backfills` needs, from `batch_times` (the state's): the backfilled
+    models' first, then the parents of those never timed. A parent is read (its snapshot's row, for an
+    unchanged model) only for such a model: a prod preview listing thousands of due models reads none."""
+    own = {b.snapshot_id.name for b in plan.backfills}
+    times = dict(batch_times(own)) if own else {}
+    more = history_names(plan, timed={name for name, _ in times}) - own
+    if more:
+        times.update(batch_times(more))
+    return times
 
 
 def estimate_backfills(plan: Plan, times: Mapping[tuple[str, str], BatchTimes]) -> tuple[BackfillEstimate, ...]:
