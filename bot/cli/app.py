@@ -103,3 +103,7 @@ def _flush(stream: object) -> Exception | None:
     except Exception as error:  # noqa: BLE001 - whatever stops the output, the exit code must say so
         return error
     return None
+
+
+if __name__ == "__main__":
+    main()
