@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import sqlalchemy as sa
 
@@ -35,9 +35,8 @@ class IntervalState:
     def get(self, name_versions: Iterable[tuple[str, str]]) -> dict[tuple[str, str], SnapshotIntervals]:
         """Merged intervals of each pair (empty when none were recorded), a few queries in all.
 
-        Each query asks for the names and the versions of a slice of the pairs (two plain IN lists bind and
-        render ~3x faster than one IN list of pairs: 10,000 pairs are read in ~0.02 s) and keeps the rows of
-        the slice's own pairs.
+        Each query reads a slice of the pairs (`_of_slice`: 10,000 pairs are read in ~0.02 s) and keeps the
+        rows of the slice's own pairs.
         """
         wanted = sorted(set(name_versions))
         t = self.table
@@ -46,9 +45,7 @@ class IntervalState:
             for part in chunks(wanted):
                 pairs = set(part)
                 query = (sa.select(t.c.name, t.c.version, t.c.is_dev, t.c.start_ts, t.c.end_ts, t.c.is_removed)
-                         .where(t.c.name.in_(sorted({name for name, _ in part})),
-                                t.c.version.in_(sorted({version for _, version in part})))
-                         .order_by(t.c.id))
+                         .where(self._of_slice(part)).order_by(t.c.id))
                 for name, version, is_dev, start, end, removed in conn.execute(query):
                     if (name, version) in pairs:
                         records[(name, version, bool(is_dev))].append((start, end, bool(removed)))
@@ -72,9 +69,7 @@ class IntervalState:
                 pairs = set(part)
                 query = (sa.select(t.c.name, t.c.version, sa.func.max(t.c.end_ts),
                                    sa.func.max(sa.case((t.c.is_removed, 1), else_=0)))
-                         .where(t.c.name.in_(sorted({name for name, _ in part})),
-                                t.c.version.in_(sorted({version for _, version in part})), t.c.is_dev.is_(False))
-                         .group_by(t.c.name, t.c.version))
+                         .where(self._of_slice(part), t.c.is_dev.is_(False)).group_by(t.c.name, t.c.version))
                 for name, version, end, removed in conn.execute(query):
                     if (name, version) not in pairs:
                         continue
@@ -84,6 +79,13 @@ class IntervalState:
                         ends.append(int(end))
         ends += [high for found in self.get(replayed).values() for _, high in found.intervals[-1:]]
         return max(ends, default=None)
+
+    def _of_slice(self, part: Sequence[tuple[str, str]]) -> sa.ColumnElement[bool]:
+        """The rows of a slice's names and versions: a superset of its pairs, so callers keep the slice's own
+        (two plain IN lists bind and render ~3x faster than one IN list of pairs)."""
+        t = self.table
+        return sa.and_(t.c.name.in_(sorted({name for name, _ in part})),
+                       t.c.version.in_(sorted({version for _, version in part})))
 
     def batch_times(self, names: Iterable[str]) -> dict[tuple[str, str], BatchTimes]:
         """What the timed batches of each version of `names` took, summed per (name, version)."""
