@@ -89,7 +89,8 @@ class Context(Workspace):
         project = self.project
         return reference_queries(root=self.path, models=project.models, sources=project.source_digests,
                                  variables=self.config.variables, gateway=self.gateway.name,
-                                 macro_files=project.macro_files, read_cache=self.read_cache)
+                                 macro_files=project.macro_files, read_cache=self.read_cache,
+                                 early=project.early_renders)
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         """Apply a plan: its stages (bot.plan.stages) in order: tables, backfill (unless skipped), promotion, views."""

@@ -77,11 +77,13 @@ def mode(monkeypatch: pytest.MonkeyPatch):
     return set_mode
 
 
-def _load(root: Path, *, use_cache: bool = False) -> dict:
-    project = load_project(root, use_cache=use_cache)
+def _load(root: Path, *, use_cache: bool = False, early: bool = False) -> dict:
+    """What a load gives; with `early`, parse workers also render (as the Context asks them to)."""
+    project = load_project(root, use_cache=use_cache, render_gateway="local" if early else None)
     rendered = reference_queries(root=root, models=project.models, sources=project.source_digests,
                                  variables=project.config.variables, gateway="local",
-                                 macro_files=project.macro_files, use_cache=use_cache)
+                                 macro_files=project.macro_files, use_cache=use_cache,
+                                 early=project.early_renders)
     return {"models": {name: model_to_dict(m) for name, m in project.models.items()},
             "order": list(project.dag.order), "digests": dict(project.source_digests), "rendered": rendered,
             "fingerprints": fingerprint_models(project.models, project.dag.order, rendered),
@@ -205,3 +207,62 @@ def test_only_a_load_that_parses_in_workers_runs_its_while_parsing_work(tmp_path
     forked = load_project(root, use_cache=False, while_parsing=lambda: calls.append("workers"))
     assert calls == ["workers"]
     assert sorted(forked.models) == sorted(serial.models)
+
+
+def test_parse_workers_render_what_the_rest_of_the_project_does_not_change(tmp_path, mode, monkeypatch):
+    """A cold load renders each model in the worker that parsed it (no second parse); a render that
+    failed there, or looked up an EMBEDDED parent or a model's columns (@STAR), is done again with
+    the whole project."""
+    root = _project(tmp_path / "p")
+    mode(False)
+    serial = _load(root)
+    forks = mode(True)
+    left: list[str] = []
+    original = render_cache._render_in_workers
+    monkeypatch.setattr(render_cache, "_render_in_workers", lambda names, render: left.extend(names) or
+                        original(names, render))
+    forked = _load(root, early=True)
+    assert forked == serial
+    assert sorted(left) == ["db.starred", "db.uses_emb"]
+    assert forks == [3, 2]   # the parse (and the renders), then the two renders left
+
+
+def test_early_renders_serve_only_the_settings_they_were_rendered_with(tmp_path, mode):
+    root = _project(tmp_path / "p")
+    mode(True)
+    project = load_project(root, use_cache=False, render_gateway="local")
+    early = project.early_renders
+    assert early is not None and early.by_model["db.raw"].sql.startswith("SELECT 1 AS")
+    assert early.by_model["db.macro_user"].sql == 'SELECT `amount` * 2 AS `a` FROM `db`.`raw`'
+
+    def rendered(**settings) -> dict[str, str]:
+        options = {"variables": project.config.variables, "gateway": "local", "early": early, **settings}
+        return reference_queries(root=root, models=project.models, sources=project.source_digests,
+                                 macro_files=project.macro_files, use_cache=False, **options)
+
+    stale = render_cache.EarlyRenders("local", early.variables, {**early.by_model,
+                                      "db.raw": render_cache.EarlyRender("SELECT 'stale'", (), ())})
+    assert rendered(early=stale)["db.raw"] == "SELECT 'stale'"   # taken when the settings match
+    assert rendered(early=stale, gateway="other")["db.raw"] != "SELECT 'stale'"
+    assert rendered(early=stale, variables={"floor": 4})["db.raw"] != "SELECT 'stale'"
+    assert "4" in rendered(early=stale, variables={"floor": 4})["db.emb"]
+
+
+def test_a_worker_with_the_collector_paused_frees_garbage_only_past_its_memory_budget(monkeypatch):
+    """Freeing is skipped while it is cheap to (a cold load's workers, ~35 KB per model), not without end."""
+    import gc
+
+    from bot.project.cache import paused_gc
+
+    def collections(index: int) -> int:
+        [[] for _ in range(100)]   # some garbage
+        return gc.get_stats()[0]["collections"]
+
+    monkeypatch.setattr(parallel, "COLLECT_EVERY", 4)
+    with paused_gc():
+        monkeypatch.setattr(parallel, "WORKER_MEMORY", 1 << 50)
+        under = parallel.fork_map(collections, 16, 1)
+        monkeypatch.setattr(parallel, "WORKER_MEMORY", 0)
+        over = parallel.fork_map(collections, 16, 1)
+    assert under[-1] == under[0]
+    assert over[-1] - over[0] == 3   # after 4, 8 and 12 items

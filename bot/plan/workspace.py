@@ -51,7 +51,8 @@ class Workspace:
         from bot.project.loader import load_project
 
         return load_project(self.path, config=self.config, read_cache=self.read_cache,
-                            while_parsing=_import_plan_modules)
+                            while_parsing=_import_plan_modules,
+                            render_gateway=self.gateway_name or self.config.default_gateway)
 
     def load(self) -> None:
         """Parse the project now rather than on the first call that needs it."""

@@ -27,6 +27,7 @@ from bot.project.model_parser import (BUILTIN_MACRO_FUNCTIONS, BUILTIN_MACRO_VAR
                                       parse_model_file)
 from bot.project.parallel import fork_map, worker_count
 from bot.project.python_model import load_python_models
+from bot.project.render_cache import EarlyRender, EarlyRenders, render_early
 from bot.project.sqltext import normalize_name, parse_sql, preprocess_macros, to_sql
 from bot.project.warn import project_warning
 
@@ -49,6 +50,7 @@ class Project:
     dag: DAG
     # model name -> content key of its SQL file (file bytes + parse settings), for render caching
     source_digests: Mapping[str, str] = field(default_factory=dict)
+    early_renders: EarlyRenders | None = None   # reference renders the parse workers did
 
     def model(self, name: str) -> Model:
         """The model a user named (any quoting or case); an unknown name is a PlanError listing some known ones."""
@@ -59,7 +61,8 @@ class Project:
 
 
 def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: bool = True,
-                 read_cache: bool = True, while_parsing: Callable[[], None] | None = None) -> Project:
+                 read_cache: bool = True, while_parsing: Callable[[], None] | None = None,
+                 render_gateway: str | None = None) -> Project:
     """Read every project file under `root`; any invalid file is a ConfigError naming it (and the line).
 
     With `read_cache` False the parse cache on disk is not read, only written anew (a prod deploy
@@ -67,18 +70,21 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
 
     `while_parsing` runs while worker processes parse the model files (a cold load of a large
     project), when this process would only wait; it must start no thread. Otherwise it is not called.
+    With `render_gateway`, those workers also render each model's reference query for that gateway
+    while its AST is at hand (`Project.early_renders`, for bot.project.render_cache.reference_queries).
     """
     with paused_gc():   # 10,000 models: collections would scan every loaded model again and again
         return _load_project(Path(root).resolve(), config=config, use_cache=use_cache, read_cache=read_cache,
-                             while_parsing=while_parsing)
+                             while_parsing=while_parsing, render_gateway=render_gateway)
 
 
 def _load_project(root: Path, *, config: ProjectConfig | None, use_cache: bool, read_cache: bool,
-                  while_parsing: Callable[[], None] | None) -> Project:
+                  while_parsing: Callable[[], None] | None, render_gateway: str | None) -> Project:
     config = config or load_config(root)
     model_files = _file_paths(root / "models", "*.sql", "*.py", config=config)   # one walk for both
-    parsed, digests = _load_sql_models(root, config, [path for path in model_files if path.endswith(".sql")],
-                                       use_cache=use_cache, read_cache=read_cache, while_parsing=while_parsing)
+    parsed, digests, early = _load_sql_models(root, config, [path for path in model_files if path.endswith(".sql")],
+                                              use_cache=use_cache, read_cache=read_cache,
+                                              while_parsing=while_parsing, render_gateway=render_gateway)
     _check_macros(root, config, parsed)
     for item in parsed:
         for message, line in getattr(item, "warnings", ()):
@@ -93,6 +99,7 @@ def _load_project(root: Path, *, config: ProjectConfig | None, use_cache: bool, 
         audits=_with_inline_audits(load_audits(root, config), parsed), test_files=_test_files(root, config),
         macro_files=tuple(sorted(_files(root / "macros", "*.py", "*.sql", config=config))),
         dag=dag, source_digests={p.model.name: digest for p, digest in zip(parsed, digests)},
+        early_renders=EarlyRenders(render_gateway, config.variables, early) if render_gateway is not None else None,
     )
 
 
@@ -202,8 +209,9 @@ def _check_symlink(path: Path, folder: Path) -> None:
 
 
 def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use_cache: bool,
-                     read_cache: bool = True, while_parsing: Callable[[], None] | None = None
-                     ) -> tuple[list[ParsedModel], list[str]]:
+                     read_cache: bool = True, while_parsing: Callable[[], None] | None = None,
+                     render_gateway: str | None = None
+                     ) -> tuple[list[ParsedModel], list[str], dict[str, EarlyRender]]:
     cache = (ModelCache.open(root) if read_cache else ModelCache.empty(root)) if use_cache else None
     context = cache_context(root, config.model_defaults, sorted((str(k), repr(v)) for k, v in config.variables.items()))
     jinja = JinjaSettings(variables=config.variables, gateway=config.default_gateway,
@@ -231,11 +239,25 @@ def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use
             return parse_model_file(path, decode_text(file.data, path), defaults=config.model_defaults,
                                     variables=config.variables, jinja=jinja, root=root)
 
-        encoded = _parse_in_workers([f for f in files if f.entries is None], parse, while_parsing)
+        def parse_in_worker(file: _SqlFile) -> tuple[str, list[tuple[Any, ...]]] | None:
+            entries = parse(file)
+            blob = dumps(entries)
+            if blob is None:
+                return None
+            renders = []   # (model name, sql, tables, columns): EarlyRender's fields, pickled as a tuple
+            for entry in entries if render_gateway is not None else ():
+                early = render_early(entry.model, variables=config.variables, gateway=render_gateway)
+                if early is not None:
+                    renders.append((entry.model.name, early.sql, early.tables, early.columns))
+            return blob, renders
+
+        encoded = _parse_in_workers([f for f in files if f.entries is None], parse_in_worker, while_parsing)
+        early = {name: EarlyRender(sql, tables, columns)
+                 for _, renders in encoded.values() for name, sql, tables, columns in renders}
         for file in files:
             entries = file.entries
             if entries is None:
-                data = json.loads(encoded[file.key]) if file.key in encoded else None
+                data = json.loads(encoded[file.key][0]) if file.key in encoded else None
                 entries = entries_from_data(data)   # the lazy models a warm load would give
                 if entries is None:
                     entries, data = parse(file), None
@@ -247,7 +269,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use
             raise unreadable
     if cache:
         cache.save()
-    return parsed, digests
+    return parsed, digests, early
 
 
 def _read_bytes(path: str) -> bytes:
@@ -273,18 +295,19 @@ class _SqlFile:
     entries: tuple[ParsedModel, ...] | None
 
 
-def _parse_in_workers(misses: list[_SqlFile], parse: Callable[[_SqlFile], tuple[ParsedModel, ...]],
-                      meanwhile: Callable[[], None] | None = None) -> dict[str, str]:
-    """Cache key -> the file's parsed entries as the cache's JSON text, parsed with worker processes.
+def _parse_in_workers(misses: list[_SqlFile], parse: Callable[[_SqlFile], Any],
+                      meanwhile: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Cache key -> parse(file), done by worker processes (its result must pickle: plain values).
 
     Empty when there are too few files to pay for the workers. A file missing from the result (an
-    error, an entry that cannot be cached) is parsed again by the caller, raising the same error.
+    error, an entry that cannot be cached: `parse` gave None) is parsed again by the caller, raising
+    the same error.
     """
     workers = worker_count(len(misses))
     if not workers:
         return {}
-    blobs = fork_map(lambda index: dumps(parse(misses[index])), len(misses), workers, meanwhile=meanwhile)
-    return {file.key: blob for file, blob in zip(misses, blobs) if blob is not None}
+    results = fork_map(lambda index: parse(misses[index]), len(misses), workers, meanwhile=meanwhile)
+    return {file.key: result for file, result in zip(misses, results) if result is not None}
 
 
 def _seeds_unchanged(entries: tuple[ParsedModel, ...]) -> bool:

@@ -10,8 +10,9 @@ of changed EMBEDDED models).
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from bot.project.cache import KeyedEntries, cache_context, frozen_gc, has_query, paused_gc
 from bot.project.model import KindName, Model
@@ -80,15 +81,92 @@ class _Keys:
         return token
 
 
+@dataclass(frozen=True, slots=True)
+class EarlyRender:
+    """A model's reference render done before the rest of the project was loaded (render_early)."""
+
+    sql: str
+    tables: tuple[str, ...]    # table keys the render checked for EMBEDDED models (found none)
+    columns: tuple[str, ...]   # names whose declared columns it asked for (got none)
+
+    def holds(self, models: Mapping[str, Model]) -> bool:
+        """Whether the render with the whole project is this one: none of the tables it looked up is
+        an EMBEDDED model, and none of the names whose columns it asked for is a model."""
+        for key in self.tables:
+            model = models.get(key)
+            if model is not None and model.kind.name is KindName.EMBEDDED:
+                return False
+        return not any(key in models for key in self.columns)
+
+
+@dataclass(frozen=True)
+class EarlyRenders:
+    """Renders a cold load's parse workers did right after parsing, with the settings they used."""
+
+    gateway: str
+    variables: Mapping[str, Any]
+    by_model: Mapping[str, EarlyRender]
+
+
+class _Lookups(Mapping[str, Model]):
+    """The project's models as an early render sees them: none, each lookup recorded.
+
+    Rendering reads other models only by looking names up (EMBEDDED parents to inline, declared
+    columns for @STAR); what it looked up tells afterwards whether the project changes the result.
+    """
+
+    def __init__(self) -> None:
+        self.tables: dict[str, None] = {}
+        self.columns: dict[str, None] = {}
+
+    def __contains__(self, key: object) -> bool:
+        self.tables[str(key)] = None
+        return False
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.columns[key] = None
+        return default
+
+    def __getitem__(self, key: str) -> Model:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __bool__(self) -> bool:   # rendering looks tables up only when there are models to find
+        return True
+
+
+def render_early(model: Model, *, variables: Mapping[str, Any], gateway: str) -> EarlyRender | None:
+    """The model's reference render without the rest of the project (a parse worker has the file's
+    AST at hand: no second parse later); None when it has no query or the render fails (the full
+    render then raises the error in its place)."""
+    from bot.project.render import normalized_query_sql
+
+    if model.query is None:
+        return None
+    lookups = _Lookups()
+    try:
+        sql = normalized_query_sql(model, variables=variables, models=lookups, gateway=gateway)
+    except Exception:
+        return None
+    return EarlyRender(sql, tuple(lookups.tables), tuple(lookups.columns))
+
+
 def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mapping[str, str],
                       variables: Mapping[str, Any], gateway: str, macro_files: tuple[Path, ...] = (),
-                      use_cache: bool = True, read_cache: bool = True) -> dict[str, str]:
+                      use_cache: bool = True, read_cache: bool = True,
+                      early: EarlyRenders | None = None) -> dict[str, str]:
     """normalized_query_sql of every model with a query, from the cache where its key still matches.
 
     With `read_cache` False nothing is read from the cache file; it is written anew.
 
     `sources` maps model names to the content digest of their file (from the loader); models
-    without one are always rendered.
+    without one are always rendered. `early` renders are taken where the project does not change
+    them and they were rendered with these settings.
     """
     from bot.project.render import normalized_query_sql
 
@@ -102,6 +180,11 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
         keyed = {name: keys.key(name) for name, model in models.items() if has_query(model)}
         done = {name: old[name][1] for name, key in keyed.items()
                 if key is not None and name in old and old[name][0] == key}
+        if early is not None and early.gateway == gateway and early.variables == variables:
+            for name in keyed.keys() - done.keys():
+                found = early.by_model.get(name)
+                if found is not None and found.holds(models):
+                    done[name] = found.sql
 
     def render(name: str) -> str:
         return normalized_query_sql(models[name], variables=variables, models=models, gateway=gateway)
@@ -125,6 +208,7 @@ def _render_in_workers(names: list[str], render: Callable[[str], str]) -> dict[s
     if not workers:
         return {}
     done = {names[0]: render(names[0])}   # here, before the fork: loads the user macros once
-    rendered = fork_map(lambda index: render(names[index + 1]), len(names) - 1, workers)
+    with paused_gc():   # the workers too: each keeps the ASTs it parsed, which every collection would scan
+        rendered = fork_map(lambda index: render(names[index + 1]), len(names) - 1, workers)
     done.update((name, sql) for name, sql in zip(names[1:], rendered) if sql is not None)
     return done
