@@ -269,9 +269,8 @@ def print_plans(table: dict, sizes: list[int], repeats: int) -> None:
             if count >= 10000 and case in TARGETS:
                 ok = wall <= TARGETS[case] and rss <= PEAK_MB
                 target = f"<= {TARGETS[case]:.0f} s, <= {PEAK_MB} MB  {'ok' if ok else 'MISSED'}"
-            elif count >= 10000 and case == "pr sync":
-                ok = max(ratio, cpu_ratio) <= PR_RATIO
-                target = f"<= {PR_RATIO:.0f}x  {'ok' if ok else 'MISSED'}"
+            elif count >= 10000 and case == "pr sync":   # the PR sync is the bot's job: --deploy
+                target = f"the plan alone (the job's PR sync, <= {PR_RATIO:.0f}x: --deploy)"
             print(f"{count:>6}  {case:<10} {wall:>7.2f} {cpu:>7.2f} {rss:>8.0f} {load:>5.1f} {ratio:>5.1f}x "
                   f"{cpu_ratio:>5.1f}x  {target}")
 
