@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -240,12 +241,31 @@ def test_early_renders_serve_only_the_settings_they_were_rendered_with(tmp_path,
         return reference_queries(root=root, models=project.models, sources=project.source_digests,
                                  macro_files=project.macro_files, use_cache=False, **options)
 
-    stale = render_cache.EarlyRenders("local", early.variables, {**early.by_model,
-                                      "db.raw": render_cache.EarlyRender("SELECT 'stale'", (), ())})
-    assert rendered(early=stale)["db.raw"] == "SELECT 'stale'"   # taken when the settings match
-    assert rendered(early=stale, gateway="other")["db.raw"] != "SELECT 'stale'"
-    assert rendered(early=stale, variables={"floor": 4})["db.raw"] != "SELECT 'stale'"
+    marked = dataclasses.replace(early.by_model["db.raw"], sql="SELECT 'marked'")
+    stale = render_cache.EarlyRenders("local", early.variables, {**early.by_model, "db.raw": marked})
+    assert rendered(early=stale)["db.raw"] == "SELECT 'marked'"   # taken when the settings match
+    assert rendered(early=stale, gateway="other")["db.raw"] != "SELECT 'marked'"
+    assert rendered(early=stale, variables={"floor": 4})["db.raw"] != "SELECT 'marked'"
     assert "4" in rendered(early=stale, variables={"floor": 4})["db.emb"]
+    assert "3.0" in rendered(early=stale, variables={"floor": 3.0})["db.emb"]   # 3.0 renders as 3.0, not 3
+
+
+@pytest.mark.parametrize("files", [
+    {"models/a.sql": "MODEL (name db.x, kind FULL);\nSELECT 1 AS new_version",
+     "models/b.sql": "MODEL (name db.x, kind FULL, enabled false);\nSELECT 1 AS old_version"},
+    {"models/b_old.sql": "MODEL (name db.x, kind FULL, enabled false);\nSELECT id FROM db.raw",
+     "models/c_new.sql": "MODEL (name db.x, kind FULL);\nSELECT @STAR(db.raw) FROM db.raw"},
+    {"models/a_legacy.sql": "MODEL (name db.x, kind FULL, enabled false);\nSELECT 1 AS legacy_sql",
+     "models/x.py": "from bot import model\n\n\n@model('db.x', is_sql=True, kind='FULL')\n"
+                    "def entrypoint(evaluator):\n    return 'SELECT 2 AS from_python'\n"},
+], ids=["disabled-after", "disabled-before-a-failed-render", "python-instead"])
+def test_a_disabled_model_s_render_never_stands_for_the_model_of_its_name(tmp_path, mode, files):
+    root = _project(tmp_path / "p", {**files, "models/z_child.sql": "MODEL (name db.child, kind FULL);\n"
+                                                                     "SELECT * FROM db.x"})
+    mode(False)
+    serial = _load(root)
+    mode(True)
+    assert _load(root, early=True) == serial
 
 
 def test_a_worker_with_the_collector_paused_frees_garbage_only_past_its_memory_budget(monkeypatch):
@@ -260,9 +280,9 @@ def test_a_worker_with_the_collector_paused_frees_garbage_only_past_its_memory_b
 
     monkeypatch.setattr(parallel, "COLLECT_EVERY", 4)
     with paused_gc():
-        monkeypatch.setattr(parallel, "WORKER_MEMORY", 1 << 50)
+        monkeypatch.setattr(parallel, "GARBAGE_BUDGET", 1 << 50)
         under = parallel.fork_map(collections, 16, 1)
-        monkeypatch.setattr(parallel, "WORKER_MEMORY", 0)
+        monkeypatch.setattr(parallel, "GARBAGE_BUDGET", -1)
         over = parallel.fork_map(collections, 16, 1)
     assert under[-1] == under[0]
     assert over[-1] - over[0] == 3   # after 4, 8 and 12 items

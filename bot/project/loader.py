@@ -246,14 +246,16 @@ def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use
                 return None
             renders = []   # (model name, sql, tables, columns): EarlyRender's fields, pickled as a tuple
             for entry in entries if render_gateway is not None else ():
+                if not entry.model.enabled:   # left out of the project; another model may have its name
+                    continue
                 early = render_early(entry.model, variables=config.variables, gateway=render_gateway)
                 if early is not None:
                     renders.append((entry.model.name, early.sql, early.tables, early.columns))
             return blob, renders
 
         encoded = _parse_in_workers([f for f in files if f.entries is None], parse_in_worker, while_parsing)
-        early = {name: EarlyRender(sql, tables, columns)
-                 for _, renders in encoded.values() for name, sql, tables, columns in renders}
+        early = {name: EarlyRender(sql, tables, columns, file.digest)
+                 for file in files if file.key in encoded for name, sql, tables, columns in encoded[file.key][1]}
         for file in files:
             entries = file.entries
             if entries is None:

@@ -12,10 +12,11 @@ from typing import Any, Callable
 MIN_ITEMS = 64     # fewer items than this are done serially: a fork and a transfer cost more than they save
 MAX_WORKERS = 8
 WORKERS_VARIABLE = "MESHBOT_WORKERS"   # a number of workers instead of the idle-CPU estimate (0: none)
-# A worker started with the collector paused frees no garbage (an AST's nodes form cycles): ~35 KB
-# per parsed model, which is quicker than freeing it (-15% on a cold load) until its memory reaches
-# WORKER_MEMORY; from then on it frees the garbage of every COLLECT_EVERY items.
-WORKER_MEMORY = 512 << 20
+# A worker started with the collector paused frees no garbage (an AST's nodes form cycles; 40-400 KB
+# per model parsed and rendered), which is quicker than freeing it (-15% on a cold load), until the
+# workers have grown by GARBAGE_BUDGET together (each by its share); from then on a worker frees
+# the garbage of every COLLECT_EVERY items.
+GARBAGE_BUDGET = 1 << 30
 COLLECT_EVERY = 256
 
 
@@ -97,7 +98,8 @@ def fork_map(task: Callable[[int], Any], count: int, workers: int, *,
     try:
         for _ in range(workers):
             receiver, sender = context.Pipe(duplex=False)
-            process = context.Process(target=_child, args=(task, count, counter, sender), daemon=True)
+            process = context.Process(target=_child, args=(task, count, counter, sender, GARBAGE_BUDGET // workers),
+                                      daemon=True)
             process.start()
             sender.close()
             started.append((receiver, process))
@@ -123,11 +125,14 @@ def fork_map(task: Callable[[int], Any], count: int, workers: int, *,
     return results
 
 
-def _work(task: Callable[[int], Any], count: int, counter: Any) -> list[tuple[int, Any]]:
+def _work(task: Callable[[int], Any], count: int, counter: Any, budget: int) -> list[tuple[int, Any]]:
+    """The items this process takes, done; with the collector paused, garbage is freed only once
+    this process has grown by `budget` bytes."""
     done = []
     paused = not gc.isenabled()
+    start = _peak_memory() if paused else 0
     while True:
-        if paused and done and len(done) % COLLECT_EVERY == 0 and _peak_memory() > WORKER_MEMORY:
+        if paused and done and len(done) % COLLECT_EVERY == 0 and _peak_memory() - start > budget:
             gc.collect(0)   # only what was made since the last one
         with counter.get_lock():
             index = counter.value
@@ -141,14 +146,14 @@ def _work(task: Callable[[int], Any], count: int, counter: Any) -> list[tuple[in
 
 
 def _peak_memory() -> int:
-    """Bytes: the most this process has held in memory so far."""
+    """Bytes: the most this process has held in memory so far (a forked one: from its parent's size at the fork)."""
     import resource
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024   # Linux counts kilobytes
 
 
-def _child(task: Callable[[int], Any], count: int, counter: Any, sender: Any) -> None:
+def _child(task: Callable[[int], Any], count: int, counter: Any, sender: Any, budget: int) -> None:
     gc.freeze()   # the inherited objects are never collected here: no need to scan (and copy) them
-    sender.send(_work(task, count, counter))
+    sender.send(_work(task, count, counter, budget))
     sender.close()

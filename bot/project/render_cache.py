@@ -88,10 +88,14 @@ class EarlyRender:
     sql: str
     tables: tuple[str, ...]    # table keys the render checked for EMBEDDED models (found none)
     columns: tuple[str, ...]   # names whose declared columns it asked for (got none)
+    source: str = ""           # the content key of the file it was parsed from (Project.source_digests)
 
-    def holds(self, models: Mapping[str, Model]) -> bool:
-        """Whether the render with the whole project is this one: none of the tables it looked up is
-        an EMBEDDED model, and none of the names whose columns it asked for is a model."""
+    def holds(self, models: Mapping[str, Model], source: str | None) -> bool:
+        """Whether the render with the whole project is this one: the model is the one rendered (its
+        file's `source` key), none of the tables it looked up is an EMBEDDED model, and none of the
+        names whose columns it asked for is a model."""
+        if source != self.source:   # e.g. a disabled model of the same name, or a Python model instead
+            return False
         for key in self.tables:
             model = models.get(key)
             if model is not None and model.kind.name is KindName.EMBEDDED:
@@ -106,6 +110,14 @@ class EarlyRenders:
     gateway: str
     variables: Mapping[str, Any]
     by_model: Mapping[str, EarlyRender]
+
+    def rendered_with(self, gateway: str, variables: Mapping[str, Any]) -> bool:
+        """By value and type, as the render cache's key tells settings apart (3 is not 3.0)."""
+        return gateway == self.gateway and _settings(variables) == _settings(self.variables)
+
+
+def _settings(variables: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return sorted((str(key), repr(value)) for key, value in variables.items())
 
 
 class _Lookups(Mapping[str, Model]):
@@ -170,8 +182,7 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
     """
     from bot.project.render import normalized_query_sql
 
-    base = _digest(cache_context("render", gateway), sorted((str(k), repr(v)) for k, v in variables.items()),
-                   _macro_digest(macro_files))
+    base = _digest(cache_context("render", gateway), _settings(variables), _macro_digest(macro_files))
     keys = _Keys(models, sources, base)
     store = KeyedEntries(Path(root), RENDER_CACHE_FILE, what="render cache", header=("format", RENDER_FORMAT),
                          entry=_entry_fits, read=use_cache and read_cache)
@@ -180,10 +191,10 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
         keyed = {name: keys.key(name) for name, model in models.items() if has_query(model)}
         done = {name: old[name][1] for name, key in keyed.items()
                 if key is not None and name in old and old[name][0] == key}
-        if early is not None and early.gateway == gateway and early.variables == variables:
+        if early is not None and early.rendered_with(gateway, variables):
             for name in keyed.keys() - done.keys():
                 found = early.by_model.get(name)
-                if found is not None and found.holds(models):
+                if found is not None and found.holds(models, sources.get(name)):
                     done[name] = found.sql
 
     def render(name: str) -> str:
