@@ -201,3 +201,20 @@ def test_config_variables_interpolate_into_names_without_blueprints(tmp_path):
     assert render_sql(project.models["bp_cfg.t"]) == "SELECT 1 AS `amount_total`"
     (root / "config.yaml").write_text(config.replace("bp_cfg", "bp_other"))
     assert list(load_project(root).models) == ["bp_other.t"]    # not the cached parse
+
+
+def test_a_blueprint_value_that_is_no_plain_name_fills_in_a_quoted_identifier(tmp_path):
+    # SQLMesh 0.236.4 on DuckDB, blueprints ((customer := c1, field := d), (customer := c2, field := "pay to see")):
+    # c2.b renders `SELECT "c" AS "c", "pay to see" AS "persona", "pay to see_c2" AS "tagged" FROM ...`
+    # (persona = 'hidden'), c1.b `"d" AS "persona", "d_c1" AS "tagged"`; meshbot refused to load the file
+    root = write_files(tmp_path / "p", {
+        "config.yaml": "model_defaults:\n  dialect: duckdb\n",
+        "models/a.sql": "MODEL (name s.a, kind FULL);\nSELECT 1 AS c, 'x' AS d, 'hidden' AS \"pay to see\"\n",
+        "models/b.sql": "MODEL (name @customer.b, kind VIEW,\n  blueprints ((customer := c1, field := d),\n"
+                        "    (customer := c2, field := \"pay to see\")));\nSELECT c, @{field} AS persona, "
+                        "@{field}_@{customer} AS tagged FROM s.a\n",
+    })
+    models = load_project(root).models
+    assert render_sql(models["c1.b"]) == "SELECT `c`, `d` AS `persona`, `d_c1` AS `tagged` FROM `s`.`a`"
+    assert render_sql(models["c2.b"]) == ("SELECT `c`, `pay to see` AS `persona`, `pay to see_c2` AS `tagged` "
+                                          "FROM `s`.`a`")

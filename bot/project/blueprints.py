@@ -20,6 +20,10 @@ Blueprint = dict[str, exp.Expression]
 # Quoted strings, quoted identifiers and comments are never interpolated into.
 _SKIP = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`|--[^\n]*|/\*.*?(?:\*/|\Z)"""
 _BRACED = re.compile(rf"(?P<skip>{_SKIP})|@\{{\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*\}}", re.S)
+_ONE_BRACED = r"@\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}"
+# An identifier written with `@{name}`s in it (`@{c}`, `stg_@{c}_orders`): SQLMesh fills it in as one identifier.
+_BRACED_WORD = re.compile(rf"(?P<skip>{_SKIP})|(?P<word>(?:\w|{_ONE_BRACED})*{_ONE_BRACED}(?:\w|{_ONE_BRACED})*)", re.S)
+_NEEDS_NO_QUOTES = re.compile(r"[\w.]*")   # a plain name, or dotted names (`db.orders`): written as they are
 _BARE = re.compile(rf"(?P<skip>{_SKIP})|@(?P<name>[A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()", re.S)
 
 
@@ -121,10 +125,24 @@ def identifier_text(value: exp.Expression, dialect: str) -> str:
 def interpolate_braced(text: str, blueprint: Blueprint, *, dialect: str) -> str:
     """Replace every `@{name}` of a blueprint variable (outside strings and comments) by its identifier text.
 
+    An identifier that the values make other than a plain name (`@{f}` with f := "pay to see") is
+    quoted, as SQLMesh's identifier would be.
+
     >>> interpolate_braced("name @{c}.orders -- @{c}", {"c": exp.column("acme")}, dialect="duckdb")
     'name acme.orders -- @{c}'
+    >>> interpolate_braced("SELECT x_@{f} AS a", {"f": exp.column("pay to see", quoted=True)}, dialect="duckdb")
+    'SELECT "x_pay to see" AS a'
     """
-    return _interpolate(_BRACED, text, blueprint, lambda value: identifier_text(value, dialect))
+    def fill(match: re.Match[str]) -> str:
+        word = match.group("word")
+        if word is None:
+            return match.group(0)
+        filled = _interpolate(_BRACED, word, blueprint, lambda value: identifier_text(value, dialect))
+        if "@{" in filled or _NEEDS_NO_QUOTES.fullmatch(filled):   # another variable fills it in later
+            return filled
+        return exp.to_identifier(filled, quoted=True).sql(dialect)
+
+    return _BRACED_WORD.sub(fill, text)
 
 
 def interpolate_bare(text: str, blueprint: Blueprint, *, dialect: str) -> str:
