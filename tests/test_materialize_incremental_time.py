@@ -82,6 +82,21 @@ def test_date_column_batch_of_two_days_and_compact_string_format(engine):
     assert _rows(engine, other) == [("20240102", "2")]
 
 
+def test_a_new_process_replaces_a_date_interval_the_table_already_holds(engine):
+    """A killed writer's unrecorded batch, a lookback or a restatement, in a process that has not
+    written the table yet: its watermark comes from MAX(date), and the interval is replaced, not added."""
+    table = f"{engine.db}.dated__1"
+    kind = Kind(name=KindName.INCREMENTAL_BY_TIME_RANGE, time_column="d")
+    query = "SELECT DATE'2024-01-01' + CAST(id AS INT) AS d, CAST(id AS INT) AS v FROM range(5)"
+    create_physical(engine, kind=kind, table=table, query_sql=query, columns=None)
+    _run(engine, table, kind, query, 1, first=True, days=3)
+    fresh = SparkEngine(engine.session)
+    _run(fresh, table, kind, query, 3)
+    _run(fresh, table, kind, query, 4)
+    assert [str(r["d"]) for r in engine.fetch(f"SELECT d FROM {table} ORDER BY d")] == [
+        "2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]
+
+
 def test_self_referencing_cumulative_sum_reads_previous_rows(engine):
     table = f"{engine.db}.running__1"
     kind = Kind(name=KindName.INCREMENTAL_BY_TIME_RANGE, time_column="d")

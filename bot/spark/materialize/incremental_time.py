@@ -94,8 +94,8 @@ def _watermark(engine: SparkEngine, table: str, *, column: str, data_type: str, 
     if known is not None:
         return known
     latest_time, upper = exp.Max(this=exp.column(column, quoted=True)), data_type.upper()
-    if upper == "DATE":
-        expression = exp.Mul(this=exp.Anonymous(this="UNIX_DATE", expressions=[latest_time]),
+    if upper == "DATE":   # UNIX_DATE is an INT: as BIGINT first, or the product wraps around (ANSI mode off)
+        expression = exp.Mul(this=exp.cast(exp.Anonymous(this="UNIX_DATE", expressions=[latest_time]), "BIGINT"),
                              expression=exp.Literal.number(86_400_000))
     elif upper.startswith("TIMESTAMP"):
         expression = exp.func("unix_millis", exp.cast(latest_time, "TIMESTAMP"))
