@@ -21,6 +21,7 @@ from bot.errors import PlanError
 from bot.plan import claims as claims_module
 from bot.plan.batch import BatchWriter
 from bot.plan.claims import Claims, environment_key, version_key
+from bot.project.model import Kind, KindName, Model
 from bot.snapshot import Fingerprint, Snapshot
 from bot.state.connect import connect_state
 
@@ -154,10 +155,15 @@ def _snapshot() -> Snapshot:
                     kind="INCREMENTAL_BY_TIME_RANGE", definition={}, rendered_query="")
 
 
+def _model(lookback: int = 0) -> Model:
+    return Model(name="db.events", kind=Kind(name=KindName.INCREMENTAL_BY_TIME_RANGE, time_column="ds",
+                                             lookback=lookback), dialect="spark", path=Path("events.sql"))
+
+
 def test_a_batch_another_writer_recorded_is_reused_and_its_table_forgotten_before_writing(state):
     snapshot = _snapshot()
     first, second = _Runner(), _Runner()
-    args = dict(snapshot=snapshot, model=None, table="t", mapping={}, execution_time=0)
+    args = dict(snapshot=snapshot, model=_model(), table="t", mapping={}, execution_time=0)
     writer_a = BatchWriter(state=state, runner=first, claims=Claims(state), purpose="plan of `a`")
     writer_b = BatchWriter(state=state, runner=second, claims=Claims(state), purpose="plan of `b`")
     assert not writer_a.run(batch=(0, DAY), **args).reused
@@ -175,6 +181,10 @@ def test_a_batch_another_writer_recorded_is_reused_and_its_table_forgotten_befor
     recorded = state.get_intervals([("db.events", "v1")])[("db.events", "v1")].intervals
     assert recorded == [(0, 4 * DAY)]
     assert state.live_leases() == {}
+    # a model with a lookback recomputes recorded intervals on purpose (SQLMesh: late rows of the last N)
+    looking_back = {**args, "model": _model(lookback=2)}
+    assert not writer_b.run(batch=(DAY, 2 * DAY), **looking_back).reused
+    assert second.calls[-1] == ("evaluate", (DAY, 2 * DAY))
 
 
 class _Table(_Runner):
@@ -201,7 +211,7 @@ def test_a_writer_that_created_the_table_and_reused_every_batch_adds_its_own_bat
     plan wrote and recorded days 1-6, reused them, then wrote day 7 as the table's first batch:
     INSERT OVERWRITE of the whole table, so days 1-6 stayed recorded without their rows."""
     rows: dict[str, list[tuple[int, int]]] = {}
-    args = dict(snapshot=_snapshot(), model=None, table="t", mapping={}, execution_time=0)
+    args = dict(snapshot=_snapshot(), model=_model(), table="t", mapping={}, execution_time=0)
     deploy, pr = _Table(rows), _Table(rows)
     deploy.create_physical()                          # the deploy's create_tables stage made the table
     pr_writer = BatchWriter(state=state, runner=pr, claims=Claims(state), purpose="plan of `pr`")
@@ -240,7 +250,7 @@ def test_a_version_without_recorded_intervals_is_a_first_run_once_per_serial_bac
     counting, runner = _CountingState(state), _FirstRuns()
     writer = BatchWriter(state=counting, runner=runner, claims=Claims(state) if leased else None,
                          purpose="plan of `a`")
-    args = dict(snapshot=_snapshot(), model=None, table="t", mapping={}, execution_time=0)
+    args = dict(snapshot=_snapshot(), model=_model(), table="t", mapping={}, execution_time=0)
     for day in range(3):
         writer.run(batch=(day * DAY, (day + 1) * DAY), **args)
     assert runner.calls == [("first_run", "t"), ("evaluate", (0, DAY)), ("evaluate", (DAY, 2 * DAY)),

@@ -191,6 +191,23 @@ def test_batch_size_and_lookback_of_a_forward_only_model_match_sqlmesh(tmp_path,
                           ("2024-01-07", "2024-01-07", "2024-01-07")]
 
 
+def test_lookback_recomputes_intervals_already_recorded_even_one_day_batches(tmp_path, clean_catalog):
+    # SQLMesh 0.236.4 (Python API, DuckDB), batch_size 1, lookback 2: plan at 2024-01-06 computes 01..05
+    # (computed_at 2024-01-06); a run at 2024-01-08 recomputes 04 and 05 with 06 and 07 (computed_at 2024-01-08)
+    files = dict(LOOKBACK)
+    files["models/ev.sql"] = (
+        "MODEL (\n  name db.ev,\n  kind INCREMENTAL_BY_TIME_RANGE (time_column ds, batch_size 1, lookback 2),\n"
+        "  start '2024-01-01',\n  cron '@daily'\n);\n"
+        "SELECT ds, @execution_ds AS computed_at FROM db.days WHERE ds BETWEEN @start_ds AND @end_ds\n")
+    context = Context(write_files(tmp_path / "p", files))
+    context.apply(context.plan("prod", options=PlanOptions(execution_time="2024-01-06 00:00:00")))
+    context.run("prod", execution_time="2024-01-08 00:00:00")
+    assert [(str(r["ds"]), r["computed_at"]) for r in context.fetchdf("SELECT * FROM db.ev ORDER BY ds")] == [
+        ("2024-01-01", "2024-01-06"), ("2024-01-02", "2024-01-06"), ("2024-01-03", "2024-01-06"),
+        ("2024-01-04", "2024-01-08"), ("2024-01-05", "2024-01-08"), ("2024-01-06", "2024-01-08"),
+        ("2024-01-07", "2024-01-08")]
+
+
 # A project shaped like the public SQLMesh projects the README's table was drawn from (jaffle-shop, sushi,
 # OMOP style): DuckDB SQL, a `$root` seed with batch_size and columns, `=` audit arguments and [lists], a
 # trailing comma in the header, catalog-qualified names, an inline AUDIT, audits naming their model, a

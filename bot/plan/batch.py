@@ -90,7 +90,8 @@ class BatchWriter:
 
         Under the lease the version's recorded intervals are read again (unless nobody else held it
         since this writer last did): a batch another process recorded meanwhile is not written
-        again (`reused`). When someone else held the lease last, the runner forgets what it knew
+        again (`reused`), except for a model with a lookback, whose plans and runs recompute
+        recorded intervals on purpose (SQLMesh's lookback: late rows of the last N intervals). When someone else held the lease last, the runner forgets what it knew
         of the table first, so a batch that process appended without recording it (killed) is
         replaced, never appended twice.
         """
@@ -113,7 +114,7 @@ class BatchWriter:
                 forget = getattr(self.runner, "forget_table", None)
                 if forget is not None:
                     forget(table)
-            if _covered(recorded, batch):
+            if _covered(recorded, batch) and not model.kind.lookback:   # lookback: recomputed on purpose
                 return BatchDone(reused=True)
             self._first_run_unless(recorded, table)
             warnings = self._write(snapshot, model, table, batch, mapping, execution_time, is_dev, record,
