@@ -174,8 +174,33 @@ def test_unknown_gateway_and_bad_types(tmp_path):
     with pytest.raises(ConfigError, match="unknown gateway `prod`"):
         config.gateway("prod")
     bad = "gateways:\n  g:\n    connection:\n      type: duckdb\nmodel_defaults:\n  dialect: spark\n"
-    with pytest.raises(ConfigError, match="gateways.g.connection.*duckdb"):
-        load_config(write(tmp_path, bad), environ={})
+    with pytest.raises(ConfigError, match="gateways.g.connection.*duckdb.*Spark gateways here: none"):
+        load_config(write(tmp_path, bad), environ={}).gateway()
+
+
+def test_a_sqlmesh_projects_other_gateways_are_refused_only_when_chosen(tmp_path, capsys):
+    """A project keeps its DuckDB gateway (and SQLMesh's DuckDB test connection) beside a Spark one."""
+    from bot.redact import redact
+
+    text = ("gateways:\n  duck:\n    connection:\n      type: duckdb\n      database: shop.duckdb\n"
+            "  warehouse:\n    connection:\n      type: postgres\n      password: Sup3r-Secret-Pw\n"
+            "  spark:\n    connection:\n      type: spark\n      master: local[1]\n"
+            "    test_connection:\n      type: duckdb\n"
+            "model_defaults:\n  dialect: duckdb\n")
+    config = load_config(write(tmp_path, text), environ={})
+    assert config.default_gateway == "spark" and config.gateway().connection.master == "local[1]"
+    assert config.gateway().test_connection is None
+    assert "`gateways.spark.test_connection` of type `duckdb` is ignored: unit tests run on local Spark" \
+        in capsys.readouterr().err
+    with pytest.raises(ConfigError) as chosen:
+        config.gateway("duck")
+    assert str(chosen.value).endswith("`gateways.duck.connection`: connection type `duckdb` is not supported "
+                                      "(only `spark`); choose a Spark gateway with --gateway or `default_gateway` "
+                                      "(Spark gateways here: spark)")
+    assert redact("password Sup3r-Secret-Pw") == "password ***"
+    explicit = load_config(write(tmp_path, text + "default_gateway: duck\n"), environ={})
+    with pytest.raises(ConfigError, match="connection type `duckdb` is not supported"):
+        explicit.gateway()
 
 
 def test_missing_config_file(tmp_path):

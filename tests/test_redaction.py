@@ -158,7 +158,7 @@ def test_env_var_value_echoed_lowercased_in_a_config_error_is_masked(tmp_path):
     root = write_config(tmp_path / "p", "gateways:\n  g:\n    connection:\n"
                                         "      type: \"{{ env_var('MESHBOT_CONNECTION_TYPE') }}\"\n")
     with pytest.raises(ConfigError) as error:
-        load_config(root, environ={"MESHBOT_CONNECTION_TYPE": kind})
+        load_config(root, environ={"MESHBOT_CONNECTION_TYPE": kind}).gateway()
     assert "`gateways.g.connection`: connection type `***` is not supported (only `spark`)" in str(error.value)
     result = invoke(root, "info", env={"MESHBOT_CONNECTION_TYPE": kind})
     assert result.exit_code == 1 and "config.yaml: `gateways.g.connection`" in result.output, result.output

@@ -138,9 +138,15 @@ class ProjectConfig:
     notification_targets: tuple[NotificationTarget, ...] = ()
     strict: bool = False   # `strict: true`: a grain naming a column the model lacks is an error, not a warning
     ignore_patterns: tuple[str, ...] = IGNORE_PATTERNS   # globs of project files not loaded (SQLMesh's key)
+    # gateways meshbot cannot run on (a DuckDB one beside the Spark one): name -> why, said when chosen
+    unsupported_gateways: dict[str, str] = field(default_factory=dict)
 
     def gateway(self, name: str | None = None) -> Gateway:
         key = name or self.default_gateway
+        if key in self.unsupported_gateways:
+            usable = ", ".join(sorted(self.gateways)) or "none; add a gateway with `type: spark`"
+            raise ConfigError(f"{self.unsupported_gateways[key]}; choose a Spark gateway with --gateway or "
+                              f"`default_gateway` (Spark gateways here: {usable})", path=self.root / "config.yaml")
         if key not in self.gateways:
             known = ", ".join(sorted(self.gateways)) or "none"
             raise ConfigError(f"unknown gateway `{key}` (--gateway); known gateways: {known}",
@@ -174,16 +180,18 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         raw = read_yaml(path, text, values=values) or {}
     if not isinstance(raw, dict):
         raise ConfigError("config must be a mapping of settings", path=path)
-    gateways = _parse_gateways(raw.get("gateways"), root=root, path=path)
-    default_gateway = str(raw.get("default_gateway") or next(iter(gateways)))
-    if default_gateway not in gateways:
+    gateways, unsupported = _parse_gateways(raw.get("gateways"), root=root, path=path)
+    # SQLMesh's default is the first gateway; meshbot's the first it can run on
+    default_gateway = str(raw.get("default_gateway") or next(iter(gateways), next(iter(unsupported), "")))
+    if default_gateway not in gateways and default_gateway not in unsupported:
         raise ConfigError(f"default_gateway `{default_gateway}` is not one of the gateways: "
-                          f"{', '.join(gateways)}", path=path)
+                          f"{', '.join([*gateways, *unsupported])}", path=path)
     plan = _mapping(raw.get("plan"), "plan", path)
     _warn_unused_keys(raw, text, path)
     return ProjectConfig(
         root=root,
         gateways=gateways,
+        unsupported_gateways=unsupported,
         default_gateway=default_gateway,
         model_defaults=replace(_parse_model_defaults(raw.get("model_defaults"), path), catalogs=catalogs_of(
             raw.get("default_catalog"), [c.config for g in gateways.values()
@@ -271,23 +279,59 @@ def _mapping(value: Any, key: str, path: Path) -> dict[str, Any]:
     return value
 
 
-def _parse_gateways(raw: Any, *, root: Path, path: Path) -> dict[str, Gateway]:
+def _parse_gateways(raw: Any, *, root: Path, path: Path) -> tuple[dict[str, Gateway], dict[str, str]]:
+    """(the Spark gateways, {name: why not} for the others).
+
+    A project written for SQLMesh keeps its DuckDB (or other) gateways beside a Spark one: those
+    are refused only when chosen. Their secrets are still registered, so no error or log shows them.
+    """
     if not raw:
         return {"local": Gateway(name="local", connection=SparkConnection(master="local[*]"),
-                                 state_connection=_default_state(root))}
+                                 state_connection=_default_state(root))}, {}
     gateways: dict[str, Gateway] = {}
+    unsupported: dict[str, str] = {}
     for name, spec in _mapping(raw, "gateways", path).items():
         spec = _mapping(spec, f"gateways.{name}", path)
+        where = f"gateways.{name}.connection"
+        kind = _connection_type(spec.get("connection"), where, path)
+        if kind != "spark":
+            _register_secrets(spec)
+            unsupported[str(name)] = f"`{where}`: connection type `{kind}` is not supported (only `spark`)"
+            continue
         test = spec.get("test_connection")
+        if test is not None and _connection_type(test, f"gateways.{name}.test_connection", path) != "spark":
+            from bot.project.warn import project_warning
+
+            _register_secrets(test)
+            project_warning(f"`gateways.{name}.test_connection` of type "
+                            f"`{_connection_type(test, '', path)}` is ignored: unit tests run on local Spark",
+                            path=path)
+            test = None
         gateways[str(name)] = Gateway(
             name=str(name),
-            connection=_parse_spark(spec.get("connection"), f"gateways.{name}.connection", path),
+            connection=_parse_spark(spec.get("connection"), where, path),
             state_connection=_parse_state(spec.get("state_connection"), root=root,
                                           where=f"gateways.{name}.state_connection", path=path),
             test_connection=(_parse_spark(test, f"gateways.{name}.test_connection", path)
                              if test is not None else None),
         )
-    return gateways
+    return gateways, unsupported
+
+
+def _connection_type(raw: Any, where: str, path: Path) -> str:
+    return str(_mapping(raw, where, path).get("type", "spark")).lower()
+
+
+def _register_secrets(spec: Any, name: str = "") -> None:
+    """Every setting of a connection meshbot does not use that names a secret (or holds credentials)."""
+    if isinstance(spec, dict):
+        for key, value in spec.items():
+            _register_secrets(value, str(key))
+    elif isinstance(spec, (list, tuple)):
+        for value in spec:
+            _register_secrets(value, name)
+    elif isinstance(spec, str):
+        register_setting(name, spec)
 
 
 def _default_state(root: Path) -> StateConnection:

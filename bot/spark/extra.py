@@ -119,6 +119,10 @@ def gateway_extra(config_text: str, gateway: str = "") -> str:
     'spark'
     >>> gateway_extra(ci + "default_gateway: ci\\n", "local")   # an unknown gateway: meshbot will say so
     'spark'
+    >>> gateway_extra("gateways:\\n  duck:\\n    connection:\\n      type: duckdb\\n" + ci[10:])   # the first Spark one
+    'connect'
+    >>> gateway_extra(ci + "    test_connection:\\n      type: duckdb\\n")   # ignored by meshbot
+    'connect'
     """
     try:
         config = block_mapping(config_text)
@@ -127,11 +131,14 @@ def gateway_extra(config_text: str, gateway: str = "") -> str:
     gateways = config.get("gateways")
     if not isinstance(gateways, dict) or not gateways:
         return SPARK
-    name = gateway or config.get("default_gateway") or next(iter(gateways))
+    name = gateway or config.get("default_gateway") or next(
+        (key for key, spec in gateways.items() if isinstance(spec, dict) and _is_spark(spec.get("connection"))),
+        next(iter(gateways)))
     spec = gateways.get(name)
     if not isinstance(spec, dict):
         return SPARK
-    connections = [spec.get("connection"), *([spec["test_connection"]] if "test_connection" in spec else [])]
+    connections = [spec.get("connection"), *([spec["test_connection"]] if _is_spark(spec.get("test_connection"))
+                                             else [])]
     for connection in connections:
         if not isinstance(connection, dict) or not isinstance(connection.get("remote"), str):
             return SPARK
@@ -140,6 +147,11 @@ def gateway_extra(config_text: str, gateway: str = "") -> str:
         if str(connection.get("type", "spark")).lower() != "spark":
             return SPARK
     return CONNECT
+
+
+def _is_spark(connection: object) -> bool:
+    """A connection meshbot uses (bot.project.config: other types are ignored unless chosen)."""
+    return isinstance(connection, dict) and str(connection.get("type", "spark")).lower() == "spark"
 
 
 def project_extra(project: Path, gateway: str = "") -> str:
