@@ -23,7 +23,7 @@ _hook: Callable[[str], None] | None = None
 
 # A setting or URL parameter whose name says it holds a secret: a name (or a dotted segment of it)
 # ending in one of these words (token, sslpassword, access.key, keyPassword, client_secret...).
-_SECRET_NAME = re.compile(r"(password|passwd|pwd|secret|token|key|credential)$", re.I)
+_SECRET_NAME = re.compile(r"(password|passwd|pwd|secret|token|key|keyfile|credentials?)$", re.I)
 _PARAM = re.compile(r"([?&;])([\w.-]+)=([^&;#\s]*)")
 _USERINFO = re.compile(r"(://)([^/?#\s:@]*):([^/?#\s]*)@")
 

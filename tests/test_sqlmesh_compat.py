@@ -284,6 +284,39 @@ def test_config_py_with_a_sqlmesh_config_object(tmp_path):
         load_config(root)
 
 
+def test_a_config_py_written_for_other_engines_loads_and_runs_on_its_spark_gateway(tmp_path):
+    """A public project's config.py: BigQuery and DuckDB gateways beside Spark, SQLMesh's default
+    scheduler, a migration event (SQLMesh 0.236.4 loads the same file)."""
+    from bot.project.config import load_config
+
+    root = write_files(tmp_path / "p", {
+        "config.py": (
+            "from sqlmesh.core.config import (BigQueryConnectionConfig, BuiltInSchedulerConfig, Config,\n"
+            "    DuckDBConnectionConfig, GatewayConfig, ModelDefaultsConfig, SparkConnectionConfig)\n"
+            "from sqlmesh.core.config.connection import BigQueryConnectionMethod\n"
+            "from sqlmesh.core.notification_target import NotificationEvent, ConsoleNotificationTarget\n\n"
+            "config = Config(\n"
+            "    gateways={'bq': GatewayConfig(connection=BigQueryConnectionConfig(\n"
+            "                  method=BigQueryConnectionMethod.SERVICE_ACCOUNT_JSON, keyfile_json='Bq-Secret-Key')),\n"
+            "              'duck': GatewayConfig(connection=DuckDBConnectionConfig(database='x.duckdb')),\n"
+            "              'spark': GatewayConfig(connection=SparkConnectionConfig(),\n"
+            "                                     scheduler=BuiltInSchedulerConfig())},\n"
+            "    model_defaults=ModelDefaultsConfig(dialect='bigquery'),\n"
+            "    notification_targets=[ConsoleNotificationTarget(\n"
+            "        notify_on=[NotificationEvent.APPLY_FAILURE, NotificationEvent.MIGRATION_FAILURE])],\n"
+            ")\n"),
+        "models/a.sql": "MODEL (name p.a, kind FULL);\nSELECT 1 AS x",
+    })
+    config = load_config(root)
+    assert config.default_gateway == "spark" and sorted(config.unsupported_gateways) == ["bq", "duck"]
+    assert config.notification_targets[0].notify_on == {"apply_failure", "migration_failure"}
+    with pytest.raises(ConfigError, match="`gateways.bq.connection`: connection type `bigquery` is not supported"):
+        config.gateway("bq")
+    from bot.redact import redact
+    assert "Bq-Secret-Key" not in redact("keyfile Bq-Secret-Key")
+    assert list(load_project(root, use_cache=False).models) == ["p.a"]
+
+
 def test_a_config_py_with_sqlmeshs_github_bot_config_gives_the_bot_its_settings(tmp_path):
     """SQLMesh's `GithubCICDBotConfig` in config.py (locally; in Actions gate settings come from a trusted source)."""
     from bot.github.settings import load_settings

@@ -39,6 +39,19 @@ _KIND_CLASSES = {name: (None, name) for name in (
     "EmbeddedKind", "TimeColumn")}
 _KINDS = {**_KIND_CLASSES, **_CUSTOM_KIND, "ModelKindName": (None, "KindName"),
           "OnDestructiveChange": ("bot.project.model", "OnDestructiveChange")}
+
+# SQLMesh 0.236.4's connection config classes (sqlmesh.core.config.connection) and their `type`
+_CONNECTION_TYPES = {
+    "SparkConnectionConfig": "spark", "DuckDBConnectionConfig": "duckdb", "PostgresConnectionConfig": "postgres",
+    "MotherDuckConnectionConfig": "motherduck", "SnowflakeConnectionConfig": "snowflake",
+    "DatabricksConnectionConfig": "databricks", "BigQueryConnectionConfig": "bigquery",
+    "GCPPostgresConnectionConfig": "gcp_postgres", "RedshiftConnectionConfig": "redshift",
+    "MySQLConnectionConfig": "mysql", "MSSQLConnectionConfig": "mssql", "AzureSQLConnectionConfig": "azuresql",
+    "FabricConnectionConfig": "fabric", "TrinoConnectionConfig": "trino", "ClickhouseConnectionConfig": "clickhouse",
+    "AthenaConnectionConfig": "athena", "RisingwaveConnectionConfig": "risingwave",
+    "StarRocksConnectionConfig": "starrocks",
+}
+
 _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
     "sqlmesh": {**_MACRO, **_MODEL, **_MATERIALIZATION, **_CUSTOM_KIND, "QueryOrDF": (None, "QueryOrDF"),
                 "Model": (_LINT, "ModelView"), "ExecutionContext": (None, "ExecutionContext"),
@@ -59,9 +72,12 @@ _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
     "sqlmesh.utils.date": _DATES,
     "sqlmesh.utils.pydantic": {"validate_string": (None, "validate_string")},
     "sqlmesh.core.config": {name: (None, name) for name in (
-        "Config", "ModelDefaultsConfig", "GatewayConfig", "SparkConnectionConfig", "DuckDBConnectionConfig",
-        "PostgresConnectionConfig", "PlanConfig", "NameInferenceConfig", "LinterConfig",
-        "CategorizerConfig", "AutoCategorizationMode", "FormatConfig")},
+        "Config", "ModelDefaultsConfig", "GatewayConfig", "PlanConfig", "NameInferenceConfig", "LinterConfig",
+        "CategorizerConfig", "AutoCategorizationMode", "FormatConfig", "BuiltInSchedulerConfig",
+        *_CONNECTION_TYPES)},
+    "sqlmesh.core.config.connection": {name: (None, name) for name in (
+        *_CONNECTION_TYPES, "BigQueryConnectionMethod")},
+    "sqlmesh.core.config.scheduler": {"BuiltInSchedulerConfig": (None, "BuiltInSchedulerConfig")},
     "sqlmesh.integrations.github.cicd.config": {name: (None, name) for name in (
         "GithubCICDBotConfig", "MergeMethod")},
     "sqlmesh.core.notification_target": {name: (None, name) for name in (
@@ -108,9 +124,17 @@ NameInferenceConfig = _config_class("NameInferenceConfig")
 LinterConfig = _config_class("LinterConfig")
 CategorizerConfig = _config_class("CategorizerConfig")
 FormatConfig = _config_class("FormatConfig")
-SparkConnectionConfig = _config_class("SparkConnectionConfig", "spark")
-DuckDBConnectionConfig = _config_class("DuckDBConnectionConfig", "duckdb")
-PostgresConnectionConfig = _config_class("PostgresConnectionConfig", "postgres")
+BuiltInSchedulerConfig = _config_class("BuiltInSchedulerConfig", "builtin")   # SQLMesh's default: meshbot's own
+# Connections of other engines: a config.py writes them for its other gateways; meshbot refuses such a
+# gateway only when it is chosen (bot.project.config).
+globals().update({name: _config_class(name, type_) for name, type_ in _CONNECTION_TYPES.items()})
+
+
+class BigQueryConnectionMethod(str, Enum):
+    OAUTH = "oauth"
+    OAUTH_SECRETS = "oauth-secrets"
+    SERVICE_ACCOUNT = "service-account"
+    SERVICE_ACCOUNT_JSON = "service-account-json"
 ConsoleNotificationTarget = _config_class("ConsoleNotificationTarget", "console")
 SlackWebhookNotificationTarget = _config_class("SlackWebhookNotificationTarget", "slack_webhook")
 SlackApiNotificationTarget = _config_class("SlackApiNotificationTarget", "slack_api")   # refused when loaded
@@ -134,6 +158,9 @@ class NotificationEvent(str, Enum):
     RUN_END = "run_end"
     RUN_FAILURE = "run_failure"
     AUDIT_FAILURE = "audit_failure"
+    MIGRATION_START = "migration_start"
+    MIGRATION_END = "migration_end"
+    MIGRATION_FAILURE = "migration_failure"
 
 
 class AutoCategorizationMode:
