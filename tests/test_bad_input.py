@@ -167,3 +167,25 @@ def test_table_diff_api_checks_tables_and_filter_before_using_spark():
                    where="id > 0; DROP TABLE shop.a")
     with pytest.raises(PlanError, match="not a table name"):
         table_diff(engine=None, source_table="shop.a", target_table="shop.b WHERE 1=1", keys=["id"])
+
+
+def test_a_query_spark_refuses_names_the_model_and_its_file(tmp_path, clean_catalog):
+    """Spark's own message names only the physical table (`sqlmesh__bad_q.bad_q__a__123`)."""
+    from project_files import write_files
+
+    def error_line(result) -> str:
+        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+        (line,) = [line for line in result.output.splitlines() if line.startswith("Error:")]
+        return line
+
+    root = write_files(tmp_path / "p", {
+        "config.yaml": "model_defaults:\n  dialect: duckdb\n",
+        "models/a.sql": "MODEL (name bad_q.a, kind FULL);\nSELECT no_such_column FROM (SELECT 1 AS x) AS t\n"})
+    where = f"{root / 'models' / 'a.sql'}:1"
+    created = error_line(invoke(root, "plan", "--auto-apply"))
+    assert created.startswith(f"Error: model `bad_q.a` ({where}) could not have its table created: ") and \
+        "no_such_column" in created, created
+    (root / "models" / "a.sql").write_text("MODEL (name bad_q.a, kind FULL, columns (x INT));\n"
+                                           "SELECT no_such_column AS x FROM (SELECT 1 AS x) AS t\n")
+    evaluated = error_line(invoke(root, "plan", "--auto-apply"))
+    assert evaluated.startswith(f"Error: model `bad_q.a` ({where}) failed for [") and "no_such_column" in evaluated

@@ -149,11 +149,12 @@ class BatchWriter:
             try:
                 self.runner.evaluate(snapshot, model, table=table, interval=batch, table_mapping=mapping,
                                      execution_time=execution_time)
+            except EngineError as exc:
+                raise model_failed(model, f"failed for {fmt_interval(batch)}", exc) from exc
             except BotError:
                 raise
             except Exception as exc:  # noqa: BLE001 - Spark errors arrive as many Java/Python types
-                raise EngineError(f"model `{snapshot.name}` failed for {fmt_interval(batch)}: "
-                                  f"{first_line(exc)}") from exc
+                raise model_failed(model, f"failed for {fmt_interval(batch)}", exc) from exc
             results = self.runner.audit(snapshot, model, table=table, interval=batch,
                                         execution_time=execution_time, table_mapping=mapping)
         error = audit_error(results)
@@ -176,6 +177,16 @@ class BatchWriter:
 
 
 _UNLEASED = "\0"   # this writer as the previous holder of a version it writes without leases
+
+
+def model_failed(model: Model, what: str, error: BaseException) -> EngineError:
+    """Spark's error about a model's physical table, naming the model and its file instead.
+
+    An error that already names the model (a custom materialization's) keeps its own text after it.
+    """
+    text = str(error) if isinstance(error, EngineError) else first_line(error)
+    where = f"{model.path}:{model.line}" if model.line else str(model.path)
+    return EngineError(f"model `{model.name}` ({where}) {what}: {text}")
 
 
 def _covered(spans: list[Interval], batch: Interval) -> bool:

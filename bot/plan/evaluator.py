@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from bot.errors import BotError, ConflictError, EngineError, PlanError, QualityError
 from bot.faults import checkpoint
 from bot.intervals import subtract
-from bot.plan.batch import BatchRunner, BatchWriter, fmt_interval as _fmt, first_line as _first_line
+from bot.plan.batch import BatchRunner, BatchWriter, fmt_interval as _fmt, first_line as _first_line, model_failed
 from bot.plan.claims import Claims, describe_holder, environment_key, version_key
 from bot.quality.api import AuditResult, audit_error
 from bot.plan.definition import BackfillKind, Plan, ProgressCallback
@@ -286,16 +286,19 @@ class PlanEvaluator:
         def create(name: str, _slot: int) -> None:
             snapshot, table = targets[name]
             model = self.models_for(snapshot)
-            if exists is None or settle is None or exists(table):
-                self.runner.create_physical(snapshot, model, table=table, table_mapping=mapping)
-                return
-            # Absent from this process's listing. Another process may be swapping the table's rows
-            # in: between its drop and rename the name is absent, and a table created then would
-            # take the swap's place, empty, with the version's intervals still recorded. Writers
-            # swap under the version's lease, so the table is looked at again and created under it.
-            with self._version_lease(plan, snapshot):
-                if not settle(table):
+            try:
+                if exists is None or settle is None or exists(table):
                     self.runner.create_physical(snapshot, model, table=table, table_mapping=mapping)
+                    return
+                # Absent from this process's listing. Another process may be swapping the table's rows
+                # in: between its drop and rename the name is absent, and a table created then would
+                # take the swap's place, empty, with the version's intervals still recorded. Writers
+                # swap under the version's lease, so the table is looked at again and created under it.
+                with self._version_lease(plan, snapshot):
+                    if not settle(table):
+                        self.runner.create_physical(snapshot, model, table=table, table_mapping=mapping)
+            except EngineError as error:
+                raise model_failed(model, "could not have its table created", error) from error
 
         names = list(targets)
         outcome = run_tasks(names, upstream_of(names, parents), create,
