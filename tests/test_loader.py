@@ -306,6 +306,26 @@ def test_audit_files(tmp_path):
     assert "WHERE y IS NULL" in project.audits["assert_y"].query_text
 
 
+def test_two_model_files_may_each_define_their_own_inline_audit_of_one_name(tmp_path):
+    """SQLMesh 0.236.4 (a public jaffle-shop project): each model's `unique_id` is its own file's;
+    meshbot refused the project ("duplicate audit"). A file defining a name twice is still refused."""
+    from bot.quality.audits import resolve_audit
+
+    inline = "\n\nAUDIT (name unique_id);\nSELECT {col} FROM @this_model GROUP BY {col} HAVING COUNT(*) > 1;\n"
+    root = make_project(tmp_path, {
+        "a.sql": "MODEL (name db.a, kind FULL, audits (unique_id));\nSELECT 1 AS a_id;" + inline.format(col="a_id"),
+        "b.sql": "MODEL (name db.b, kind FULL, audits (unique_id));\nSELECT 1 AS b_id;" + inline.format(col="b_id"),
+        "c.sql": "MODEL (name db.c, kind FULL, audits (unique_id));\nSELECT 1 AS a_id"})
+    project = load(root)
+    for name, column in (("db.a", "a_id"), ("db.b", "b_id"), ("db.c", "a_id")):   # c: the first file's
+        model = project.models[name]
+        (ref,) = model.audits
+        assert f"SELECT {column} FROM" in resolve_audit(ref, model=model, audit_defs=project.audits).custom.query_text
+    (root / "models" / "b.sql").write_text((root / "models" / "b.sql").read_text() + inline.format(col="x"))
+    with pytest.raises(ConfigError, match="duplicate audit `unique_id`: also defined in .*b.sql:4"):
+        load(root)
+
+
 def model_files(count: int) -> dict[str, str]:
     files = {}
     for i in range(count):

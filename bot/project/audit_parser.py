@@ -28,6 +28,12 @@ class AuditDefinition:
     standalone: bool = False    # `standalone true`: run on its own by plan and audit, not attached to a model
 
 
+def scoped_audit_key(name: str, path: Path | str) -> str:
+    """The key of an audit written inline in a model file, for that file's models only (as in SQLMesh,
+    where two model files may each define their own `unique_id`)."""
+    return f"{name}\0{path}"
+
+
 def audits_from_blocks(blocks: list[Block], *, text: str, path: Path, default_dialect: str,
                        catalogs: Catalogs = Catalogs()) -> list[AuditDefinition]:
     """AuditDefinitions of `AUDIT (...)` blocks (audits/*.sql, or inline in a model file); table names

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from bot.errors import ConfigError, PlanError
-from bot.project.audit_parser import AuditDefinition, audits_from_blocks
+from bot.project.audit_parser import AuditDefinition, audits_from_blocks, scoped_audit_key
 from bot.project.cache import (ModelCache, cache_context, content_key, dumps, entries_from_data,
                                entries_to_data, paused_gc)
 from bot.project.config import ProjectConfig, load_config
@@ -442,14 +442,21 @@ def load_audits(root: Path, config: ProjectConfig) -> dict[str, AuditDefinition]
 
 def _with_inline_audits(audits: dict[str, AuditDefinition],
                         parsed: list[ParsedModel]) -> dict[str, AuditDefinition]:
-    """audits/*.sql plus the `AUDIT (...)` blocks written in model files; a name is defined once."""
+    """audits/*.sql plus the `AUDIT (...)` blocks written in model files.
+
+    An inline audit serves its own file's models first (scoped_audit_key), so two model files may
+    each define `unique_id`; under its bare name it also serves other files when no audits/*.sql
+    audit or earlier file has that name. A file defines a name once.
+    """
     merged = dict(audits)
     for item in parsed:
         for audit in getattr(item, "audits", ()):
-            if audit.name in merged:
-                raise ConfigError(f"duplicate audit `{audit.name}`: also defined in {merged[audit.name].path}",
-                                  path=audit.path, line=audit.line)
-            merged[audit.name] = audit
+            scoped = scoped_audit_key(audit.name, audit.path)
+            if scoped in merged:
+                raise ConfigError(f"duplicate audit `{audit.name}`: also defined in {merged[scoped].path}"
+                                  f":{merged[scoped].line}", path=audit.path, line=audit.line)
+            merged[scoped] = audit
+            merged.setdefault(audit.name, audit)
     return merged
 
 

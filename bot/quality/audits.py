@@ -9,6 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from bot.errors import ConfigError, EngineError
+from bot.project.audit_parser import scoped_audit_key
 from bot.project.loader import AuditDefinition
 from bot.project.model import AuditRef, KindName, Model
 from bot.project.render import render_expression
@@ -118,12 +119,13 @@ def resolve_audit(ref: AuditRef, *, model: Model,
     """
     name, blocking = ref.name.lower(), ref.blocking
     args = {key.lower(): _parse_arg(text, ref, model) for key, text in ref.args}
-    if name.endswith(NON_BLOCKING_SUFFIX) and name not in audit_defs and name not in BY_NAME:
+    if name.endswith(NON_BLOCKING_SUFFIX) and name not in audit_defs and name not in BY_NAME \
+            and scoped_audit_key(name, model.path) not in audit_defs:
         name, blocking = name[: -len(NON_BLOCKING_SUFFIX)], False
     flag = args.pop("blocking", None)
     if flag is not None:
         blocking = is_true(flag, True)
-    custom = audit_defs.get(name)
+    custom = audit_defs.get(scoped_audit_key(name, model.path)) or audit_defs.get(name)
     if custom is not None:
         defaults = {k.lower(): _parse_default(text, custom) for k, text in custom.defaults}
         return ResolvedAudit(name=name, blocking=blocking and custom.blocking,
@@ -217,8 +219,8 @@ def run_standalone_audits(engine: SparkEngine, *, audit_defs: Mapping[str, Audit
     from bot.project.model import Kind
 
     results = []
-    for audit in audit_defs.values():
-        if not audit.standalone:
+    for key, audit in audit_defs.items():
+        if not audit.standalone or key != audit.name:   # an inline one is also under its scoped key
             continue
         owner = Model(name=f"standalone.{audit.name}", kind=Kind(), dialect=audit.dialect, path=audit.path,
                       line=audit.line)
