@@ -140,3 +140,16 @@ def test_fingerprinting_many_models_gives_one_text_each() -> None:
                          f"JOIN db.other USING (a) WHERE x > {i} GROUP BY 1, 2, 3") for i in range(500)]
     texts = {normalized_query_sql(m, table_mapping={"db.other": "p.other"}) for m in models}
     assert len(texts) == 500
+
+
+def test_bigquery_hashes_are_bytes_on_spark_too(spark) -> None:
+    # SQLMesh 0.236.4 on DuckDB (and BigQuery): ba7816bf...15ad, 32, a9993e36...d89d; sqlglot alone gave
+    # Spark a hex string for SHA256 (TO_HEX of it 128 characters long) and an unknown S_H_A1_DIGEST
+    model = make_model("SELECT TO_HEX(SHA256('abc')) AS h, LENGTH(SHA256('abc')) AS n, TO_HEX(SHA1('abc')) AS h1",
+                       dialect="bigquery")
+    sql = render_sql(model)
+    assert "UNHEX(SHA2('abc', 256))" in sql and "UNHEX(SHA('abc'))" in sql
+    (row,) = spark.sql(sql).collect()
+    assert (row["h"].lower(), row["n"], row["h1"].lower()) == (
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", 32,
+        "a9993e364706816aba3e25717850c26c9cd0d89d")

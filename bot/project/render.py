@@ -196,7 +196,18 @@ def _render(model: Model, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Que
     if not isinstance(rendered, exp.Query):
         raise ConfigError(f"the query of model {model.name} is not a query after expanding macros",
                           path=model.path, line=model.line)
+    if not model.query_text or "sha" in model.query_text.lower():   # a walk only where a hash may be
+        _spark_hash_functions(rendered)
     return _map_tables(rendered, ctx, stack)
+
+
+def _spark_hash_functions(tree: exp.Expression) -> None:
+    """BigQuery's SHA1/SHA256/SHA512 return bytes: Spark's SHA1/SHA2 return hex text (sqlglot 30.30
+    writes SHA2 without UNHEX, and SHA1 as a function Spark does not have)."""
+    for node in list(tree.find_all(exp.SHA1Digest, exp.SHA2Digest)):
+        digest = exp.SHA(this=node.this) if isinstance(node, exp.SHA1Digest) else \
+            exp.SHA2(this=node.this, length=node.args.get("length"))
+        node.replace(exp.Unhex(this=digest))
 
 
 def _jinja_values(model: Model, ctx: RenderContext) -> JinjaValues:
