@@ -216,12 +216,15 @@ def _expand_where_alias_refs(tree: exp.Expression, ctx: RenderContext) -> None:
         bare = [column for column in where.find_all(exp.Column) if not column.table] if where is not None else ()
         if not bare:   # the usual case: only qualified columns, or none
             continue
-        names = {column.name.lower() for column in bare} - _declared_source_columns(select, ctx)
+        names = {column.name.lower() for column in bare}
         expressions = {}
         for projection in select.expressions:
             name = projection.alias.lower() if isinstance(projection, exp.Alias) else ""
             if name in names and all(column.name.lower() != name for column in projection.this.find_all(exp.Column)):
                 expressions[name] = projection.this
+        if expressions:   # only now: looking sources up makes an early render (render_cache) one to redo
+            for name in _declared_source_columns(select, ctx) & expressions.keys():
+                del expressions[name]
         for column in bare if expressions else ():
             if column.name.lower() in expressions and column.find_ancestor(exp.Select) is select:
                 column.replace(expressions[column.name.lower()].copy())
