@@ -286,22 +286,3 @@ def test_a_worker_with_the_collector_paused_frees_garbage_only_past_its_memory_b
         over = parallel.fork_map(collections, 16, 1)
     assert under[-1] == under[0]
     assert over[-1] - over[0] == 3   # after 4, 8 and 12 items
-
-
-def test_an_ordinary_where_keeps_the_render_a_parse_worker_did(tmp_path, mode, monkeypatch):
-    """Only a WHERE naming a SELECT alias makes the render look its sources up (and be done again)."""
-    root = _project(tmp_path / "p", {
-        "models/k.sql": "MODEL (name db.k, kind FULL, dialect duckdb);\n"
-                        "SELECT id, amount AS total FROM db.raw WHERE amount > 0",
-        "models/l.sql": "MODEL (name db.l, kind FULL, dialect duckdb);\n"
-                        "SELECT id, amount * 2 AS total FROM db.raw WHERE total > 0"})
-    mode(False)
-    serial = _load(root)
-    mode(True)
-    left: list[str] = []
-    original = render_cache._render_in_workers
-    monkeypatch.setattr(render_cache, "_render_in_workers", lambda names, render: left.extend(names) or
-                        original(names, render))
-    assert _load(root, early=True) == serial
-    assert "db.k" not in left and "db.l" in left
-    assert serial["rendered"]["db.l"].endswith("WHERE `amount` * 2 > 0")

@@ -153,24 +153,3 @@ def test_bigquery_hashes_are_bytes_on_spark_too(spark) -> None:
     assert (row["h"].lower(), row["n"], row["h1"].lower()) == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", 32,
         "a9993e364706816aba3e25717850c26c9cd0d89d")
-
-
-def test_where_naming_a_select_alias_reads_its_expression_on_spark(spark) -> None:
-    # DuckDB 1.x (SQLMesh 0.236.4's engine) on the same rows: [(date 2024-01-05, 2)], [(2,)], and for an
-    # alias naming a column its expression reads, the source's column: [(date 2024-01-05, 2)], [(20,)]
-    rows = "(VALUES (TIMESTAMP '2024-01-04 10:00', 1), (TIMESTAMP '2024-01-05 10:00', 2)) AS t(ts, a)"
-    cases = [
-        (f"SELECT ts::DATE AS day, a FROM {rows} WHERE day >= '2024-01-05'", [("2024-01-05", 2)]),
-        (f"SELECT a AS b FROM {rows} WHERE b > 1", [(2,)]),
-        (f"SELECT CAST(ts AS DATE) AS ts, a FROM {rows} WHERE ts > '2024-01-04 12:00'", [("2024-01-05", 2)]),
-        (f"SELECT a * 10 AS a FROM {rows} WHERE a > 1", [(20,)]),
-    ]
-    for sql, expected in cases:
-        rendered = render_sql(make_model(sql, dialect="duckdb"))
-        assert [tuple(str(v) if not isinstance(v, int) else v for v in row) for row in spark.sql(rendered).collect()] \
-            == expected, rendered
-    # a source model that declares the name: DuckDB reads its column, and so does the rendered query
-    source = make_model("SELECT 1 AS total, 2 AS a", name="db.src", columns=(("total", "INT"), ("a", "INT")))
-    model = make_model("SELECT a * 10 AS total FROM db.src WHERE total > 1", dialect="duckdb")
-    assert render_sql(model, models={"db.src": source, "db.m": model}).endswith("WHERE `total` > 1")
-    assert render_sql(model).endswith("WHERE `a` * 10 > 1")

@@ -198,48 +198,7 @@ def _render(model: Model, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Que
                           path=model.path, line=model.line)
     if not model.query_text or "sha" in model.query_text.lower():   # a walk only where a hash may be
         _spark_hash_functions(rendered)
-    if model.dialect in _ALIAS_REFS_IN_WHERE:
-        _expand_where_alias_refs(rendered, ctx)
     return _map_tables(rendered, ctx, stack)
-
-
-_ALIAS_REFS_IN_WHERE = frozenset({"duckdb", "snowflake", "clickhouse"})   # WHERE may name a SELECT alias
-
-
-def _expand_where_alias_refs(tree: exp.Expression, ctx: RenderContext) -> None:
-    """`SELECT d::DATE AS dt ... WHERE dt >= x`: these dialects read `dt` as the alias's expression,
-    which Spark cannot resolve; it is written out, as SQLMesh's optimizer does. They resolve a
-    source's column first: an alias naming a column its own expression reads (`CAST(ts AS DATE) AS
-    ts`), or one a source model declares, is left alone."""
-    for select in tree.find_all(exp.Select):
-        where = select.args.get("where")
-        bare = [column for column in where.find_all(exp.Column) if not column.table] if where is not None else ()
-        if not bare:   # the usual case: only qualified columns, or none
-            continue
-        names = {column.name.lower() for column in bare}
-        expressions = {}
-        for projection in select.expressions:
-            name = projection.alias.lower() if isinstance(projection, exp.Alias) else ""
-            if name in names and all(column.name.lower() != name for column in projection.this.find_all(exp.Column)):
-                expressions[name] = projection.this
-        if expressions:   # only now: looking sources up makes an early render (render_cache) one to redo
-            for name in _declared_source_columns(select, ctx) & expressions.keys():
-                del expressions[name]
-        for column in bare if expressions else ():
-            if column.name.lower() in expressions and column.find_ancestor(exp.Select) is select:
-                column.replace(expressions[column.name.lower()].copy())
-
-
-def _declared_source_columns(select: exp.Select, ctx: RenderContext) -> set[str]:
-    """Column names the models this SELECT reads directly declare (`columns`; seeds, external models)."""
-    lookup = _columns_lookup(ctx)
-    names: set[str] = set()
-    sources = [select.args.get("from_"), *(select.args.get("joins") or ())]
-    for table in (source.this for source in sources if source is not None):
-        if isinstance(table, exp.Table):
-            for key in _table_keys(table):
-                names.update(column.lower() for column, _ in lookup(key) or ())
-    return names
 
 
 def _spark_hash_functions(tree: exp.Expression) -> None:
