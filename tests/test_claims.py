@@ -155,9 +155,9 @@ def _snapshot() -> Snapshot:
                     kind="INCREMENTAL_BY_TIME_RANGE", definition={}, rendered_query="")
 
 
-def _model(lookback: int = 0) -> Model:
-    return Model(name="db.events", kind=Kind(name=KindName.INCREMENTAL_BY_TIME_RANGE, time_column="ds",
-                                             lookback=lookback), dialect="spark", path=Path("events.sql"))
+def _model(lookback: int = 0, kind: KindName = KindName.INCREMENTAL_BY_TIME_RANGE) -> Model:
+    return Model(name="db.events", kind=Kind(name=kind, time_column="ds", lookback=lookback), dialect="spark",
+                 path=Path("events.sql"))
 
 
 def test_a_batch_another_writer_recorded_is_reused_and_its_table_forgotten_before_writing(state):
@@ -185,6 +185,9 @@ def test_a_batch_another_writer_recorded_is_reused_and_its_table_forgotten_befor
     looking_back = {**args, "model": _model(lookback=2)}
     assert not writer_b.run(batch=(DAY, 2 * DAY), **looking_back).reused
     assert second.calls[-1] == ("evaluate", (DAY, 2 * DAY))
+    # ... but never on a kind that appends: its rows would be there twice
+    appending = {**args, "model": _model(lookback=2, kind=KindName.INCREMENTAL_UNMANAGED)}
+    assert writer_b.run(batch=(DAY, 2 * DAY), **appending).reused
 
 
 class _Table(_Runner):

@@ -324,6 +324,13 @@ def test_two_model_files_may_each_define_their_own_inline_audit_of_one_name(tmp_
     (root / "models" / "b.sql").write_text((root / "models" / "b.sql").read_text() + inline.format(col="x"))
     with pytest.raises(ConfigError, match="duplicate audit `unique_id`: also defined in .*b.sql:4"):
         load(root)
+    # a standalone audit runs once, under its name: two of one name stay an error
+    standalone = "\n\nAUDIT (name orphans, standalone true);\nSELECT 1 AS x WHERE FALSE;\n"
+    for name in ("a.sql", "b.sql"):
+        (root / "models" / name).write_text(f"MODEL (name db.{name[0]}, kind FULL);\nSELECT 1 AS x;" + standalone)
+    with pytest.raises(ConfigError, match="duplicate audit `orphans`: also defined in .*a.sql:4 "
+                                          r"\(a standalone audit's name is the project's\)"):
+        load(root)
 
 
 def model_files(count: int) -> dict[str, str]:

@@ -149,6 +149,7 @@ def test_bigquery_hashes_are_bytes_on_spark_too(spark) -> None:
                        dialect="bigquery")
     sql = render_sql(model)
     assert "UNHEX(SHA2('abc', 256))" in sql and "UNHEX(SHA('abc'))" in sql
+    assert "UNHEX(SHA2('abc', 256))" in render_sql(make_model("SELECT SHA2_BINARY('abc') AS h", dialect="snowflake"))
     (row,) = spark.sql(sql).collect()
     assert (row["h"].lower(), row["n"], row["h1"].lower()) == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", 32,

@@ -12,7 +12,7 @@ from bot.errors import BotError, EngineError
 from bot.faults import checkpoint
 from bot.intervals import subtract
 from bot.plan.claims import Claims, Notice, version_key
-from bot.project.model import Model
+from bot.project.model import KindName, Model
 from bot.quality.api import AuditResult, audit_error
 from bot.snapshot import Snapshot
 from bot.state.api import Interval, StateSync
@@ -90,8 +90,9 @@ class BatchWriter:
 
         Under the lease the version's recorded intervals are read again (unless nobody else held it
         since this writer last did): a batch another process recorded meanwhile is not written
-        again (`reused`), except for a model with a lookback, whose plans and runs recompute
-        recorded intervals on purpose (SQLMesh's lookback: late rows of the last N intervals). When someone else held the lease last, the runner forgets what it knew
+        again (`reused`), except for an INCREMENTAL_BY_TIME_RANGE model with a lookback, whose plans
+        and runs recompute recorded intervals on purpose (SQLMesh's lookback: late rows of the last
+        N intervals; each batch replaces its interval). When someone else held the lease last, the runner forgets what it knew
         of the table first, so a batch that process appended without recording it (killed) is
         replaced, never appended twice.
         """
@@ -114,7 +115,7 @@ class BatchWriter:
                 forget = getattr(self.runner, "forget_table", None)
                 if forget is not None:
                     forget(table)
-            if _covered(recorded, batch) and not model.kind.lookback:   # lookback: recomputed on purpose
+            if _covered(recorded, batch) and not _looks_back(model):
                 return BatchDone(reused=True)
             self._first_run_unless(recorded, table)
             warnings = self._write(snapshot, model, table, batch, mapping, execution_time, is_dev, record,
@@ -177,6 +178,12 @@ class BatchWriter:
 
 
 _UNLEASED = "\0"   # this writer as the previous holder of a version it writes without leases
+
+
+def _looks_back(model: Model) -> bool:
+    """Its plans and runs recompute recorded intervals on purpose: a lookback on a kind whose batch
+    replaces its interval (an append-only kind would add the rows again)."""
+    return bool(model.kind.lookback) and model.kind.name is KindName.INCREMENTAL_BY_TIME_RANGE
 
 
 def model_failed(model: Model, what: str, error: BaseException) -> EngineError:

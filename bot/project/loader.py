@@ -452,6 +452,10 @@ def _with_inline_audits(audits: dict[str, AuditDefinition],
     for item in parsed:
         for audit in getattr(item, "audits", ()):
             scoped = scoped_audit_key(audit.name, audit.path)
+            if audit.standalone and audit.name in merged:   # run once under its name: it needs one
+                other = merged[audit.name]
+                raise ConfigError(f"duplicate audit `{audit.name}`: also defined in {other.path}:{other.line}"
+                                  " (a standalone audit's name is the project's)", path=audit.path, line=audit.line)
             if scoped in merged:
                 raise ConfigError(f"duplicate audit `{audit.name}`: also defined in {merged[scoped].path}"
                                   f":{merged[scoped].line}", path=audit.path, line=audit.line)

@@ -206,7 +206,7 @@ def _spark_hash_functions(tree: exp.Expression) -> None:
     writes SHA2 without UNHEX, and SHA1 as a function Spark does not have)."""
     for node in list(tree.find_all(exp.SHA1Digest, exp.SHA2Digest)):
         digest = exp.SHA(this=node.this) if isinstance(node, exp.SHA1Digest) else \
-            exp.SHA2(this=node.this, length=node.args.get("length"))
+            exp.SHA2(this=node.this, length=node.args.get("length") or exp.Literal.number(256))
         node.replace(exp.Unhex(this=digest))
 
 
