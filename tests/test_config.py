@@ -184,6 +184,7 @@ def test_a_sqlmesh_projects_other_gateways_are_refused_only_when_chosen(tmp_path
 
     text = ("gateways:\n  duck:\n    connection:\n      type: duckdb\n      database: shop.duckdb\n"
             "  warehouse:\n    connection:\n      type: postgres\n      password: Sup3r-Secret-Pw\n"
+            "  numbers:\n    connection:\n      type: mysql\n      password: 98765432\n"
             "  spark:\n    connection:\n      type: spark\n      master: local[1]\n"
             "    test_connection:\n      type: duckdb\n"
             "model_defaults:\n  dialect: duckdb\n")
@@ -197,7 +198,7 @@ def test_a_sqlmesh_projects_other_gateways_are_refused_only_when_chosen(tmp_path
     assert str(chosen.value).endswith("`gateways.duck.connection`: connection type `duckdb` is not supported "
                                       "(only `spark`); choose a Spark gateway with --gateway or `default_gateway` "
                                       "(Spark gateways here: spark)")
-    assert redact("password Sup3r-Secret-Pw") == "password ***"
+    assert redact("password Sup3r-Secret-Pw, 98765432") == "password ***, ***"
     explicit = load_config(write(tmp_path, text + "default_gateway: duck\n"), environ={})
     with pytest.raises(ConfigError, match="connection type `duckdb` is not supported"):
         explicit.gateway()

@@ -330,7 +330,7 @@ def _register_secrets(spec: Any, name: str = "") -> None:
     elif isinstance(spec, (list, tuple)):
         for value in spec:
             _register_secrets(value, name)
-    elif isinstance(spec, str):
+    elif isinstance(spec, (str, int, float)) and not isinstance(spec, bool):   # `password: 98765432` too
         register_setting(name, spec)
 
 
