@@ -242,6 +242,15 @@ def test_unknown_kind_lists_known_kinds(tmp_path):
     assert "k.sql:3" in message and "INCREMENTAL_BY_TIME_RANGE" in message and "FULL" in message
 
 
+def test_a_lookback_on_a_kind_that_appends_is_refused_as_in_sqlmesh(tmp_path):
+    # SQLMesh 0.236.4: "Invalid field name present in the MODEL block 'kind INCREMENTAL_UNMANAGED' field:
+    # 'lookback'"; meshbot recomputed the last intervals of a kind that only appends: their rows twice
+    message = error_of(tmp_path, {"u.sql": "MODEL (name db.u,\n kind INCREMENTAL_UNMANAGED (\n  lookback 2));\n"
+                                           "SELECT 1 AS x"})
+    assert message.endswith("u.sql:3: `lookback` is not a property of kind INCREMENTAL_UNMANAGED (as in SQLMesh); "
+                            "it applies to INCREMENTAL_BY_TIME_RANGE, INCREMENTAL_BY_UNIQUE_KEY, CUSTOM"), message
+
+
 def test_time_range_without_time_column(tmp_path):
     message = error_of(tmp_path, {"t.sql": "MODEL (name db.t,\n kind INCREMENTAL_BY_TIME_RANGE (batch_size 2));\n"
                                            "SELECT 1"})

@@ -16,6 +16,8 @@ from bot.project.model import KIND_ALIASES, Kind, KindName, OnDestructiveChange
 _KIND = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
 # Header keys accepted at the model level that are kind properties (SQLMesh accepts both places).
 KIND_LEVEL_KEYS = ("batch_size", "lookback", "forward_only", "on_destructive_change", "disable_restatement")
+# The kinds with a `lookback` in SQLMesh 0.236.4 (another kind's is an invalid field there)
+_LOOKBACK_KINDS = (KindName.INCREMENTAL_BY_TIME_RANGE, KindName.INCREMENTAL_BY_UNIQUE_KEY, KindName.CUSTOM)
 # SQLMesh kind properties meshbot reads but does not use.
 _IGNORED = frozenset({"batch_concurrency", "on_additive_change", "auto_restatement_cron",
                       "auto_restatement_intervals", "when_matched", "merge_filter",
@@ -40,6 +42,9 @@ def parse_kind(prop: Prop | None, *, default: str | None, dialect: str, path: Pa
                               "on_destructive_change": OnDestructiveChange(on_destructive_change)}
     for item in (*extra.values(), *props):
         _apply_property(fields, item, dialect=dialect, path=path)
+        if item.key == "lookback" and name not in _LOOKBACK_KINDS:   # an appending kind would add rows twice
+            raise ConfigError(f"`lookback` is not a property of kind {name.value} (as in SQLMesh); it applies to "
+                              f"{', '.join(kind.value for kind in _LOOKBACK_KINDS)}", path=path, line=item.line)
     _check_required(fields, path=path, line=line)
     if name is KindName.CUSTOM:   # materializations/*.py load with the project's other Python, as in SQLMesh
         from bot.project.materializations import find_materialization
