@@ -310,7 +310,8 @@ def test_a_config_py_written_for_other_engines_loads_and_runs_on_its_spark_gatew
     config = load_config(root)
     assert config.default_gateway == "spark" and sorted(config.unsupported_gateways) == ["bq", "duck"]
     assert config.notification_targets[0].notify_on == {"apply_failure", "migration_failure"}
-    with pytest.raises(ConfigError, match="`gateways.bq.connection`: connection type `bigquery` is not supported"):
+    with pytest.raises(ConfigError, match=r"config.py: `gateways.bq.connection`: connection type `bigquery` is "
+                                          "not supported"):
         config.gateway("bq")
     from bot.redact import redact
     assert "Bq-Secret-Key" not in redact("keyfile Bq-Secret-Key")

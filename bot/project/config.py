@@ -146,12 +146,19 @@ class ProjectConfig:
         if key in self.unsupported_gateways:
             usable = ", ".join(sorted(self.gateways)) or "none; add a gateway with `type: spark`"
             raise ConfigError(f"{self.unsupported_gateways[key]}; choose a Spark gateway with --gateway or "
-                              f"`default_gateway` (Spark gateways here: {usable})", path=self.root / "config.yaml")
+                              f"`default_gateway` (Spark gateways here: {usable})", path=self._file())
         if key not in self.gateways:
             known = ", ".join(sorted(self.gateways)) or "none"
             raise ConfigError(f"unknown gateway `{key}` (--gateway); known gateways: {known}",
-                              path=self.root / "config.yaml")
+                              path=self._file())
         return self.gateways[key]
+
+    def _file(self) -> Path:
+        """The config file the settings came from (config.yaml, config.yml or config.py)."""
+        try:
+            return find_config_file(self.root)
+        except ConfigError:   # settings made in code (tests)
+            return self.root / "config.yaml"
 
 
 # --------------------------------------------------------------------------------------------
