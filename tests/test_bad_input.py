@@ -60,8 +60,8 @@ def test_non_utf8_audit_and_test_files_are_named(shop):
     (shop / "audits" / "latin1.sql").write_bytes(b"AUDIT (name latin1);\nSELECT 1 -- \xff\n")
     assert_refused(invoke(shop, "plan", "--explain"), "audits/latin1.sql:2", "not UTF-8")
     (shop / "audits" / "latin1.sql").unlink()
-    (shop / "tests" / "latin1.yaml").write_bytes(b"test_x:\n  model: shop.orders # \xe9\n")
-    assert_refused(invoke(shop, "test"), "tests/latin1.yaml:2", "not UTF-8")
+    (shop / "tests" / "test_latin1.yaml").write_bytes(b"test_x:\n  model: shop.orders # \xe9\n")
+    assert_refused(invoke(shop, "test"), "tests/test_latin1.yaml:2", "not UTF-8")
 
 
 @pytest.mark.parametrize("layout", ["file_cycle", "self", "folder_to_ancestor"])

@@ -522,3 +522,14 @@ def test_ignore_patterns_match_files_as_path_match_does():
         assert [match(path) for path in paths] == [Path(path).match(pattern) for path in paths], pattern
     with pytest.raises(ValueError):
         _matches_from_right("")("/p/models/a.sql")
+
+
+def test_only_test_yaml_files_are_unit_tests_as_in_sqlmesh(tmp_path, capsys):
+    """SQLMesh 0.236.4 runs tests/**/test*.yaml (a tests/t.yaml ran no test there); meshbot ran every YAML file."""
+    root = make_project(tmp_path, {"a.sql": "MODEL (name db.a, kind FULL);\nSELECT 1 AS x"}, extra={
+        "tests/test_a.yaml": "test_a:\n  model: db.a\n  outputs:\n    query: [{x: 1}]\n",
+        "tests/deep/test_b.yml": "test_b:\n  model: db.a\n  outputs:\n    query: [{x: 1}]\n",
+        "tests/fixtures.yaml": "rows: [1, 2]\n"})
+    assert [path.relative_to(root).as_posix() for path in load(root).test_files] == [
+        "tests/deep/test_b.yml", "tests/test_a.yaml"]
+    assert "fixtures.yaml: not a unit test file: SQLMesh runs tests/**/test*.yaml only" in capsys.readouterr().err

@@ -203,3 +203,26 @@ def test_example_project_tests_pass(spark):
     example = Path(__file__).resolve().parent.parent / "bot" / "project" / "example"
     result = run_tests(project=load_project(example, use_cache=False), engine=SparkEngine(spark))
     assert result.results and result.passed, [r.message for r in result.failures]
+
+
+def test_an_input_row_naming_a_column_its_model_does_not_declare_fails_the_test(spark, tmp_path):
+    # SQLMesh 0.236.4 (the same files on DuckDB): "Detected unknown column(s) ... Expected column(s): x, y
+    # Unknown column(s): not_a_column", the test fails (meshbot passed it)
+    root = tmp_path / "p"
+    (root / "models").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "config.yaml").write_text("model_defaults:\n  dialect: duckdb\n")
+    (root / "models" / "a.sql").write_text("MODEL (name s.a, kind FULL, columns (x INT, y INT));\nSELECT 1 AS x, 2 AS y")
+    (root / "models" / "b.sql").write_text("MODEL (name s.b, kind FULL);\nSELECT x, y FROM s.a")
+    (root / "tests" / "test_b.yaml").write_text(dedent("""
+        test_b:
+          model: s.b
+          inputs:
+            s.a: [{x: 1, y: 2, not_a_column: 3}]
+          outputs:
+            query: [{x: 1, y: 2}]
+    """))
+    (result,) = run_tests(project=load_project(root, use_cache=False), engine=SparkEngine(spark)).results
+    assert not result.passed
+    assert result.message.endswith("error: input `s.a`: detected unknown column(s) not_a_column "
+                                   "(expected column(s): x, y)"), result.message

@@ -16,7 +16,7 @@ from bot.report.console import TerminalReporter
 @click.pass_context
 @handle_errors
 def test_command(ctx: click.Context, files: tuple[str, ...], patterns: tuple[str, ...]) -> None:
-    """Run the project's unit tests (tests/*.yaml) on local Spark."""
+    """Run the project's unit tests (tests/**/test*.yaml) on local Spark."""
     result = context_of(ctx).test(patterns=patterns, files=files)
     report_tests(result, TerminalReporter())
     if not result.passed:

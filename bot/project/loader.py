@@ -465,8 +465,14 @@ def _with_inline_audits(audits: dict[str, AuditDefinition],
 
 
 def _test_files(root: Path, config: ProjectConfig) -> tuple[Path, ...]:
-    """tests/*.yaml; each must at least be valid YAML (malformed files are reported here, with the line)."""
+    """tests/**/test*.yaml (SQLMesh's files); each must at least be valid YAML (malformed files are
+    reported here, with the line). Other YAML files there are not tests: each is named in a warning."""
     files = _files(root / "tests", "*.yaml", "*.yml", config=config)
+    tests = [path for path in files if path.name.startswith("test")]
     for path in files:
-        read_yaml(path)
-    return tuple(files)
+        if path.name.startswith("test"):
+            read_yaml(path)
+        else:
+            project_warning("not a unit test file: SQLMesh runs tests/**/test*.yaml only (rename it to run it)",
+                            path=path)
+    return tuple(tests)

@@ -1,4 +1,4 @@
-"""Parse unit test YAML files (tests/*.yaml) into frozen UnitTest values; malformed files are ConfigErrors."""
+"""Parse unit test YAML files (tests/**/test*.yaml) into frozen UnitTest values; malformed files are ConfigErrors."""
 
 from __future__ import annotations
 

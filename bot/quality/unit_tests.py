@@ -107,12 +107,25 @@ def _create_inputs(test: UnitTest, *, engine: SparkEngine, models: Mapping[str, 
         view = f"__meshbot_test_{index}_{re.sub(r'[^a-zA-Z0-9_]', '_', name)}"
         upstream = models.get(name)
         declared = tuple(upstream.columns) if upstream is not None else ()
+        _check_known_columns(data, declared, name=name)
         sql = input_sql(data, declared, test=test, name=name)
         rows = engine.dataframe(sql, subject=f"creating input `{name}` of test {test.name}")
         engine.register_temp_view(view, rows)
         views.append(view)
         mapping[name] = view
     return mapping
+
+
+def _check_known_columns(data: TestData, declared: Sequence[tuple[str, str]], *, name: str) -> None:
+    """Rows naming a column the upstream model declares no such column for fail the test, as in SQLMesh
+    (which fails them whenever it knows every column's type; meshbot knows that of declared columns)."""
+    if not declared or data.query is not None:
+        return
+    known = {column.lower() for column, _ in declared}
+    unknown = [column for column in data.columns if column.lower() not in known]
+    if unknown:   # no location: a failed test, not a project error
+        raise ConfigError(f"input `{name}`: detected unknown column(s) {', '.join(unknown)} "
+                          f"(expected column(s): {', '.join(column for column, _ in declared)})")
 
 
 def input_sql(data: TestData, declared: Sequence[tuple[str, str]], *, test: UnitTest, name: str) -> str:
