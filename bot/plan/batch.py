@@ -92,9 +92,9 @@ class BatchWriter:
         since this writer last did): a batch another process recorded meanwhile is not written
         again (`reused`), except for an INCREMENTAL_BY_TIME_RANGE model with a lookback, whose plans
         and runs recompute recorded intervals on purpose (SQLMesh's lookback: late rows of the last
-        N intervals; each batch replaces its interval). When someone else held the lease last, the runner forgets what it knew
-        of the table first, so a batch that process appended without recording it (killed) is
-        replaced, never appended twice.
+        N intervals; each batch replaces its interval). When someone else held the lease last, the
+        runner forgets what it knew of the table first, so a batch that process appended without
+        recording it (killed) is replaced, never appended twice.
         """
         key = version_key(snapshot.name, snapshot.version)
         if not record:   # a view recreated: nothing to record, but a materialized one swaps its table in

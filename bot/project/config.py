@@ -306,13 +306,13 @@ def _parse_gateways(raw: Any, *, root: Path, path: Path) -> tuple[dict[str, Gate
             unsupported[str(name)] = f"`{where}`: connection type `{kind}` is not supported (only `spark`)"
             continue
         test = spec.get("test_connection")
-        if test is not None and _connection_type(test, f"gateways.{name}.test_connection", path) != "spark":
+        test_kind = _connection_type(test, f"gateways.{name}.test_connection", path) if test is not None else "spark"
+        if test_kind != "spark":
             from bot.project.warn import project_warning
 
             _register_secrets(test)
-            project_warning(f"`gateways.{name}.test_connection` of type "
-                            f"`{_connection_type(test, '', path)}` is ignored: unit tests run on local Spark",
-                            path=path)
+            project_warning(f"`gateways.{name}.test_connection` of type `{test_kind}` is ignored: unit tests run "
+                            "on local Spark", path=path)
             test = None
         gateways[str(name)] = Gateway(
             name=str(name),

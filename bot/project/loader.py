@@ -467,12 +467,12 @@ def _with_inline_audits(audits: dict[str, AuditDefinition],
 def _test_files(root: Path, config: ProjectConfig) -> tuple[Path, ...]:
     """tests/**/test*.yaml (SQLMesh's files); each must at least be valid YAML (malformed files are
     reported here, with the line). Other YAML files there are not tests: each is named in a warning."""
-    files = _files(root / "tests", "*.yaml", "*.yml", config=config)
-    tests = [path for path in files if path.name.startswith("test")]
-    for path in files:
-        if path.name.startswith("test"):
-            read_yaml(path)
-        else:
+    tests = []
+    for path in _files(root / "tests", "*.yaml", "*.yml", config=config):
+        if not path.name.startswith("test"):
             project_warning("not a unit test file: SQLMesh runs tests/**/test*.yaml only (rename it to run it)",
                             path=path)
+            continue
+        read_yaml(path)
+        tests.append(path)
     return tuple(tests)
