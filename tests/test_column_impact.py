@@ -338,6 +338,7 @@ def test_declared_columns_of_a_python_model_and_a_seed_s_header():
 
 def test_the_impact_section_words_each_change_and_keeps_its_summary_lines_when_shortened():
     from bot.github.views import CommentView, PlanView, _cut_impact, impact_view
+    from bot.report.comment_state import comment_marker
     from bot.report.markdown import render
 
     before = snap("shop.orders", "SELECT id, CAST(total AS INT) AS total, customer_id FROM raw.orders")
@@ -349,7 +350,7 @@ def test_the_impact_section_words_each_change_and_keeps_its_summary_lines_when_s
     plan = plan_of([after, wide, clients, python_model],
                    {"shop.orders": before, "shop.py_model": snap("shop.py_model", "SELECT * FROM raw.ev")})
     impact = impact_view(plan, (Exposure("CRM sync", url="javascript:alert(1)", depends_on=("shop.clients",)),))
-    view = CommentView(marker="<!-- meshbot:pr-comment gateway=default -->", status="ok",
+    view = CommentView(marker=comment_marker(None), status="ok",
                        prod_plan=PlanView(environment="prod"), impact=impact)
     text = render("comment.md.j2", view)
     assert ("- `shop.orders`: `customer_id` renamed to `client_id`, `total` INT → BIGINT — **breaks** "

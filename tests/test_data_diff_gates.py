@@ -11,6 +11,7 @@ import json
 import pytest
 import responses
 
+from rendered import shown
 from bot.context import Context
 from bot.diff.table_diff import ModelDataDiff
 from bot.diff.gates import Level, check, parse_gates
@@ -92,10 +93,10 @@ def test_the_data_diff_check_fails_on_a_failing_gate_and_the_comment_marks_the_m
     check_run = repo.check(CHECK)
     assert check_run["conclusion"] == "failure" and code == 0
     assert check_run["output"]["title"] == "Data diff gate failed on 1 model"
-    assert "`shop.customer_revenue` (duplicate_keys): `customer_id` is not unique in the PR" in check_run["output"]["summary"]
+    assert "shop.customer_revenue (duplicate_keys): customer_id is not unique in the PR" in shown(check_run["output"]["summary"])
     comment = next(c["body"] for c in repo.comments if "<!-- meshbot:pr-comment" in c["body"])
     assert "<summary>:x: shop.customer_revenue: 14 changed" in comment     # no backslash inside <summary>
-    assert "- fails (duplicate_keys): `customer_id` is not unique in the PR: 14 rows hold 4 distinct" in comment
+    assert "fails (duplicate_keys): customer_id is not unique in the PR: 14 rows hold 4 distinct" in shown(comment)
 
     engine.diffs = (_diff(),)
     code, repo = _run_bot(tmp_path, engine, {"table_diff_gates": {"changed_rows_pct": 10}})

@@ -8,6 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from rendered import shown
 from bot.cli.app import cli
 from bot.github.runners import COMMANDS
 from github_support import payload
@@ -51,5 +52,5 @@ def test_meshbots_own_project_and_gateway_options_reach_the_bot(tmp_path):
                                       "run-all"],
                                 env={"GITHUB_ACTIONS": None, "GITHUB_TOKEN": None, "MESHBOT_CICD_BOT": None})
     assert result.exit_code == 1, result.output   # no project there
-    comment = (out / "comment.md").read_text()
+    comment = shown((out / "comment.md").read_text())
     assert f"{project}/config.yaml" in comment and "(ci)" in comment, comment[:3000]

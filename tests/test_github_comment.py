@@ -171,7 +171,7 @@ def test_the_prod_preview_shows_intervals_batches_and_an_estimate_from_recorded_
                                                              elapsed_ms=4 * 600_000, last_ts=1)}
     assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
     # a FULL model: 10 min per recorded batch, 3 batches
-    assert re.search(r"\| shop\.orders \| intervals \| 6 \| 3 \| [^|]+ \| [^|]+ \| ~30 min \|", b.comment), b.comment
+    assert re.search(r"\| shop\.orders \| intervals \| 6 \| 3 \| [^|]+ \| [^|]+ \| \\~30 min \|", b.comment), b.comment
     assert "about 30 min of compute one after another" in b.comment
     assert "Est. executor time" not in b.comment
     assert "No executor time yet: these batches were recorded without Spark's task time" in b.comment
@@ -181,6 +181,6 @@ def test_the_prod_preview_shows_intervals_batches_and_an_estimate_from_recorded_
         "shop.orders", "1", batches=4, span_ms=4 * 86_400_000, elapsed_ms=4 * 600_000, last_ts=1,
         metered_batches=2, metered_span_ms=2 * 86_400_000, executor_ms=2 * 3_600_000, bytes_read=1)}
     assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
-    assert re.search(r"\| ~30 min \| ~3\.0 h \|", b.comment), b.comment
+    assert re.search(r"\| \\~30 min \| \\~3\.0 h \|", b.comment), b.comment
     assert "about 30 min of compute one after another and 3.0 h of executor time" in b.comment
     assert "No executor time yet" not in b.comment

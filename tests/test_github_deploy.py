@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from rendered import shown
 
 from github_support import (no_waiting, opened_payload, payload, pr_comment_event,  # noqa: F401 (fixtures)
                             pull_payload, scenario)
@@ -218,7 +219,7 @@ def test_check_if_blocked_on_deploy_to_prod_false_deploys_a_pr_branch_protection
     bot.repo.set_pull(pull_payload(bot.head), mergeable=True, mergeable_state="blocked")
     if check:
         assert bot(pr_comment_event()) == 1 and bot.engine.applied == []
-        assert "check_if_blocked_on_deploy_to_prod: false deploys anyway" in bot.replies[-1]
+        assert "check_if_blocked_on_deploy_to_prod: false deploys anyway" in shown(bot.replies[-1])
     else:
         assert bot(pr_comment_event()) == 0 and bot.engine.applied == ["prod"]
 

@@ -38,7 +38,7 @@ DRIFT = PlanDrift("aaa", "bbb", ("x.y", "z.w"))
      "\n\nChanged since the approved prod plan preview (digest aaa → bbb): `x.y` (the preview recorded its first "
      "changes only; 9 more changes may differ too)."),
     (DeployOutcome(DeployKind.APPLY_FAILED, "prod", reason="boom <!-- x -->", drift=DRIFT),
-     ":x: Deploy to `prod` failed.\n\nboom &lt;!-- x -->\n\nChanged since the approved prod plan preview "
+     ":x: Deploy to `prod` failed.\n\nboom &lt;!-- x --&gt;\n\nChanged since the approved prod plan preview "
      "(digest aaa → bbb): `x.y`, `z.w`."),
     (DeployOutcome(DeployKind.DEPLOYED, "prod", drift=DRIFT, plan_id="plan_1", changes=2, batches=5,
                    destructive=("m.a", "m.b"), allowed_by="ann", ran=RunAfterDeploy(batches=3, reused=2),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from rendered import shown
 
 from github_support import (no_waiting, payload, pr_comment_event, pull_payload,  # noqa: F401 (fixtures)
                             scenario)
@@ -67,7 +68,7 @@ def test_the_deploy_workflow_dispatched_with_rollback_rolls_back_for_required_ap
                GITHUB_SHA=bot.head) == 0
     assert "`rollback_to` must be a plan id" in bot.summary.read_text()
     assert bot(_dispatch("ann-gh", rollback="true"), "workflow_dispatch", GITHUB_SHA="9" * 40) == 1
-    assert "the commit of the event (GITHUB_SHA) is 9999999" in bot.summary.read_text()
+    assert "the commit of the event (GITHUB_SHA) is 9999999" in shown(bot.summary.read_text())
     bot.repo.released_on_default_branch = False
     assert bot(_dispatch("ann-gh", rollback="true"), "workflow_dispatch", GITHUB_SHA=bot.head) == 1
     assert "rollback refused: the checked-out commit" in bot.summary.read_text()

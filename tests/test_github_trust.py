@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import responses
 
+from rendered import shown
 from bot.github.action import Invocation, main
 from github_support import (FakeEngine, FakeRepository, default_branch_config, git_checkout, install,  # noqa: F401
                             no_waiting, payload, pr_comment_event, write_event)
@@ -206,7 +207,7 @@ def test_a_deploy_runs_only_on_the_commit_the_event_names(tmp_path):
                 env={"GITHUB_SHA": on_master}, context_factory=no_project, out=lambda line: None)
     assert code == 1
     assert (f"the checked-out commit is {side[:7]}, but the tagged commit (GITHUB_SHA) is {on_master[:7]}"
-            in (out / "summary.md").read_text())
+            in shown((out / "summary.md").read_text()))
 
 
 def test_a_release_through_the_api_is_checked_with_compare(tmp_path):

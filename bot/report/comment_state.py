@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+from bot.report.media import WrittenMarkdown
+
 # The records that carry state (checks, plan digest) say their format; one without `v=` was written by a
 # release before versioning, in the same layout as version 1. The comment marker and the section markers
 # are names, not records: they stay as they are, so that every release finds the same comment.
@@ -14,7 +16,6 @@ FORMAT_VERSION = 1
 SECTION_ORDER = ("status", "tests", "pr_plan", "diffs", "prod_plan", "approval", "deploy", "hint")
 
 _COMMENT = re.compile(r"<!-- meshbot:pr-comment [^>]*-->")
-_STRUCTURE = re.compile(r"<!-- (?:/?meshbot:section \w+|meshbot:pr-comment gateway=\S+) -->")
 _SECTION = re.compile(r"<!-- meshbot:section (\w+) -->\n?(.*?)<!-- /meshbot:section \1 -->", re.S)
 _CHECKS = re.compile(r"<!-- meshbot:checks (?:v=(\d+) )?(\{.*?\}) -->")
 _DIGEST = re.compile(r"<!-- meshbot:plan-digest (?:v=(\d+) )?(\w+) ?([^ ]*) -->")
@@ -22,8 +23,9 @@ _DIGEST = re.compile(r"<!-- meshbot:plan-digest (?:v=(\d+) )?(\w+) ?([^ ]*) -->"
 _KEPT = re.compile(r"<!-- /?meshbot:(?:section \w+ -->|pr-comment gateway=\S+ -->|[a-z-]+(?: v=\d+)?)")
 
 
-class Marker(str):
-    """A hidden marker written by this module: the renderer lets it through, unlike `<!--` in any other text."""
+class Marker(WrittenMarkdown):
+    """A hidden marker written by this module: the renderer places it as it is, and escapes `<!--` in any
+    other text."""
 
 
 @dataclass(frozen=True)
@@ -103,18 +105,6 @@ def plan_digest_marker(digest: str, models: str) -> Marker:
     '<!-- meshbot:plan-digest v=1 abc db.a@1 -->'
     """
     return Marker(f"<!-- meshbot:plan-digest v={FORMAT_VERSION} {digest} {models} -->")
-
-
-def is_written_here(value: object) -> bool:
-    """Whether the renderer may write `value` as it is: a Marker of this module, or (as a template or a test
-    may pass the comment marker or a section marker as a plain string) exactly one structural marker.
-
-    >>> is_written_here(checks_marker("f00", [])), is_written_here('<!-- meshbot:checks {"sha": "f00"} -->')
-    (True, False)
-    >>> is_written_here("<!-- meshbot:section status -->")
-    True
-    """
-    return isinstance(value, Marker) or (isinstance(value, str) and _STRUCTURE.fullmatch(value) is not None)
 
 
 # -- reading -------------------------------------------------------------------------------------

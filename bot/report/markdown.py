@@ -1,18 +1,21 @@
-"""Markdown rendering for the bot: a sandboxed Jinja2 environment, its filters, and render(name, view)."""
+"""Rendering the bot's templates: a sandboxed Jinja2 environment per medium that escapes every value it is given."""
 
 from __future__ import annotations
 
-import html
 import os
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable, Iterable
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
+from markupsafe import Markup
 
 from bot.errors import BotError
-from bot.report.comment_state import has_comment_marker, is_written_here, section_close, section_open
+from bot.report.comment_state import has_comment_marker, section_close, section_open
+from bot.report.media import (ESCAPE, WRITTEN, Medium, Written, github_mention, markdown_code, markdown_fence,
+                              markdown_html, markdown_text, markdown_url, medium_of)
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 
@@ -39,86 +42,84 @@ def pluralize(count: int, singular: str, plural: str | None = None) -> str:
     return f"{count} {singular if count == 1 else (plural or singular + 's')}"
 
 
-def fence(text: str, lang: str = "") -> str:
-    """A code block whose fence is longer than any backtick run inside, so it always closes.
-
-    >>> print(fence("a ``` b", "sql"))
-    ````sql
-    a ``` b
-    ````
-    """
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}"
-
-
-def md_escape(text: str) -> str:
-    """Escape characters that would turn names into markdown (tables, emphasis, links, HTML).
-
-    >>> md_escape("a|b_<c>")
-    'a\\\\|b\\\\_&lt;c&gt;'
-    """
-    text = str(text).replace("<", "&lt;").replace(">", "&gt;")
-    return re.sub(r"([\\`*_\[\]|])", r"\\\1", text)
-
-
-def html_text(text: str) -> str:
-    """Text inside an HTML block such as `<summary>`, where GitHub processes no Markdown (a `\\_` would show
-    its backslash): HTML entities only.
-
-    >>> html_text("shop.customer_revenue <a & b>")
-    'shop.customer_revenue &lt;a &amp; b&gt;'
-    """
-    return html.escape(str(text), quote=False)
-
-
-def code(text: str) -> str:
-    """Inline code that survives backticks in the text.
-
-    >>> code("a`b")
-    '`` a`b ``'
-    """
-    text = str(text).replace("\n", " ")
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
-
-
 def _templates_dir() -> Path:
     return Path(os.environ.get("MESHBOT_TEMPLATES_DIR") or TEMPLATES_DIR)
 
 
-def inert_comments(value: object) -> object:
-    """Jinja's finalize: `<!--` in an interpolated value becomes `&lt;!--`, except a marker of our own
-    (bot.report.comment_state), so text a pull request controls (a test message, SQL, an error) cannot forge
-    the bot's hidden records.
+def _finalize(medium: Medium) -> Callable[[object], Markup]:
+    """Jinja's finalize for `medium`: every interpolated value is escaped for it, except what this
+    environment produced itself (its macros' and filters' Markup) and `Written` text of the same medium."""
+    escape = ESCAPE[medium]
 
-    >>> inert_comments('x <!-- meshbot:checks {"sha": "f00"} -->')
-    'x &lt;!-- meshbot:checks {"sha": "f00"} -->'
-    >>> inert_comments("<!-- meshbot:section status -->")
-    '<!-- meshbot:section status -->'
-    """
-    if isinstance(value, str) and "<!--" in value and not is_written_here(value):
-        return value.replace("<!--", "&lt;!--")
-    return value
+    def finalize(value: object) -> Markup:
+        if isinstance(value, Written):
+            return Markup(value) if value.medium is medium else Markup(escape(str(value)))
+        if isinstance(value, Markup):
+            return value
+        return Markup(escape(value))
+    return finalize
 
 
-@lru_cache(maxsize=4)
-def _environment(folder: str) -> SandboxedEnvironment:
+def _join(medium: Medium) -> Callable[..., Markup]:
+    """Jinja's `join`, escaping each item for `medium` (the built-in one escapes HTML only)."""
+    finalize = _finalize(medium)
+
+    def join(items: Iterable[object], separator: str = "", attribute: str | None = None) -> Markup:
+        values = (getattr(item, attribute) if attribute else item for item in items)
+        return Markup(str(separator).join(finalize(value) for value in values))
+    return join
+
+
+def _markup(function: Callable[..., str]) -> Callable[..., Markup]:
+    def filtered(value: object, *args: object) -> Markup:
+        return Markup(function(value, *args))
+    return filtered
+
+
+def _text(function: Callable[[object], str]) -> Callable[[object], Markup]:
+    """`md`: text escaped once; what this environment already escaped (a macro's output) stays as it is."""
+    def filtered(value: object) -> Markup:
+        return value if isinstance(value, Markup) and not isinstance(value, Written) else Markup(function(value))
+    return filtered
+
+
+def _refuse(name: str) -> Callable[..., Markup]:
+    def refused(*_: object, **__: object) -> Markup:
+        raise jinja2.TemplateError(f"`{name}` would place text unescaped; meshbot's renderer escapes every value")
+    return refused
+
+
+@lru_cache(maxsize=8)
+def _environment(folder: str, medium: Medium) -> SandboxedEnvironment:
+    # autoescape makes macros and filters return Markup, which finalize lets through; finalize escapes
+    # everything else for the medium, so a template never needs to remember an escaping filter.
     env = SandboxedEnvironment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
                                keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
-                               autoescape=False, finalize=inert_comments)
-    env.filters.update(pct=pct, pluralize=pluralize, fence=fence, md=md_escape, code=code, html=html_text)
-    env.globals.update(section_open=section_open, section_close=section_close)
+                               autoescape=True, finalize=_finalize(medium))
+    env.filters.update(pct=pct, pluralize=pluralize, join=_join(medium), safe=_refuse("safe"))
+    if medium is Medium.MARKDOWN:
+        env.filters.update(md=_text(markdown_text), code=_markup(markdown_code), html=_markup(markdown_html),
+                           fence=_markup(markdown_fence), e=_markup(markdown_html), escape=_markup(markdown_html),
+                           url=_markup(markdown_url), mention=_markup(github_mention))
+        env.globals.update(section_open=section_open, section_close=section_close)
     return env
 
 
-def render(template_name: str, view: object) -> str:
+def _medium(template_name: str, medium: Medium | None) -> Medium:
+    return medium or medium_of(template_name)
+
+
+def render(template_name: str, view: object, medium: Medium | None = None) -> Written:
     """Render `templates/<template_name>` with `view` (a view-model) bound as `view`.
 
-    The PR comment template (`comment.md.j2`) must produce the hidden marker, or it is an error,
+    The text is for `medium`, by default the one the template's name says (bot.report.media.medium_of);
+    every value the template interpolates is escaped for it. The PR comment template (`comment.md.j2`)
+    must produce the hidden marker, or it is an error,
     because without it the bot could never find its comment again and would post duplicates.
     """
     try:
-        text = _environment(str(_templates_dir())).get_template(template_name).render(view=view)
+        medium = _medium(template_name, medium)
+        text = _environment(str(_templates_dir()), medium).get_template(template_name).render(view=view)
     except jinja2.TemplateNotFound as error:
         raise TemplateError(f"template `{error.name}` not found in {_templates_dir()}") from None
     except jinja2.TemplateError as error:
@@ -127,14 +128,15 @@ def render(template_name: str, view: object) -> str:
     text = re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
     if template_name.startswith("comment") and not has_comment_marker(text):
         raise TemplateError(f"{template_name}: rendered comment has no hidden meshbot marker")
-    return text
+    return WRITTEN[medium](text)
 
 
-def render_part(template_name: str, macro: str, view: object) -> str:
+def render_part(template_name: str, macro: str, view: object, medium: Medium | None = None) -> Written:
     """The macro `macro` of `templates/<template_name>` applied to `view`: a line or paragraphs of a message
     that other templates place (a check's summary, the comment's deploy section, a reply), stripped."""
     try:
-        module = _environment(str(_templates_dir())).get_template(template_name).module
+        medium = _medium(template_name, medium)
+        module = _environment(str(_templates_dir()), medium).get_template(template_name).module
         part = getattr(module, macro, None)
         if part is None:
             raise TemplateError(f"{template_name}: no macro `{macro}`")
@@ -143,4 +145,4 @@ def render_part(template_name: str, macro: str, view: object) -> str:
         raise TemplateError(f"template `{error.name}` not found in {_templates_dir()}") from None
     except jinja2.TemplateError as error:
         raise TemplateError(f"{template_name} ({macro}): template failed to render: {error.message}") from None
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
+    return WRITTEN[medium](re.sub(r"\n{3,}", "\n\n", text).strip())
