@@ -86,11 +86,13 @@ def forget_all() -> None:
 
 
 def redact(text: str) -> str:
-    """`text` with every registered secret replaced by `***`, matched case-insensitively."""
+    """`text` with every registered secret replaced by `***`, matched case-insensitively; a `str` subclass
+    (text already written for one medium) keeps its type."""
     pattern = _pattern
     if pattern is None or not text:
         return text
-    return pattern.sub(MASK, text)
+    done = pattern.sub(MASK, text)
+    return done if type(text) is str else type(text)(done)
 
 
 def on_register(hook: Callable[[str], None] | None) -> None:

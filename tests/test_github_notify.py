@@ -85,7 +85,7 @@ def test_a_failed_deploy_is_posted_to_slack_and_the_webhook_with_pr_commit_and_r
     (slack,) = receiver.bodies("/slack")
     text = slack["text"]
     assert text.startswith("Plan apply failed for environment `prod`.") and "Models: shop.orders" in text
-    assert f"Commit: {head[:12]}, PR #2 (Codertocat/Hello-World)" in text and f"Workflow run: {RUN_URL}" in text
+    assert f"Commit: {head[:12]}, PR #2 (Codertocat/Hello-World)" in text and f"Workflow run: <{RUN_URL}>" in text
     assert TOKEN not in receiver.raw() and HEADER_SECRET not in receiver.raw()
 
 

@@ -116,7 +116,7 @@ def test_cli_run_failure_reaches_each_target_and_failing_targets_only_warn(tmp_p
     assert failure["commit"] == "a" * 40 and "prod" in failure["error"]
     slack = receiver.bodies("/slack")
     assert len(slack) == 1 and slack[0]["text"].startswith("meshbot run failed for environment `prod`.")
-    assert f"Workflow run: {RUN_URL}" in slack[0]["text"] and slack[0]["blocks"][0]["type"] == "section"
+    assert f"Workflow run: <{RUN_URL}>" in slack[0]["text"] and slack[0]["blocks"][0]["type"] == "section"
     assert len(receiver.bodies("/fail")) == 2                       # retried once
     warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning: notification")]
     assert len(warnings) == 2, result.stderr

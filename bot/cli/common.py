@@ -13,6 +13,7 @@ import click
 
 from bot.context import Context
 from bot.errors import BotError, PlanError
+from bot.report.media import plain_text, workflow_command
 from bot.redact import MIN_LENGTH, redact
 from bot.report.console import TerminalReporter
 
@@ -59,7 +60,7 @@ def _reader_left() -> bool:
 
 def print_redacted_traceback() -> None:
     """The exception being handled, as Python prints it (chained causes too), each secret as `***`."""
-    sys.stderr.write(redact("".join(traceback.format_exc())))
+    sys.stderr.write(plain_text(redact("".join(traceback.format_exc()))))
     sys.stderr.flush()
 
 
@@ -80,8 +81,7 @@ def github_mask_lines(value: str) -> list[str]:
     """
     forms = (form for line in value.splitlines() for form in (line.strip(), line.strip().lower(),
                                                               line.strip().upper()))
-    return [f"::add-mask::{form.replace('%', '%25')}" for form in dict.fromkeys(forms)
-            if len(form) >= MIN_LENGTH]
+    return [workflow_command("add-mask", form) for form in dict.fromkeys(forms) if len(form) >= MIN_LENGTH]
 
 
 def check_range(start: str | None, end: str | None) -> None:

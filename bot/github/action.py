@@ -22,6 +22,7 @@ from bot.github.timing import PHASES, PhaseTimings, TimedContext, TimedGithub
 from bot.github.trusted import ApiDefaultBranch, GitDefaultBranch, read_trusted_config
 from bot.redact import redact, register
 from bot.report.markdown import render
+from bot.report.media import WorkflowCommand, plain_text, workflow_command
 
 if TYPE_CHECKING:
     from bot.github.client import GithubClient
@@ -58,7 +59,10 @@ def main(invocation: Invocation, *, env: Mapping[str, str] | None = None,
     shown = out
 
     def out(line: str) -> None:
-        shown(line if line.startswith("::add-mask::") else redact(line))
+        if isinstance(line, WorkflowCommand):
+            shown(line if line.startswith("::add-mask::") else redact(line))
+        else:
+            shown(plain_text(redact(line)))
 
     run: BotRun | None = None
     try:
@@ -87,7 +91,7 @@ def _report_timings(run: BotRun, out: Callable[[str], None]) -> None:
 
 
 def _error(text: str, out: Callable[[str], None]) -> int:
-    out(f"::error title=meshbot::{_one_line(redact(text))}")
+    out(workflow_command("error", redact(text), title="meshbot"))
     return 1
 
 
@@ -99,7 +103,7 @@ def _read_only_notice(run: BotRun | None, error: TokenPermissionError, out: Call
     text = (f"meshbot: {who}the GitHub token is read-only here, so meshbot could not post its comment or "
             f"check runs and stopped. A maintainer can push the branch to this repository (or re-run the "
             f"workflow with a token that has `pull-requests: write` and `checks: write`). Detail: {error}")
-    out(f"::warning title=meshbot::{_one_line(redact(text))}")
+    out(workflow_command("warning", redact(text), title="meshbot"))
     if run is not None:
         run.outputs.summary(text)
     return 0
@@ -210,7 +214,7 @@ def _github_client(invocation: Invocation, *, env: Mapping[str, str], event: Eve
     token = invocation.token or env.get("GITHUB_TOKEN") or env.get("INPUT_GITHUB_TOKEN")
     if not token:
         raise GithubError("no GitHub token: set GITHUB_TOKEN (the action's `github_token` input) or --token")
-    out(f"::add-mask::{token}")
+    out(workflow_command("add-mask", token))
     return GithubClient(token=token, repo=event.repo,
                         api_url=env.get("GITHUB_API_URL") or "https://api.github.com")
 
@@ -238,10 +242,6 @@ def _subdir(project_path: str, workspace: str | None) -> str:
                               f"(`{Path(*rel.parts[:depth]).as_posix()}`); meshbot reads a project only from "
                               "a real folder of the repository")
     return "" if str(rel) == "." else rel.as_posix()
-
-
-def _one_line(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 if __name__ == "__main__":   # pragma: no cover - `python -m bot.github.action COMMAND`

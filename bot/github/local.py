@@ -24,6 +24,7 @@ from bot.errors import GithubError
 from bot.github.api import CheckRun
 from bot.github.event import PullRequest, Review, parse_pull_request, parse_review, read_json
 from bot.redact import redact
+from bot.report.media import WrittenMarkdown, markdown_text
 
 COMMENT_FILE = "comment.md"
 CHECKS_FILE = "check_runs.json"
@@ -182,7 +183,8 @@ class StepOutputs:
                 handle.write(f"{key}={value}\n")
 
     def summary(self, text: str) -> None:
-        text = redact(text)
+        """Append to the job summary (GitHub Markdown): text not rendered for Markdown is shown as text."""
+        text = redact(text if isinstance(text, WrittenMarkdown) else markdown_text(text))
         if self.summary_file is not None:
             with self.summary_file.open("a", encoding="utf-8") as handle:
                 handle.write(text.rstrip("\n") + "\n")

@@ -7,6 +7,7 @@ from enum import Enum
 
 from bot.diff.gates import Finding
 from bot.report.markdown import render_part
+from bot.report.media import WrittenMarkdown
 
 TEMPLATE = "outcomes.md.j2"
 
@@ -118,7 +119,7 @@ class DeployOutcome:
     @property
     def report(self) -> str:
         """The summary and details, as the comment's deploy section and the job summary show them."""
-        return "\n\n".join((self.summary,) + self.details)
+        return WrittenMarkdown("\n\n".join((self.summary,) + self.details))
 
     @property
     def status(self) -> str:

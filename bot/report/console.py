@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, Mapping, Sequence, TextIO
 
 from bot.plan.definition import ProgressCallback
+from bot.report.media import plain_text
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -20,7 +21,9 @@ _UNBOUNDED_WIDTH = 100_000   # piped output: a table as wide as its widest row
 
 @dataclass
 class TerminalReporter:
-    """Writes human output to stdout and errors to stderr; `json_mode` prints machine JSON only."""
+    """Writes human output to stdout and errors to stderr; `json_mode` prints machine JSON only. Text is
+    printed as plain text (bot.report.media.plain_text): a value from the warehouse or a project moves no
+    cursor, sets no colour and forges no GitHub Actions workflow command."""
 
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
@@ -31,16 +34,16 @@ class TerminalReporter:
         return self.out.isatty()
 
     def text(self, message: str) -> None:
-        print(message, file=self.out)
+        print(plain_text(message), file=self.out)
 
     def json(self, payload: object) -> None:
         print(json.dumps(payload, indent=2, default=str, sort_keys=False), file=self.out)
 
     def error(self, message: str) -> None:
-        print(f"Error: {message}", file=self.err)
+        print(plain_text(f"Error: {message}"), file=self.err)
 
     def warning(self, message: str) -> None:
-        print(f"Warning: {message}", file=self.err)
+        print(plain_text(f"Warning: {message}"), file=self.err)
 
     def table(self, rows: Sequence[Mapping[str, object]], *, title: str | None = None) -> None:
         """Rows as a rich table: the terminal's width in a terminal, each row on one line otherwise."""
@@ -58,7 +61,7 @@ class TerminalReporter:
             return
         if not self.interactive:
             def line(message: str, done: int, total: int) -> None:
-                print(f"[{done}/{total}] {message}", file=self.out, flush=True)
+                print(plain_text(f"[{done}/{total}] {message}"), file=self.out, flush=True)
 
             yield line
             return
@@ -66,12 +69,12 @@ class TerminalReporter:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         console = Console(file=self.out)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=console, transient=False) as bar:
             task = bar.add_task(description, total=None)
 
             def update(message: str, done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total, description=f"{description}: {message}")
+                bar.update(task, completed=done, total=total, description=plain_text(f"{description}: {message}"))
 
             yield update
 

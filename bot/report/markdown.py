@@ -15,7 +15,8 @@ from markupsafe import Markup
 from bot.errors import BotError
 from bot.report.comment_state import has_comment_marker, section_close, section_open
 from bot.report.media import (ESCAPE, WRITTEN, Medium, Written, github_mention, markdown_code, markdown_fence,
-                              markdown_html, markdown_text, markdown_url, medium_of)
+                              markdown_html, markdown_text, markdown_url, medium_of, plain_text, slack_code,
+                              slack_url, text_code)
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 
@@ -102,6 +103,10 @@ def _environment(folder: str, medium: Medium) -> SandboxedEnvironment:
                            fence=_markup(markdown_fence), e=_markup(markdown_html), escape=_markup(markdown_html),
                            url=_markup(markdown_url), mention=_markup(github_mention))
         env.globals.update(section_open=section_open, section_close=section_close)
+    elif medium is Medium.SLACK:
+        env.filters.update(code=_markup(slack_code), url=_markup(slack_url))
+    elif medium is Medium.TEXT:
+        env.filters.update(code=_markup(text_code), url=_markup(plain_text))
     return env
 
 

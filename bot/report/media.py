@@ -192,6 +192,38 @@ def slack_text(value: object) -> str:
     return text.replace("@", "@\u200b")
 
 
+def slack_code(value: object) -> str:
+    """Inline code in Slack mrkdwn. Slack has no escape for a backtick inside code: one becomes `ˋ`, so the
+    span always closes where meshbot closes it.
+
+    >>> slack_code("dev`<!here>")
+    '`devˋ&lt;!here&gt;`'
+    """
+    return f"`{slack_text(str(value).replace('`', 'ˋ')).replace(chr(10), ' ')}`"
+
+
+def slack_url(value: object) -> str:
+    """A link in Slack mrkdwn: an http(s) URL without the characters that end or relabel a `<...>`; anything
+    else shown as text.
+
+    >>> slack_url("https://github.com/o/r/actions/runs/7"), slack_url("https://e.example|log in")
+    ('<https://github.com/o/r/actions/runs/7>', 'https://e.example|log in')
+    """
+    text = str(value or "")
+    if re.fullmatch(r"(?i)https?://[^\s<>|]+", text):
+        return f"<{text.replace('&', '&amp;')}>"
+    return slack_text(text)
+
+
+def text_code(value: object) -> str:
+    """Inline code in plain text: the value between backticks, as `plain_text` would show it.
+
+    >>> text_code("dev")
+    '`dev`'
+    """
+    return f"`{plain_text(value)}`"
+
+
 def plain_text(value: object) -> str:
     """Text for a terminal or a CI log: no control sequence (ANSI colours, cursor moves, carriage returns)
     and no line that GitHub Actions would read as a workflow command (`::error::`, `::stop-commands::`).
@@ -202,6 +234,26 @@ def plain_text(value: object) -> str:
     text = _BIDI.sub("\ufffd", str(value)).replace("\r\n", "\n")
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
     return re.sub(r"(?m)^(\s*)::", r"\1\\::", text)
+
+
+class WorkflowCommand(str):
+    """A GitHub Actions workflow command meshbot wrote (`::error title=meshbot::...`): a log line the runner
+    acts on. Every other line meshbot prints goes through `plain_text`, so none can act as one."""
+
+
+def workflow_command(command: str, message: object = "", **properties: object) -> WorkflowCommand:
+    """`::command key=value::message`, escaped as the runner reads it: the message stays one line, and a
+    property cannot end early.
+
+    >>> workflow_command("error", "a\\nb 100%", title="meshbot: x, y")
+    '::error title=meshbot%3A x%2C y::a%0Ab 100%25'
+    """
+    def data(value: object) -> str:
+        return str(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+    props = ",".join(f"{key}={data(value).replace(':', '%3A').replace(',', '%2C')}"
+                     for key, value in properties.items())
+    return WorkflowCommand(f"::{command}{' ' + props if props else ''}::{data(message)}")
 
 
 def json_value(value: object) -> str:

@@ -16,6 +16,7 @@ from bot.project.notifications import NotificationTarget
 from bot.quality.api import AuditResult, TestResult
 from bot.redact import redact
 from bot.report.markdown import render
+from bot.report.media import Medium
 
 TIMEOUT = (3.05, 5.0)      # connect, read: a slow target must not hold up a deploy
 MAX_ERROR = 1500           # characters of an error a message carries
@@ -58,7 +59,8 @@ class Message:
     pull_request: int | None = None
     repository: str | None = None
     run_url: str | None = None
-    text: str = ""             # the rendered notification.txt.j2, for the JSON bodies
+    text: str = ""             # notification.txt.j2 as plain text: the console, the JSON webhook's `text`
+    mrkdwn: str = ""           # the same as Slack mrkdwn, for the Slack body
     max_models: int = 20
 
     @property
@@ -142,7 +144,8 @@ class Notifier:
         message = Message(event=event, environment=environment, models=tuple(dict.fromkeys(models)),
                           error=text, commit=o.commit, pull_request=o.pull_request,
                           repository=o.repository, run_url=redact(o.run_url) if o.run_url else None)
-        return replace(message, text=redact(render("notification.txt.j2", message)).strip())
+        return replace(message, text=redact(render("notification.txt.j2", message)).strip(),
+                       mrkdwn=redact(render("notification.txt.j2", message, medium=Medium.SLACK)).strip())
 
     def _deliver(self, target: NotificationTarget, message: Message) -> None:
         if target.type == "console":

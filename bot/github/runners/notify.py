@@ -5,6 +5,7 @@ from __future__ import annotations
 from bot.errors import BotError
 from bot.github.event import PullRequest
 from bot.github.runners.base import BotRun
+from bot.report.media import workflow_command
 from bot.report.notify import Notifier, Origin
 
 
@@ -20,4 +21,5 @@ def notifier_for(run: BotRun, *, pull_request: PullRequest | None = None, sha: s
                     run_url=run.run_url, repository=run.event.repo.full_name)
     if not run.on_actions_runner:
         return Notifier(targets, origin=origin)
-    return Notifier(targets, origin=origin, warn=lambda text: print(f"::warning title=meshbot::{text}", flush=True))
+    return Notifier(targets, origin=origin,
+                    warn=lambda text: print(workflow_command("warning", text, title="meshbot"), flush=True))
