@@ -18,7 +18,14 @@ from bot.report.media import (ESCAPE, WRITTEN, Medium, Written, github_mention, 
                               markdown_html, markdown_text, markdown_url, medium_of, plain_text, slack_code,
                               slack_url, text_code)
 
-TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
+def _shipped_templates() -> Path:
+    """Installed from a wheel, the templates are bot/templates (setup.py maps them there); in a checkout
+    they are its top-level templates/ folder."""
+    installed = Path(__file__).resolve().parents[1] / "templates"
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "templates"
+
+
+TEMPLATES_DIR = _shipped_templates()
 
 
 class TemplateError(BotError):
