@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rendered import shown
 import responses
 
 from bot.context import Context
@@ -165,7 +166,7 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     # a required approver approves the head commit
     repo.review("ann-gh", "APPROVED", HEAD_A, "2024-01-02T00:00:00Z")
     assert bot("pull_request_review", payload("pull_request_review/submitted.payload.json")) == 0
-    assert bot.conclusion(APPROVAL) == "success" and "1 of 1 required approval(s) from @ann-gh" in bot.comment
+    assert bot.conclusion(APPROVAL) == "success" and "1 of 1 required approval(s) from @ann-gh" in shown(bot.comment)
     assert ":white_check_mark: meshbot checks passed" in bot.comment
 
     # a new push (PR environments skip backfill by default): the same comment is edited in place,
@@ -183,8 +184,8 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     assert "| revenue | 0.0% |" in bot.comment and "no data was compared" not in bot.comment
     top_prod = sum(1 for value in revenue.values() if value >= 100)
     top_pr = sum(1 for value in revenue.values() if value * 2 >= 100)
-    assert f"shop.top_customers: {top_prod} rows in prod, {top_pr} in PR (not matched by key)" in bot.comment
-    assert "neither a grain nor a unique_key" in bot.comment
+    assert f"shop.top_customers: {top_prod} rows in prod, {top_pr} in PR (not matched by key)" in shown(bot.comment)
+    assert "neither a grain nor a unique_key" in shown(bot.comment)
 
     # /deploy: refused for a reader; for a writer too while the approval is stale (checked before anything
     # of the project is read, so neither gets a reaction)

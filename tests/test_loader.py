@@ -73,6 +73,11 @@ def test_example_query_keeps_macro_variables(shop):
     assert "WHERE ds BETWEEN @start_ds AND @end_ds" in load(shop).models["shop.orders"].query_text
 
 
+def test_the_example_keeps_meshbot_s_own_folder_out_of_git(tmp_path):
+    write_example(tmp_path / "shop")
+    assert (tmp_path / "shop" / ".gitignore").read_text().splitlines() == [".meshbot/"]
+
+
 def test_write_example_refuses_non_empty_dir(tmp_path):
     (tmp_path / "file.txt").write_text("x")
     with pytest.raises(ConfigError, match="non-empty"):

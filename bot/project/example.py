@@ -11,7 +11,8 @@ EXAMPLE_DIR = Path(__file__).with_name("example")
 
 
 def write_example(target: Path) -> None:
-    """Copy the example project into `target`, which must be absent or empty."""
+    """Copy the example project into `target`, which must be absent or empty, with a `.gitignore` that
+    keeps `.meshbot/` out of Git."""
     target = Path(target)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ConfigError("refusing to write the example project into a non-empty directory", path=target)
@@ -25,3 +26,5 @@ def write_example(target: Path) -> None:
         else:
             (target / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target / relative)
+    # what meshbot keeps next to a project (caches, local Spark's warehouse and logs) is no source file
+    (target / ".gitignore").write_text(".meshbot/\n")
