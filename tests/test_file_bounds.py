@@ -78,3 +78,63 @@ def test_a_value_containing_itself_is_refused(tmp_path):
     write_files(tmp_path, {"config.yaml": CONFIG + "variables: &v {self: *v}\n"})
     with pytest.raises(ConfigError, match=r"config.yaml:2:\d+: the alias `\*v` is inside the value it names"):
         load_config(tmp_path)
+
+
+def _padded(text: str, comment: str, size: int) -> str:
+    """`text` and a comment making it `size` bytes."""
+    return text + comment + "x" * (size - len(text) - len(comment) - 1) + "\n"
+
+
+MB = 1 << 20
+OVERSIZED = {   # file -> its text of 1.5 MB (a comment pads it) and the limit it is over
+    "config.yaml": (_padded(CONFIG, "# ", MB * 3 // 2), "MESHBOT_MAX_FILE_MB"),
+    "models/items.sql": (_padded(MODEL, "-- ", MB * 3 // 2), "MESHBOT_MAX_FILE_MB"),
+    "models/py_items.py": (_padded("", "# ", MB * 3 // 2), "MESHBOT_MAX_FILE_MB"),
+    "macros/big.sql": (_padded("", "{# ", MB * 3 // 2 - 3) + "#}", "MESHBOT_MAX_FILE_MB"),
+    "tests/test_items.yaml": (_padded("", "# ", MB * 3 // 2), "MESHBOT_MAX_FILE_MB"),
+    "seeds/items.csv": ("id\n" + "1\n" * (MB * 3 // 4), "MESHBOT_MAX_SEED_MB"),
+}
+
+
+@pytest.mark.parametrize("name", OVERSIZED)
+def test_a_file_over_its_size_limit_is_refused_naming_file_size_and_limit(tmp_path, monkeypatch, name):
+    text, variable = OVERSIZED[name]
+    files = {"config.yaml": CONFIG, "models/items.sql": MODEL,
+             "models/seed_items.sql": "MODEL (name shop.seed_items, kind SEED (path '../seeds/items.csv'));\n",
+             "seeds/items.csv": "id\n1\n"}
+    write_files(tmp_path, {**files, name: text})
+    monkeypatch.setenv(variable, "1")
+    with pytest.raises(ConfigError) as info:
+        load_project(tmp_path, use_cache=False)
+    assert str(info.value) == (f"{tmp_path / name}: the file has {len(text):,} bytes (1.5 MB), over meshbot's 1 MB "
+                               f"limit for a {'seed' if 'SEED' in variable else 'project'} file; "
+                               f"set {variable} to a larger number of MB to read it")
+    monkeypatch.setenv(variable, "2")
+    assert load_project(tmp_path, use_cache=False).models
+
+
+def test_a_size_limit_that_is_not_a_number_is_refused(tmp_path, monkeypatch):
+    write_files(tmp_path, {"config.yaml": CONFIG})
+    monkeypatch.setenv("MESHBOT_MAX_FILE_MB", "10MB")
+    with pytest.raises(ConfigError, match=r"MESHBOT_MAX_FILE_MB must be a whole number of MB \(at least 1\), "
+                                          r"not '10MB'"):
+        load_config(tmp_path)
+
+
+def test_an_oversized_default_branch_config_is_refused_before_git_reads_it(tmp_path, monkeypatch):
+    import subprocess
+
+    from bot.github.checkout import GitCheckout
+    from bot.github.trusted import GitDefaultBranch, read_trusted_config
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    (tmp_path / "config.yaml").write_text(_padded("cicd_bot: {}\n", "# ", MB * 3 // 2))
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "big")
+    git("update-ref", "refs/remotes/origin/main", "HEAD")
+    monkeypatch.setenv("MESHBOT_MAX_FILE_MB", "1")
+    with pytest.raises(ConfigError, match=r"config.yaml on the default branch `main`: the file has 1,572,864 bytes"):
+        read_trusted_config(input_text=None, default_branch=GitDefaultBranch(GitCheckout(tmp_path), "main"))

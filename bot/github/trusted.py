@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from bot.errors import GithubError
 from bot.github.checkout import GitCheckout
 from bot.project.config import UserConfig, parse_users
+from bot.project.limits import SOURCE
 from bot.project.yaml_parse import YamlProblem, parse_yaml
 
 INPUT_NAME = "the action's `config` input (MESHBOT_CICD_BOT)"
@@ -137,4 +138,9 @@ class GitDefaultBranch:
     branch: str
 
     def read(self, relative: str) -> str | None:
-        return self.checkout.file_at(f"origin/{self.branch}", relative)
+        ref = f"origin/{self.branch}"
+        size = self.checkout.size_at(ref, relative)
+        if size is None:
+            return None
+        SOURCE.check(f"{relative} on the default branch `{self.branch}`", size)   # before git reads it all
+        return self.checkout.file_at(ref, relative)

@@ -1,4 +1,4 @@
-"""Project files read as text: UTF-8 checked, YAML parsed with `{{ env_var(...) }}` values kept out of its text."""
+"""Project files read as text: size and UTF-8 checked, YAML parsed with `{{ env_var(...) }}` values kept out of its text."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import yaml
 
 from bot.errors import ConfigError
+from bot.project.limits import read_bounded
 from bot.project.yaml_parse import YamlDocument, YamlProblem, parse_yaml
 from bot.redact import register_env_value
 
@@ -43,7 +44,8 @@ def read_yaml_document(path: Path, text: str | None = None, *,
 
 
 def read_text(path: Path) -> str:
-    """A project file's text; a file that is not UTF-8 is a ConfigError naming it and the line.
+    """A project file's text; a file over its size limit (bot.project.limits, checked before it is read)
+    or that is not UTF-8 is a ConfigError naming it (and the line).
 
     >>> import tempfile
     >>> bad = Path(tempfile.mkdtemp()) / "m.sql"
@@ -54,7 +56,7 @@ def read_text(path: Path) -> str:
     ...     print(error.location.line, error.detail)
     2 not UTF-8 text (byte 0xe9 at column 7); save the file as UTF-8
     """
-    return decode_text(path.read_bytes(), path)
+    return decode_text(read_bounded(path), path)
 
 
 def decode_text(data: bytes, path: Path) -> str:
