@@ -48,6 +48,17 @@ def test_ttl_in_the_past_is_refused_before_anything_runs(shop):
     assert not (shop / ".meshbot").exists()
 
 
+def test_a_yaml_alias_bomb_in_config_is_refused_before_anything_runs(shop):
+    config = shop / "config.yaml"
+    levels = ["lol_0: &lol_0 [" + ", ".join(["lol"] * 10) + "]"]
+    levels += [f"lol_{n}: &lol_{n} [" + ", ".join([f"*lol_{n - 1}"] * 10) + "]" for n in range(1, 6)]
+    config.write_text(config.read_text() + "variables:\n" + "".join(f"  {level}\n" for level in levels))
+    line = len(config.read_text().splitlines()) - 1   # the fifth level passes the budget
+    assert_refused(invoke(shop, "plan", "dev", "--auto-apply"), f"config.yaml:{line}:",
+                   "YAML aliases repeat too many nodes", "limit of 100,000 plus 20 per node written")
+    assert not (shop / ".meshbot").exists()
+
+
 @pytest.mark.parametrize("key", ["start", "end"])
 def test_unreadable_model_start_or_end_names_file_and_line(shop, key):
     (shop / "models" / "odd.sql").write_text(

@@ -178,7 +178,7 @@ def test_pattern_and_file_selection(spark, tmp_path):
     ("ok: {model: shop.top, outputs: {query: []}}\nt3:\n  model: shop.top\n  outputs:\n"
      "    query: {rows: [1, 2]}\n", "tests/bad.yaml:2: test `t3`: `outputs.query` rows must be"),
     ("t4:\n  model: shop.top\n  outputs: {query: []}\n  expect: 1\n", "test `t4`: unknown key(s) expect"),
-    ("t5: [\n", "invalid YAML"),
+    ("t5: [\n", "malformed YAML"),
 ])
 def test_malformed_test_file_names_file_and_test(tmp_path, body, message):
     path = tmp_path / "tests" / "bad.yaml"

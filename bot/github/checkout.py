@@ -40,6 +40,13 @@ class GitCheckout:
         done = self._git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
         return done is not None and done.returncode == 0
 
+    def size_at(self, ref: str, relative: str) -> int | None:
+        """The bytes of `relative` (from the repository root) at `ref`; None when either does not exist."""
+        done = self._git("cat-file", "-s", f"{ref}:{relative}")
+        if done is None or done.returncode != 0 or not done.stdout.strip().isdigit():
+            return None
+        return int(done.stdout)
+
     def file_at(self, ref: str, relative: str) -> str | None:
         """The text of `relative` (from the repository root) at `ref`; None when either does not exist."""
         done = self._git("show", f"{ref}:{relative}")

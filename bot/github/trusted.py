@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Protocol
 
-import yaml
-
 from bot.errors import GithubError
 from bot.github.checkout import GitCheckout
 from bot.project.config import UserConfig, parse_users
+from bot.project.limits import SOURCE
+from bot.project.yaml_parse import YamlProblem, parse_yaml
 
 INPUT_NAME = "the action's `config` input (MESHBOT_CICD_BOT)"
 CONFIG_NAMES = ("config.yaml", "config.yml")
@@ -101,12 +101,10 @@ def _path(subdir: str, name: str) -> str:
 
 def _load_yaml(text: str, where: str) -> Any:
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise GithubError(f"{where}:{line} is not valid YAML: "
-                          f"{getattr(error, 'problem', None) or 'invalid YAML'}") from None
+        return parse_yaml(text).data
+    except YamlProblem as problem:
+        at = f"{where}: line {problem.line}" if problem.line is not None else where
+        raise GithubError(f"{at}: {problem.detail}") from None
 
 
 def _section(value: Any, key: str, where: str) -> dict[str, Any]:
@@ -140,4 +138,9 @@ class GitDefaultBranch:
     branch: str
 
     def read(self, relative: str) -> str | None:
-        return self.checkout.file_at(f"origin/{self.branch}", relative)
+        ref = f"origin/{self.branch}"
+        size = self.checkout.size_at(ref, relative)
+        if size is None:
+            return None
+        SOURCE.check(f"{relative} on the default branch `{self.branch}`", size)   # before git reads it all
+        return self.checkout.file_at(ref, relative)

@@ -1,4 +1,4 @@
-"""Project files read as text: UTF-8 checked, YAML parsed with `{{ env_var(...) }}` values kept out of its text."""
+"""Project files read as text: size and UTF-8 checked, YAML parsed with `{{ env_var(...) }}` values kept out of its text."""
 
 from __future__ import annotations
 
@@ -10,45 +10,42 @@ from typing import Any, Mapping
 import yaml
 
 from bot.errors import ConfigError
+from bot.project.limits import read_bounded
+from bot.project.yaml_parse import YamlDocument, YamlProblem, parse_yaml
 from bot.redact import register_env_value
 
 _MISSING = object()
 
 
 def read_yaml(path: Path, text: str | None = None, *, values: Mapping[str, str] | None = None) -> Any:
-    """Parse a YAML file; malformed YAML becomes a ConfigError with the file and line (no snippet).
+    """Parse a YAML file (bot.project.yaml_parse: bounded aliases); malformed YAML becomes a ConfigError
+    with the file and line (no snippet).
 
     `values` maps placeholder tokens of `render_env_vars` to their values, put into the parsed
     scalars (never into the text).
     """
+    return read_yaml_document(path, text, values=values).data
+
+
+def read_yaml_document(path: Path, text: str | None = None, *,
+                       values: Mapping[str, str] | None = None) -> YamlDocument:
+    """read_yaml with the composed nodes too (their lines)."""
     if text is None:
         text = read_text(path)
+    pattern = re.compile("|".join(re.escape(token) for token in values or ()))
+
+    def substitute(node: yaml.Node, loader: yaml.SafeLoader) -> None:
+        _substitute(node, values or {}, pattern, loader, set())
+
     try:
-        if not values:
-            return yaml.safe_load(text)
-        loader = yaml.SafeLoader(text)
-        try:
-            node = loader.get_single_node()
-            if node is None:
-                return None
-            pattern = re.compile("|".join(re.escape(token) for token in values))
-            _substitute(node, values, pattern, loader, set())
-            return loader.construct_document(node)
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
-        problem = getattr(error, "problem", None) or getattr(error, "context", None) or "invalid YAML"
-        line = mark.line + 1 if mark is not None else None
-        col = mark.column + 1 if mark is not None else None
-        raise ConfigError(f"malformed YAML: {problem}", path=path, line=line, col=col) from None
-    except ValueError:   # a plain scalar YAML types as a date or time that does not exist (2024-13-45)
-        raise ConfigError("malformed YAML: a value looks like a date or time but is not a valid one; "
-                          "quote it to keep it text", path=path) from None
+        return parse_yaml(text, edit=substitute if values else None)
+    except YamlProblem as problem:
+        raise ConfigError(problem.detail, path=path, line=problem.line, col=problem.col) from None
 
 
 def read_text(path: Path) -> str:
-    """A project file's text; a file that is not UTF-8 is a ConfigError naming it and the line.
+    """A project file's text; a file over its size limit (bot.project.limits, checked before it is read)
+    or that is not UTF-8 is a ConfigError naming it (and the line).
 
     >>> import tempfile
     >>> bad = Path(tempfile.mkdtemp()) / "m.sql"
@@ -59,7 +56,7 @@ def read_text(path: Path) -> str:
     ...     print(error.location.line, error.detail)
     2 not UTF-8 text (byte 0xe9 at column 7); save the file as UTF-8
     """
-    return decode_text(path.read_bytes(), path)
+    return decode_text(read_bounded(path), path)
 
 
 def decode_text(data: bytes, path: Path) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import fnmatch
 import glob
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -21,10 +20,11 @@ from bot.project.files import decode_text, read_text, read_yaml
 from bot.project.dag import DAG
 from bot.project.header import spark_type, split_blocks
 from bot.project.jinja import JinjaSettings, load_jinja_macros
+from bot.project.limits import SOURCE
 from bot.project.macros import known_macro_names
 from bot.project.model import AuditRef, Kind, KindName, Model
 from bot.project.model_parser import (BUILTIN_MACRO_FUNCTIONS, BUILTIN_MACRO_VARIABLES, ParsedModel,
-                                      parse_model_file)
+                                      parse_model_file, seed_hash)
 from bot.project.parallel import fork_map, worker_count
 from bot.project.python_model import load_python_models
 from bot.project.render_cache import EarlyRender, EarlyRenders, render_early
@@ -221,9 +221,10 @@ def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use
     with paused_gc():
         files, unreadable = [], None
         prefix = len(os.path.join(str(root), ""))
+        limit = SOURCE.bytes()
         for path in paths:
             try:
-                data = _read_bytes(path)
+                data = _read_bytes(path, limit)
             except OSError as error:   # raised after the files before it are parsed, as a serial loop would
                 unreadable = error
                 break
@@ -274,15 +275,19 @@ def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use
     return parsed, digests, early
 
 
-def _read_bytes(path: str) -> bytes:
-    """The file's bytes, read with os.read: no file object (10,000 files: ~40% faster than open().read())."""
+def _read_bytes(path: str, limit: int) -> bytes:
+    """The file's bytes, read with os.read: no file object (10,000 files: ~40% faster than open().read());
+    a ConfigError before reading when it has more than `limit` (bot.project.limits)."""
     handle = os.open(path, os.O_RDONLY)
     try:
-        chunks = []
-        while chunk := os.read(handle, 1 << 16):
+        SOURCE.check(path, os.fstat(handle).st_size, limit)
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(handle, 1 << 16)):   # a file growing as it is read stops
             chunks.append(chunk)
+            size += len(chunk)
     finally:
         os.close(handle)
+    SOURCE.check(path, size, limit)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
@@ -323,8 +328,7 @@ def _seed_unchanged(model: Model) -> bool:
     if model.kind.name is not KindName.SEED:
         return True
     path = model.seed_abs_path
-    return path is not None and path.is_file() and \
-        hashlib.sha256(path.read_bytes()).hexdigest() == model.seed_content_hash
+    return path is not None and path.is_file() and seed_hash(path) == model.seed_content_hash
 
 
 def _load_python_models(files: list[Path], config: ProjectConfig) -> list[Model]:

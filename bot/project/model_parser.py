@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from bot.project.header import (Block, Prop, Statement, column_types, parse_body
 from bot.project.jinja import (JINJA_STATEMENT, JinjaBlock, JinjaSettings, JinjaValues, block_index,
                                 cut_blocks, parse_rendered, quoted_table, render_jinja, statement_expression)
 from bot.project.kinds import KIND_LEVEL_KEYS, ignored_kind_properties, parse_kind
+from bot.project.limits import SEED
 from bot.project.model import AuditRef, KindName, Model
 from bot.project.render import REFERENCE_END, REFERENCE_START
 from bot.project.sqltext import (line_at, macro_call_name, normalize_name, table_references, to_sql)
@@ -324,7 +326,15 @@ def _seed_fields(seed_path: str | None, *, path: Path, line: int, root: Path) ->
     target = (root.joinpath(*rest) if marker.lower() == "$root" else path.parent / (seed_path or "")).resolve()
     if not target.is_file():
         raise ConfigError(f"seed file `{seed_path}` not found (looked for {target})", path=path, line=line)
-    return {"seed_abs_path": target, "seed_content_hash": hashlib.sha256(target.read_bytes()).hexdigest()}
+    return {"seed_abs_path": target, "seed_content_hash": seed_hash(target)}
+
+
+def seed_hash(path: Path) -> str:
+    """The SHA-256 of a seed file, read in chunks; a ConfigError, before it is read, when it is over
+    the size limit for seeds (bot.project.limits)."""
+    with open(path, "rb") as handle:
+        SEED.check(path, os.fstat(handle.fileno()).st_size)
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def macro_references(expressions: list[exp.Expression], *, text: str, start: int) -> tuple[MacroRef, ...]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from bot.project.cache import KeyedEntries, cache_context, frozen_gc, has_query, paused_gc
+from bot.project.limits import read_bounded
 from bot.project.model import KindName, Model
 from bot.project.parallel import fork_map, worker_count
 
@@ -36,7 +37,7 @@ def _macro_digest(macro_files: tuple[Path, ...]) -> str:
     for path in macro_files:
         digest.update(str(path).encode() + b"\0")
         try:
-            digest.update(path.read_bytes())
+            digest.update(read_bounded(path))
         except OSError:
             digest.update(b"<unreadable>")
     return digest.hexdigest()

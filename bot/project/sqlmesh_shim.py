@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Iterator, Union
 
 from bot.errors import ConfigError
+from bot.project.files import read_text
+from bot.project.limits import check_file
 from bot.project.model import KindName
 
 # Fake module name -> {attribute: (meshbot module, attribute)}, resolved lazily on first access;
@@ -173,9 +175,10 @@ def python_config(path: Any) -> dict[str, Any]:
     """The settings of a SQLMesh `config.py`: its `config` (or only) Config object, as config.yaml's mapping."""
     path = Path(path)
     namespace: dict[str, Any] = {"__file__": str(path), "__name__": "meshbot_project_config"}
+    source = read_text(path)
     try:
         with sqlmesh_shim(), project_imports(path.parent):
-            exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+            exec(compile(source, str(path), "exec"), namespace)
     except Exception as error:  # a user file: report any failure with its line
         import traceback
         line = error.lineno if isinstance(error, SyntaxError) else next(
@@ -441,6 +444,7 @@ def project_root(path: Any) -> Any:
 def import_user_file(path: Path, *, root: Path, prefix: str = "meshbot_user", what: str = "") -> dict[str, Any]:
     """Import one of the project's Python files (macros, materializations) under the `sqlmesh` shim, with the
     project root importable; its names, or a ConfigError naming the file and the failing line."""
+    check_file(path)
     digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
     module_name = f"{prefix}_{digest}_{path.stem}"
     spec = source_spec(module_name, path)

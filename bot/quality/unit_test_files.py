@@ -8,10 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
 from bot.errors import ConfigError
-from bot.project.files import read_text
+from bot.project.files import read_yaml_document
 from bot.project.catalogs import Catalogs
 from bot.project.sqltext import normalize_name
 
@@ -63,14 +61,8 @@ def load_test_files(paths: Iterable[Path], catalogs: Catalogs = Catalogs()) -> l
 
 def load_test_file(path: Path, catalogs: Catalogs = Catalogs()) -> list[UnitTest]:
     """Parse one YAML file; an empty file holds no tests."""
-    text = read_text(path)
-    try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise ConfigError(f"invalid YAML: {getattr(error, 'problem', error)}", path=path,
-                          line=mark.line + 1 if mark else None) from error
+    document = read_yaml_document(path)
+    root, data = document.node, document.data
     if data is None:
         return []
     if not isinstance(data, dict):
