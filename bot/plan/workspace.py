@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.project.config import Gateway, ProjectConfig
+from bot.project.meshbot_dir import checked
 from bot.project.model import Model
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ class Workspace:
     def state(self) -> SqlStateSync:
         from bot.state.connect import connect_state
 
+        checked(self.path)   # the default SQLite file is .meshbot/state.db
         return connect_state(self.gateway.state_connection, project_root=self.path)
 
     @cached_property
@@ -87,7 +89,7 @@ class Workspace:
         from bot.spark.engine import SparkEngine
         from bot.spark.session import get_session
 
-        return SparkEngine(get_session(self.gateway.connection, state_dir=self.path / ".meshbot",
+        return SparkEngine(get_session(self.gateway.connection, state_dir=checked(self.path),
                                        catalog_only=catalog_only))
 
     def _start_engine_for_catalog(self) -> None:
