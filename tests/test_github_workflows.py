@@ -269,7 +269,8 @@ def test_action_cache_key_changes_with_meshbot_python_and_project_files():
 
 def test_action_cache_is_saved_by_trusted_events_only_and_restored_by_prefix_on_pull_requests_only():
     """A cache saved from an issue_comment (or any default-branch-scoped event) would be read by every
-    deploy; a prefix restore in a deploy would read the newest entry whoever wrote it."""
+    deploy, one saved from a pull request by that pull request's next run; a prefix restore in a deploy
+    would read the newest entry whoever wrote it."""
     steps = _load(ROOT / "action.yml")["runs"]["steps"]
     assert not any(re.match(r"actions/cache@", str(s.get("uses", ""))) for s in steps), \
         "actions/cache saves from every event in its post step"
@@ -283,10 +284,9 @@ def test_action_cache_is_saved_by_trusted_events_only_and_restored_by_prefix_on_
         "${{ github.event_name == 'pull_request' && steps.cache-key.outputs.prefix || '' }}"
     assert steps.index(restore) < steps.index(bot) < steps.index(check) < steps.index(save) == len(steps) - 1
     condition = " ".join(check["if"].split())
-    assert "github.event_name == 'pull_request'" in condition
-    assert ("github.event_name == 'push' && github.ref == "
-            "format('refs/heads/{0}', github.event.repository.default_branch)") in condition
-    assert condition.startswith("success() &&") and "always()" not in condition
+    assert condition.endswith("&& github.event_name == 'push' && github.ref == "
+                              "format('refs/heads/{0}', github.event.repository.default_branch)")
+    assert condition.startswith("success() &&") and "always()" not in condition and "||" not in condition
     assert save["if"] == "success() && steps.%s.outcome == 'success'" % check["id"]
     assert save["with"]["path"] == restore["with"]["path"]
     assert save["with"]["key"] == "${{ steps.%s.outputs.cache-primary-key }}" % restore["id"]
@@ -294,6 +294,30 @@ def test_action_cache_is_saved_by_trusted_events_only_and_restored_by_prefix_on_
         assert "inputs.command != 'authorize-deploy'" in step["if"], step.get("name")
     drop = steps[steps.index(restore) - 1]
     assert drop["run"].endswith('rm -rf -- "$MESHBOT_PROJECT_PATH/.meshbot/cache"\n'), "a committed cache goes first"
+
+
+def test_a_pull_request_restores_only_what_the_default_branch_saved_and_saves_nothing():
+    """A pull request's own cache scope is written by that pull request's code (its Python models run in
+    the job): an entry saved there for its next commit's files could make the next comment say "nothing
+    to change". So no parse cache, nor installed environment, is saved from any event but the default
+    branch's own, and a pull request's prefix restore finds only what those saved."""
+    steps = _load(ROOT / "action.yml")["runs"]["steps"]
+    ids = [s.get("id") for s in steps]
+    saves = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")]
+    assert len(saves) == 2 and not any(re.match(r"actions/cache@", str(s.get("uses", ""))) for s in steps)
+    cache_save = next(s for s in saves if s["with"]["path"].endswith("/.meshbot/cache"))
+    deciding = " ".join(steps[ids.index("cache-check")]["if"].split())
+    assert cache_save["if"] == "success() && steps.cache-check.outcome == 'success'"
+    assert re.findall(r"github\.event_name == '(\w+)'", deciding) == ["push"]
+    assert "pull_request" not in deciding and "!=" not in deciding.split("cache-hit != 'true'")[1]
+    assert "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)" in deciding
+    venv_save = next(s for s in saves if s is not cache_save)
+    assert venv_save["if"].startswith("success() && steps.install.outputs.save == 'true'")   # default branch only
+    restores = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/restore@")]
+    assert {s["id"] for s in restores} == {"venv-restore", "cache-restore"}
+    for restore in restores:   # one key prefix for every event: what a pull request finds, a push saved
+        assert restore["with"].get("restore-keys", "") in (
+            "", "${{ github.event_name == 'pull_request' && steps.cache-key.outputs.prefix || '' }}")
 
 
 def _cache_step(name: str) -> dict:

@@ -168,10 +168,11 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
     settings = load_settings(trusted.cicd_bot, trusted.users, gateway=invocation.gateway, where=trusted.where)
     if client is not None:
         client.bot_login = settings.bot_login
-    def project(read_cache: bool) -> EngineContext:
+    def project(read_cache: bool, fresh_files: frozenset[str] | None) -> EngineContext:
         if context_factory is not None:
             return context_factory(invocation.project_path, invocation.gateway)
-        return Context(invocation.project_path, gateway=invocation.gateway, read_cache=read_cache)
+        return Context(invocation.project_path, gateway=invocation.gateway, read_cache=read_cache,
+                       fresh_files=fresh_files)
 
     def base_versions(pr: PullRequest) -> dict[str, str] | None:
         """The base commit's model versions: its files exported from git and loaded like the project

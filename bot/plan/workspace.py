@@ -32,10 +32,12 @@ class Workspace:
     on first use; state and Spark start only when an operation needs them. Heavy layers are imported
     where a part is built, so that `plan --explain` never imports PySpark or SQLAlchemy's dialects."""
 
-    def __init__(self, path: str | Path = ".", *, gateway: str | None = None, read_cache: bool = True) -> None:
+    def __init__(self, path: str | Path = ".", *, gateway: str | None = None, read_cache: bool = True,
+                 fresh_files: frozenset[str] | None = None) -> None:
         self.path = Path(path).resolve()
         self.gateway_name = gateway
         self.read_cache = read_cache   # False: parse and render everything, only write .meshbot/cache
+        self.fresh_files = fresh_files   # a pull request's own files: never taken from .meshbot/cache (load_project)
 
     @cached_property
     def config(self) -> ProjectConfig:
@@ -51,7 +53,7 @@ class Workspace:
     def project(self) -> Project:
         from bot.project.loader import load_project
 
-        return load_project(self.path, config=self.config, read_cache=self.read_cache,
+        return load_project(self.path, config=self.config, read_cache=self.read_cache, fresh_files=self.fresh_files,
                             while_parsing=_import_plan_modules,
                             render_gateway=self.gateway_name or self.config.default_gateway)
 
