@@ -42,6 +42,7 @@ class Invocation:
     token: str | None = None
     answers: str | None = None       # local mode: JSON file of what GitHub would answer
     config: str | None = None        # the action's `config` input: trusted bot settings (YAML mapping)
+    notify: bool = False             # local mode: tell the notification targets too (Actions always does)
 
     def __repr__(self) -> str:
         return f"Invocation(command={self.command!r}, event_name={self.event_name!r}, local={self.output_dir!r})"
@@ -192,7 +193,7 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
                   commits_behind=commits_behind, default_branch_head=default_branch_head,
                   base_versions=base_versions,
                   project_subdir=subdir, sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
-                  on_actions_runner=env.get("GITHUB_ACTIONS") == "true")
+                  on_actions_runner=env.get("GITHUB_ACTIONS") == "true", notify=not local or invocation.notify)
 
 
 def _run_url(env: Mapping[str, str]) -> str | None:

@@ -40,6 +40,7 @@ class BotRun:
     project_subdir: str = ""          # the project's folder relative to the repository root
     sha: str | None = None            # GITHUB_SHA
     on_actions_runner: bool = False   # GITHUB_ACTIONS=true: this machine is gone after the job
+    notify: bool = True               # False: local mode without --notify, which posts to no notification target
     run_url: str | None = None        # $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID
     checks: list[CheckState] = field(default_factory=list)   # the check runs this run completed
     timings: PhaseTimings | None = None   # this run's phase times (None in unit tests)
