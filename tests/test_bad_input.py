@@ -103,6 +103,24 @@ def test_symlinked_model_file_still_loads(shop, tmp_path):
     assert "shop.shared" in result.output
 
 
+@pytest.mark.parametrize("link", [".meshbot", ".meshbot/cache", ".meshbot/state.db", ".meshbot/cache/models.json"])
+@pytest.mark.parametrize("command", [("plan", "--explain"), ("plan", "dev", "--auto-apply", "--skip-backfill")])
+def test_a_symlink_in_the_meshbot_folder_is_refused_and_nothing_outside_is_touched(shop, tmp_path, link, command):
+    """meshbot writes its caches and state (and Spark its warehouse) under .meshbot/: a committed symlink
+    there would send those writes, and the cache's deletes, to whatever it points at."""
+    outside = tmp_path / "outside"
+    (outside / "cache").mkdir(parents=True)
+    for name in ("state.db", "cache/models.json", "cache/rendered.json"):
+        (outside / name).write_text("not meshbot's\n")
+    target = {".meshbot": outside, ".meshbot/cache": outside / "cache"}.get(link, outside / "state.db")
+    (shop / link).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, shop / link)
+    assert_refused(invoke(shop, *command), f"`{link}` is a symlink (to `{target}`)", "nothing was changed")
+    for name in ("state.db", "cache/models.json", "cache/rendered.json"):
+        assert (outside / name).read_text() == "not meshbot's\n"
+    assert sorted(p.name for p in outside.rglob("*")) == ["cache", "models.json", "rendered.json", "state.db"]
+
+
 @pytest.mark.parametrize("command", [
     ("plan", "--explain"), ("plan", "dev", "--explain"), ("plan", "pr_7", "--explain", "--skip-backfill"),
     ("render", "shop.orders"), ("evaluate", "shop.orders"), ("audit",),

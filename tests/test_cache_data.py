@@ -166,13 +166,18 @@ def test_the_caches_are_plain_json_and_warm_loads_parse_nothing(shop, monkeypatc
 
 
 def test_a_planted_symlink_at_a_temporary_name_is_not_written_through(shop, tmp_path):
-    """The caches are written to a fresh random name and renamed: a link planted where a pid-named
-    temporary file would go does not redirect the write."""
+    """A link planted where a pid-named temporary file would go: meshbot refuses any symlink in
+    .meshbot/cache (bot/project/meshbot_dir.py) and writes nothing; and the caches are written to a
+    fresh random name and renamed, so even without that check the write would not go through it."""
+    from bot.project.cache import write_atomically
+
     victim = tmp_path / "victim.txt"
     victim.write_text("untouched")
     (shop / CACHE_DIR).mkdir(parents=True)
     for path in (CACHE_FILE, RENDER_CACHE_FILE):
         (shop / path.parent / f"{path.name}.{os.getpid()}.tmp").symlink_to(victim)
-    _plan(shop)
-    assert victim.read_text() == "untouched"
-    assert isinstance(json.loads((shop / CACHE_FILE).read_text()), dict)
+    result = CliRunner().invoke(cli, ["-p", str(shop), "plan", "prod", "--explain"], catch_exceptions=False)
+    assert result.exit_code == 1 and f"`{CACHE_FILE}.{os.getpid()}.tmp` is a symlink" in result.output
+    assert not (shop / CACHE_FILE).exists()
+    write_atomically(shop / CACHE_FILE, "{}")
+    assert victim.read_text() == "untouched" and (shop / CACHE_FILE).read_text() == "{}"

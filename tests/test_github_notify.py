@@ -9,6 +9,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 import responses
 
 from bot.errors import EngineError
@@ -112,7 +113,7 @@ def test_a_failed_scheduled_run_is_posted_with_its_commit_and_run(tmp_path, rece
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"schedule": "0 * * * *"}))
     code = main(Invocation(event_name="schedule", event_path=str(event), output_dir=str(tmp_path / "out"),
-                           project_path=str(checkout)),
+                           project_path=str(checkout), notify=True),
                 env={"GITHUB_REPOSITORY": "Codertocat/Hello-World", "GITHUB_REF": "refs/heads/master",
                      "GITHUB_SHA": sha, "GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "7"},
                 context_factory=lambda p, g: engine, out=lambda line: None)
@@ -123,3 +124,49 @@ def test_a_failed_scheduled_run_is_posted_with_its_commit_and_run(tmp_path, rece
     (slack,) = receiver.bodies("/slack")
     assert slack["text"].startswith("meshbot run failed for environment `prod`.") and sha[:12] in slack["text"]
     assert TOKEN not in receiver.raw() and HEADER_SECRET not in receiver.raw()
+
+
+@pytest.mark.parametrize("notify", [False, True])
+def test_local_mode_posts_to_no_target_unless_asked(tmp_path, capsys, monkeypatch, notify):
+    """Local mode (`--output-dir`) makes no network call: a rehearsed scheduled run tells the console
+    target and leaves the Slack and webhook targets untold, saying so and how to send them; `--notify`
+    (the CLI's flag) sends them."""
+    from click.testing import CliRunner
+
+    import bot.github.cli as github_cli
+    from bot.cli import cli
+
+    targets = parse_notification_targets([
+        {"type": "slack_webhook", "url": "https://hooks.slack.com/services/T0/B0/x", "notify_on": ["run_end"]},
+        {"type": "webhook", "url": "https://hooks.example.com/meshbot", "notify_on": ["run_end"]},
+        {"type": "console", "notify_on": ["run_end"]}], Path("config.yaml"))
+    engine = FailingEngine(targets, environments=("prod",))
+    real_main = github_cli.main   # the CLI as it is, on the FakeEngine
+    monkeypatch.setattr(github_cli, "main", lambda invocation, **kw: real_main(
+        invocation, context_factory=lambda p, g: engine, **kw))
+    checkout = tmp_path / "checkout"
+    sha = git_checkout(checkout)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"schedule": "0 * * * *"}))
+    out = tmp_path / "out"
+    args = ["github", "--event-name", "schedule", "--event-path", str(event), "--output-dir", str(out),
+            "--project-path", str(checkout), *(["--notify"] if notify else []), "run"]
+    env = {"GITHUB_REPOSITORY": "Codertocat/Hello-World", "GITHUB_REF": "refs/heads/master", "GITHUB_SHA": sha}
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        for url in (t.url for t in targets if t.url):
+            rsps.add(responses.POST, url, json={})
+        result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+        posted = sorted(call.request.url for call in rsps.calls)
+    assert result.exit_code == 0, result.output
+    assert engine.runs == ["prod"]
+    summary = (out / "summary.md").read_text()
+    skipped = ("meshbot: local mode posts to no notification target, so 2 targets of config.yaml "
+               "(`notification_targets[0]: slack_webhook, notification_targets[1]: webhook`) were not told; "
+               "run `meshbot github --notify ...` to send them.")
+    if notify:
+        assert posted == ["https://hooks.example.com/meshbot", "https://hooks.slack.com/services/T0/B0/x"]
+        assert skipped not in summary and skipped not in result.output
+    else:
+        assert posted == []
+        assert skipped in summary and skipped in result.output
+    assert "meshbot run finished for environment `prod`" in capsys.readouterr().err + result.output

@@ -269,7 +269,8 @@ def test_credentials_never_reach_a_comment_check_summary_output_or_log(tmp_path)
 def test_a_deploy_reads_no_cache_from_disk(tmp_path):
     """.meshbot/cache is data, but its data decides what runs: a planted entry whose digest matches the
     real file could swap the model's SQL. A deploy therefore parses what it deploys (and only writes the
-    cache anew); a PR sync may read it."""
+    cache anew); a PR sync may read it, but not for the PR's own files, and not at all when it cannot
+    tell which those are."""
     from bot.context import Context
     from bot.github.action import build_run
     from bot.github.runners import dispatch
@@ -293,11 +294,18 @@ def test_a_deploy_reads_no_cache_from_disk(tmp_path):
     sha = git_checkout(checkout, {"config.yaml": "cicd_bot:\n  deploy_on: merge\n"})
     push = copy.deepcopy(payload("push/payload.json"))
     push.update(ref="refs/heads/master", after=sha, deleted=False, created=False)
-    for name, raw, read in (("push", push, False), ("pull_request", payload("pull_request/opened.payload.json"), True)):
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"files": {"2": ["models/customer_revenue.sql", "README.md"]}}))
+    opened = payload("pull_request/opened.payload.json")
+    for name, raw, told, read, fresh in (("push", push, None, False, None),
+                                         ("pull_request", opened, None, False, frozenset()),   # files unknown
+                                         ("pull_request", opened, str(answers), True,
+                                          frozenset({"models/customer_revenue.sql"}))):
         run = build_run(Invocation(event_name=name, event_path=write_event(tmp_path, raw), project_path=str(checkout),
-                                   output_dir=str(tmp_path / "out")), env={}, context_factory=lambda p, g: FakeEngine())
+                                   output_dir=str(tmp_path / "out"), answers=told), env={},
+                        context_factory=lambda p, g: FakeEngine())
         dispatch(run, "run-all")
-        assert run.seal.read_cache is read
+        assert (run.seal.read_cache, run.seal.fresh_files) == (read, fresh)
 
 
 def _approval_check(tmp_path: Path, project: Path) -> tuple[int, dict]:
@@ -383,3 +391,79 @@ def test_a_templated_gate_setting_on_the_default_branch_is_an_error_not_a_placeh
     assert "config.yaml on the default branch `master`: `cicd_bot` uses a template" in lines[-1]
 
 
+
+
+class _StateOnlyRunner:
+    """Spark stand-in for recording a --skip-backfill prod deploy in the state: it creates nothing."""
+
+    def ensure_schemas(self, schemas) -> None: ...
+    def create_physical(self, snapshot, model, *, table, table_mapping) -> None: ...
+    def replace_views(self, views) -> None: ...
+    def drop_views(self, views) -> None: ...
+
+
+CACHE_FILES = ("models.json", "rendered.json", "hashes.json")
+
+
+def _cache_entries(cache: Path) -> dict[str, dict]:
+    """Each cache file's entries, its changes file merged in."""
+    found = {}
+    for name in CACHE_FILES:
+        entries = json.loads((cache / name).read_text())["entries"]
+        changes = cache / name.replace(".json", ".changes.json")
+        if changes.exists():
+            entries.update(json.loads(changes.read_text())["entries"])
+        found[name] = entries
+    return found
+
+
+def test_a_planted_cache_entry_for_the_prs_files_changes_nothing_the_comment_says(tmp_path):
+    """The PR doubles shop.customer_revenue. Its own cache scope (which its code can write) holds entries
+    under the keys of its new files, whose values are the old model's: parse, render and hashes. The
+    prod plan preview still names the change, from the files."""
+    from bot.context import Context
+    from bot.plan.definition import PlanOptions
+    from bot.plan.evaluator import PlanEvaluator
+    from bot.project.example import write_example
+
+    project = tmp_path / "shop"
+    write_example(project)
+    prod = Context(project)
+    models = prod.models
+    PlanEvaluator(state=prod.state, runner=_StateOnlyRunner(), models_for=lambda s: models[s.name]).apply(
+        prod.plan("prod", options=PlanOptions(skip_backfill=True)))
+    prod.close()
+    cache = project / ".meshbot" / "cache"
+    before = _cache_entries(cache)
+
+    model = project / "models" / "customer_revenue.sql"
+    model.write_text(model.read_text().replace("SUM(o.amount) AS revenue", "SUM(o.amount) * 2 AS revenue"))
+    honest = Context(project, read_cache=False)   # writes the keys of the PR's files, as anyone can compute them
+    changes = [c.name for c in honest.plan("prod").changes]
+    honest.close()
+    assert changes[0] == "shop.customer_revenue"
+    planted = {name: {key: [entry[0], *before[name][key][1:]] if key in before[name] else entry
+                      for key, entry in entries.items()} for name, entries in _cache_entries(cache).items()}
+    for name, entries in planted.items():
+        (cache / name.replace(".json", ".changes.json")).unlink(missing_ok=True)
+        header = {k: v for k, v in json.loads((cache / name).read_text()).items() if k != "entries"}
+        (cache / name).write_text(json.dumps({**header, "entries": entries}))
+    trusting = Context(project)
+    assert trusting.plan("prod").changes == ()   # what the planted entries make of a reader that trusts them
+    trusting.close()
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        gh = install(rsps)
+        repo = FakeRepository(gh, files=["models/customer_revenue.sql"])
+        code = main(Invocation(command="gen-prod-plan", event_name="pull_request", project_path=str(project),
+                               config="allow_ephemeral_state: true",
+                               event_path=write_event(tmp_path, payload("pull_request/opened.payload.json"))),
+                    env=API_ENV, out=lambda line: None)
+        assert not gh.errors, gh.errors
+    assert code == 0
+    body = repo.comments[0]["body"]
+    assert "Nothing to change" not in body and "shop.customer_revenue" in body and "* 2" in body
+    assert repo.check("meshbot - Prod Plan Preview")["output"]["title"].startswith(f"Prod plan: {len(changes)} change(s)")
+    # and the run put the PR's own entry back from its file
+    assert _cache_entries(cache)["models.json"]["models/customer_revenue.sql"][1] != \
+        before["models.json"]["models/customer_revenue.sql"][1]

@@ -269,7 +269,8 @@ def test_action_cache_key_changes_with_meshbot_python_and_project_files():
 
 def test_action_cache_is_saved_by_trusted_events_only_and_restored_by_prefix_on_pull_requests_only():
     """A cache saved from an issue_comment (or any default-branch-scoped event) would be read by every
-    deploy; a prefix restore in a deploy would read the newest entry whoever wrote it."""
+    deploy, one saved from a pull request by that pull request's next run; a prefix restore in a deploy
+    would read the newest entry whoever wrote it."""
     steps = _load(ROOT / "action.yml")["runs"]["steps"]
     assert not any(re.match(r"actions/cache@", str(s.get("uses", ""))) for s in steps), \
         "actions/cache saves from every event in its post step"
@@ -277,21 +278,100 @@ def test_action_cache_is_saved_by_trusted_events_only_and_restored_by_prefix_on_
     save = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")
                 and s["with"]["path"] == restore["with"]["path"])
     bot = next(s for s in steps if s.get("id") == "bot")
+    check = steps[steps.index(save) - 1]
     assert restore["uses"].startswith("actions/cache/restore@")
     assert restore["with"]["restore-keys"] == \
         "${{ github.event_name == 'pull_request' && steps.cache-key.outputs.prefix || '' }}"
-    assert steps.index(restore) < steps.index(bot) < steps.index(save) == len(steps) - 1
-    condition = " ".join(save["if"].split())
-    assert "github.event_name == 'pull_request'" in condition
-    assert ("github.event_name == 'push' && github.ref == "
-            "format('refs/heads/{0}', github.event.repository.default_branch)") in condition
-    assert condition.startswith("success() &&") and "always()" not in condition
+    assert steps.index(restore) < steps.index(bot) < steps.index(check) < steps.index(save) == len(steps) - 1
+    condition = " ".join(check["if"].split())
+    assert condition.endswith("&& github.event_name == 'push' && github.ref == "
+                              "format('refs/heads/{0}', github.event.repository.default_branch)")
+    assert condition.startswith("success() &&") and "always()" not in condition and "||" not in condition
+    assert save["if"] == "success() && steps.%s.outcome == 'success'" % check["id"]
     assert save["with"]["path"] == restore["with"]["path"]
     assert save["with"]["key"] == "${{ steps.%s.outputs.cache-primary-key }}" % restore["id"]
-    for step in (steps[steps.index(restore) - 1], restore, save):
+    for step in (steps[steps.index(restore) - 1], restore, check):
         assert "inputs.command != 'authorize-deploy'" in step["if"], step.get("name")
     drop = steps[steps.index(restore) - 1]
-    assert drop["run"] == 'rm -rf -- "$MESHBOT_PROJECT_PATH/.meshbot/cache"', "a committed cache is dropped first"
+    assert drop["run"].endswith('rm -rf -- "$MESHBOT_PROJECT_PATH/.meshbot/cache"\n'), "a committed cache goes first"
+
+
+def test_a_pull_request_restores_only_what_the_default_branch_saved_and_saves_nothing():
+    """A pull request's own cache scope is written by that pull request's code (its Python models run in
+    the job): an entry saved there for its next commit's files could make the next comment say "nothing
+    to change". So no parse cache, nor installed environment, is saved from any event but the default
+    branch's own, and a pull request's prefix restore finds only what those saved."""
+    steps = _load(ROOT / "action.yml")["runs"]["steps"]
+    ids = [s.get("id") for s in steps]
+    saves = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")]
+    assert len(saves) == 2 and not any(re.match(r"actions/cache@", str(s.get("uses", ""))) for s in steps)
+    cache_save = next(s for s in saves if s["with"]["path"].endswith("/.meshbot/cache"))
+    deciding = " ".join(steps[ids.index("cache-check")]["if"].split())
+    assert cache_save["if"] == "success() && steps.cache-check.outcome == 'success'"
+    assert re.findall(r"github\.event_name == '(\w+)'", deciding) == ["push"]
+    assert "pull_request" not in deciding and "!=" not in deciding.split("cache-hit != 'true'")[1]
+    assert "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)" in deciding
+    venv_save = next(s for s in saves if s is not cache_save)
+    assert venv_save["if"].startswith("success() && steps.install.outputs.save == 'true'")   # default branch only
+    restores = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/restore@")]
+    assert {s["id"] for s in restores} == {"venv-restore", "cache-restore"}
+    for restore in restores:   # one key prefix for every event: what a pull request finds, a push saved
+        assert restore["with"].get("restore-keys", "") in (
+            "", "${{ github.event_name == 'pull_request' && steps.cache-key.outputs.prefix || '' }}")
+
+
+def _cache_step(name: str) -> dict:
+    return next(s for s in _load(ROOT / "action.yml")["runs"]["steps"] if s.get("name") == name)
+
+
+def _run_step(step: dict, workspace: Path, project_path: str) -> subprocess.CompletedProcess:
+    """A `run:` step of action.yml, run by bash as the runner runs `shell: bash`, in `workspace`."""
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "GITHUB_ACTION_PATH": str(ROOT),
+           "GITHUB_WORKSPACE": str(workspace), "MESHBOT_PROJECT_PATH": project_path}
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=workspace,
+                          env=env, capture_output=True, text=True, timeout=60)
+
+
+DROP_STEP, SAVE_CHECK_STEP = "Drop a committed meshbot cache", "Check meshbot's cache folder before saving it"
+
+
+@pytest.mark.parametrize("step_name", [DROP_STEP, SAVE_CHECK_STEP])
+@pytest.mark.parametrize("project_path, link, target", [
+    ("shop", "shop/.meshbot", "outside"),                                      # .meshbot -> a folder outside
+    ("shop", "shop/.meshbot/cache", "outside/cache"),                          # .meshbot/cache -> one outside
+    ("shop/", "shop", "outside"),                                              # the project folder itself
+    ("./shop", "shop/.meshbot/cache/models.json", "outside/cache/keep.txt"),  # a file in the cache
+])
+def test_the_cache_steps_refuse_a_symlink_and_delete_nothing_outside_the_workspace(tmp_path, step_name,
+                                                                                   project_path, link, target):
+    """A `.meshbot` committed as a symlink to a folder outside the workspace: `rm -rf .meshbot/cache`
+    would empty that folder's cache/, and a restore or save would write or read through the link."""
+    workspace, outside = tmp_path / "workspace", tmp_path / "outside"
+    for folder in (outside / "cache", outside / ".meshbot" / "cache"):
+        folder.mkdir(parents=True)
+        (folder / "keep.txt").write_text("not meshbot's\n")
+    (workspace / link).parent.mkdir(parents=True)
+    (workspace / link).symlink_to(tmp_path / target)
+    result = _run_step(_cache_step(step_name), workspace, project_path)
+    assert result.returncode == 1, result
+    [line] = result.stdout.splitlines()
+    assert line.startswith(f"::error title=meshbot::`{link}` is a symlink (to `{tmp_path / target}`)"), line
+    assert "nothing was changed" in line
+    for folder in (outside / "cache", outside / ".meshbot" / "cache"):
+        assert (folder / "keep.txt").read_text() == "not meshbot's\n"
+
+
+def test_the_drop_step_removes_a_committed_cache_and_nothing_else(tmp_path):
+    workspace = tmp_path / "workspace"
+    cache = workspace / "shop" / ".meshbot" / "cache"
+    cache.mkdir(parents=True)
+    (cache / "models.json").write_text("{}")
+    (cache.parent / "state.db").write_text("")
+    for project_path in ("shop", str(workspace / "shop")):
+        result = _run_step(_cache_step(DROP_STEP), workspace, project_path)
+        assert result.returncode == 0 and result.stdout == "", result
+        assert not cache.exists() and (cache.parent / "state.db").exists()
+    assert _run_step(_cache_step(SAVE_CHECK_STEP), workspace, "shop").returncode == 0
 
 
 def test_action_restores_the_installed_environment_by_exact_key_and_saves_it_from_the_default_branch_only():

@@ -121,3 +121,65 @@ def test_variable_and_macro_edits_rerender(project_dir: Path, renders: list[str]
     result, missed = _check(project_dir, renders)
     assert "db.macro_user" in missed
     assert "`amount` * 3" in result["db.macro_user"]
+
+
+ALL_FILES = set(MODELS)
+ALL_MODELS = {"db.emb", "db.uses_emb", "db.typed", "db.starred", "db.macro_user"}
+
+
+@pytest.fixture()
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the model files actually parsed (parse cache misses)."""
+    import bot.project.loader as loader
+
+    parsed: list[str] = []
+    original = loader.parse_model_file
+
+    def counting(path, *args, **kwargs):
+        parsed.append(path.name)
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(loader, "parse_model_file", counting)
+    return parsed
+
+
+def _pull_request_load(root: Path, fresh: frozenset[str] | None, parses: list[str],
+                       renders: list[str]) -> tuple[set[str], set[str]]:
+    """A load and its renders with `fresh` as a PR's files, after a load that left every entry in the
+    cache: (the files parsed, the models rendered); the renders equal fresh ones."""
+    _check(root, renders)
+    parses.clear()
+    renders.clear()
+    config = load_config(root)
+    project = load_project(root, config=config, fresh_files=fresh)
+    queries = reference_queries(root=root, models=project.models, sources=project.source_digests,
+                                variables=config.variables, gateway="local", macro_files=project.macro_files)
+    done = set(parses), set(renders)
+    assert queries == _queries(root, use_cache=False)
+    return done
+
+
+@pytest.mark.parametrize("fresh, parsed, rendered", [
+    (None, set(), set()),                                                    # a local run: every key that matches
+    (frozenset(), set(), set()),                                             # a PR of docs alone
+    (frozenset({"models/typed.sql"}), {"typed.sql"}, {"db.typed", "db.starred", "db.macro_user"}),
+    (frozenset({"models/emb.sql", "tests/test_emb.yaml"}), {"emb.sql"}, {"db.emb", "db.uses_emb"}),
+    (frozenset({"models/emb.sql", "macros/util.py"}), ALL_FILES, ALL_MODELS),   # macros shape every entry
+    (frozenset({"config.yaml"}), ALL_FILES, ALL_MODELS),
+    (frozenset({"seeds/raw.csv"}), ALL_FILES, ALL_MODELS),
+])
+def test_a_pull_requests_own_files_are_parsed_and_rendered_anew_whatever_the_cache_holds(
+        project_dir: Path, parses: list[str], renders: list[str], fresh, parsed, rendered) -> None:
+    """Their entries match their keys (nothing was edited since the cache was written), yet a pull
+    request's own files and what is downstream of them come from no cache entry: anyone who can save
+    one in the PR's cache scope can compute those keys."""
+    assert _pull_request_load(project_dir, fresh, parses, renders) == (parsed, rendered)
+
+
+def test_a_pull_request_takes_nothing_from_the_cache_when_the_project_holds_a_symlink(
+        project_dir: Path, parses: list[str], renders: list[str], tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A file reached through a symlink may be any file of the repository the PR changed."""
+    (project_dir / "lib").symlink_to(tmp_path_factory.mktemp("shared"))
+    assert _pull_request_load(project_dir, frozenset({"models/emb.sql"}), parses, renders) == \
+        (ALL_FILES, ALL_MODELS)
+    assert _pull_request_load(project_dir, None, parses, renders) == (set(), set())

@@ -43,6 +43,7 @@ class Invocation:
     token: str | None = None
     answers: str | None = None       # local mode: JSON file of what GitHub would answer
     config: str | None = None        # the action's `config` input: trusted bot settings (YAML mapping)
+    notify: bool = False             # local mode: tell the notification targets too (Actions always does)
 
     def __repr__(self) -> str:
         return f"Invocation(command={self.command!r}, event_name={self.event_name!r}, local={self.output_dir!r})"
@@ -172,10 +173,11 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
     settings = load_settings(trusted.cicd_bot, trusted.users, gateway=invocation.gateway, where=trusted.where)
     if client is not None:
         client.bot_login = settings.bot_login
-    def project(read_cache: bool) -> EngineContext:
+    def project(read_cache: bool, fresh_files: frozenset[str] | None) -> EngineContext:
         if context_factory is not None:
             return context_factory(invocation.project_path, invocation.gateway)
-        return Context(invocation.project_path, gateway=invocation.gateway, read_cache=read_cache)
+        return Context(invocation.project_path, gateway=invocation.gateway, read_cache=read_cache,
+                       fresh_files=fresh_files)
 
     def base_versions(pr: PullRequest) -> dict[str, str] | None:
         """The base commit's model versions: its files exported from git and loaded like the project
@@ -195,7 +197,7 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
                   commits_behind=commits_behind, default_branch_head=default_branch_head,
                   base_versions=base_versions,
                   project_subdir=subdir, sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
-                  on_actions_runner=env.get("GITHUB_ACTIONS") == "true")
+                  on_actions_runner=env.get("GITHUB_ACTIONS") == "true", notify=not local or invocation.notify)
 
 
 def _run_url(env: Mapping[str, str]) -> str | None:

@@ -19,6 +19,9 @@ from bot.github.runners import COMMANDS
 @click.option("--answers", type=click.Path(dir_okay=False), default=None,
               help="Local mode: JSON of what GitHub would answer (pulls, reviews, permissions, teams, files), "
                    "to rehearse approvals, /deploy, merges and releases offline.")
+@click.option("--notify", is_flag=True, default=False,
+              help="Local mode: post to the config's Slack and webhook notification targets too (by default "
+                   "local mode makes no network call; console targets always print).")
 @click.option("--project-path", "-p", default=None,
               help="The meshbot project folder (default: meshbot's own -p, else the current directory).")
 @click.option("--gateway", default=None, help="Gateway to use; also suffixes check names (default: meshbot's "
@@ -28,14 +31,15 @@ from bot.github.runners import COMMANDS
                    "branch's config.yaml (the action's `config` input). Never read from the checkout.")
 @click.pass_context
 def github_group(ctx: click.Context, token: str | None, event_path: str | None, event_name: str | None,
-                 output_dir: str | None, answers: str | None, project_path: str | None, gateway: str | None,
-                 config: str | None) -> None:
+                 output_dir: str | None, answers: str | None, notify: bool, project_path: str | None,
+                 gateway: str | None, config: str | None) -> None:
     """Run the CI/CD bot for a GitHub event (inside GitHub Actions, or locally with --output-dir)."""
     outer = ctx.parent.params if ctx.parent is not None else {}   # `meshbot -p DIR --gateway G github ...`
     project_path = project_path or outer.get("path") or "."
     gateway = gateway or outer.get("gateway")
     ctx.obj = Invocation(event_name=event_name, event_path=event_path, output_dir=output_dir,
-                         project_path=project_path, gateway=gateway, token=token, answers=answers, config=config)
+                         project_path=project_path, gateway=gateway, token=token, answers=answers, config=config,
+                         notify=notify)
 
 
 def _make(name: str) -> click.Command:

@@ -216,6 +216,7 @@ class NoteKind(str, Enum):
     NO_PROJECT_FILE = "no_project_file"             # the comment's status: the PR changes no project file
     ENVIRONMENT_NOT_SYNCED = "environment_not_synced"   # the comment's notice
     NOT_COMPARED = "not_compared"                   # a data diff's or a Spark plan comparison's note
+    NOTIFICATIONS_SKIPPED = "notifications_skipped"  # local mode: `number` targets (`text`) not told
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.project.config import Gateway, ProjectConfig
+from bot.project.meshbot_dir import checked
 from bot.project.model import Model
 
 if TYPE_CHECKING:
@@ -31,10 +32,12 @@ class Workspace:
     on first use; state and Spark start only when an operation needs them. Heavy layers are imported
     where a part is built, so that `plan --explain` never imports PySpark or SQLAlchemy's dialects."""
 
-    def __init__(self, path: str | Path = ".", *, gateway: str | None = None, read_cache: bool = True) -> None:
+    def __init__(self, path: str | Path = ".", *, gateway: str | None = None, read_cache: bool = True,
+                 fresh_files: frozenset[str] | None = None) -> None:
         self.path = Path(path).resolve()
         self.gateway_name = gateway
         self.read_cache = read_cache   # False: parse and render everything, only write .meshbot/cache
+        self.fresh_files = fresh_files   # a pull request's own files: never taken from .meshbot/cache (load_project)
 
     @cached_property
     def config(self) -> ProjectConfig:
@@ -50,7 +53,7 @@ class Workspace:
     def project(self) -> Project:
         from bot.project.loader import load_project
 
-        return load_project(self.path, config=self.config, read_cache=self.read_cache,
+        return load_project(self.path, config=self.config, read_cache=self.read_cache, fresh_files=self.fresh_files,
                             while_parsing=_import_plan_modules,
                             render_gateway=self.gateway_name or self.config.default_gateway)
 
@@ -70,6 +73,7 @@ class Workspace:
     def state(self) -> SqlStateSync:
         from bot.state.connect import connect_state
 
+        checked(self.path)   # the default SQLite file is .meshbot/state.db
         return connect_state(self.gateway.state_connection, project_root=self.path)
 
     @cached_property
@@ -87,7 +91,7 @@ class Workspace:
         from bot.spark.engine import SparkEngine
         from bot.spark.session import get_session
 
-        return SparkEngine(get_session(self.gateway.connection, state_dir=self.path / ".meshbot",
+        return SparkEngine(get_session(self.gateway.connection, state_dir=checked(self.path),
                                        catalog_only=catalog_only))
 
     def _start_engine_for_catalog(self) -> None:

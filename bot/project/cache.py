@@ -24,6 +24,7 @@ from sqlglot import exp
 import bot
 from bot.errors import ConfigError
 from bot.project.audit_parser import AuditDefinition
+from bot.project.meshbot_dir import checked
 from bot.project.model import AuditRef, Kind, Model
 from bot.project.model_parser import MacroRef, ParsedModel
 from bot.project.serialize import _kind_from_dict, model_to_dict
@@ -522,10 +523,12 @@ class ModelCache:
     @classmethod
     def empty(cls, root: Path) -> "ModelCache":
         """A cache that reads nothing from disk and writes what this load parses."""
+        checked(root)
         return cls(root / CACHE_FILE, {})
 
     @classmethod
     def open(cls, root: Path) -> "ModelCache":
+        checked(root)
         entries = _read_entries(root, CACHE_FILE)
         return cls(root / CACHE_FILE, entries, _read_entries(root, CHANGES_FILE) if entries else {})
 
@@ -601,6 +604,7 @@ class KeyedEntries:
 
     def __init__(self, root: Path, relative: Path, *, what: str, header: tuple[str, Any],
                  entry: Shape, read: bool = True) -> None:
+        checked(root)
         self.path, self.header = root / relative, header
         self.changes_path = self.path.with_name(self.path.stem + ".changes.json")
         name, value = header

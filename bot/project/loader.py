@@ -61,12 +61,20 @@ class Project:
 
 
 def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: bool = True,
-                 read_cache: bool = True, while_parsing: Callable[[], None] | None = None,
+                 read_cache: bool = True, fresh_files: frozenset[str] | None = None,
+                 while_parsing: Callable[[], None] | None = None,
                  render_gateway: str | None = None) -> Project:
     """Read every project file under `root`; any invalid file is a ConfigError naming it (and the line).
 
     With `read_cache` False the parse cache on disk is not read, only written anew (a prod deploy
     parses what it deploys itself and leaves a fresh cache for pull requests).
+
+    `fresh_files` (a pull request's changed files, relative to `root`, `/`-separated) are parsed anew
+    whatever the cache holds, and their models, seed models and every model downstream of them get no
+    source digest, so their renders and hashes are computed anew too: an entry anyone could have written under the key
+    of the PR's files proves nothing about them. When one of them is not under models/ or tests/ (config,
+    macros, seeds: inputs of every entry), or the project holds a symlink (a file it reaches through one
+    may be any file the PR changed), nothing is taken from the cache.
 
     `while_parsing` runs while worker processes parse the model files (a cold load of a large
     project), when this process would only wait; it must start no thread. Otherwise it is not called.
@@ -75,32 +83,59 @@ def load_project(root: Path, *, config: ProjectConfig | None = None, use_cache: 
     """
     with paused_gc():   # 10,000 models: collections would scan every loaded model again and again
         return _load_project(Path(root).resolve(), config=config, use_cache=use_cache, read_cache=read_cache,
-                             while_parsing=while_parsing, render_gateway=render_gateway)
+                             fresh_files=fresh_files, while_parsing=while_parsing, render_gateway=render_gateway)
 
 
 def _load_project(root: Path, *, config: ProjectConfig | None, use_cache: bool, read_cache: bool,
-                  while_parsing: Callable[[], None] | None, render_gateway: str | None) -> Project:
+                  fresh_files: frozenset[str] | None, while_parsing: Callable[[], None] | None,
+                  render_gateway: str | None) -> Project:
     config = config or load_config(root)
+    fresh = frozenset(name.replace("/", os.sep) for name in fresh_files or ())
+    trust_none = fresh_files is not None and (not all(_feeds_its_models_only(name) for name in fresh_files)
+                                              or _holds_a_symlink(root))
     model_files = _file_paths(root / "models", "*.sql", "*.py", config=config)   # one walk for both
-    parsed, digests, early = _load_sql_models(root, config, [path for path in model_files if path.endswith(".sql")],
-                                              use_cache=use_cache, read_cache=read_cache,
-                                              while_parsing=while_parsing, render_gateway=render_gateway)
+    parsed, digests, early, own = _load_sql_models(
+        root, config, [path for path in model_files if path.endswith(".sql")], use_cache=use_cache,
+        read_cache=read_cache and not trust_none, fresh=fresh, while_parsing=while_parsing,
+        render_gateway=render_gateway)
     _check_macros(root, config, parsed)
     for item in parsed:
         for message, line in getattr(item, "warnings", ()):
             project_warning(message, path=item.model.path, line=line)
     models = [p.model for p in parsed]
-    models += _load_python_models([Path(path) for path in model_files if path.endswith(".py")], config)
+    python_models = _load_python_models([Path(path) for path in model_files if path.endswith(".py")], config)
+    own |= {m.name for m in python_models if os.path.relpath(m.path, root) in fresh}
+    models += python_models
     models += load_external_models(root, config)
     by_name = _index_models(m for m in models if m.enabled)
     dag = DAG.build(by_name)
+    sources = {p.model.name: digest for p, digest in zip(parsed, digests)}
+    if fresh_files is not None:
+        # a seed's CSV may sit anywhere (`path '../x.csv'`): its model's hashes are computed anew too
+        own |= {name for name, model in by_name.items() if model.kind.name is KindName.SEED}
+        untrusted = by_name.keys() if trust_none else own | dag.downstream(own)
+        sources = {name: digest for name, digest in sources.items() if name not in untrusted}
     return Project(
         root=root, config=config, models={name: by_name[name] for name in dag.order},
         audits=_with_inline_audits(load_audits(root, config), parsed), test_files=_test_files(root, config),
         macro_files=tuple(sorted(_files(root / "macros", "*.py", "*.sql", config=config))),
-        dag=dag, source_digests={p.model.name: digest for p, digest in zip(parsed, digests)},
+        dag=dag, source_digests=sources,
         early_renders=EarlyRenders(render_gateway, config.variables, early) if render_gateway is not None else None,
     )
+
+
+def _feeds_its_models_only(name: str) -> bool:
+    """Whether a changed project file shapes only the models it defines (models/) or no cache entry (tests/).
+
+    >>> [_feeds_its_models_only(n) for n in ("models/a.sql", "tests/test_a.yaml", "macros/m.py", "config.yaml")]
+    [True, True, False, False]
+    """
+    return PurePosixPath(name).parts[0] in ("models", "tests")
+
+
+def _holds_a_symlink(root: Path) -> bool:
+    """Whether any file or folder the loader could read under `root` is a symlink."""
+    return any(entry.is_symlink() for entry in _walk(str(root)))
 
 
 def _files(folder: Path, *patterns: str, config: ProjectConfig | None = None) -> list[Path]:
@@ -209,15 +244,17 @@ def _check_symlink(path: Path, folder: Path) -> None:
 
 
 def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use_cache: bool,
-                     read_cache: bool = True, while_parsing: Callable[[], None] | None = None,
-                     render_gateway: str | None = None
-                     ) -> tuple[list[ParsedModel], list[str], dict[str, EarlyRender]]:
+                     read_cache: bool = True, fresh: frozenset[str] = frozenset(),
+                     while_parsing: Callable[[], None] | None = None, render_gateway: str | None = None
+                     ) -> tuple[list[ParsedModel], list[str], dict[str, EarlyRender], set[str]]:
+    """The parsed entries, each one's file digest, the parse workers' early renders, and the names of
+    the models of the `fresh` files (keys as the cache's: relative to root), parsed whatever the cache holds."""
     cache = (ModelCache.open(root) if read_cache else ModelCache.empty(root)) if use_cache else None
     context = cache_context(root, config.model_defaults, sorted((str(k), repr(v)) for k, v in config.variables.items()))
     jinja = JinjaSettings(variables=config.variables, gateway=config.default_gateway,
                           macros=load_jinja_macros(_files(root / "macros", "*.sql", config=config)))
     jinja_context = f"{context}|{jinja.digest()}"
-    parsed, digests = [], []
+    parsed, digests, own = [], [], set()
     with paused_gc():
         files, unreadable = [], None
         prefix = len(os.path.join(str(root), ""))
@@ -230,7 +267,7 @@ def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use
                 break
             key = path[prefix:]   # str(path.relative_to(root)): each path starts with root
             digest = content_key(data, jinja_context if _JINJA_MARKER in data.lower() else context)
-            entries = cache.get(key, digest) if cache else None
+            entries = cache.get(key, digest) if cache and key not in fresh else None
             if entries is not None and not _seeds_unchanged(entries):
                 entries = None
             files.append(_SqlFile(path, key, digest, data, entries))
@@ -268,11 +305,13 @@ def _load_sql_models(root: Path, config: ProjectConfig, paths: list[str], *, use
                     cache.put(file.key, file.digest, data if data is not None else entries_to_data(entries))
             parsed.extend(entries)
             digests += [file.digest] * len(entries)
+            if file.key in fresh:
+                own.update(entry.model.name for entry in entries)
         if unreadable is not None:
             raise unreadable
     if cache:
         cache.save()
-    return parsed, digests, early
+    return parsed, digests, early, own
 
 
 def _read_bytes(path: str, limit: int) -> bytes:

@@ -40,6 +40,7 @@ class BotRun:
     project_subdir: str = ""          # the project's folder relative to the repository root
     sha: str | None = None            # GITHUB_SHA
     on_actions_runner: bool = False   # GITHUB_ACTIONS=true: this machine is gone after the job
+    notify: bool = True               # False: local mode without --notify, which posts to no notification target
     run_url: str | None = None        # $GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID
     checks: list[CheckState] = field(default_factory=list)   # the check runs this run completed
     timings: PhaseTimings | None = None   # this run's phase times (None in unit tests)
@@ -52,11 +53,12 @@ class BotRun:
     # each model's version at the PR's base commit (None: the checkout's history cannot tell)
     base_versions: Callable[[PullRequest], dict[str, str] | None] = lambda pr: None
 
-    def open_project(self, *, read_cache: bool = True) -> None:
+    def open_project(self, *, read_cache: bool = True, fresh_files: frozenset[str] | None = None) -> None:
         """The event is authorized: the project's files may be read from now on (with `read_cache`
-        False, not .meshbot/cache: whoever could write it, a deploy parses what it deploys)."""
+        False, not .meshbot/cache: whoever could write it, a deploy parses what it deploys; with
+        `fresh_files`, a pull request's own files, none of theirs: see pull_request_cache)."""
         if self.seal is not None:
-            self.seal.unseal(read_cache=read_cache)
+            self.seal.unseal(read_cache=read_cache, fresh_files=fresh_files)
 
     @property
     def pull_request(self) -> PullRequest | None:
@@ -179,6 +181,28 @@ def touches_project(files: list[str], subdir: str) -> bool:
         if path.suffix.lower() in PROJECT_SUFFIXES:
             return True
     return False
+
+
+LISTED_FILES = 3000   # GitHub lists at most this many files of a pull request
+
+
+def pull_request_cache(files: list[str], subdir: str) -> tuple[bool, frozenset[str]]:
+    """(read_cache, fresh_files) for a pull request's sync: its changed project files (as
+    touches_project tells them) relative to the project, which it takes from no cache (entries there
+    under their keys are anyone's who could save one in the PR's cache scope, its own code included);
+    nothing from the cache when the list is unknown (empty) or may be cut short.
+
+    >>> pull_request_cache(["proj/models/a.sql", "proj/README.md", "other/models/b.sql"], "proj")
+    (True, frozenset({'models/a.sql'}))
+    >>> pull_request_cache([], "")
+    (False, frozenset())
+    """
+    if not files or len(files) >= LISTED_FILES:
+        return False, frozenset()
+    root = PurePosixPath(subdir.strip("/"))
+    own = frozenset(PurePosixPath(name).relative_to(root).as_posix() for name in files
+                    if touches_project([name], subdir))
+    return True, own
 
 
 RECORDED_CHANGES = 300   # the changes a plan digest's record names (~10,000 characters; a comment holds 65,536)

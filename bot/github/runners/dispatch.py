@@ -59,10 +59,10 @@ def dispatch(run: BotRun, command: str) -> int:
         return _run(run)
     if decision.step is Step.ROLLBACK:
         return _rollback(run, decision)
-    run.open_project()
     if decision.step is Step.CLEANUP:
+        run.open_project()
         return cleanup_pr_environment(run)
-    return _SYNC_RUNNERS[command](run)
+    return _SYNC_RUNNERS[command](run)   # a sync opens the project once it knows the PR's files
 
 
 def _deploy(run: BotRun, decision: Decision) -> int:

@@ -15,7 +15,8 @@ from bot.github.gate import approval_status
 from bot.github.event import PullRequest
 from bot.github.outcomes import CheckTitle, DeployWays, JobNote, NoteKind, gate_finding
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
-                                     post_comment, require_lasting_storage, start_check, touches_project)
+                                     post_comment, pull_request_cache, require_lasting_storage, start_check,
+                                     touches_project)
 from bot.github.checks import CheckName
 from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanRegressionView, PlanView, PrEnvironmentView,
                               TestsView, diff_view, impact_view, plan_regression_views, plan_view, tests_view)
@@ -226,10 +227,13 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
         return 0
     view = CommentView(marker=run.marker, status="", gateway=run.settings.gateway,
                        environment=run.pr_environment(pr.number), head_sha=pr.head_sha)
-    if (tests or environment or prod_plan) and not touches_project(
-            run.github.changed_files(pr.number), run.project_subdir):
-        post_comment(run, pr.number, replace(view, status=JobNote(NoteKind.NO_PROJECT_FILE).line))
-        return 0
+    if tests or environment or prod_plan:
+        files = run.github.changed_files(pr.number)
+        if not touches_project(files, run.project_subdir):
+            post_comment(run, pr.number, replace(view, status=JobNote(NoteKind.NO_PROJECT_FILE).line))
+            return 0
+        read_cache, fresh_files = pull_request_cache(files, run.project_subdir)
+        run.open_project(read_cache=read_cache, fresh_files=fresh_files)
     ok, error, applied, preview = True, None, None, None
     if tests or (environment and ephemeral_storage_refusal(run) is None):
         # Unit tests and the PR environment need Spark: launch it now, while the project is parsed
