@@ -711,6 +711,51 @@ def scenario(tmp_path):
         assert not gh.errors, gh.errors
 
 
+@dataclass
+class Played:
+    """What a run of `play` left: the repository, the job's HEAD, each event's exit code, the log and the job summary."""
+
+    repo: "FakeRepository"
+    head: str
+    codes: list[int]
+    lines: list[str]
+    summary: str
+
+
+def play(tmp_path: Path, engine: FakeEngine, events: Sequence[tuple[str, dict[str, Any] | None]], *,
+         env: dict[str, str]) -> Played:
+    """Each (event name, payload) through main() on one checkout whose HEAD is PR #2's head (GitHub answered
+    by the OpenAPI-validated mock, loopback passed through for notification receivers); a None payload is
+    the real `pull_request` opened payload of that head."""
+    import time
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        rsps.add_passthru("http://127.0.0.1")
+        gh = install(rsps)
+        repo = FakeRepository(gh, permissions={"writer": "write"},
+                              default_config=default_branch_config(engine.config.cicd_bot))
+        head = git_checkout(tmp_path / "checkout")
+        opened = copy.deepcopy(payload("pull_request/opened.payload.json"))
+        opened["pull_request"]["head"]["sha"] = head
+        repo.set_pull(opened["pull_request"])
+        played = Played(repo, head, [], [], "")
+        summary, event = tmp_path / "summary.md", tmp_path / "event.json"
+        for name, raw in events:
+            event.write_text(json.dumps(opened if raw is None else raw))
+            sleep, time.sleep = time.sleep, lambda seconds: None   # PyGithub's write throttle
+            try:
+                played.codes.append(main(
+                    Invocation(event_name=name, event_path=str(event), project_path=str(tmp_path / "checkout")),
+                    env={**env, "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(tmp_path / "out.env"),
+                         "GITHUB_SHA": head, "GITHUB_REF": "refs/heads/master"},
+                    context_factory=lambda p, g: engine, out=played.lines.append))
+            finally:
+                time.sleep = sleep
+        assert not gh.errors, gh.errors
+    played.summary = summary.read_text() if summary.exists() else ""
+    return played
+
+
 # -- notification targets (test_notify, test_github_notify) ------------------------------------------------
 
 TOKEN = "tok-4f9a2c1e"             # in the Slack URL's query: a credential

@@ -4,7 +4,6 @@ the exit code. No Spark (the bot runs on FakeEngine). Parsing targets and the CL
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -15,9 +14,8 @@ import responses
 from bot.errors import EngineError
 from bot.github.action import Invocation, main
 from bot.project.notifications import NotificationTarget, parse_notification_targets
-from github_support import (HEADER_SECRET, RUN_URL, TOKEN, FakeEngine, FakeRepository, Receiver,  # noqa: F401
-                            default_branch_config, git_checkout, install, payload, pr_comment_event, receiver,
-                            refused_url)
+from github_support import (HEADER_SECRET, RUN_URL, TOKEN, FakeEngine, Receiver, git_checkout, play,  # noqa: F401
+                            pr_comment_event, receiver, refused_url)
 
 
 class FailingEngine(FakeEngine):
@@ -48,31 +46,10 @@ ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_deploy_token", "GITHUB_API
 
 
 def _deploy(tmp_path: Path, engine: FakeEngine) -> tuple[int, str, list[str]]:
-    """`/deploy` on PR #2 through the bot (GitHub answered by the OpenAPI-validated mock); (exit code, head)."""
-    import time
-
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        rsps.add_passthru("http://127.0.0.1")
-        gh = install(rsps)
-        repo = FakeRepository(gh, permissions={"writer": "write"},
-                              default_config=default_branch_config(engine.config.cicd_bot))
-        head = git_checkout(tmp_path / "checkout")
-        opened = copy.deepcopy(payload("pull_request/opened.payload.json"))
-        opened["pull_request"]["head"]["sha"] = head
-        repo.set_pull(opened["pull_request"])
-        lines: list[str] = []
-        event = tmp_path / "event.json"
-        code = 0
-        for name, raw in (("pull_request", opened), ("issue_comment", pr_comment_event("/deploy", "writer"))):
-            event.write_text(json.dumps(raw))
-            sleep, time.sleep = time.sleep, lambda seconds: None   # PyGithub's write throttle
-            try:
-                code = main(Invocation(event_name=name, event_path=str(event), project_path=str(tmp_path / "checkout")),
-                            env=ENV, context_factory=lambda p, g: engine, out=lines.append)
-            finally:
-                time.sleep = sleep
-        assert not gh.errors, gh.errors
-    return code, head, lines
+    """`/deploy` on PR #2 through the bot after its sync; (exit code of the deploy, head, log lines)."""
+    played = play(tmp_path, engine, [("pull_request", None), ("issue_comment", pr_comment_event("/deploy", "writer"))],
+                  env=ENV)
+    return played.codes[-1], played.head, played.lines
 
 
 def test_a_failed_deploy_is_posted_to_slack_and_the_webhook_with_pr_commit_and_run(tmp_path, receiver):

@@ -6,26 +6,22 @@ No Spark: the engine is FakeEngine."""
 
 from __future__ import annotations
 
-import copy
-import json
 import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import responses
 
 from bot.diff.rows import RowDiff
 from bot.diff.schema import schema_diff
 from bot.diff.table_diff import ModelDataDiff
 from bot.errors import EngineError
-from bot.github.action import Invocation, main
 from bot.project.notifications import parse_notification_targets
 from bot.report.markdown import TEMPLATES_DIR, render
 from bot.report.media import Medium
 from bot.report.notify import Message
-from github_support import (RUN_URL, FakeEngine, FakeRepository, default_branch_config, git_checkout, install,
-                            payload, pr_comment_event, receiver)  # noqa: F401 (fixture)
+from github_support import (RUN_URL, FakeEngine, FakeRepository, play, pr_comment_event,  # noqa: F401 (fixture)
+                            receiver)
 from rendered import render_markdown, shown, slack_controls, slack_shown
 
 EVIL = "evil.example"
@@ -65,7 +61,7 @@ class HostileEngine(FakeEngine):
     apply fails quoting HOSTILE (as a RAISE_ERROR guard quoting a row value would)."""
 
     def __init__(self, targets=(), **kwargs) -> None:
-        super().__init__(**kwargs)
+        super().__init__({"enable_deploy_command": True}, **kwargs)
         self._config = replace(self._config, notification_targets=targets)
         self.failing_tests = {"test_hostile": HOSTILE}
         columns = ((NAME, "double"), ("id", "int"))
@@ -85,35 +81,10 @@ class HostileEngine(FakeEngine):
         raise EngineError(f"model `shop.orders` failed: {HOSTILE}")
 
 
-def _bot(tmp_path: Path, engine: FakeEngine, events: list[tuple[str, dict]]) -> tuple[FakeRepository, list[str], str]:
-    """Each event through main() (GitHub answered by the OpenAPI-validated mock): the repository, the
-    printed log lines and the job summary."""
-    import time
-
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
-        rsps.add_passthru("http://127.0.0.1")
-        gh = install(rsps)
-        repo = FakeRepository(gh, permissions={"writer": "write"},
-                              default_config=default_branch_config({"enable_deploy_command": True}))
-        head = git_checkout(tmp_path / "checkout")
-        opened = copy.deepcopy(payload("pull_request/opened.payload.json"))
-        opened["pull_request"]["head"]["sha"] = head
-        repo.set_pull(opened["pull_request"])
-        lines: list[str] = []
-        summary = tmp_path / "summary.md"
-        event = tmp_path / "event.json"
-        for name, raw in events:
-            event.write_text(json.dumps(opened if raw is None else raw))
-            sleep, time.sleep = time.sleep, lambda seconds: None   # PyGithub's write throttle
-            try:
-                main(Invocation(event_name=name, event_path=str(event), project_path=str(tmp_path / "checkout")),
-                     env={**ENV, "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(tmp_path / "out.env"),
-                          "GITHUB_SHA": head, "GITHUB_REF": "refs/heads/master"},
-                     context_factory=lambda p, g: engine, out=lines.append)
-            finally:
-                time.sleep = sleep
-        assert not gh.errors, gh.errors
-    return repo, lines, summary.read_text() if summary.exists() else ""
+def _bot(tmp_path: Path, engine: FakeEngine, events: list[tuple[str, dict | None]]) -> tuple[FakeRepository, list[str], str]:
+    """Each event through main(): the repository, the printed log lines and the job summary."""
+    played = play(tmp_path, engine, events, env=ENV)
+    return played.repo, played.lines, played.summary
 
 
 def test_hostile_text_in_a_pull_request_s_comment_checks_and_job_summary_is_shown_as_text(tmp_path):

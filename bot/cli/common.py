@@ -13,9 +13,9 @@ import click
 
 from bot.context import Context
 from bot.errors import BotError, PlanError
-from bot.report.media import plain_text, workflow_command
 from bot.redact import MIN_LENGTH, redact
 from bot.report.console import TerminalReporter
+from bot.report.media import plain_text, workflow_command
 
 
 def handle_errors(func: Callable[..., Any]) -> Callable[..., Any]:

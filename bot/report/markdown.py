@@ -18,6 +18,7 @@ from bot.report.media import (ESCAPE, WRITTEN, Medium, Written, github_mention, 
                               markdown_html, markdown_text, markdown_url, medium_of, plain_text, slack_code,
                               slack_url, text_code)
 
+
 def _shipped_templates() -> Path:
     """Installed from a wheel, the templates are bot/templates (setup.py maps them there); in a checkout
     they are its top-level templates/ folder."""
