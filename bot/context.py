@@ -140,8 +140,10 @@ class Context(Workspace):
 
     # -- operations ---------------------------------------------------------------------
     def run(self, environment: str = "prod", *, execution_time: str | None = None,
-            progress: ProgressCallback | None = None) -> "RunResult":
-        """Evaluate the intervals each model's cron has made due in `environment` (views untouched)."""
+            progress: ProgressCallback | None = None, skip_when_busy: bool = False) -> "RunResult":
+        """Evaluate the intervals each model's cron has made due in `environment` (views untouched). With
+        `skip_when_busy`, a plan or run of it in flight makes this one evaluate nothing (`RunResult.busy`)
+        instead of waiting its turn."""
         from bot.plan.cron_run import require_environment, run_on_spark
         from bot.plan.env_statements import parse_before_and_after
 
@@ -149,7 +151,7 @@ class Context(Workspace):
         statements = parse_before_and_after(self.config, self.path)
         # Spark starts only once the environment and statements are known
         return run_on_spark(self._work(), env.name, statements=statements, execution_time=execution_time,
-                            progress=progress)
+                            progress=progress, skip_when_busy=skip_when_busy)
 
     def evaluate(self, model_name: str, *, start: str, end: str, limit: int | None = None,
                  execution_time: str | None = None) -> list[Row]:

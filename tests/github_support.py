@@ -444,6 +444,7 @@ class FakeEngine:
         self.batch_days = 1       # daily intervals per batch
         self.due: dict[str, list[tuple[int, int]]] = {}
         self.failing: set[str] = set()
+        self.busy: dict[str, str] = {}
         self.batch_times: dict[tuple[str, str], BatchTimes] = {}   # what earlier batches took, as recorded
         self.versions: dict[str, str] | None = None    # model_versions(); None: the changed models' new versions
         # rendered queries, model -> (before, after): unchanged models (before == after) join the plan's snapshots
@@ -523,10 +524,13 @@ class FakeEngine:
         return sorted(self.envs)
 
     def run(self, environment: str = "prod", *, execution_time: str | None = None,
-            progress: ProgressCallback | None = None) -> RunResult:
+            progress: ProgressCallback | None = None, skip_when_busy: bool = False) -> RunResult:
         """Everything in `due` (model -> batches as (start ms, end ms)) is processed once; `failing`
-        environments raise as a failed model would."""
+        environments raise as a failed model would; a `busy` environment (name -> holder) is skipped by a
+        run that does not wait (Context.run's contract, tested on real state in test_cron_run)."""
         self.runs.append(environment)
+        if skip_when_busy and environment in self.busy:
+            return RunResult(environment=environment, execution_time=0, busy=self.busy[environment])
         if environment in self.failing:
             raise EngineError(f"model `shop.orders` failed for [2024-01-07 00:00, 2024-01-08 00:00): boom in {environment}")
         evaluated = tuple((model, s, e) for model, spans in sorted(self.due.items()) for s, e in spans)

@@ -9,6 +9,7 @@ import pytest
 from bot.context import Context
 from bot.errors import PlanError
 from bot.intervals import Interval
+from bot.plan.claims import Claims, environment_key
 from bot.plan.definition import PlanOptions
 from bot.plan.cron_run import due_batches
 from bot.project.model import Kind, KindName, Model
@@ -97,6 +98,23 @@ def test_run_fills_exactly_the_due_intervals_in_dag_order(applied):
     recorded = context.state.get_intervals(versions)
     hourly = next(v for k, v in recorded.items() if k[0] == "ops.hourly")
     assert hourly.intervals == [(_ms("2024-01-01"), _ms("2024-01-03"))]
+
+
+def test_a_run_asked_not_to_wait_skips_a_busy_environment_and_the_next_one_catches_up(applied):
+    """A scheduled run that finds a deploy of prod in flight evaluates and records nothing and says who
+    held prod; the next run processes everything due meanwhile."""
+    context = applied
+    deploy = Claims(context.state, ttl_s=30)
+    deploy.acquire(environment_key("prod"), "plan of `prod` (plan 1a2b3c4d)")
+    try:
+        skipped = context.run(execution_time="2024-01-02 06:10:00", skip_when_busy=True)
+    finally:
+        deploy.release(environment_key("prod"))
+    assert skipped.evaluated == () and skipped.busy.startswith("the plan of `prod` (plan 1a2b3c4d) on ")
+    assert context.fetchdf("SELECT COUNT(*) AS n FROM ops.hourly") == [{"n": 27}]
+    caught_up = context.run(execution_time="2024-01-02 06:10:00", skip_when_busy=True)
+    assert caught_up.busy == ""
+    assert caught_up.evaluated == (("ops.hourly", _ms("2024-01-02 03:00:00"), _ms("2024-01-02 06:00:00")),)
 
 
 def test_run_of_an_unknown_environment_is_an_error(tmp_path):

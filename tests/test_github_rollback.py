@@ -69,6 +69,10 @@ def test_the_deploy_workflow_dispatched_with_rollback_rolls_back_for_required_ap
     assert "`rollback_to` must be a plan id" in bot.summary.read_text()
     assert bot(_dispatch("ann-gh", rollback="true"), "workflow_dispatch", GITHUB_SHA="9" * 40) == 1
     assert "the commit of the event (GITHUB_SHA) is 9999999" in shown(bot.summary.read_text())
+    feature = _dispatch("ann-gh", rollback="true")
+    feature["ref"] = "refs/heads/feature"    # a writer may dispatch the workflow on any branch
+    assert bot(feature, "workflow_dispatch", GITHUB_SHA=bot.head) == 1
+    assert "`refs/heads/feature` is not a prod branch" in bot.summary.read_text()
     bot.repo.released_on_default_branch = False
     assert bot(_dispatch("ann-gh", rollback="true"), "workflow_dispatch", GITHUB_SHA=bot.head) == 1
     assert "rollback refused: the checked-out commit" in bot.summary.read_text()

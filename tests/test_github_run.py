@@ -50,6 +50,23 @@ def test_a_schedule_runs_what_is_due_in_prod_and_the_merge_environment(tmp_path)
     assert "nothing due" in summary
 
 
+def test_a_schedule_skips_an_environment_a_deploy_holds_and_a_dispatch_waits_its_turn(tmp_path):
+    """Runs share no concurrency group with deploys (a pending deploy would be cancelled): a scheduled run
+    that finds prod's deploy in flight skips it with a note, exit 0; a manual run waits for its turn."""
+    engine = FakeEngine(environments=("prod", "staging"))
+    engine.busy = {"prod": "the plan of `prod` (plan 1a2b3c4d) on ci-7:4242, holding environment `prod` since 10:00:00 UTC"}
+    engine.due = {"shop.orders": [(JAN7, JAN7 + DAY)]}
+    code, summary, outputs = _bot(tmp_path, "schedule", None, engine, config="merge_environment: staging")
+    assert code == 0 and outputs["run_status"] == "success" and engine.runs == ["prod", "staging"]
+    assert summary.startswith("### meshbot run: :hourglass: skipped `prod` (a plan or run was in flight)")
+    assert ("| `prod` | 0 | 0 | 0 | 0.0 | skipped: the plan of `prod` (plan 1a2b3c4d) on ci-7:4242, holding "
+            "environment `prod` since 10:00:00 UTC was in flight; the next run processes what is due |") in summary
+    assert "| shop.orders | 1 |" in summary    # staging was not busy: it ran
+    engine.due = {"shop.orders": [(JAN7, JAN7 + DAY)]}
+    code, summary, _ = _bot(tmp_path, "workflow_dispatch", payload("workflow_dispatch/payload.json"), engine)
+    assert code == 0 and "was in flight" not in summary and "| `prod` | 1 | 1 |" in summary
+
+
 def test_a_failed_run_fails_the_job_and_names_the_model(tmp_path):
     engine = FakeEngine(environments=("prod",))
     engine.failing = {"prod"}
@@ -68,6 +85,19 @@ def test_a_run_of_another_branch_or_commit_is_refused_before_the_project_is_read
     assert code == 1 and engine.runs == [] and "`refs/heads/feature` is not a prod branch" in summary
     code, summary, _ = _bot(tmp_path, "schedule", None, engine, env={"GITHUB_SHA": "9" * 40})
     assert code == 1 and engine.runs == [] and "but the commit of the event (GITHUB_SHA) is 9999999" in shown(summary)
+
+
+def test_a_schedule_payload_with_a_repository_and_no_ref_runs_on_GITHUB_REF(tmp_path):
+    """The payload GitHub writes for a schedule names the repository but no ref; the run's ref is
+    GITHUB_REF, the default branch."""
+    engine = FakeEngine(environments=("prod",))
+    engine.due = {"shop.orders": [(JAN7, JAN7 + DAY)]}
+    schedule = payload("schedule/payload.json")
+    assert "repository" in schedule and "ref" not in schedule
+    code, summary, _ = _bot(tmp_path, "schedule", schedule, engine)
+    assert code == 0 and engine.runs == ["prod"] and "| `prod` | 1 | 1 |" in summary
+    code, summary, _ = _bot(tmp_path, "schedule", schedule, engine, env={"GITHUB_REF": "refs/heads/feature"})
+    assert code == 1 and engine.runs == ["prod"] and "`refs/heads/feature` is not a prod branch" in summary
 
 
 def test_run_on_deploy_runs_what_is_due_right_after_a_prod_deploy(tmp_path):

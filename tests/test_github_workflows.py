@@ -132,8 +132,9 @@ def test_deploy_command_authorizes_without_secrets_then_deploys_the_verified_hea
     bot = next(s for s in deploy["steps"] if "meshbot/meshbot@" in s.get("uses", ""))
     assert bot["with"]["command"] == "run-all"
     assert deploy["permissions"]["contents"] == "read", "contents: write only when merge_method merges"
-    assert deploy["concurrency"] == {"group": "meshbot-deploy", "cancel-in-progress": False}
-    assert "concurrency" not in workflow, "every comment starts this workflow: only the deploy job queues"
+    assert "concurrency" not in deploy and "concurrency" not in authorize
+    assert workflow["concurrency"]["group"] == "meshbot-command-${{ github.event.comment.id }}", \
+        "one group per comment: no command waits behind (or is cancelled by) another comment's run"
 
 
 def test_every_checkout_drops_its_credentials():
@@ -191,13 +192,9 @@ def test_dependabot_updates_the_pins_and_the_python_dependencies():
     assert ecosystems == {("github-actions", "/"): "weekly", ("pip", "/"): "weekly"}
 
 
-def test_user_workflows_run_in_their_environments_and_never_cancel_deploys():
+def test_user_workflows_run_in_their_environments():
     names = {p.name for p in WORKFLOWS}
     assert {"ci.yml", *USER_WORKFLOWS} <= names
-    for name in ("meshbot-pr.yml", "meshbot-deploy.yml", "meshbot-release.yml"):
-        assert _workflow(name)["concurrency"]["cancel-in-progress"] is False
-    for name in ("meshbot-deploy.yml", "meshbot-release.yml", "meshbot-run.yml"):
-        assert _workflow(name)["concurrency"]["group"] == "meshbot-deploy"
     assert _environment(_workflow("meshbot-pr.yml")["jobs"]["meshbot"]) == "meshbot-pr"
     release = _workflow("meshbot-release.yml")["jobs"]["promote"]
     assert _environment(release) == "production"
@@ -209,6 +206,93 @@ def test_user_workflows_run_in_their_environments_and_never_cancel_deploys():
     assert set(run["on"]) == {"schedule", "workflow_dispatch"} and _environment(run["jobs"]["run"]) == "production"
     assert next(s for s in run["jobs"]["run"]["steps"] if "meshbot/meshbot@" in s.get("uses", ""))["with"]["command"] == "run"
     assert "bash .ci/run" in (ROOT / ".github/workflows/ci.yml").read_text()
+
+
+# Two runs of one event kind, as GitHub would start them (distinct run ids and comment ids, the same PR)
+_CONTEXTS = {
+    "push": {"event_name": "push", "ref": "refs/heads/main"},
+    "release": {"event_name": "release", "ref": "refs/tags/v1.2.0"},
+    "schedule": {"event_name": "schedule", "ref": "refs/heads/main"},
+    "workflow_dispatch": {"event_name": "workflow_dispatch", "ref": "refs/heads/main"},
+    "pull_request": {"event_name": "pull_request", "ref": "refs/pull/7/merge",
+                     "event": {"pull_request": {"number": 7}}},
+    "pull_request_review": {"event_name": "pull_request_review", "ref": "refs/pull/7/merge",
+                            "event": {"pull_request": {"number": 7}}},
+    "issue_comment": {"event_name": "issue_comment", "ref": "refs/heads/main",
+                      "event": {"issue": {"number": 7}}},
+}
+# Where GitHub may cancel a pending run because a newer one queued and nothing is lost: the newer run does
+# the same work on newer input (the newer push of the branch, the next run of what is due, the PR's newer head)
+_SUPERSEDING = ({("meshbot-deploy.yml", "push")},
+                {("meshbot-run.yml", "schedule"), ("meshbot-run.yml", "workflow_dispatch")},
+                {("meshbot-pr.yml", "pull_request"), ("meshbot-pr.yml", "pull_request_review")})
+
+
+def _expression(text: str, context: dict) -> str:
+    """A `${{ }}` concurrency group as GitHub evaluates it, for the operators the workflows use (== && || !,
+    github.* lookups; a missing property is '')."""
+    def lookup(match: re.Match) -> str:
+        value: object = context
+        for part in match.group(0).split(".")[1:]:
+            value = value.get(part, "") if isinstance(value, dict) else ""
+        return repr(str(value))
+
+    def evaluate(match: re.Match) -> str:
+        source = re.sub(r"\bgithub(\.[A-Za-z_][\w-]*)+", lookup, match.group(1))
+        source = source.replace("&&", " and ").replace("||", " or ")
+        source = re.sub(r"!(?!=)", " not ", source)
+        return str(eval(source, {"__builtins__": {}}))   # noqa: S307 - our own workflow files
+    return re.sub(r"\$\{\{(.*?)\}\}", evaluate, text)
+
+
+def test_the_group_expression_evaluator():
+    context = {"event_name": "push", "ref": "refs/heads/main", "run_id": "11"}
+    assert _expression("d-${{ github.event_name == 'push' && github.ref || github.run_id }}", context) == \
+        "d-refs/heads/main"
+    assert _expression("d-${{ github.event_name == 'push' && github.ref || github.run_id }}",
+                       {**context, "event_name": "release"}) == "d-11"
+    assert _expression("pr-${{ github.event.pull_request.number }}", context) == "pr-"
+
+
+def _concurrency_groups() -> dict[str, list[tuple[str, str, str]]]:
+    """group -> the (workflow, event, run id) of every run or job that would queue in it, two runs per
+    event kind a workflow is triggered by."""
+    groups: dict[str, list[tuple[str, str, str]]] = {}
+    run_id = 100
+    for name in USER_WORKFLOWS:
+        workflow = _workflow(name)
+        for event in workflow["on"]:
+            for _ in range(2):
+                run_id += 1
+                # each run is its own comment and release (one fires per event)
+                context = {**_CONTEXTS[event], "run_id": str(run_id),
+                           "event": {**_CONTEXTS[event].get("event", {}), "comment": {"id": run_id},
+                                     "release": {"id": run_id}}}
+                levels = [workflow.get("concurrency")] + [job.get("concurrency") for job in workflow["jobs"].values()]
+                for concurrency in filter(None, levels):
+                    group = concurrency if isinstance(concurrency, str) else concurrency["group"]
+                    assert isinstance(concurrency, str) or concurrency.get("cancel-in-progress") in (None, False), \
+                        f"{name}: a run in progress is never cancelled"
+                    groups.setdefault(_expression(group, context), []).append((name, event, str(run_id)))
+    return groups
+
+
+def test_no_one_shot_event_can_be_cancelled_through_a_concurrency_group():
+    """GitHub keeps one running and one pending run per concurrency group and cancels the pending one when
+    another queues. A release, `/deploy`, `/rollback` or dispatched rollback fires once: none may share a
+    group with another run; only runs that supersede each other (pushes of one branch, scheduled runs, one
+    PR's events) may."""
+    groups = _concurrency_groups()
+    assert groups, "the shipped workflows declare their concurrency"
+    for group, members in groups.items():
+        runs = {(name, event) for name, event, _ in members}
+        if len({run_id for *_, run_id in members}) < 2:
+            continue
+        assert any(runs <= family for family in _SUPERSEDING), \
+            f"group {group!r} would let GitHub cancel a pending run of {sorted(runs)}"
+    deploy_pushes = [g for g, members in groups.items() if ("meshbot-deploy.yml", "push") in
+                     {(n, e) for n, e, _ in members}]
+    assert deploy_pushes == ["meshbot-deploy-refs/heads/main"], "pushes of the default branch deploy one at a time"
 
 
 def test_no_expression_is_expanded_inside_a_shell_script():

@@ -77,7 +77,7 @@ class HostileEngine(FakeEngine):
             raise EngineError(f"model `shop.orders` failed: [USER_RAISED_EXCEPTION] invalid name: {HOSTILE}")
         return super().apply(plan, progress=progress)
 
-    def run(self, environment="prod", *, execution_time=None, progress=None):
+    def run(self, environment="prod", *, execution_time=None, progress=None, skip_when_busy=False):
         raise EngineError(f"model `shop.orders` failed: {HOSTILE}")
 
 

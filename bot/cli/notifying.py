@@ -40,12 +40,13 @@ class NotifyingContext(Context):
         return result
 
     def run(self, environment: str = "prod", *, execution_time: str | None = None,
-            progress: ProgressCallback | None = None) -> RunResult:
+            progress: ProgressCallback | None = None, skip_when_busy: bool = False) -> RunResult:
         from bot.report.notify import evaluated_models
 
         self.notifier.send("run_start", environment)
         try:
-            result = super().run(environment, execution_time=execution_time, progress=progress)
+            result = super().run(environment, execution_time=execution_time, progress=progress,
+                                 skip_when_busy=skip_when_busy)
         except BotError as error:
             self.notifier.failed("run", environment, error)
             raise

@@ -47,23 +47,31 @@ def rollback(ctx: click.Context, environment: str, to_plan_id: str | None, as_js
 @click.command()
 @click.argument("environment", required=False, default="prod")
 @click.option("--execution-time", default=None, help="Run as of this time (default: now).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--skip-if-busy", is_flag=True,
+              help="When a plan or run of ENVIRONMENT is in flight, evaluate nothing and exit 0 instead of "
+                   "waiting its turn (for a cron that fires again soon).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 @handle_errors
-def run(ctx: click.Context, environment: str, execution_time: str | None, as_json: bool) -> None:
+def run(ctx: click.Context, environment: str, execution_time: str | None, skip_if_busy: bool,
+        as_json: bool) -> None:
     """Evaluate the intervals due by each model's cron in ENVIRONMENT (default prod)."""
     reporter = TerminalReporter(json_mode=as_json)
     with reporter.progress("Running") as progress:
-        result = context_of(ctx).run(environment, execution_time=execution_time, progress=progress)
+        result = context_of(ctx).run(environment, execution_time=execution_time, progress=progress,
+                                     skip_when_busy=skip_if_busy)
     if as_json:
-        reporter.json({"environment": result.environment,
+        reporter.json({"environment": result.environment, "skipped_for": result.busy or None,
                        "execution_time": iso(result.execution_time),
                        "evaluated": [{"model": m, "start": iso(a), "end": iso(b)}
                                      for m, a, b in result.evaluated]})
         return
     for warning in result.audit_warnings:
         reporter.warning(warning.describe())
-    if result.nothing_due:
+    if result.busy:
+        reporter.text(f"Skipped `{result.environment}`: {result.busy} is in flight; the next run "
+                      "processes what is due.")
+    elif result.nothing_due:
         reporter.text(f"Nothing due in `{result.environment}` at {iso(result.execution_time)}.")
     else:
         models = len({m for m, _, _ in result.evaluated})

@@ -122,9 +122,11 @@ def read_json(path: str | Path, *, what: str) -> Any:
 def load_event(*, name: str, path: str | Path, repository: str | None = None, ref: str | None = None) -> Event:
     """Read the payload file GitHub wrote (GITHUB_EVENT_PATH) and parse it.
 
-    A `schedule` payload names no repository: `repository` (GITHUB_REPOSITORY) and `ref` (GITHUB_REF, the
-    default branch a schedule runs on) stand in for it."""
+    A `schedule` payload names no ref (and, in older runners, no repository): `ref` (GITHUB_REF, the default
+    branch a schedule runs on) and `repository` (GITHUB_REPOSITORY) stand in for them."""
     payload = read_json(path, what="event payload (GITHUB_EVENT_PATH / --event-path)")
+    if isinstance(payload, dict) and name in ("schedule", "workflow_dispatch") and not payload.get("ref") and ref:
+        payload = {**payload, "ref": ref}
     if isinstance(payload, dict) and "repository" not in payload and repository and "/" in repository:
         owner, _, repo = repository.partition("/")
         branch = ref[len("refs/heads/"):] if ref and ref.startswith("refs/heads/") else "main"

@@ -154,9 +154,10 @@ class TimedContext:
                            loads=False, spark=True)
 
     def run(self, environment: str = "prod", *, execution_time: str | None = None,
-            progress: ProgressCallback | None = None) -> RunResult:
+            progress: ProgressCallback | None = None, skip_when_busy: bool = False) -> RunResult:
         return self._timed("apply", lambda: self._context.run(environment, execution_time=execution_time,
-                                                               progress=progress), loads=True, spark=False)
+                                                               progress=progress, skip_when_busy=skip_when_busy),
+                           loads=True, spark=False)
 
     def environment_names(self) -> list[str]:
         return self._timed("plan", self._context.environment_names, loads=False, spark=False)

@@ -22,6 +22,14 @@ WAIT_ENV = "MESHBOT_LEASE_WAIT"
 Notice = Callable[[str], None]
 
 
+class LeaseBusy(PlanError):
+    """Another live process held the key for longer than this process would wait."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message)
+        self.holder = holder      # describe(key, holder): who, what and since when
+
+
 JANITOR_KEY = "janitor"
 _ENVIRONMENT = "environment:"
 
@@ -52,6 +60,16 @@ def _seconds(variable: str, default: float) -> float:
     return value
 
 
+@dataclass(frozen=True)
+class _Deadline:
+    at: float         # time.monotonic() at which waiting stops
+    wait_s: float
+
+    @classmethod
+    def after(cls, wait_s: float) -> "_Deadline":
+        return cls(time.monotonic() + wait_s, wait_s)
+
+
 @dataclass
 class Claims:
     """Leases held by one owner; a heartbeat thread renews them every ttl/3 while any is held."""
@@ -68,18 +86,21 @@ class Claims:
     _heartbeat: threading.Thread | None = None
 
     @contextmanager
-    def hold(self, key: str, purpose: str, *, notice: Notice | None = None) -> Iterator[Lease]:
-        """Hold `key` for the block, waiting (with one line through `notice`) while another owner has it."""
-        lease = self.acquire(key, purpose, notice=notice)
+    def hold(self, key: str, purpose: str, *, notice: Notice | None = None,
+             wait_s: float | None = None) -> Iterator[Lease]:
+        """Hold `key` for the block, waiting (with one line through `notice`) while another owner has it,
+        at most `wait_s` (default: this process's wait) before raising LeaseBusy."""
+        lease = self.acquire(key, purpose, notice=notice, wait_s=wait_s)
         try:
             yield lease
         finally:
             self.release(key)
 
-    def acquire(self, key: str, purpose: str, *, notice: Notice | None = None) -> Lease:
+    def acquire(self, key: str, purpose: str, *, notice: Notice | None = None,
+                wait_s: float | None = None) -> Lease:
         """Take `key`, waiting while another owner holds it. An environment's lease is not kept while
         the janitor holds its own: it is given back, and taken again once the janitor is done."""
-        deadline = time.monotonic() + self.wait_s
+        deadline = _Deadline.after(self.wait_s if wait_s is None else wait_s)
         first: Lease | None = None
         while True:
             lease = self._take(key, purpose, notice, deadline)
@@ -97,12 +118,12 @@ class Claims:
     def hold_janitor(self, *, notice: Notice | None = None) -> Iterator[Lease]:
         """The janitor's turn: hold its lease, then wait until no plan or run holds an environment's
         lease (one in flight may be about to reuse any table), for the block."""
-        deadline = time.monotonic() + self.wait_s
+        deadline = _Deadline.after(self.wait_s)
         with self.hold(JANITOR_KEY, "janitor", notice=notice) as lease:
             self._wait_while(self._writer, None, notice, deadline)
             yield lease
 
-    def _take(self, key: str, purpose: str, notice: Notice | None, deadline: float) -> Lease:
+    def _take(self, key: str, purpose: str, notice: Notice | None, deadline: _Deadline) -> Lease:
         ttl_ms = int(self.ttl_s * 1000)
         while True:
             lease = self.state.acquire_lease(key, owner=self.owner, purpose=purpose, ttl_ms=ttl_ms)
@@ -132,20 +153,20 @@ class Claims:
         return holder is not None and holder.owner != self.owner and not _dead_here(holder.owner)
 
     def _wait_while(self, blocker: Callable[[], tuple[str, LeaseHolder] | None], told_key: str | None,
-                    notice: Notice | None, deadline: float) -> None:
+                    notice: Notice | None, deadline: _Deadline) -> None:
         while (found := blocker()) is not None:
             self._waiting(found[0], found[1], notice, deadline, told_key=told_key)
 
-    def _waiting(self, key: str, holder: LeaseHolder, notice: Notice | None, deadline: float,
+    def _waiting(self, key: str, holder: LeaseHolder, notice: Notice | None, deadline: _Deadline,
                  told_key: str | None = None) -> None:
         """One waiting line per holder (not per batch it writes), giving up at `deadline`, else a pause."""
         told = told_key or key
+        if time.monotonic() >= deadline.at:   # before the waiting line: a caller that does not wait never waits
+            raise LeaseBusy(f"gave up after {deadline.wait_s:g}s ({WAIT_ENV}) waiting for "
+                            f"{describe(key, holder)}; re-run later", describe(key, holder))
         if notice is not None and self._told.get(told) != holder.owner:
             self._told[told] = holder.owner
             notice("waiting for " + describe(key, holder))
-        if time.monotonic() >= deadline:
-            raise PlanError(f"gave up after {self.wait_s:g}s ({WAIT_ENV}) waiting for "
-                            f"{describe(key, holder)}; re-run later")
         time.sleep(min(0.5, self.ttl_s / 10))
 
     def release(self, key: str) -> None:

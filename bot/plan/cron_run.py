@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
@@ -10,7 +11,7 @@ from bot.errors import PlanError
 from bot.intervals import Interval, format_interval, interval_unit, missing_intervals
 from bot.plan.backfill import due_batches_of
 from bot.plan.batch import BatchRunner, BatchWriter
-from bot.plan.claims import Claims, environment_key
+from bot.plan.claims import Claims, LeaseBusy, environment_key
 from bot.plan.definition import ProgressCallback
 from bot.plan.evaluator import raise_failures, task_scope_for, finish_promotion, order_snapshots
 from bot.plan.parents import ParentCheck, model_start, require_parents
@@ -43,6 +44,7 @@ class RunResult:
     evaluated: tuple[tuple[str, int, int], ...] = ()
     audit_warnings: tuple[AuditResult, ...] = ()
     reused: tuple[tuple[str, int, int], ...] = ()
+    busy: str = ""      # skipped: who held the environment (a run asked not to wait for it)
 
     @property
     def nothing_due(self) -> bool:
@@ -123,13 +125,14 @@ def require_environment(state: StateSync, name: str) -> Environment:
 def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callable[[Snapshot], Model],
                     environment: str, execution_time: int, default_start: str | None = None,
                     progress: ProgressCallback | None = None, concurrent_tasks: int = 1,
-                    claims: Claims | None = None) -> RunResult:
+                    claims: Claims | None = None, skip_when_busy: bool = False) -> RunResult:
     """Evaluate every due batch of `environment`, recording each one as soon as it finishes.
 
     Models run as plan apply backfills them: each model's batches in order, independent models up
     to `concurrent_tasks` at once, a model after everything upstream of it; a failure stops its
     downstream only, and the run then fails naming it. With `claims` the environment's lease is
-    held throughout (a plan or run of it waits), so what is due is read only once it is this run's turn.
+    held throughout (a plan or run of it waits), so what is due is read only once it is this run's turn;
+    with `skip_when_busy` a run that finds it held evaluates nothing and says who held it (`busy`).
     """
     if claims is None:
         return _run(state=state, runner=runner, models_for=models_for, environment=environment,
@@ -140,7 +143,14 @@ def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callab
         if progress:
             progress(line, 0, 0)
 
-    with claims.hold(environment_key(environment), f"run of `{environment}`", notice=notice):
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(claims.hold(environment_key(environment), f"run of `{environment}`",
+                                            notice=notice, wait_s=0 if skip_when_busy else None))
+        except LeaseBusy as busy:
+            if not skip_when_busy:
+                raise
+            return RunResult(environment=environment, execution_time=execution_time, busy=busy.holder)
         return _run(state=state, runner=runner, models_for=models_for, environment=environment,
                     execution_time=execution_time, default_start=default_start, progress=progress,
                     concurrent_tasks=concurrent_tasks, claims=claims)
@@ -148,7 +158,8 @@ def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callab
 
 def run_on_spark(work: SparkWork, environment: str, *,
                  statements: tuple[EnvironmentStatements, EnvironmentStatements],
-                 execution_time: str | None = None, progress: ProgressCallback | None = None) -> RunResult:
+                 execution_time: str | None = None, progress: ProgressCallback | None = None,
+                 skip_when_busy: bool = False) -> RunResult:
     """`run` of `environment`: the config's before_all `statements`, every due batch as of
     `execution_time` (default: now), then its after_all."""
     before_all, after_all = statements
@@ -157,7 +168,8 @@ def run_on_spark(work: SparkWork, environment: str, *,
     result = run_environment(state=work.state, runner=runner, models_for=runner.model_for, environment=environment,
                              execution_time=execution_ms(execution_time),
                              default_start=runner.config.model_defaults.start, progress=progress,
-                             concurrent_tasks=runner.concurrent_tasks, claims=work.claims)
+                             concurrent_tasks=runner.concurrent_tasks, claims=work.claims,
+                             skip_when_busy=skip_when_busy)
     runner.environment_statements(after_all, environment)
     return result
 

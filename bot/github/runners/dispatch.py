@@ -98,12 +98,7 @@ def _deploy(run: BotRun, decision: Decision) -> int:
 def _run(run: BotRun) -> int:
     """A scheduled or dispatched run works on prod with prod's credentials: only on a prod branch's
     commit, exactly the one the event names, and never from a cache on disk."""
-    event = run.event
-    refusal = None
-    if not run.settings.is_prod_branch(event.branch, event.repo.default_branch):
-        refusal = Refusal(RefusalKind.NOT_PROD_BRANCH, event.ref or "", event.repo.default_branch).text
-    elif run.sha:
-        refusal = checkout_refusal(run.sha, run.checkout_head, "the commit of the event (GITHUB_SHA)")
+    refusal = _dispatched_refusal(run)
     if refusal is not None:
         run.outputs.summary(JobNote(NoteKind.SAYS, text=refusal).line)
         return 1
@@ -121,8 +116,8 @@ def _rollback(run: BotRun, decision: Decision) -> int:
     if refusal is None:
         refusal = (authorize_rollback(run.event, run.settings, run.github).refusal if decision.command
                    else authorize_dispatched_rollback(run.event, run.settings, run.github))
-    if refusal is None and not decision.command and run.sha:
-        refusal = checkout_refusal(run.sha, run.checkout_head, "the commit of the event (GITHUB_SHA)")
+    if refusal is None and not decision.command:
+        refusal = _dispatched_refusal(run)
     if refusal is None:
         head = run.checkout_head
         refusal = (release_refusal(head, run.event.repo.default_branch, run.on_default_branch,
@@ -138,6 +133,17 @@ def _rollback(run: BotRun, decision: Decision) -> int:
         run.github.add_reaction(comment.id, "rocket")
     run.open_project(read_cache=False)
     return rollback_environment(run, environment=decision.environment, to_plan_id=rollback_target(decision.options))
+
+
+def _dispatched_refusal(run: BotRun) -> str | None:
+    """A scheduled or dispatched job runs with prod's credentials the code of the ref it was started on,
+    which a writer picks for a dispatch: only a prod branch, exactly the commit the event names."""
+    event = run.event
+    if not run.settings.is_prod_branch(event.branch, event.repo.default_branch):
+        return Refusal(RefusalKind.NOT_PROD_BRANCH, event.ref or "", event.repo.default_branch).text
+    if run.sha:
+        return checkout_refusal(run.sha, run.checkout_head, "the commit of the event (GITHUB_SHA)")
+    return None
 
 
 def _untrusted_refusal(run: BotRun) -> str | None:

@@ -24,8 +24,9 @@ class ModelRun:
 @dataclass(frozen=True)
 class EnvironmentRun:
     name: str
-    outcome: str        # processed, nothing due, skipped (never deployed) or failed (templates/run.md.j2 says it)
+    outcome: str        # processed, nothing due, skipped (never deployed), busy or failed (run.md.j2 says it)
     error: str = ""     # why it failed
+    busy: str = ""      # who held the environment, for a scheduled run that did not wait
     models: tuple[ModelRun, ...] = ()
     batches: int = 0
     reused: int = 0
@@ -45,31 +46,41 @@ class RunReport:
     def ok(self) -> bool:
         return all(env.ok for env in self.environments)
 
+    @property
+    def busy(self) -> tuple[EnvironmentRun, ...]:
+        return tuple(env for env in self.environments if env.outcome == "busy")
+
 
 def run_environments(run: BotRun) -> int:
     """`meshbot run` for prod and, when merges deploy elsewhere (staging), that environment too; each one
     independently. Exit 1 when any of them failed."""
     names = list(dict.fromkeys(["prod", run.settings.merge_environment]))
+    # A schedule fires again within the hour; a deploy it would wait for can take longer than that
+    scheduled = run.event.name == "schedule"
     existing = set(run.context.environment_names())
     notifier = notifier_for(run)
     report = RunReport(gateway=run.settings.gateway,
-                       environments=tuple(_run_one(run, name, existing, notifier) for name in names))
+                       environments=tuple(_run_one(run, name, existing, notifier, skip_when_busy=scheduled)
+                                          for name in names))
     run.outputs.set("run_status", "success" if report.ok else "failure")
     run.outputs.summary(render("run.md.j2", report))
     return 0 if report.ok else 1
 
 
-def _run_one(run: BotRun, name: str, existing: set[str], notifier: Notifier) -> EnvironmentRun:
+def _run_one(run: BotRun, name: str, existing: set[str], notifier: Notifier, *,
+             skip_when_busy: bool) -> EnvironmentRun:
     if name not in existing:
         return EnvironmentRun(name, "skipped")
     began = time.perf_counter()
     notifier.send("run_start", name)
     try:
-        result = run.context.run(name)
+        result = run.context.run(name, skip_when_busy=skip_when_busy)
     except BotError as error:
         notifier.failed("run", name, error)
         return EnvironmentRun(name, "failed", error=error_text(error), seconds=time.perf_counter() - began)
     notifier.send("run_end", name, models=evaluated_models(result.evaluated))
+    if result.busy:
+        return EnvironmentRun(name, "busy", busy=result.busy, seconds=time.perf_counter() - began)
     by_model: dict[str, list[tuple[int, int]]] = {}
     for model, start, end in result.evaluated:
         by_model.setdefault(model, []).append((start, end))
