@@ -51,3 +51,25 @@ def test_spark_frame_into_unique_key_and_bad_return_type(engine):
     assert engine.fetch(f"SELECT * FROM {table} ORDER BY id") == [{"id": 1, "v": "b"}, {"id": 2, "v": "c"}]
     with pytest.raises(EngineError, match="must return a Spark or pandas DataFrame, not dict"):
         to_spark_df(spark, {"id": 1})
+
+
+@pytest.mark.parametrize("column, values, shown", [
+    ("amount", ["1.5", "twelve"], "'twelve'"),           # text in a DOUBLE column
+    ("id", [1, 99_999_999_999], "'99999999999'"),         # a pandas int64 beyond INT
+    ("id", [1.0, 12.7], "'12.7'"),                        # a fraction in an INT column
+])
+def test_a_returned_value_that_does_not_fit_its_declared_column_fails_and_writes_nothing(engine, column, values,
+                                                                                         shown):
+    kind = Kind(name=KindName.FULL)
+    table = f"{engine.db}.typed__1"
+    columns = [("id", "INT"), ("amount", "DOUBLE")]
+    create_physical(engine, kind=kind, table=table, query_sql=None, columns=columns)
+    evaluate(engine, kind=kind, table=table, query=pd.DataFrame({"id": [7], "amount": [7.5]}), start=0, end=DAY,
+             execution_time=DAY, first_run=True)
+    frame = pd.DataFrame({"id": [1, 2], "amount": [1.0, 2.0]}).assign(**{column: values})
+    with pytest.raises(EngineError) as error:
+        evaluate(engine, kind=kind, table=table, query=frame, start=0, end=DAY, execution_time=DAY, first_run=False)
+    kind_of = dict(columns)[column]
+    assert f"column `{column}` is {kind_of}, and the value {shown} does not fit it" in str(error.value)
+    assert "USER_RAISED_EXCEPTION" not in str(error.value)
+    assert engine.fetch(f"SELECT * FROM {table}") == [{"id": 7, "amount": 7.5}]

@@ -226,3 +226,39 @@ def test_an_input_row_naming_a_column_its_model_does_not_declare_fails_the_test(
     assert not result.passed
     assert result.message.endswith("error: input `s.a`: detected unknown column(s) not_a_column "
                                    "(expected column(s): x, y)"), result.message
+
+
+def test_an_input_value_that_does_not_fit_its_declared_column_fails_the_test(spark, tmp_path):
+    # SQLMesh 0.236.4 on DuckDB fails both tests ("Could not convert string 'twelve' to DOUBLE", "value
+    # 99999999999 ... out of range for the destination type INT32"); a NULL would let them pass
+    root = tmp_path / "p"
+    (root / "models").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "config.yaml").write_text("model_defaults:\n  dialect: duckdb\n")
+    (root / "models" / "a.sql").write_text("MODEL (name s.a, kind FULL, columns (x DOUBLE, y INT));\nSELECT 1.0 AS x, 2 AS y")
+    (root / "models" / "b.sql").write_text("MODEL (name s.b, kind FULL);\nSELECT x, y FROM s.a")
+    (root / "tests" / "test_b.yaml").write_text(dedent("""
+        test_text:
+          model: s.b
+          inputs:
+            s.a: [{x: twelve, y: 2}]
+          outputs:
+            query: [{x: null, y: 2}]
+        test_range:
+          model: s.b
+          inputs:
+            s.a: [{x: 1.5, y: 99999999999}]
+          outputs:
+            query: [{x: 1.5, y: null}]
+        test_fits:
+          model: s.b
+          inputs:
+            s.a: [{x: '2.5', y: 3}]
+          outputs:
+            query: [{x: 2.5, y: 3}]
+    """))
+    results = {r.name: r for r in run_tests(project=load_project(root, use_cache=False), engine=SparkEngine(spark)).results}
+    assert results["test_fits"].passed, results["test_fits"].message
+    assert not results["test_text"].passed and not results["test_range"].passed
+    assert "column `x` is DOUBLE, and the value 'twelve' does not fit it" in results["test_text"].message
+    assert "column `y` is INT, and the value '99999999999' does not fit it" in results["test_range"].message

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import UNESCAPED_SEQUENCES
 
 from bot.errors import ConfigError
 from bot.project.header import (Prop, parse_props, parse_value, value_bool, value_int, value_items,
@@ -139,13 +141,42 @@ def _csv_settings(prop: Prop, value: exp.Expression, dialect: str, path: Path) -
             key, raw = item.alias, item.this
         else:
             raise ConfigError("`csv_settings` expects `(name = value, ...)`", path=path, line=prop.line)
-        if isinstance(raw, exp.Boolean):
+        if key.lower() == "na_values":
+            settings.append(("na_values", na_values_setting(_na_values(raw, dialect, path, prop.line))))
+        elif isinstance(raw, exp.Boolean):
             settings.append((key.lower(), bool(raw.this)))
         elif isinstance(raw, exp.Literal) and not raw.is_string:
             settings.append((key.lower(), int(raw.this) if raw.is_int else float(raw.this)))
         else:
-            settings.append((key.lower(), value_text(raw, dialect)))
+            text = value_text(raw, dialect)
+            # a dialect that reads no backslash escapes keeps '\t' as two characters; SQLMesh maps them back
+            settings.append((key.lower(), UNESCAPED_SEQUENCES.get(text, text)))
     return tuple(settings)
+
+
+def _na_values(raw: exp.Expression, dialect: str, path: Path, line: int | None) -> list[Any] | dict[str, list[Any]]:
+    """`na_values = 'x'`, `('x', 'y')` or, per column, `(col = ('x'), other = ('y', 'z'))`, as SQLMesh reads them."""
+    def values(node: exp.Expression) -> list[Any]:
+        items = [node.unnest()] if isinstance(node, exp.Paren) or not isinstance(node, (exp.Tuple, exp.Array)) \
+            else node.expressions
+        try:
+            return [item.to_py() for item in items]
+        except ValueError:
+            raise ConfigError(f"`csv_settings` na_values must be literals, not `{node.sql(dialect)}`",
+                              path=path, line=line) from None
+
+    items = raw.expressions if isinstance(raw, (exp.Tuple, exp.Array)) else [raw.unnest()]
+    if items and isinstance(items[0], (exp.EQ, exp.PropertyEQ)):
+        return {value_text(item.left, dialect): values(item.right) for item in items}
+    return values(raw)
+
+
+def na_values_setting(value: Any) -> str:
+    """na_values as kept in a model (JSON text, so a definition stays plain data): a list, or a column's list
+    per column name."""
+    if isinstance(value, dict):
+        return json.dumps({str(k): list(v) if isinstance(v, (list, tuple)) else [v] for k, v in value.items()})
+    return json.dumps(list(value) if isinstance(value, (list, tuple)) else [value])
 
 
 def _check_required(fields: dict[str, Any], *, path: Path, line: int | None) -> None:

@@ -19,6 +19,7 @@ from bot.errors import ConfigError
 from bot.project.blueprints import Blueprint, as_sql_pairs, blueprint_from_python, interpolate_braced
 from bot.project.config import ModelDefaults
 from bot.project.files import read_text
+from bot.project.kinds import na_values_setting
 from bot.project.model import KIND_ALIASES, AuditRef, Kind, KindName, Model, OnDestructiveChange
 from bot.project.sqlmesh_shim import project_imports, project_root, sqlmesh_shim, unsupported_import
 from bot.project.sqltext import normalize_name, parse_sql, table_references
@@ -121,7 +122,8 @@ def _kind_value(key: str, value: Any, path: Path) -> Any:
     if key == "time_column" and isinstance(value, (list, tuple)):
         return value
     if key == "csv_settings" and isinstance(value, Mapping):
-        return tuple(value.items())
+        return tuple((str(k).lower(), na_values_setting(v) if str(k).lower() == "na_values" else v)
+                     for k, v in value.items())
     if key == "materialization_properties" and isinstance(value, Mapping):
         return exp.Tuple(expressions=[exp.EQ(this=exp.column(str(k)), expression=v if isinstance(v, exp.Expression)
                                              else exp.convert(v)) for k, v in value.items()]).sql()

@@ -19,6 +19,7 @@ from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, to_datetime, to_m
 from bot.quality.api import TestResult, TestSuiteResult
 from bot.quality.compare import compare_rows, describe
 from bot.quality.unit_test_files import TestData, UnitTest, load_test_files
+from bot.spark.casts import fitting_cast_sql, guarded_sql, is_checked
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors
 from bot.spark.python_context import ExecutionContext, python_model_frame
@@ -140,16 +141,44 @@ def input_sql(data: TestData, declared: Sequence[tuple[str, str]], *, test: Unit
     kinds = [types.get(c.lower()) or infer_type([row.get(c) for row in data.rows]) for c in columns]
     built = [exp.DataType.build(k, dialect="spark") if k else None for k in kinds]
     rows = data.rows or ({},)
+    # A value that may not fit its column is cast with try_cast in the rows and checked against its text
+    # outside them (an inline table cannot fail), so a bad value fails the test instead of reading as NULL
+    checked = {c for c, t in zip(columns, built) if t is not None and is_checked(t.sql(dialect="spark"))}
+    raw = {c: f"__raw_{i}" for i, c in enumerate(columns) if c in checked}
     values = exp.Values(expressions=[
-        exp.Tuple(expressions=[exp.cast(literal(row.get(c)), t) if t is not None else literal(row.get(c))
-                               for c, t in zip(columns, built)])
+        exp.Tuple(expressions=[*(typed_literal(row.get(c), t) for c, t in zip(columns, built)),
+                               *(exp.cast(literal(row.get(c)), "STRING") for c in columns if c in checked)])
         for row in rows])
-    values.set("alias", exp.TableAlias(this=exp.to_identifier("__rows"),
-                                       columns=[exp.to_identifier(c, quoted=True) for c in columns]))
-    select = exp.select(*(exp.column(c, quoted=True) for c in columns)).from_(values)
+    values.set("alias", exp.TableAlias(this=exp.to_identifier("__rows"), columns=[
+        exp.to_identifier(c, quoted=True) for c in [*columns, *raw.values()]]))
+    select = exp.select(*(
+        exp.alias_(exp.maybe_parse(guarded_sql(_quoted(c), _quoted(raw[c]), c, t.sql(dialect="spark")),
+                                   dialect="spark"), c, quoted=True) if c in checked
+        else exp.column(c, quoted=True) for c, t in zip(columns, built))).from_(values)
     if not data.rows:
         select = select.where(exp.false())
     return select.sql(dialect="spark", identify=True)
+
+
+def typed_literal(value: Any, kind: exp.DataType | None) -> exp.Expression:
+    """A YAML value as type `kind`: NULL where it does not fit (text in a number column, a number beyond its
+    range, a date that is not one), never a wrapped or truncated value; input_sql fails the test then."""
+    if kind is None:
+        return literal(value)
+    target = kind.sql(dialect="spark")
+    source_type = _LITERAL_TYPES.get(type(value))
+    if value is None or source_type is None or not is_checked(target):
+        return exp.cast(literal(value), kind)
+    cast = fitting_cast_sql(literal(value).sql(dialect="spark"), source_type, target)
+    return exp.cast(exp.maybe_parse(cast, dialect="spark"), kind)
+
+
+def _quoted(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql(dialect="spark")
+
+
+_LITERAL_TYPES = {str: "string", int: "bigint", float: "double", Decimal: "decimal(38,18)", bool: "boolean",
+                  date: "date", datetime: "timestamp"}
 
 
 def infer_type(values: Sequence[Any]) -> str | None:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from bot.errors import EngineError
 
 _MAX_MESSAGE_LINES = 4
+_RAISED, _RAISED_STATE = "[USER_RAISED_EXCEPTION] ", " SQLSTATE: P0001"
 
 
 def spark_message(exc: BaseException) -> str:
@@ -16,6 +17,8 @@ def spark_message(exc: BaseException) -> str:
 
     >>> spark_message(Exception("[X] Bad thing. SQLSTATE: 42000;\\n'Project [*]\\n+- x"))
     '[X] Bad thing. SQLSTATE: 42000;'
+    >>> spark_message(Exception("[USER_RAISED_EXCEPTION] bad name: x SQLSTATE: P0001"))
+    'bad name: x'
     """
     is_py4j = any(cls.__name__ == "Py4JJavaError" for cls in type(exc).__mro__)
     text = _java_message(exc) if is_py4j else str(exc)
@@ -24,6 +27,8 @@ def spark_message(exc: BaseException) -> str:
     if not lines:
         return type(exc).__name__
     first = lines[0].removeprefix(": ").strip()
+    if first.startswith(_RAISED):     # RAISE_ERROR's own text (a model's guard, a value that does not fit)
+        first = first.removeprefix(_RAISED).removesuffix(_RAISED_STATE).rstrip()
     if "== SQL ==" in lines:
         start = lines.index("== SQL ==") + 1
         snippet = [line for line in lines[start:start + _MAX_MESSAGE_LINES] if not line.startswith("\tat ")]

@@ -7,6 +7,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from bot.errors import EngineError
+from bot.spark.casts import conform
 from bot.spark.types import columns_ddl, quote_identifier
 
 if TYPE_CHECKING:
@@ -62,19 +63,3 @@ def _from_pandas(session: "SparkSession", frame: Any, columns: Sequence[tuple[st
         strings = ", ".join(f"{quote_identifier(name)} STRING" for name, _ in columns)
         raw = session.createDataFrame(frame.astype(str).where(frame.notna(), None), strings)
     return conform(raw, columns)
-
-
-def conform(frame: "DataFrame", columns: Sequence[tuple[str, str]]) -> "DataFrame":
-    """Select `columns` from `frame` by name (case-insensitive) or, failing that, by position, cast to their types."""
-    from pyspark.sql import functions as F
-
-    available = {name.lower(): name for name in frame.columns}
-    if all(name.lower() in available for name, _ in columns):
-        sources = [available[name.lower()] for name, _ in columns]
-    elif len(frame.columns) == len(columns):
-        sources = list(frame.columns)
-    else:
-        raise EngineError(f"query returns columns ({', '.join(frame.columns)}) but the table has "
-                          f"({', '.join(name for name, _ in columns)})")
-    return frame.select([F.col(quote_identifier(src)).cast(kind).alias(name)
-                         for src, (name, kind) in zip(sources, columns)])

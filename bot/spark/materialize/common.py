@@ -13,7 +13,8 @@ from bot.errors import EngineError
 from bot.spark.engine import SWAP_SUFFIX, SparkEngine
 from bot.spark.errors import error_class, spark_errors
 from bot.spark.sql import parse_query, quote_table, spark_sql, split_table, table_expression
-from bot.spark.python_eval import conform, to_spark_df
+from bot.spark.casts import conform
+from bot.spark.python_eval import to_spark_df
 from bot.spark.stand_ins import with_stand_ins
 from bot.spark.types import data_type, quote_identifier, schema_columns, to_spark_type
 

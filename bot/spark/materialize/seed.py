@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +13,9 @@ from bot.project.model import Kind
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors
 from bot.spark.materialize import common
+from bot.spark.casts import conform, fitting_cast_sql, is_checked, source_columns
 from bot.spark.python_eval import to_spark_df
-from bot.spark.types import schema_columns, to_spark_type
+from bot.spark.types import quote_identifier, schema_columns, to_spark_type
 
 # csv_settings keys SQLMesh accepts, passed to pandas.read_csv under these names.
 _PANDAS_SETTINGS = {"delimiter": "sep", "quotechar": "quotechar", "doublequote": "doublequote",
@@ -46,7 +49,8 @@ def _table_columns(engine: SparkEngine, table: str) -> list[tuple[str, str]] | N
 
 def read_seed(engine: SparkEngine, *, kind: Kind, table: str,
               columns: Sequence[tuple[str, str]] | None) -> Any:
-    """The seed CSV as a Spark DataFrame; with `columns`, values are read as text and cast by Spark."""
+    """The seed CSV as a Spark DataFrame; with `columns`, values are read as text and cast by Spark, and a
+    value that does not fit its column stops the load naming the file's line, the column and the value."""
     import pandas as pd
 
     if not kind.seed_path:
@@ -59,11 +63,77 @@ def read_seed(engine: SparkEngine, *, kind: Kind, table: str,
         data = pd.read_csv(path, **options)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise EngineError(f"{path}: cannot read seed of {table}: {str(exc).splitlines()[0]}") from exc
-    if columns and options.get("header", 0) is None:
+    if not columns:
+        with spark_errors(f"loading seed {path} into {table}"):
+            return to_spark_df(engine.session, data)
+    if options.get("header", 0) is None:
         data.columns = [name for name, _ in columns][:len(data.columns)]
-    typed = [(name, to_spark_type(kind_)) for name, kind_ in columns] if columns else None
+    typed = [(name, to_spark_type(kind_)) for name, kind_ in columns]
     with spark_errors(f"loading seed {path} into {table}"):
-        return to_spark_df(engine.session, data, typed)
+        text = _text_frame(engine.session, data)
+        _refuse_what_does_not_fit(text, typed, path=path, options=options)
+        return conform(text.drop(_RECORD), typed)
+
+
+_RECORD = "__meshbot_seed_record"
+
+
+def _text_frame(session: Any, data: Any) -> Any:
+    """Every field as text (an empty field as NULL), with the record's position in the file."""
+    names = [str(name) for name in data.columns]
+    rows = [(*(None if value is None or value != value else str(value) for value in record), index)
+            for index, record in enumerate(data.itertuples(index=False, name=None))]
+    schema = ", ".join([*(f"{quote_identifier(name)} STRING" for name in names), f"{_RECORD} BIGINT"])
+    return session.createDataFrame(rows, schema)
+
+
+def _refuse_what_does_not_fit(text: Any, typed: Sequence[tuple[str, str]], *, path: Path,
+                              options: dict[str, Any]) -> None:
+    from pyspark.sql import functions as F
+
+    sources = source_columns([c for c in text.columns if c != _RECORD], typed)
+    checked = [(source, name, kind) for source, (name, kind) in zip(sources, typed) if is_checked(kind)]
+    if not checked:
+        return
+    flags = [F.expr(f"{quote_identifier(source)} IS NOT NULL AND "
+                    f"({fitting_cast_sql(quote_identifier(source), 'string', kind)}) IS NULL")
+             for source, _, kind in checked]
+    first = (text.select(F.col(_RECORD), *(flag.alias(f"bad{i}") for i, flag in enumerate(flags)),
+                         *(F.col(quote_identifier(source)).alias(f"value{i}") for i, (source, _, _) in enumerate(checked)))
+             .where(reduce(lambda a, b: a | b, [F.col(f"bad{i}") for i in range(len(flags))]))
+             .orderBy(_RECORD).limit(1).collect())
+    if not first:
+        return
+    row = first[0]
+    index = next(i for i in range(len(flags)) if row[f"bad{i}"])
+    _, name, kind = checked[index]
+    lines = _record_lines(path, options)
+    where = f"{path}:{lines[row[_RECORD]]}" if lines and row[_RECORD] < len(lines) else \
+        f"{path} (record {row[_RECORD] + 1})"
+    raise EngineError(f"{where}: column `{name}` is {kind.upper()}, and the value {row[f'value{index}']!r} "
+                      "does not fit it; nothing was loaded (fix the value, or change the column's type in "
+                      "the model's `columns`)")
+
+
+def _record_lines(path: Path, options: dict[str, Any]) -> list[int] | None:
+    """The line each data record of the CSV starts on (1-based, the header counted), as pandas reads it
+    (blank lines skipped, quoted fields may span lines); None when the csv module cannot read it alike."""
+    import csv
+
+    try:
+        with path.open(newline="", encoding=options.get("encoding") or "utf-8") as handle:
+            reader = csv.reader(handle, delimiter=options.get("sep", ","), quotechar=options.get("quotechar", '"'),
+                                doublequote=options.get("doublequote", True),
+                                escapechar=options.get("escapechar"),
+                                skipinitialspace=options.get("skipinitialspace", False))
+            starts, end = [], 0
+            for record in reader:
+                start, end = end + 1, reader.line_num
+                if record:      # a blank line is a record of its own, [], which pandas skips
+                    starts.append(start)
+    except (OSError, UnicodeError, csv.Error, TypeError):
+        return None
+    return starts[1:] if options.get("header", 0) == 0 else starts
 
 
 def pandas_options(settings: Sequence[tuple[str, Any]], *, path: Path) -> dict[str, Any]:
@@ -80,5 +150,7 @@ def pandas_options(settings: Sequence[tuple[str, Any]], *, path: Path) -> dict[s
                               f"(known: {', '.join(sorted(_PANDAS_SETTINGS))})")
         if name == "header":
             value = 0 if value in (True, "true", "TRUE", 1, "1") else None
+        elif name == "na_values" and isinstance(value, str):
+            value = json.loads(value) if value[:1] in ("[", "{") else [value]
         options[name] = value
     return options
