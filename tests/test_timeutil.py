@@ -130,7 +130,7 @@ def test_every_end_reader_uses_the_one_rule(tmp_path) -> None:
     """The shim's make_inclusive, `render`/`audit`/`evaluate` and plans all read `end` through exclusive_end_ms."""
     from bot.context import Context
     from bot.project.example import write_example
-    from bot.project.sqlmesh_shim import make_inclusive
+    from bot.project.sqlmesh_date import make_inclusive
 
     root = tmp_path / "shop"
     write_example(root)

@@ -21,7 +21,7 @@ from bot.project.dag import DAG
 from bot.project.header import spark_type, split_blocks
 from bot.project.jinja import JinjaSettings, load_jinja_macros
 from bot.project.limits import SOURCE
-from bot.project.macros import known_macro_names
+from bot.project.macros import known_macro_names, macro_files
 from bot.project.model import AuditRef, Kind, KindName, Model
 from bot.project.model_parser import (BUILTIN_MACRO_FUNCTIONS, BUILTIN_MACRO_VARIABLES, ParsedModel,
                                       parse_model_file, seed_hash)
@@ -389,9 +389,18 @@ def _check_macros(root: Path, config: ProjectConfig, parsed: list[ParsedModel]) 
             if ref.kind == "var" and (ref.name in variables or ref.name in BUILTIN_MACRO_VARIABLES):
                 continue
             what = "macro" if ref.kind == "call" else "macro variable"
-            raise ConfigError(f"unknown {what} `@{ref.name}` in model `{item.model.name}`"
-                              " (not a built-in, a macros/*.py function or a config variable)",
+            raise ConfigError(f"unknown {what} `@{ref.name}` in model `{item.model.name}` (not a built-in, "
+                              f"a config variable or a @macro() function in {_macro_places(root)})",
                               path=item.model.path, line=ref.line)
+
+
+def _macro_places(root: Path) -> str:
+    """Where user macros were looked for, for an error: the files read, or the folder that has none."""
+    files = [path.relative_to(root).as_posix() for path in macro_files(root)]
+    if not files:
+        return "macros/ (no Python file there)"
+    shown = ", ".join(files[:8]) + (f" and {len(files) - 8} more" if len(files) > 8 else "")
+    return f"macros/**/*.py, which has {shown}"
 
 
 def _index_models(models: Iterable[Model]) -> dict[str, Model]:

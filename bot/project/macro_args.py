@@ -13,7 +13,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
-from bot.project.sqlmesh_shim import SQL, ExecutionContext, to_datetime
+from bot.project.sqlmesh_date import to_datetime
+from bot.project.sqlmesh_shim import SQL, ExecutionContext
 
 _UNIONS = (typing.Union, types.UnionType)
 
@@ -37,8 +38,12 @@ def annotation_names(evaluator_type: type) -> dict[str, Any]:
 
 
 def bind_arguments(func: Callable[..., Any], evaluator: Any, args: list[exp.Expression],
-                   kwargs: Mapping[str, exp.Expression]) -> tuple[tuple[Any, ...], dict[str, Any]] | BadArgument:
-    """The call's positional and keyword arguments, each coerced to its parameter's annotation."""
+                   kwargs: Mapping[str, exp.Expression], *,
+                   not_coerced: Callable[[str, str], None] | None = None,
+                   ) -> tuple[tuple[Any, ...], dict[str, Any]] | BadArgument:
+    """The call's positional and keyword arguments, each coerced to its parameter's annotation. An argument
+    that does not fit is passed on as written and told to `not_coerced(parameter, reason)`, as SQLMesh logs
+    it and goes on; without `not_coerced` it is a BadArgument."""
     signature = inspect.signature(func)
     try:
         bound = signature.bind(evaluator, *args, **kwargs)
@@ -62,7 +67,9 @@ def bind_arguments(func: Callable[..., Any], evaluator: Any, args: list[exp.Expr
             else:
                 bound.arguments[name] = coerce(value, hint, evaluator.dialect)
         except CoercionError as error:
-            return BadArgument(name, str(error))
+            if not_coerced is None:
+                return BadArgument(name, str(error))
+            not_coerced(name, str(error))
     return bound.args, bound.kwargs
 
 

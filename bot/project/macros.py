@@ -16,6 +16,7 @@ from bot.errors import ConfigError
 from bot.project.macro_args import BadArgument, bind_arguments
 from bot.project.macro_builtins import BUILTINS, to_expression
 from bot.project.sqlmesh_shim import import_user_file
+from bot.project.warn import project_warning
 from bot.project.sqltext import braced_text, fill_braced, has_braced
 from bot.project.sqltext import macro_call_name as macro_name
 from bot.project.sqltext import parse_sql
@@ -28,7 +29,7 @@ ColumnsLookup = Callable[[str], "tuple[tuple[str, str], ...] | None"]  # model n
 
 
 def macro(name: str | MacroFunction | None = None) -> Any:
-    """Mark a function in macros/*.py as a user macro: `@macro()` or `@macro("other_name")`.
+    """Mark a function in macros/ as a user macro: `@macro()` or `@macro("other_name")`.
 
     The function is called with the evaluator first and sqlglot expressions as arguments.
     """
@@ -67,13 +68,24 @@ def _load_cached(root: Path, stamp: tuple[tuple[str, int, int], ...]) -> MacroRe
     return MacroRegistry(MappingProxyType(functions))
 
 
-def load_macros(root: Path) -> MacroRegistry:
-    """Import every macros/*.py of the project at `root`; cached until a file changes."""
+def macro_files(root: Path) -> list[Path]:
+    """Every Python file under macros/ of the project at `root`, in subfolders and `__init__.py` too, as
+    SQLMesh loads them (`macros/**/*.py`); bytecode and hidden folders left out."""
     folder = Path(root) / "macros"
     if not folder.is_dir():
+        return []
+    return sorted(path for path in folder.rglob("*.py") if path.is_file() and not any(
+        part == "__pycache__" or part.startswith(".") for part in path.relative_to(folder).parts[:-1]))
+
+
+def load_macros(root: Path) -> MacroRegistry:
+    """Import every macro file of the project at `root` (macro_files); cached until a file changes."""
+    files = macro_files(root)
+    if not files:
         return EMPTY_REGISTRY
-    stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
-                  for p in sorted(folder.glob("*.py")) if not p.name.startswith("_"))
+    folder = Path(root) / "macros"
+    stamp = tuple((path.relative_to(folder).as_posix(), path.stat().st_mtime_ns, path.stat().st_size)
+                  for path in files)
     return _load_cached(Path(root).resolve(), stamp)
 
 
@@ -262,6 +274,10 @@ class MacroEvaluator:
     def _variable(self, node: exp.Expression, name: str) -> Any:
         value = to_expression(self.lookup(name)).copy()
         parent = node.parent
+        if isinstance(parent, exp.In) and node.arg_key == "field" and isinstance(value, (exp.Array, exp.Tuple)):
+            # `x IN @values` with a list: SQLMesh prints `x IN [...]` and parses it back as `x IN (...)`
+            parent.set("expressions", value.expressions)
+            return None
         if isinstance(parent, exp.Table) and node.arg_key == "this":
             if isinstance(value, exp.Literal) and value.is_string:
                 value = exp.to_table(value.name, dialect=self.dialect)
@@ -278,7 +294,12 @@ class MacroEvaluator:
             raise self.error(f"unknown macro @{name.upper()}")
         args, kwargs = _split_args(node.expressions)
         if name not in BUILTINS:
-            bound = bind_arguments(func, self, args, kwargs)
+            def not_coerced(parameter: str, reason: str) -> None:
+                where = f" in model {self.model_name}" if self.model_name else ""
+                project_warning(f"macro @{name.upper()}: argument `{parameter}`: {reason}{where}; passed on "
+                                "as written (SQLMesh does the same)", path=self.path)
+
+            bound = bind_arguments(func, self, args, kwargs, not_coerced=not_coerced)
             if isinstance(bound, BadArgument):
                 what = f"argument `{bound.parameter}`" if bound.parameter else "arguments"
                 raise self.error(f"macro @{name.upper()}: {what}: {bound.reason}")

@@ -20,6 +20,7 @@ from typing import Any, Iterator, Union
 from bot.errors import ConfigError
 from bot.project.files import read_text
 from bot.project.limits import check_file
+from bot.project import sqlmesh_date
 from bot.project.model import KindName
 
 # Fake module name -> {attribute: (meshbot module, attribute)}, resolved lazily on first access;
@@ -30,8 +31,7 @@ _LINT = "bot.quality.lint.user_rules"
 _MACRO = {"macro": ("bot.project.macros", "macro"), "MacroEvaluator": ("bot.project.macros", "MacroEvaluator"),
           "SQL": (None, "SQL")}
 _MODEL = {"model": ("bot.project.python_model", "model"), "ModelKindName": (None, "KindName")}
-_DATES = {name: (None, name) for name in ("to_datetime", "to_ds", "to_ts", "to_timestamp", "make_inclusive",
-                                          "now", "TimeLike")}
+_DATES = {name: ("bot.project.sqlmesh_date", name) for name in sqlmesh_date.__all__}
 _RULES = {name: (_LINT, name) for name in ("Rule", "RuleViolation", "Range", "Position")}
 _MATERIALIZATION = {"CustomMaterialization": ("bot.project.materializations", "CustomMaterialization")}
 _CUSTOM_KIND = {"CustomKind": ("bot.project.materializations", "CustomKind")}
@@ -274,40 +274,6 @@ def validate_string(value: Any) -> str:
 
 def str_to_bool(value: Any) -> bool:
     return str(value).strip().lower() in ("true", "1", "yes", "y", "on")
-
-
-def to_datetime(value: Any, relative_base: datetime | None = None) -> datetime:
-    """A UTC datetime (SQLMesh's `sqlmesh.utils.date.to_datetime`)."""
-    from bot.project import timeutil
-    base = timeutil.from_datetime(relative_base) if relative_base is not None else None
-    return timeutil.to_datetime(timeutil.to_ms(value, relative_base=base))
-
-
-def to_timestamp(value: Any, relative_base: datetime | None = None) -> int:
-    """Epoch ms (SQLMesh's `sqlmesh.utils.date.to_timestamp`)."""
-    from bot.project import timeutil
-    return timeutil.from_datetime(to_datetime(value, relative_base))
-
-
-def to_ds(value: Any) -> str:
-    from bot.project import timeutil
-    return timeutil.to_ds(to_timestamp(value))
-
-
-def to_ts(value: Any) -> str:
-    from bot.project import timeutil
-    return timeutil.to_ts(to_timestamp(value))
-
-
-def now() -> datetime:
-    from bot.project.timeutil import now_ms
-    return to_datetime(now_ms())
-
-
-def make_inclusive(start: Any, end: Any, dialect: str = "") -> tuple[datetime, datetime]:
-    """[start, end) → (start, end - 1µs); a whole-day `end` covers its whole day, as in SQLMesh."""
-    from bot.project.timeutil import inclusive_end
-    return to_datetime(start), inclusive_end(end)
 
 
 def _module(name: str) -> types.ModuleType:

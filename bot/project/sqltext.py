@@ -23,7 +23,10 @@ _BLANK = re.compile(rf"(?:\s+|{_SKIP[_SKIP.index('--'):]})*", re.S)
 _OPEN, _CLOSE = "([{", ")]}"
 # `@{name}` inside an identifier (`@{x}_amount`, `t.@{x}_amount`) is parsed as part of the identifier,
 # spelled with this marker; the macro evaluator puts the variable's value in (SQLMesh's `@{}`).
-_BRACED_CALL = re.compile(rf"(?P<skip>{_SKIP})|@\{{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}}", re.S)
+# A variable glued onto the end of a name (`amount_@x`) is one identifier too, as SQLMesh's parser joins
+# connected tokens; `@x_amount` stays the variable `x_amount`.
+_BRACED_CALL = re.compile(rf"(?P<skip>{_SKIP})|@\{{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}}"
+                          r"|(?<=[A-Za-z0-9_])@(?P<glued>[A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_(])", re.S)
 _BRACED_MARK = re.compile(r"__mb_([A-Za-z_][A-Za-z0-9_]*?)_bm__", re.I)
 
 
@@ -44,9 +47,11 @@ def preprocess_macros(sql: str) -> str:
         return f"{MACRO_FUNC_PREFIX}{match.group('name').upper()}("
 
     def mark(match: re.Match) -> str:
-        return match.group(0) if match.group("skip") is not None else f"__mb_{match.group('name')}_bm__"
+        if match.group("skip") is not None:
+            return match.group(0)
+        return f"__mb_{match.group('name') or match.group('glued')}_bm__"
 
-    return _BRACED_CALL.sub(mark, _MACRO_CALL.sub(replace, sql)) if "@{" in sql else _MACRO_CALL.sub(replace, sql)
+    return _BRACED_CALL.sub(mark, _MACRO_CALL.sub(replace, sql))
 
 
 def has_braced(name: str) -> bool:

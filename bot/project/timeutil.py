@@ -154,6 +154,11 @@ def _relative(text: str, base: int, *, floor_days: bool) -> int | None:
     return from_datetime(to_datetime(start) + _STEPS[unit] * (sign * count))
 
 
+def relative_ms(text: str, base: int) -> int | None:
+    """`text` as a relative phrase ('2 weeks ago', 'yesterday') against epoch ms `base`; None when it is not one."""
+    return _relative(text.strip().lower(), base, floor_days=True)
+
+
 def _absolute(raw: str, base: int) -> int | None:
     text = raw.strip()
     if _LOOSE_DATE.match(text):

@@ -15,7 +15,7 @@ from bot.project.python_model import resolve_python_model
 from bot.project.timeutil import to_datetime
 from bot.spark.engine import SparkEngine
 from bot.spark.python_eval import to_spark_df
-from bot.spark.sql import quote_table
+from bot.spark.sql import portable_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -88,7 +88,7 @@ class ExecutionContext:
         if key.count(".") == 2 and key.split(".", 1)[1] in self.mapping:   # `catalog.schema.table` of a model
             key = key.split(".", 1)[1]
         table = self.mapping.get(key, self.mapping.get(f"default.{key}", key))
-        return quote_table(table) if self._quote else table
+        return portable_table(table) if self._quote else table
 
     def table(self, name: str) -> str:
         """Deprecated SQLMesh spelling of `resolve_table`."""

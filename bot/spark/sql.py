@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Sequence
 
 from sqlglot import exp
@@ -42,6 +44,22 @@ def quote_table(name: str) -> str:
     '`sqlmesh__db`.`db__orders__123`'
     """
     return ".".join(quote_identifier(part) for part in split_table(name))
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def portable_table(name: str) -> str:
+    """A table name that reads the same in every dialect: a part is quoted (for Spark) only when it is not a
+    plain name, so a Python model may paste it into SQL it parses in another dialect, as it could on SQLMesh.
+
+    >>> portable_table("sqlmesh__db.db__orders__123"), portable_table("raw.my-events"), portable_table("a.select")
+    ('sqlmesh__db.db__orders__123', 'raw.`my-events`', 'a.`select`')
+    """
+    from sqlglot.tokens import Tokenizer
+
+    return ".".join(part if _PLAIN.fullmatch(part) and part.upper() not in Tokenizer.KEYWORDS
+                    else quote_identifier(part) for part in split_table(name))
 
 
 def table_expression(name: str) -> exp.Table:
