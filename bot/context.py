@@ -202,19 +202,40 @@ class Context(Workspace):
 
         return run_tests(project=self.project, engine=self.engine, patterns=patterns, files=files)
 
-    def audit(self, *, models: Sequence[str] = (), environment: str = "prod",
+    def audit(self, *, models: Sequence[str] = (), environment: str | None = None,
               start: str | None = None, end: str | None = None) -> "AuditReport":
-        """Run the audits of `models` (default: all with audits, then the standalone audits) on the
+        """Run the audits of `models` (default: all with audits, then the standalone audits). Without
+        `environment`, on the tables of the versions the project's files define, built by any plan
+        (applied or not), as `sqlmesh audit` does; a model no plan has built is skipped. With one, on that
         environment's tables."""
+        from bot.quality.api import AuditReport
         from bot.quality.audit_report import audit_environment
 
         names = [self.model(m).name for m in models] or [n for n, m in self.models.items() if m.audits]
         start_ms, end_ms = user_range(start, end)
-        env = self.state.get_environment(normalize_environment(environment))
-        return audit_environment(self.engine, models=self.models, names=names,
-                                 table_of=lambda name: self.table_in(environment, name),
-                                 table_mapping=env.tables() if env else {}, audit_defs=self.project.audits,
-                                 variables=self.config.variables, start=start_ms, end=end_ms, standalone=not models)
+        if environment is not None:
+            env = self.state.get_environment(normalize_environment(environment))
+            return audit_environment(self.engine, models=self.models, names=names,
+                                     table_of=lambda name: self.table_in(environment, name),
+                                     table_mapping=env.tables() if env else {}, audit_defs=self.project.audits,
+                                     variables=self.config.variables, start=start_ms, end=end_ms,
+                                     standalone=not models)
+        tables = self._current_tables()
+        built = [name for name in names if name in tables]
+        report = audit_environment(self.engine, models=self.models, names=built, table_of=tables.__getitem__,
+                                   table_mapping=tables, audit_defs=self.project.audits,
+                                   variables=self.config.variables, start=start_ms, end=end_ms,
+                                   standalone=not models)
+        return AuditReport(results=report.results, skipped=tuple(n for n in names if n not in tables))
+
+    def _current_tables(self) -> dict[str, str]:
+        """Model name -> the table of the version the project's files define, where a plan built it."""
+        from bot.snapshot import SnapshotId
+
+        versions = self.model_versions()
+        stored = self.state.get_snapshots([SnapshotId(name, version) for name, version in versions.items()])
+        return {snapshot.name: snapshot.table_name for snapshot in stored.values()
+                if self.engine.table_exists(snapshot.table_name)}
 
     def table_diff(self, source: str, target: str, model: str | None = None, *,
                    options: TableDiffOptions = TableDiffOptions()) -> "TableDiffResult":

@@ -95,3 +95,39 @@ def test_the_sqlmesh_utils_date_stand_in_offers_sqlmesh_s_public_names():
     assert sqlmesh_date.date_dict("2024-01-03", "2024-01-01", "2024-01-02")["end_millis"] == 1704153600000
     assert sqlmesh_date.make_exclusive("2024-01-02").isoformat() == "2024-01-03T00:00:00+00:00"
     assert sqlmesh_date.is_relative("1 week ago") and not sqlmesh_date.is_relative("2 hours ago")
+
+
+AUDITED = {
+    "config.yaml": CONFIG,
+    "models/a.sql": """MODEL (name s.a, kind FULL,
+  audits (not_null_non_blocking(columns := (x)), unique_values_non_blocking(columns := (y)), not_null(columns := (y))));
+SELECT CAST(NULL AS INT) AS x, 1 AS y UNION ALL SELECT 2, 1
+""",
+    "models/b.sql": "MODEL (name s.b, kind FULL, audits (positive));\nSELECT -1 AS amount\n",
+    "audits/positive.sql": "AUDIT (name positive);\nSELECT * FROM @this_model WHERE amount <= 0\n",
+}
+
+
+def test_audit_checks_the_versions_a_failed_plan_built_and_fails_on_any_failed_audit(tmp_path, clean_catalog):
+    """SQLMesh 0.236.4: after a plan that fails on a blocking audit, `sqlmesh audit` audits the tables that
+    plan built (the versions of the project's files, never promoted) and exits 1 on any failure, blocking
+    or not ("Finished with 3 audit errors")."""
+    from click.testing import CliRunner
+
+    from bot.cli import cli
+
+    root = write_files(tmp_path / "p", AUDITED)
+    plan = CliRunner().invoke(cli, ["-p", str(root), "plan", "--auto-apply"], catch_exceptions=False)
+    assert plan.exit_code == 1 and "audits/positive.sql:1" in plan.output, plan.output
+    audit = CliRunner().invoke(cli, ["-p", str(root), "audit"], catch_exceptions=False)
+    assert audit.exit_code == 1, audit.output
+    assert "audit `not_null` (non-blocking) on model `s.a` failed: 1 violating row(s)" in audit.output
+    assert "audit `unique_values` (non-blocking) on model `s.a` failed" in audit.output
+    assert "PASS audit `not_null` on model `s.a`" in audit.output
+    assert f"audit `positive` (blocking, {root / 'audits' / 'positive.sql'}:1) on model `s.b` failed" in audit.output
+    assert "1 passed, 1 failed, 2 non-blocking failed, 0 model(s) skipped" in audit.output
+    only_a = CliRunner().invoke(cli, ["-p", str(root), "audit", "--model", "s.a"], catch_exceptions=False)
+    assert only_a.exit_code == 1 and "1 passed, 0 failed, 2 non-blocking failed" in only_a.output
+    (root / "models" / "b.sql").write_text("MODEL (name s.b, kind FULL, audits (positive));\nSELECT 1 AS amount\n")
+    unbuilt = CliRunner().invoke(cli, ["-p", str(root), "audit", "--model", "s.b"], catch_exceptions=False)
+    assert unbuilt.exit_code == 0 and "SKIPPED model `s.b`: no plan has built its current version yet" in unbuilt.output

@@ -60,11 +60,11 @@ class NotifyingContext(Context):
                                error=result.error())
         return result
 
-    def audit(self, *, models: Sequence[str] = (), environment: str = "prod", start: str | None = None,
+    def audit(self, *, models: Sequence[str] = (), environment: str | None = None, start: str | None = None,
               end: str | None = None) -> AuditReport:
         report = super().audit(models=models, environment=environment, start=start, end=end)
         failed = report.blocking_failures
         if failed:
-            self.notifier.send("audit_failure", environment, models=sorted({r.model for r in failed}),
+            self.notifier.send("audit_failure", environment or "prod", models=sorted({r.model for r in failed}),
                                error="\n".join(r.describe() for r in failed))
         return report

@@ -27,23 +27,27 @@ def test_command(ctx: click.Context, files: tuple[str, ...], patterns: tuple[str
 
 @click.command()
 @click.option("--model", "models", multiple=True, help="Model to audit (default: every audited model).")
-@click.option("--environment", default="prod", show_default=True)
-@click.option("--start", default=None)
-@click.option("--end", default=None)
+@click.option("--environment", default=None,
+              help="Audit this environment's tables (default: the tables of the model versions the project's "
+                   "files define, built by any plan, applied or not, as `sqlmesh audit` does).")
+@click.option("--start", default=None, help="Audit the rows of this interval only (default: all).")
+@click.option("--end", default=None, help="End of the interval, inclusive (default: all).")
 @click.pass_context
 @handle_errors
-def audit(ctx: click.Context, models: tuple[str, ...], environment: str, start: str | None,
+def audit(ctx: click.Context, models: tuple[str, ...], environment: str | None, start: str | None,
           end: str | None) -> None:
-    """Run model audits on an environment's data."""
+    """Run model audits; exit 1 when any audit fails, blocking or not (as `sqlmesh audit`)."""
     check_range(start, end)
     report = context_of(ctx).audit(models=models, environment=environment, start=start, end=end)
     reporter = TerminalReporter()
     for result in report.results:
         reporter.text(f"PASS audit `{result.audit}` on model `{result.model}`" if result.passed
                       else result.describe())
-    reporter.text(f"{len(report.results) - len(report.blocking_failures) - len(report.warnings)} passed, "
-                  f"{len(report.blocking_failures)} failed, {len(report.warnings)} warning(s)")
-    if not report.passed:
+    for name in report.skipped:
+        reporter.text(f"SKIPPED model `{name}`: no plan has built its current version yet")
+    reporter.text(f"{len(report.results) - len(report.failures)} passed, {len(report.blocking_failures)} failed, "
+                  f"{len(report.warnings)} non-blocking failed, {len(report.skipped)} model(s) skipped")
+    if report.failures:
         sys.exit(1)
 
 

@@ -82,6 +82,7 @@ class AuditResult:
     violation_count: int
     sample_rows: tuple[dict[str, Any], ...] = ()
     query: str = ""
+    source: str = ""     # file:line of a custom audit; '' for a built-in one
 
     @property
     def passed(self) -> bool:
@@ -89,7 +90,8 @@ class AuditResult:
 
     def describe(self) -> str:
         kind = "blocking" if self.blocking else "non-blocking"
-        text = (f"audit `{self.audit}` ({kind}) on model `{self.model}` failed: "
+        written = f", {self.source}" if self.source else ""
+        text = (f"audit `{self.audit}` ({kind}{written}) on model `{self.model}` failed: "
                 f"{self.violation_count} violating row(s)")
         if self.sample_rows:
             text += "\n" + indent(format_rows(self.sample_rows), "  ")
@@ -101,6 +103,12 @@ class AuditReport:
     """Audit results across models; blocking failures are what stops a plan."""
 
     results: tuple[AuditResult, ...]
+    skipped: tuple[str, ...] = ()    # models whose table no plan has built yet
+
+    @property
+    def failures(self) -> tuple[AuditResult, ...]:
+        """Every audit that failed, blocking or not (`meshbot audit` exits 1 on any, as `sqlmesh audit`)."""
+        return tuple(r for r in self.results if not r.passed)
 
     @property
     def blocking_failures(self) -> tuple[AuditResult, ...]:

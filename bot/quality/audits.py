@@ -36,6 +36,11 @@ class ResolvedAudit:
     builtin: BuiltInAudit | None = None
     custom: AuditDefinition | None = None
 
+    @property
+    def source(self) -> str:
+        """Where a custom audit is written (`audits/accepted.sql:1`); '' for a built-in one."""
+        return f"{self.custom.path}:{self.custom.line}" if self.custom is not None else ""
+
 
 def run_audits(*, engine: SparkEngine, model: Model,
                audit_defs: Mapping[str, AuditDefinition] | None = None, table: str,
@@ -91,7 +96,8 @@ def _count_together(engine: SparkEngine, queries: list[exp.Query]) -> list[int] 
 def _evaluate(engine: SparkEngine, audit: ResolvedAudit, model: Model, query: exp.Query, *,
               count: int | None = None) -> AuditResult:
     sql = spark_sql(query)
-    subject = f"running audit {audit.name} on model {model.name}"
+    written = f" ({audit.source})" if audit.source else ""
+    subject = f"running audit {audit.name}{written} on model {model.name}"
     try:
         if count is None:
             count = _violations(engine, query, subject=subject)
@@ -101,7 +107,7 @@ def _evaluate(engine: SparkEngine, audit: ResolvedAudit, model: Model, query: ex
     except Exception as error:  # noqa: BLE001 - whatever else the query raised: name the audit
         raise EngineError(f"{subject}: {error}") from error
     return AuditResult(audit=audit.name, model=model.name, blocking=audit.blocking,
-                       violation_count=count, sample_rows=tuple(sample), query=sql)
+                       violation_count=count, sample_rows=tuple(sample), query=sql, source=audit.source)
 
 
 def _violations(engine: SparkEngine, query: exp.Query, *, subject: str) -> int:
