@@ -1,0 +1,199 @@
+"""Run a SQLMesh project on SQLMesh 0.236.4 (DuckDB) and on meshbot (local Spark) over the same window and
+print, per model, whether both load and run it and hold the same rows; then the tests' and audits' verdicts.
+
+    .venv/bin/python benchmarks/compat/compat.py PROJECT_DIR [--start 2024-01-01 --end 2024-01-07]
+    .venv/bin/python benchmarks/compat/compat.py --list benchmarks/compat/projects.toml [--only NAME]
+
+A project is copied twice to a scratch folder (its own files are never changed), each copy's config.yaml
+given a gateway of its own (`compat`: DuckDB for SQLMesh, local Spark and SQLite state for meshbot) as its
+default. SQLMesh runs from a virtualenv this script makes outside the repository (`--sqlmesh-venv`); it is
+never a dependency of meshbot. `--list` reads repository, commit, folder and window per project and
+clones each repository at that commit (network needed); nothing of a project is kept here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+SQLMESH = "sqlmesh==0.236.4"
+DEFAULT_VENV = Path.home() / ".cache" / "meshbot-compat" / "sqlmesh-0.236.4"
+GATEWAYS = {
+    "sqlmesh": {"connection": {"type": "duckdb", "database": "compat.duckdb"}},
+    "meshbot": {"connection": {"type": "spark"},
+                "state_connection": {"type": "sqlite", "database": ".meshbot/compat-state.db"}},
+}
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    folder: Path
+    start: str = "2024-01-01"
+    end: str = "2024-01-07"
+    execution_time: str = ""
+    gateway: dict = field(default_factory=dict)   # more keys for both gateways (e.g. variables)
+    requirements: tuple[str, ...] = ()            # packages the project's Python files import (faker...)
+
+    @property
+    def run_at(self) -> str:
+        return self.execution_time or self.end
+
+
+def sqlmesh_python(venv: Path) -> Path:
+    python = venv / "bin" / "python"
+    if not python.exists():
+        print(f"making {venv} with {SQLMESH} (once)", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", SQLMESH, "duckdb"], check=True)
+    return python
+
+
+def prepared_copy(project: Project, engine: str, scratch: Path) -> Path:
+    """The project copied, its config.yaml's default gateway the harness's own for `engine`."""
+    target = scratch / engine
+    shutil.copytree(project.folder, target, ignore=shutil.ignore_patterns(".cache", "logs", "*.duckdb", ".meshbot"))
+    config_path = target / "config.yaml"
+    if not config_path.exists() and (target / "config.yml").exists():
+        config_path = target / "config.yml"
+    if not config_path.exists():
+        raise SystemExit(f"{project.name}: no config.yaml (a config.py project needs its gateway set by hand)")
+    config = yaml.safe_load(config_path.read_text()) or {}
+    config.setdefault("gateways", {})["compat"] = {**GATEWAYS[engine], **project.gateway}
+    config["default_gateway"] = "compat"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return target
+
+
+def probe(python: Path | str, engine: str, folder: Path, project: Project, scratch: Path) -> dict:
+    """Run probe.py for `engine`; the project's requirements installed into a folder of this run only
+    (on the import path of the probe, never into meshbot's or SQLMesh's virtualenv)."""
+    out = scratch / f"{engine}.json"
+    env = dict(os.environ)
+    if project.requirements:
+        site, pins = scratch / f"{engine}-site", scratch / f"{engine}-pins.txt"
+        # pinned to what the engine's virtualenv has, so the folder shadows none of its own packages
+        frozen = subprocess.run([str(python), "-m", "pip", "freeze"], capture_output=True, text=True, check=True)
+        pins.write_text("\n".join(line for line in frozen.stdout.splitlines() if "==" in line) + "\n")
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--target", str(site), "-c", str(pins),
+                        *project.requirements], check=True)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
+    command = [str(python), str(HERE / "probe.py"), engine, str(folder), project.start, project.end, project.run_at,
+               str(out)]
+    result = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=3600, env=env)
+    if not out.exists():
+        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+        return {"models": {}, "tests": {}, "audits": None, "error": " | ".join(tail) or f"exit {result.returncode}"}
+    return json.loads(out.read_text())
+
+
+def same_number(a: object, b: object) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+
+
+def verdict(ours: dict | None, theirs: dict) -> str:
+    """'equal', or what differs first."""
+    if ours is None:
+        return "missing on meshbot"
+    if "error" in theirs:
+        return "SQLMesh did not run it" if "error" in ours else "meshbot only"
+    if "error" in ours:
+        return f"meshbot: {ours['error']}"
+    if ours["rows"] != theirs["rows"]:
+        return f"rows {ours['rows']} vs {theirs['rows']}"
+    if ours.get("distinct_grain") != theirs.get("distinct_grain"):
+        return f"distinct grain {ours.get('distinct_grain')} vs {theirs.get('distinct_grain')}"
+    mine = {k.lower(): v for k, v in ours["sums"].items()}
+    for column, value in theirs["sums"].items():
+        if column.lower() not in mine:
+            return f"column {column}: not numeric (or absent) on meshbot"
+        if not same_number(mine[column.lower()], value):
+            return f"sum of {column} {mine[column.lower()]} vs {value}"
+    return "equal"
+
+
+def compare(project: Project, venv: Path, keep: Path | None) -> list[str]:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"compat-{project.name}-", dir=keep))
+    theirs = probe(sqlmesh_python(venv), "sqlmesh", prepared_copy(project, "sqlmesh", scratch), project, scratch)
+    ours = probe(sys.executable, "meshbot", prepared_copy(project, "meshbot", scratch), project, scratch)
+    lines = [f"## {project.name} (as of {project.run_at})", "",
+             "| model | kind | SQLMesh rows | meshbot | verdict |", "| --- | --- | ---: | --- | --- |"]
+    for name, entry in sorted(theirs["models"].items()):
+        mine = ours["models"].get(name)
+        rows = entry.get("rows", "error")
+        lines.append(f"| {name} | {entry.get('kind', '')} | {rows} | {mine.get('rows', 'error') if mine else '-'} "
+                     f"| {verdict(mine, entry)} |")
+    equal = sum(1 for name, entry in theirs["models"].items() if "error" not in entry
+                and verdict(ours["models"].get(name), entry) == "equal")
+    ran = sum(1 for entry in theirs["models"].values() if "error" not in entry)
+    tests_same = sum(1 for test, result in theirs["tests"].items() if ours["tests"].get(test) == result)
+    lines += ["", f"- models SQLMesh ran: {ran}; equal on meshbot: {equal}",
+              f"- unit tests with the same verdict: {tests_same} of {len(theirs['tests'])}",
+              f"- audits: SQLMesh {theirs['audits']}, meshbot {ours['audits']}",
+              f"- SQLMesh's first error: {theirs['error'] or 'none'}", f"- meshbot's first error: {ours['error'] or 'none'}",
+              f"- scratch: {scratch}", ""]
+    if keep is None:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return lines
+
+
+def listed(path: Path, only: str | None, clones: Path, mirror: Path | None) -> list[Project]:
+    projects = []
+    for entry in tomllib.loads(path.read_text())["project"]:
+        if only and entry["name"] != only:
+            continue
+        checkout = clones / f"{entry['repo'].replace('/', '+')}@{entry['commit'][:12]}"
+        if not checkout.exists():
+            source = (str(mirror / entry["repo"].replace("/", "+") / "repo") if mirror is not None
+                      else f"https://github.com/{entry['repo']}")
+            subprocess.run(["git", "clone", "--quiet", "--no-checkout", source, str(checkout)], check=True)
+            subprocess.run(["git", "-C", str(checkout), "checkout", "--quiet", entry["commit"]], check=True)
+        projects.append(Project(name=entry["name"], folder=checkout / entry.get("folder", ""),
+                                start=entry.get("start", "2024-01-01"), end=entry.get("end", "2024-01-07"),
+                                execution_time=entry.get("execution_time", ""), gateway=entry.get("gateway", {}),
+                                requirements=tuple(entry.get("requirements", ()))))
+    return projects
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("project", nargs="?", type=Path, help="A folder holding a SQLMesh project.")
+    parser.add_argument("--list", type=Path, help="A projects.toml (repository, commit, folder, window).")
+    parser.add_argument("--only", help="With --list: this project only.")
+    parser.add_argument("--clones", type=Path, default=Path.home() / ".cache" / "meshbot-compat" / "clones",
+                        help="Where --list clones repositories.")
+    parser.add_argument("--mirror", type=Path, help="Clone from <mirror>/<owner>+<name>/repo instead of GitHub.")
+    parser.add_argument("--start", default="2024-01-01")
+    parser.add_argument("--end", default="2024-01-07")
+    parser.add_argument("--execution-time", default="")
+    parser.add_argument("--sqlmesh-venv", type=Path, default=DEFAULT_VENV)
+    parser.add_argument("--keep", type=Path, help="Keep the scratch copies under this folder.")
+    args = parser.parse_args()
+    if args.list:
+        args.clones.mkdir(parents=True, exist_ok=True)
+        projects = listed(args.list, args.only, args.clones, args.mirror)
+    elif args.project:
+        projects = [Project(args.project.name, args.project.resolve(), args.start, args.end, args.execution_time)]
+    else:
+        parser.error("give a project folder or --list")
+    for project in projects:
+        print("\n".join(compare(project, args.sqlmesh_venv, args.keep)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
