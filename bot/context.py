@@ -141,9 +141,8 @@ class Context(Workspace):
     # -- operations ---------------------------------------------------------------------
     def run(self, environment: str = "prod", *, execution_time: str | None = None,
             progress: ProgressCallback | None = None, skip_when_busy: bool = False) -> "RunResult":
-        """Evaluate the intervals each model's cron has made due in `environment` (views untouched). With
-        `skip_when_busy`, a plan or run of it in flight makes this one evaluate nothing (`RunResult.busy`)
-        instead of waiting its turn."""
+        """Evaluate the intervals each model's cron has made due in `environment` (views untouched); with
+        `skip_when_busy`, nothing while a plan or run of it is in flight (`RunResult.busy`)."""
         from bot.plan.cron_run import require_environment, run_on_spark
         from bot.plan.env_statements import parse_before_and_after
 
@@ -204,38 +203,18 @@ class Context(Workspace):
 
     def audit(self, *, models: Sequence[str] = (), environment: str | None = None,
               start: str | None = None, end: str | None = None) -> "AuditReport":
-        """Run the audits of `models` (default: all with audits, then the standalone audits). Without
-        `environment`, on the tables of the versions the project's files define, built by any plan
-        (applied or not), as `sqlmesh audit` does; a model no plan has built is skipped. With one, on that
-        environment's tables."""
-        from bot.quality.api import AuditReport
-        from bot.quality.audit_report import audit_environment
+        """Run the audits of `models` (default: all with audits, then the standalone ones) on `environment`'s
+        tables or, as `sqlmesh audit`, those of the files' versions any plan built (unbuilt: skipped)."""
+        from bot.quality.audit_report import audit_environment, built_tables
 
         names = [self.model(m).name for m in models] or [n for n, m in self.models.items() if m.audits]
         start_ms, end_ms = user_range(start, end)
-        if environment is not None:
-            env = self.state.get_environment(normalize_environment(environment))
-            return audit_environment(self.engine, models=self.models, names=names,
-                                     table_of=lambda name: self.table_in(environment, name),
-                                     table_mapping=env.tables() if env else {}, audit_defs=self.project.audits,
-                                     variables=self.config.variables, start=start_ms, end=end_ms,
-                                     standalone=not models)
-        tables = self._current_tables()
-        built = [name for name in names if name in tables]
-        report = audit_environment(self.engine, models=self.models, names=built, table_of=tables.__getitem__,
-                                   table_mapping=tables, audit_defs=self.project.audits,
-                                   variables=self.config.variables, start=start_ms, end=end_ms,
-                                   standalone=not models)
-        return AuditReport(results=report.results, skipped=tuple(n for n in names if n not in tables))
-
-    def _current_tables(self) -> dict[str, str]:
-        """Model name -> the table of the version the project's files define, where a plan built it."""
-        from bot.snapshot import SnapshotId
-
-        versions = self.model_versions()
-        stored = self.state.get_snapshots([SnapshotId(name, version) for name, version in versions.items()])
-        return {snapshot.name: snapshot.table_name for snapshot in stored.values()
-                if self.engine.table_exists(snapshot.table_name)}
+        mapping = (built_tables(self.state, self.engine, self.model_versions()) if environment is None
+                   else self._tables_of(environment))   # an unknown environment: "does not exist"
+        table_of = mapping.__getitem__ if environment is None else lambda name: self.table_in(environment, name)
+        return audit_environment(self.engine, models=self.models, names=names, table_of=table_of,
+                                 table_mapping=mapping, audit_defs=self.project.audits, variables=self.config.variables,
+                                 start=start_ms, end=end_ms, standalone=not models, skip_unbuilt=environment is None)
 
     def table_diff(self, source: str, target: str, model: str | None = None, *,
                    options: TableDiffOptions = TableDiffOptions()) -> "TableDiffResult":

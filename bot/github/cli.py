@@ -35,7 +35,7 @@ def github_group(ctx: click.Context, token: str | None, event_path: str | None, 
                  gateway: str | None, config: str | None) -> None:
     """Run the CI/CD bot for a GitHub event (inside GitHub Actions, or locally with --output-dir)."""
     outer = ctx.parent.params if ctx.parent is not None else {}   # `meshbot -p DIR --gateway G github ...`
-    project_path = project_path or outer.get("path") or "."
+    project_path = project_path or next(iter(outer.get("paths") or ()), None) or "."
     gateway = gateway or outer.get("gateway")
     ctx.obj = Invocation(event_name=event_name, event_path=event_path, output_dir=output_dir,
                          project_path=project_path, gateway=gateway, token=token, answers=answers, config=config,
