@@ -56,7 +56,6 @@ def test_spark_frame_into_unique_key_and_bad_return_type(engine):
 @pytest.mark.parametrize("column, values, shown", [
     ("amount", ["1.5", "twelve"], "'twelve'"),           # text in a DOUBLE column
     ("id", [1, 99_999_999_999], "'99999999999'"),         # a pandas int64 beyond INT
-    ("id", [1.0, 12.7], "'12.7'"),                        # a fraction in an INT column
 ])
 def test_a_returned_value_that_does_not_fit_its_declared_column_fails_and_writes_nothing(engine, column, values,
                                                                                          shown):
@@ -73,3 +72,14 @@ def test_a_returned_value_that_does_not_fit_its_declared_column_fails_and_writes
     assert f"column `{column}` is {kind_of}, and the value {shown} does not fit it" in str(error.value)
     assert "USER_RAISED_EXCEPTION" not in str(error.value)
     assert engine.fetch(f"SELECT * FROM {table}") == [{"id": 7, "amount": 7.5}]
+
+
+def test_a_number_with_a_fraction_is_rounded_into_an_integer_column_as_duckdb_casts_it(engine):
+    # SQLMesh 0.236.4 on DuckDB, declared INT columns: 12.7 -> 13, -2.5 (DOUBLE) -> -2, 2.5 (DECIMAL) -> 3
+    kind = Kind(name=KindName.FULL)
+    table = f"{engine.db}.rounded__1"
+    columns = [("x", "INT"), ("y", "INT"), ("z", "BIGINT")]
+    create_physical(engine, kind=kind, table=table, query_sql=None, columns=columns)
+    query = engine.session.sql("SELECT 12.7 AS x, CAST(-2.5 AS DOUBLE) AS y, 2.5 AS z")
+    evaluate(engine, kind=kind, table=table, query=query, start=0, end=DAY, execution_time=DAY, first_run=True)
+    assert engine.fetch(f"SELECT * FROM {table}") == [{"x": 13, "y": -2, "z": 3}]

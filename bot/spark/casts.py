@@ -45,13 +45,13 @@ def is_checked(type_text: str) -> bool:
 
 def fitting_cast_sql(source: str, source_type: str, target: str) -> str:
     """SQL for `source` (of Spark type `source_type`) as `target`: NULL exactly when the value does not fit,
-    never a wrapped, saturated or truncated number. Text in exponent notation ('1e3') is a number; a
-    fractional value does not fit an integer column.
+    never a wrapped or saturated number. Text in exponent notation ('1e3') is a number; text with a
+    fraction does not fit an integer column, a number with one is rounded into it.
 
     >>> print(fitting_cast_sql("`x`", "string", "INT"))
     coalesce(try_cast(`x` AS INT), CASE WHEN try_cast(`x` AS DOUBLE) = floor(try_cast(`x` AS DOUBLE)) THEN try_cast(try_cast(`x` AS DOUBLE) AS INT) END)
     >>> fitting_cast_sql("`x`", "double", "BIGINT")
-    'CASE WHEN `x` = floor(`x`) THEN try_cast(`x` AS BIGINT) END'
+    'try_cast(bround(`x`) AS BIGINT)'
     """
     direct = f"try_cast({source} AS {target})"
     source_base, target_base = _base(source_type), _base(target)
@@ -62,7 +62,11 @@ def fitting_cast_sql(source: str, source_type: str, target: str) -> str:
                     f"THEN try_cast({number} AS {target}) END)")
         return f"coalesce({direct}, try_cast({number} AS {target}))"
     if target_base in _INTEGRAL and (source_base in _FRACTIONAL or source_base == "decimal"):
-        return f"CASE WHEN {source} = floor({source}) THEN {direct} END"
+        # a number into an integer column is rounded as DuckDB casts it under SQLMesh (Spark would truncate):
+        # a float half to even (-2.5 -> -2), a decimal half away from zero (2.5 -> 3); only a value beyond
+        # the column's range does not fit
+        rounded = "round" if source_base == "decimal" else "bround"
+        return f"try_cast({rounded}({source}) AS {target})"
     return direct
 
 
