@@ -199,6 +199,17 @@ def test_unknown_model_is_a_config_error(spark, tmp_path):
         run_tests(project=project, engine=SparkEngine(spark))
 
 
+def _duckdb_pair(root: Path, columns: str, query: str, tests: str) -> Path:
+    """A DuckDB-dialect project: `s.a` declaring `columns`, `s.b` reading it, and one test file."""
+    (root / "models").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "config.yaml").write_text("model_defaults:\n  dialect: duckdb\n")
+    (root / "models" / "a.sql").write_text(f"MODEL (name s.a, kind FULL, columns ({columns}));\n{query}")
+    (root / "models" / "b.sql").write_text("MODEL (name s.b, kind FULL);\nSELECT x, y FROM s.a")
+    (root / "tests" / "test_b.yaml").write_text(tests)
+    return root
+
+
 def test_example_project_tests_pass(spark):
     example = Path(__file__).resolve().parent.parent / "bot" / "project" / "example"
     result = run_tests(project=load_project(example, use_cache=False), engine=SparkEngine(spark))
@@ -208,13 +219,7 @@ def test_example_project_tests_pass(spark):
 def test_an_input_row_naming_a_column_its_model_does_not_declare_fails_the_test(spark, tmp_path):
     # SQLMesh 0.236.4 (the same files on DuckDB): "Detected unknown column(s) ... Expected column(s): x, y
     # Unknown column(s): not_a_column", the test fails (meshbot passed it)
-    root = tmp_path / "p"
-    (root / "models").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "config.yaml").write_text("model_defaults:\n  dialect: duckdb\n")
-    (root / "models" / "a.sql").write_text("MODEL (name s.a, kind FULL, columns (x INT, y INT));\nSELECT 1 AS x, 2 AS y")
-    (root / "models" / "b.sql").write_text("MODEL (name s.b, kind FULL);\nSELECT x, y FROM s.a")
-    (root / "tests" / "test_b.yaml").write_text(dedent("""
+    root = _duckdb_pair(tmp_path / "p", "x INT, y INT", "SELECT 1 AS x, 2 AS y", dedent("""
         test_b:
           model: s.b
           inputs:
@@ -231,13 +236,7 @@ def test_an_input_row_naming_a_column_its_model_does_not_declare_fails_the_test(
 def test_an_input_value_that_does_not_fit_its_declared_column_fails_the_test(spark, tmp_path):
     # SQLMesh 0.236.4 on DuckDB fails both tests ("Could not convert string 'twelve' to DOUBLE", "value
     # 99999999999 ... out of range for the destination type INT32"); a NULL would let them pass
-    root = tmp_path / "p"
-    (root / "models").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "config.yaml").write_text("model_defaults:\n  dialect: duckdb\n")
-    (root / "models" / "a.sql").write_text("MODEL (name s.a, kind FULL, columns (x DOUBLE, y INT));\nSELECT 1.0 AS x, 2 AS y")
-    (root / "models" / "b.sql").write_text("MODEL (name s.b, kind FULL);\nSELECT x, y FROM s.a")
-    (root / "tests" / "test_b.yaml").write_text(dedent("""
+    root = _duckdb_pair(tmp_path / "p", "x DOUBLE, y INT", "SELECT 1.0 AS x, 2 AS y", dedent("""
         test_text:
           model: s.b
           inputs:

@@ -106,7 +106,11 @@ def fitting_cast(source: str, source_type: str, name: str, target: str) -> "Colu
 
 def source_columns(available: Sequence[str], columns: Sequence[tuple[str, str]]) -> list[str]:
     """The column of `available` each of `columns` is read from: by name (case-insensitive) or, failing
-    that, by position."""
+    that, by position.
+
+    >>> source_columns(["ID", "x"], [("x", "INT"), ("id", "INT")]), source_columns(["a", "b"], [("x", "INT"), ("y", "INT")])
+    (['x', 'ID'], ['a', 'b'])
+    """
     by_name = {name.lower(): name for name in available}
     if all(name.lower() in by_name for name, _ in columns):
         return [by_name[name.lower()] for name, _ in columns]

@@ -14,6 +14,7 @@ from bot.spark.engine import SWAP_SUFFIX, SparkEngine
 from bot.spark.errors import error_class, spark_errors
 from bot.spark.sql import parse_query, quote_table, spark_sql, split_table, table_expression
 from bot.spark.casts import conform
+from bot.spark.casts import source_columns as conform_sources
 from bot.spark.python_eval import to_spark_df
 from bot.spark.stand_ins import with_stand_ins
 from bot.spark.types import data_type, quote_identifier, schema_columns, to_spark_type
@@ -196,23 +197,6 @@ def batch_sql(engine: SparkEngine, query_sql: str, *, table: str, columns: Colum
     if condition is None:
         return rows
     return exp.select(exp.Star()).from_(rows.subquery("__meshbot_rows")).where(condition.copy())
-
-
-def conform_sources(available: Sequence[str], columns: Columns) -> list[str]:
-    """The query column feeding each table column: by name (case-insensitive), else by position.
-
-    >>> conform_sources(["ID", "x"], [("x", "INT"), ("id", "INT")])
-    ['x', 'ID']
-    >>> conform_sources(["a", "b"], [("x", "INT"), ("y", "INT")])
-    ['a', 'b']
-    """
-    by_lower = {name.lower(): name for name in available}
-    if all(name.lower() in by_lower for name, _ in columns):
-        return [by_lower[name.lower()] for name, _ in columns]
-    if len(available) == len(columns):
-        return list(available)
-    raise EngineError(f"query returns columns ({', '.join(available)}) but the table has "
-                      f"({', '.join(name for name, _ in columns)})")
 
 
 def write_query(engine: SparkEngine, *, table: str, query_sql: str, columns: Columns,

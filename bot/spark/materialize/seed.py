@@ -80,11 +80,11 @@ _RECORD = "__meshbot_seed_record"
 
 def _text_frame(session: Any, data: Any) -> Any:
     """Every field as text (an empty field as NULL), with the record's position in the file."""
-    names = [str(name) for name in data.columns]
-    rows = [(*(None if value is None or value != value else str(value) for value in record), index)
-            for index, record in enumerate(data.itertuples(index=False, name=None))]
-    schema = ", ".join([*(f"{quote_identifier(name)} STRING" for name in names), f"{_RECORD} BIGINT"])
-    return session.createDataFrame(rows, schema)
+    frame = data.astype(object).where(data.notna(), None)
+    frame.columns = [str(name) for name in data.columns]
+    frame[_RECORD] = range(len(frame))
+    schema = ", ".join([*(f"{quote_identifier(name)} STRING" for name in frame.columns[:-1]), f"{_RECORD} BIGINT"])
+    return session.createDataFrame(frame, schema)
 
 
 def _refuse_what_does_not_fit(text: Any, typed: Sequence[tuple[str, str]], *, path: Path,
