@@ -50,7 +50,7 @@ class Context(Workspace):
         env = normalize_environment(environment)
         if not env:
             raise PlanError("environment name is empty")
-        lint_warnings = self.lint().check_before_plan(self.path) if self.config.linter.enabled else ()
+        lint_warnings = self.lint().check_before_plan(self.path) if self._linted() else ()
         # the wall clock: the plan reads a relative --execution-time ('yesterday') against it, once
         rendered = self.rendered_queries()   # with GC passes: a cold render makes much cyclic garbage
         with paused_gc():   # 10,000 models: the hash entries and state rows, scanned again and again otherwise
@@ -90,7 +90,7 @@ class Context(Workspace):
         return reference_queries(root=self.path, models=project.models, sources=project.source_digests,
                                  variables=self.config.variables, gateway=self.gateway.name,
                                  macro_files=project.macro_files, read_cache=self.read_cache,
-                                 early=project.early_renders)
+                                 early=project.early_renders, held=project.held_renders)
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         """Apply a plan: its stages (bot.plan.stages) in order: tables, backfill (unless skipped), promotion, views."""

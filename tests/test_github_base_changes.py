@@ -116,7 +116,7 @@ def test_the_prod_preview_splits_the_prs_changes_from_the_bases(repo, tmp_path):
                     env={**ENV, "GITHUB_OUTPUT": str(tmp_path / "out.env")}, context_factory=factory,
                     out=lambda line: None)
         assert not gh.errors, gh.errors
-    assert code == 0 and len(opened) == 2 and Path(opened[1]).name.startswith("meshbot-base-")
+    assert code == 0 and len(opened) == 2 and Path(opened[1]).parents[1].name.startswith("meshbot-base-")
     comment = next(c["body"] for c in repository.comments if "<!-- meshbot:pr-comment" in c["body"])
     prod = comment.split("Prod plan preview")[1]
     own, _, on_base = prod.partition("**On `master`, not yet in prod** (1)")

@@ -131,17 +131,3 @@ def test_audit_checks_the_versions_a_failed_plan_built_and_fails_on_any_failed_a
     (root / "models" / "b.sql").write_text("MODEL (name s.b, kind FULL, audits (positive));\nSELECT 1 AS amount\n")
     unbuilt = CliRunner().invoke(cli, ["-p", str(root), "audit", "--model", "s.b"], catch_exceptions=False)
     assert unbuilt.exit_code == 0 and "SKIPPED model `s.b`: no plan has built its current version yet" in unbuilt.output
-
-
-def test_several_project_folders_are_refused_not_reduced_to_the_last(tmp_path):
-    """SQLMesh's multi-repo projects (`sqlmesh -p repo_1 -p repo_2 plan`) are not supported yet: meshbot
-    says so before reading anything, where it used to plan the last folder alone."""
-    from click.testing import CliRunner
-
-    from bot.cli import cli
-
-    first, second = write_files(tmp_path / "repo_1", {"config.yaml": CONFIG}), write_files(tmp_path / "repo_2", {"config.yaml": CONFIG})
-    result = CliRunner().invoke(cli, ["-p", str(first), "-p", str(second), "plan", "--explain"])
-    assert result.exit_code == 2
-    assert f"-p was given 2 times ({first}, {second}): meshbot loads one project folder" in result.output
-    assert not (second / ".meshbot").exists() and not (first / ".meshbot").exists()

@@ -31,7 +31,8 @@ class _Commands(click.Group):
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-p", "--path", "paths", multiple=True, type=click.Path(file_okay=False),
-              help="Project directory (default: current directory).")
+              help="Project directory (default: current directory); give it once per repository of a multi-repo "
+                   "project (the first one's config.yaml sets the gateways and the state).")
 @click.option("--gateway", default=None, help="Gateway from config.yaml (default: default_gateway).")
 @click.option("-v", "--verbose", is_flag=True,
               help="Show Spark's own output (JVM and log4j warnings); by default it goes to .meshbot/spark.log.")
@@ -39,11 +40,9 @@ class _Commands(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, paths: tuple[str, ...], gateway: str | None, verbose: bool) -> None:
     """meshbot: SQLMesh-compatible transformations on Spark with virtual data environments."""
-    if len(paths) > 1:   # SQLMesh's multi-repo projects (`-p repo_1 -p repo_2`): refused, never the last one alone
-        raise click.UsageError(f"-p was given {len(paths)} times ({', '.join(paths)}): meshbot loads one project "
-                               "folder; a multi-repo project (one DAG over several repositories) is not supported "
-                               "yet", ctx=ctx)
-    path = paths[0] if paths else "."
+    # several: a multi-repo project (SQLMesh's `-p repo_1 -p repo_2`), one DAG and one state; the first
+    # folder's config gives the gateways and the state
+    path = list(paths) if len(paths) > 1 else (paths[0] if paths else ".")
     # Under GitHub Actions each secret read from now on (env_var values, passwords, tokens) is also
     # masked by the runner in the job log, whatever prints it.
     on_register(add_github_mask if os.environ.get("GITHUB_ACTIONS") == "true" else None)

@@ -31,7 +31,7 @@ def info(ctx: click.Context) -> None:
     """Models, gateway and state of the project."""
     context = context_of(ctx)
     reporter = TerminalReporter()
-    reporter.text(f"Project: {context.path}")
+    reporter.text(f"Project: {', '.join(str(path) for path in context.paths)}")
     reporter.text(f"Gateway: {context.gateway.name}")
     reporter.text(f"Models: {len(context.models)}")
     reporter.text(f"State: {context.gateway.state_connection.type} (schema version "

@@ -39,6 +39,7 @@ class Invocation:
     event_path: str | None = None
     output_dir: str | None = None
     project_path: str = "."
+    other_paths: tuple[str, ...] = ()   # a multi-repo project's other folders (its config is project_path's)
     gateway: str | None = None
     token: str | None = None
     answers: str | None = None       # local mode: JSON file of what GitHub would answer
@@ -136,6 +137,7 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
         outputs = StepOutputs.in_folder(folder)
         root = checkout.root()
         subdir = _subdir(invocation.project_path, str(root)) if root else ""
+        others = tuple(_subdir(path, str(root)) for path in invocation.other_paths) if root else ()
         trusted_ref = f"origin/{branch}"
         default_branch = GitDefaultBranch(checkout, branch) if checkout.has_ref(trusted_ref) else None
         missing = f"the checkout has no git ref `{trusted_ref}` to read the default branch's config.yaml from"
@@ -156,6 +158,7 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
         github = client
         outputs = StepOutputs(output_file=env.get("GITHUB_OUTPUT"), summary_file=env.get("GITHUB_STEP_SUMMARY"))
         subdir = _subdir(invocation.project_path, env.get("GITHUB_WORKSPACE"))
+        others = tuple(_subdir(path, env.get("GITHUB_WORKSPACE")) for path in invocation.other_paths)
         default_branch, missing = ApiDefaultBranch(client, branch), ""
 
         def on_default_branch(sha: str) -> bool | None:
@@ -173,22 +176,23 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
     settings = load_settings(trusted.cicd_bot, trusted.users, gateway=invocation.gateway, where=trusted.where)
     if client is not None:
         client.bot_login = settings.bot_login
+    paths = [invocation.project_path, *invocation.other_paths]
+
     def project(read_cache: bool, fresh_files: frozenset[str] | None) -> EngineContext:
         if context_factory is not None:
             return context_factory(invocation.project_path, invocation.gateway)
-        return Context(invocation.project_path, gateway=invocation.gateway, read_cache=read_cache,
-                       fresh_files=fresh_files)
+        return Context(paths, gateway=invocation.gateway, read_cache=read_cache, fresh_files=fresh_files)
 
     def base_versions(pr: PullRequest) -> dict[str, str] | None:
         """The base commit's model versions: its files exported from git and loaded like the project
         (default-branch code in a PR job; called only once the event is authorized)."""
-        def versions(folder: Path) -> dict[str, str]:
-            base = (context_factory(str(folder), invocation.gateway) if context_factory is not None
-                    else Context(folder, gateway=invocation.gateway, read_cache=False))
+        def versions(folders: list[Path]) -> dict[str, str]:
+            base = (context_factory(str(folders[0]), invocation.gateway) if context_factory is not None
+                    else Context(folders, gateway=invocation.gateway, read_cache=False))
             return base.model_versions()
 
         with timings.phase("plan"):
-            return load_base_versions(GitCheckout(Path(invocation.project_path)), pr, versions)
+            return load_base_versions([GitCheckout(Path(path)) for path in paths], pr, versions)
 
     seal = SealedContext(project)
     return BotRun(event=event, settings=settings, github=TimedGithub(github, timings),
@@ -196,7 +200,7 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
                   trusted=trusted, checkout_head=checkout.head(), on_default_branch=on_default_branch,
                   commits_behind=commits_behind, default_branch_head=default_branch_head,
                   base_versions=base_versions,
-                  project_subdir=subdir, sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
+                  project_subdir=subdir, other_subdirs=others, sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
                   on_actions_runner=env.get("GITHUB_ACTIONS") == "true", notify=not local or invocation.notify)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from bot.errors import BotError
 from bot.github.checkout import GitCheckout
@@ -29,18 +29,22 @@ def base_commit(checkout: GitCheckout, pr: PullRequest) -> str | None:
     return None
 
 
-def load_base_versions(project: GitCheckout, pr: PullRequest,
-                       open_project: Callable[[Path], Mapping[str, str]]) -> dict[str, str] | None:
-    """Each model's version at the PR's base commit (`open_project` loads the project folder exported from
-    git and answers its model versions), or None when the base cannot be read or loaded."""
-    commit = base_commit(project, pr)
+def load_base_versions(project: Sequence[GitCheckout], pr: PullRequest,
+                       open_project: Callable[[list[Path]], Mapping[str, str]]) -> dict[str, str] | None:
+    """Each model's version at the PR's base commit (`open_project` loads the project's folders, one per
+    repository of a multi-repo project, exported from git, and answers its model versions), or None when
+    the base cannot be read or loaded."""
+    commit = base_commit(project[0], pr)
     if commit is None:
         return None
     with tempfile.TemporaryDirectory(prefix="meshbot-base-") as folder:
-        if not project.export(commit, Path(folder)):
+        # each under its own name: the loader names a repository without a `project` key by its folder
+        folders = [Path(folder) / str(index) / (checkout.path.resolve().name or "project")
+                   for index, checkout in enumerate(project)]
+        if not all(checkout.export(commit, where) for checkout, where in zip(project, folders)):
             return None
         try:
-            return dict(open_project(Path(folder)))
+            return dict(open_project(folders))
         except BotError:
             return None
 

@@ -22,8 +22,9 @@ from bot.github.runners import COMMANDS
 @click.option("--notify", is_flag=True, default=False,
               help="Local mode: post to the config's Slack and webhook notification targets too (by default "
                    "local mode makes no network call; console targets always print).")
-@click.option("--project-path", "-p", default=None,
-              help="The meshbot project folder (default: meshbot's own -p, else the current directory).")
+@click.option("--project-path", "-p", "project_paths", multiple=True,
+              help="The meshbot project folder (default: meshbot's own -p, else the current directory); once per "
+                   "repository of a multi-repo project, the first one's config.yaml holding the bot settings.")
 @click.option("--gateway", default=None, help="Gateway to use; also suffixes check names (default: meshbot's "
                                              "own --gateway).")
 @click.option("--config", "config", envvar="MESHBOT_CICD_BOT", default=None, show_envvar=True,
@@ -31,14 +32,14 @@ from bot.github.runners import COMMANDS
                    "branch's config.yaml (the action's `config` input). Never read from the checkout.")
 @click.pass_context
 def github_group(ctx: click.Context, token: str | None, event_path: str | None, event_name: str | None,
-                 output_dir: str | None, answers: str | None, notify: bool, project_path: str | None,
+                 output_dir: str | None, answers: str | None, notify: bool, project_paths: tuple[str, ...],
                  gateway: str | None, config: str | None) -> None:
     """Run the CI/CD bot for a GitHub event (inside GitHub Actions, or locally with --output-dir)."""
     outer = ctx.parent.params if ctx.parent is not None else {}   # `meshbot -p DIR --gateway G github ...`
-    project_path = project_path or next(iter(outer.get("paths") or ()), None) or "."
+    paths = project_paths or tuple(outer.get("paths") or ()) or (".",)
     gateway = gateway or outer.get("gateway")
     ctx.obj = Invocation(event_name=event_name, event_path=event_path, output_dir=output_dir,
-                         project_path=project_path, gateway=gateway, token=token, answers=answers, config=config,
+                         project_path=paths[0], other_paths=tuple(paths[1:]), gateway=gateway, token=token, answers=answers, config=config,
                          notify=notify)
 
 

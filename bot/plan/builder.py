@@ -24,7 +24,7 @@ from bot.project.timeutil import now_ms as wall_clock_ms
 from bot.project.model import KindName, Model
 from bot.project.output_columns import expand_star, projection_names
 from bot.project.serialize import model_to_dict
-from bot.project.sqltext import parse_sql, selects_star, to_sql
+from bot.project.sqltext import as_written_macros, parse_sql, selects_star, to_sql
 from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
                           physical_schema_name)
 from bot.state.api import Environment, StateReader
@@ -369,8 +369,8 @@ def source_diff(prev: Snapshot, model: Model, name: str) -> str:
         new = to_sql(parse_sql(new_text, dialect)[0], dialect, pretty=True)
     except (sqlglot.errors.SqlglotError, IndexError):
         return ""
-    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), fromfile=f"{name} (old)",
-                                 tofile=f"{name} (new)", lineterm="")
+    lines = difflib.unified_diff(as_written_macros(old).splitlines(), as_written_macros(new).splitlines(),
+                                 fromfile=f"{name} (old)", tofile=f"{name} (new)", lineterm="")
     return "\n".join(lines)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from bot.project.config import Gateway, ProjectConfig
 from bot.project.meshbot_dir import checked
@@ -32,9 +32,13 @@ class Workspace:
     on first use; state and Spark start only when an operation needs them. Heavy layers are imported
     where a part is built, so that `plan --explain` never imports PySpark or SQLAlchemy's dialects."""
 
-    def __init__(self, path: str | Path = ".", *, gateway: str | None = None, read_cache: bool = True,
-                 fresh_files: frozenset[str] | None = None) -> None:
-        self.path = Path(path).resolve()
+    def __init__(self, path: str | Path | Sequence[str | Path] = ".", *, gateway: str | None = None,
+                 read_cache: bool = True, fresh_files: frozenset[str] | None = None) -> None:
+        # several folders: a multi-repo project (bot.project.repositories); the first one's config rules
+        self.paths = tuple(Path(p).resolve() for p in ([path] if isinstance(path, (str, Path)) else path))
+        if not self.paths:
+            raise ValueError("a project needs at least one folder")
+        self.path = self.paths[0]
         self.gateway_name = gateway
         self.read_cache = read_cache   # False: parse and render everything, only write .meshbot/cache
         self.fresh_files = fresh_files   # a pull request's own files: never taken from .meshbot/cache (load_project)
@@ -51,15 +55,23 @@ class Workspace:
 
     @cached_property
     def project(self) -> Project:
-        from bot.project.loader import load_project
+        from bot.plan.unloaded_repositories import with_unloaded_repositories
+        from bot.project.repositories import load_repositories
 
-        return load_project(self.path, config=self.config, read_cache=self.read_cache, fresh_files=self.fresh_files,
-                            while_parsing=_import_plan_modules,
-                            render_gateway=self.gateway_name or self.config.default_gateway)
+        project = load_repositories(self.paths, config=self.config, read_cache=self.read_cache,
+                                    fresh_files=self.fresh_files, while_parsing=_import_plan_modules,
+                                    render_gateway=self.gateway_name or self.config.default_gateway)
+        if not any(repository.config.project for repository in project.repositories):
+            return project   # one repository owns prod: the state is not read to load it
+        return with_unloaded_repositories(project, self.state)
 
     def load(self) -> None:
         """Parse the project now rather than on the first call that needs it."""
         self.project  # noqa: B018 - builds the cached project
+
+    def _linted(self) -> bool:
+        """Whether a plan lints first: any repository's `linter.enabled`."""
+        return any(repository.config.linter.enabled for repository in self.project.repositories)
 
     def start_engine(self) -> None:
         """Start the Spark session now rather than on the first call that needs it."""

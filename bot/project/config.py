@@ -140,6 +140,7 @@ class ProjectConfig:
     ignore_patterns: tuple[str, ...] = IGNORE_PATTERNS   # globs of project files not loaded (SQLMesh's key)
     # gateways meshbot cannot run on (a DuckDB one beside the Spark one): name -> why, said when chosen
     unsupported_gateways: dict[str, str] = field(default_factory=dict)
+    project: str = ""   # SQLMesh's `project` key: names the repository of a multi-repo project
 
     def gateway(self, name: str | None = None) -> Gateway:
         key = name or self.default_gateway
@@ -221,13 +222,22 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         strict=_flag(raw, "strict", path),
         ignore_patterns=IGNORE_PATTERNS + _statements(raw.get("ignore_patterns"), "ignore_patterns", path,
                                                       what="glob patterns"),
+        project=_project_name(raw.get("project"), path),
     )
 
 
 _CONFIG_KEYS = frozenset({"gateways", "default_gateway", "model_defaults", "variables", "snapshot_ttl",
                           "environment_ttl", "physical_schema_mapping", "plan", "cicd_bot", "users",
                           "before_all", "after_all", "linter", "format", "notification_targets",
-                          "default_catalog", "strict", "ignore_patterns"})
+                          "default_catalog", "strict", "ignore_patterns", "project"})
+
+
+def _project_name(value: Any, path: Path) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"`project` must be a name (got {value!r})", path=path)
+    return value.strip()
 
 
 def _flag(raw: dict, key: str, path: Path) -> bool:

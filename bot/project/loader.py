@@ -7,7 +7,7 @@ import fnmatch
 import glob
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -31,15 +31,30 @@ from bot.project.render_cache import EarlyRender, EarlyRenders, render_early
 from bot.project.sqltext import normalize_name, parse_sql, preprocess_macros, to_sql
 from bot.project.warn import project_warning
 
-__all__ = ["AuditDefinition", "Project", "load_project", "parse_sql", "preprocess_macros", "to_sql"]
+__all__ = ["AuditDefinition", "Project", "Repository", "load_project", "parse_sql", "preprocess_macros", "to_sql"]
 
 EXTERNAL_MODELS_FILES = ("external_models.yaml", "external_models.yml")
 _JINJA_MARKER = b"jinja_"   # in a file's lowercased bytes: its parse depends on variables and macros/*.sql
 
 
 @dataclass(frozen=True)
+class Repository:
+    """One repository of a project: its folder, its own config and the names of the models it defines."""
+
+    root: Path
+    config: ProjectConfig
+    models: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        """Its `project` key, else its folder's name."""
+        return self.config.project or self.root.name
+
+
+@dataclass(frozen=True)
 class Project:
-    """A loaded project; `models` iterate in topological order."""
+    """A loaded project; `models` iterate in topological order. `root` and `config` are its first
+    repository's (a multi-repo project, bot.project.repositories, lists them all in `repositories`)."""
 
     root: Path
     config: ProjectConfig
@@ -51,6 +66,14 @@ class Project:
     # model name -> content key of its SQL file (file bytes + parse settings), for render caching
     source_digests: Mapping[str, str] = field(default_factory=dict)
     early_renders: EarlyRenders | None = None   # reference renders the parse workers did
+    parts: tuple[Repository, ...] = ()   # a multi-repo project's repositories, in the order given
+    # models of repositories not loaded, from prod's state (bot.plan.unloaded_repositories): name -> the
+    # reference render stored with their snapshot, used instead of rendering them here
+    held_renders: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def repositories(self) -> tuple[Repository, ...]:
+        return self.parts or (Repository(self.root, self.config, tuple(self.models)),)
 
     def model(self, name: str) -> Model:
         """The model a user named (any quoting or case); an unknown name is a PlanError listing some known ones."""
@@ -107,6 +130,8 @@ def _load_project(root: Path, *, config: ProjectConfig | None, use_cache: bool, 
     own |= {m.name for m in python_models if os.path.relpath(m.path, root) in fresh}
     models += python_models
     models += load_external_models(root, config)
+    if config.project:   # recorded with each snapshot, as SQLMesh records a node's project
+        models = [replace(m, project=config.project) for m in models]
     by_name = _index_models(m for m in models if m.enabled)
     dag = DAG.build(by_name)
     sources = {p.model.name: digest for p, digest in zip(parsed, digests)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from sqlglot import exp
 
@@ -165,6 +165,10 @@ class Model:
     jinja_macros: tuple[tuple[str, str], ...] = ()   # (name, definition) of the macros/*.sql macros its Jinja calls
     line: int = 1                                # line of the MODEL header in `path`
     blueprint_variables: tuple[tuple[str, str], ...] = ()   # (name, SQL value) of this model's blueprint
+    project: str = ""                            # the `project` key of its repository's config (multi-repo)
+    # a multi-repo project's models render with their own repository's `variables` (bot.project.repositories);
+    # None: with the variables the operation passes (its project's config)
+    variables: Mapping[str, Any] | None = None
 
     @property
     def is_python(self) -> bool:

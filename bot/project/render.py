@@ -64,6 +64,12 @@ def _folder_registry(folder: str) -> MacroRegistry:
     return EMPTY_REGISTRY
 
 
+def model_variables(model: Model, variables: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The `variables` a model renders with: a multi-repo project's model takes its own repository's over
+    those of the operation (its first repository's config), as SQLMesh gives each repository its own."""
+    return variables if model.variables is None else {**variables, **model.variables}
+
+
 def _registry(model: Model, ctx: RenderContext) -> MacroRegistry:
     if ctx.macros is not None:
         return ctx.macros
@@ -96,7 +102,7 @@ def make_evaluator(model: Model, ctx: RenderContext, *, dialect: str | None = No
     variables["gateway"] = ctx.gateway
     variables["runtime_stage"] = ctx.runtime_stage
     evaluator = MacroEvaluator(dialect=dialect or model.dialect, variables=variables,
-                               config_variables=ctx.variables, registry=_registry(model, ctx),
+                               config_variables=model_variables(model, ctx.variables), registry=_registry(model, ctx),
                                path=model.path, model_name=model.name, columns_of=_columns_lookup(ctx),
                                blueprint_variables=_blueprint_values(model.blueprint_variables, model.dialect))
     for statement in model.pre_statements:
@@ -216,7 +222,8 @@ def _jinja_values(model: Model, ctx: RenderContext) -> JinjaValues:
         return quoted_table(ctx.table_mapping.get(key, key), model.dialect)
 
     this_model = ctx.this_model or ctx.table_mapping.get(model.name, model.name)
-    return JinjaValues(start=ctx.start, end=ctx.end, execution_time=ctx.execution_time, variables=ctx.variables,
+    return JinjaValues(start=ctx.start, end=ctx.end, execution_time=ctx.execution_time,
+                       variables=model_variables(model, ctx.variables),
                        gateway=ctx.gateway, this_model=quoted_table(this_model, model.dialect),
                        runtime_stage=ctx.runtime_stage, resolve_table=resolve_table)
 

@@ -172,14 +172,15 @@ def render_early(model: Model, *, variables: Mapping[str, Any], gateway: str) ->
 def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mapping[str, str],
                       variables: Mapping[str, Any], gateway: str, macro_files: tuple[Path, ...] = (),
                       use_cache: bool = True, read_cache: bool = True,
-                      early: EarlyRenders | None = None) -> dict[str, str]:
+                      early: EarlyRenders | None = None, held: Mapping[str, str] | None = None) -> dict[str, str]:
     """normalized_query_sql of every model with a query, from the cache where its key still matches.
 
     With `read_cache` False nothing is read from the cache file; it is written anew.
 
     `sources` maps model names to the content digest of their file (from the loader); models
     without one are always rendered. `early` renders are taken where the project does not change
-    them and they were rendered with these settings.
+    them and they were rendered with these settings. `held` renders (models whose files are not here)
+    are taken as they are.
     """
     from bot.project.render import normalized_query_sql
 
@@ -189,7 +190,8 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
                          entry=_entry_fits, read=use_cache and read_cache)
     old = store.entries
     with paused_gc():
-        keyed = {name: keys.key(name) for name, model in models.items() if has_query(model)}
+        held = held or {}
+        keyed = {name: keys.key(name) for name, model in models.items() if has_query(model) and name not in held}
         done = {name: old[name][1] for name, key in keyed.items()
                 if key is not None and name in old and old[name][0] == key}
         if early is not None and early.rendered_with(gateway, variables):
@@ -211,6 +213,7 @@ def reference_queries(*, root: Path, models: Mapping[str, Model], sources: Mappi
                 new[name] = [key, sql]
     if use_cache:
         store.save(new)
+    result.update((name, sql) for name, sql in held.items() if sql)
     return result
 
 

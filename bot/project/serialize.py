@@ -59,6 +59,8 @@ def model_to_dict(model: Model) -> dict[str, Any]:
            if model.jinja_query is not None else {}),
         **({"jinja_macros": [list(m) for m in model.jinja_macros]} if model.jinja_macros else {}),
         **({"blueprint_variables": [list(p) for p in model.blueprint_variables]} if model.blueprint_variables else {}),
+        **({"project": model.project} if model.project else {}),
+        **({"variables": dict(model.variables)} if model.variables is not None else {}),
     }
 
 
@@ -107,6 +109,8 @@ def model_fields(data: dict[str, Any]) -> dict[str, Any]:
         jinja_line=data.get("jinja_line", 1),
         jinja_macros=_pairs(data.get("jinja_macros")),
         blueprint_variables=_pairs(data.get("blueprint_variables")),
+        project=data.get("project", ""),
+        variables=data.get("variables"),
     )
 
 

@@ -85,6 +85,18 @@ def braced_text(value: exp.Expression, dialect: str) -> str:
     return value.sql(dialect=dialect)
 
 
+_REWRITTEN_CALL = re.compile(rf"\b{MACRO_FUNC_PREFIX}([A-Za-z0-9_]+)\(", re.I)
+
+
+def as_written_macros(sql: str) -> str:
+    """Rewritten macro calls turned back into `@name(` for people to read (a plan's diff of a query).
+
+    >>> as_written_macros("SELECT MESHBOT_MACRO_BUMP(1) AS x FROM t")
+    'SELECT @bump(1) AS x FROM t'
+    """
+    return _REWRITTEN_CALL.sub(lambda match: f"@{match.group(1).lower()}(", sql)
+
+
 def macro_call_name(node: exp.Expression) -> str | None:
     """The lowercase macro name of a rewritten macro call (`MESHBOT_MACRO_DEF(...)` → `def`), else None."""
     if isinstance(node, exp.Anonymous):

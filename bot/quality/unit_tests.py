@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import time
+from dataclasses import replace
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -81,6 +82,8 @@ def run_test(test: UnitTest, *, engine: SparkEngine, models: Mapping[str, Model]
     if model is None:
         raise ConfigError(f"test `{test.name}`: unknown model `{test.model}`", path=test.path,
                           line=test.line)
+    if model.variables is not None and test.variables:   # a test's `vars` win over its repository's too
+        model = replace(model, variables={**model.variables, **test.variables})
     views: list[str] = []
     try:
         mapping = _create_inputs(test, engine=engine, models=models, views=views)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from bot.errors import EngineError
 from bot.project.blueprints import python_values
+from bot.project.render import model_variables
 from bot.project.model import Model
 from bot.project.python_model import resolve_python_model
 from bot.project.timeutil import to_datetime
@@ -161,8 +162,8 @@ def python_model_frame(engine: SparkEngine, model: Model, *, mapping: Mapping[st
     unit tests whose inputs are temporary views). The model's own errors, and Spark's, pass through:
     callers name the model and interval in their own words.
     """
-    context = ExecutionContext(engine.session, mapping, variables=variables, gateway=gateway, quote=quote,
-                               blueprint_variables=python_values(model.blueprint_variables))
+    context = ExecutionContext(engine.session, mapping, variables=model_variables(model, variables or {}),
+                               gateway=gateway, quote=quote, blueprint_variables=python_values(model.blueprint_variables))
     return run_python_model(resolve_python_model(model), context, start=start, end=end,
                             execution_time=execution_time, columns=model.columns or None, name=model.name)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
@@ -38,6 +39,8 @@ class BotRun:
     context: EngineContext
     outputs: StepOutputs
     project_subdir: str = ""          # the project's folder relative to the repository root
+    # a multi-repo project's other folders (relative to the repository root), after project_subdir's
+    other_subdirs: tuple[str, ...] = ()
     sha: str | None = None            # GITHUB_SHA
     on_actions_runner: bool = False   # GITHUB_ACTIONS=true: this machine is gone after the job
     notify: bool = True               # False: local mode without --notify, which posts to no notification target
@@ -186,22 +189,25 @@ def touches_project(files: list[str], subdir: str) -> bool:
 LISTED_FILES = 3000   # GitHub lists at most this many files of a pull request
 
 
-def pull_request_cache(files: list[str], subdir: str) -> tuple[bool, frozenset[str]]:
+def pull_request_cache(files: list[str], subdir: str, others: tuple[str, ...] = ()) -> tuple[bool, frozenset[str]]:
     """(read_cache, fresh_files) for a pull request's sync: its changed project files (as
-    touches_project tells them) relative to the project, which it takes from no cache (entries there
-    under their keys are anyone's who could save one in the PR's cache scope, its own code included);
-    nothing from the cache when the list is unknown (empty) or may be cut short.
+    touches_project tells them) relative to the project (`subdir`; files of a multi-repo project's
+    `others` folders as `../` paths from it), which it takes from no cache (entries there under their
+    keys are anyone's who could save one in the PR's cache scope, its own code included); nothing from
+    the cache when the list is unknown (empty) or may be cut short.
 
     >>> pull_request_cache(["proj/models/a.sql", "proj/README.md", "other/models/b.sql"], "proj")
     (True, frozenset({'models/a.sql'}))
+    >>> sorted(pull_request_cache(["r1/models/a.sql", "r2/models/c.sql"], "r1", ("r2",))[1])
+    ['../r2/models/c.sql', 'models/a.sql']
     >>> pull_request_cache([], "")
     (False, frozenset())
     """
     if not files or len(files) >= LISTED_FILES:
         return False, frozenset()
-    root = PurePosixPath(subdir.strip("/"))
-    own = frozenset(PurePosixPath(name).relative_to(root).as_posix() for name in files
-                    if touches_project([name], subdir))
+    root = subdir.strip("/") or "."
+    own = frozenset(posixpath.relpath(name, root) for name in files
+                    if any(touches_project([name], folder) for folder in (subdir, *others)))
     return True, own
 
 

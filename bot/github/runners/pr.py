@@ -229,10 +229,10 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
                        environment=run.pr_environment(pr.number), head_sha=pr.head_sha)
     if tests or environment or prod_plan:
         files = run.github.changed_files(pr.number)
-        if not touches_project(files, run.project_subdir):
+        if not any(touches_project(files, folder) for folder in (run.project_subdir, *run.other_subdirs)):
             post_comment(run, pr.number, replace(view, status=JobNote(NoteKind.NO_PROJECT_FILE).line))
             return 0
-        read_cache, fresh_files = pull_request_cache(files, run.project_subdir)
+        read_cache, fresh_files = pull_request_cache(files, run.project_subdir, run.other_subdirs)
         run.open_project(read_cache=read_cache, fresh_files=fresh_files)
     ok, error, applied, preview = True, None, None, None
     if tests or (environment and ephemeral_storage_refusal(run) is None):

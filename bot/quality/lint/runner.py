@@ -67,8 +67,10 @@ class LintResult:
 
 def lint_models(models: Mapping[str, Model], *, config: LinterConfig, config_path: Path,
                 rendered: Mapping[str, str], tested: Iterable[str],
-                custom: Mapping[str, type[Rule]] | None = None) -> tuple[Violation, ...]:
-    """Run the configured rules over every model (EXTERNAL ones only as parents); violations in file order.
+                custom: Mapping[str, type[Rule]] | None = None,
+                only: Iterable[str] | None = None) -> tuple[Violation, ...]:
+    """Run the configured rules over every model (EXTERNAL ones only as parents), or over those named
+    `only` (one repository's, with the whole project as their facts); violations in file order.
 
     Nothing runs unless `linter.enabled` (SQLMesh's `sqlmesh lint` is silent then too)."""
     rules = {**RULES, **{name: custom_rule(rule) for name, rule in (custom or {}).items()}}
@@ -77,7 +79,7 @@ def lint_models(models: Mapping[str, Model], *, config: LinterConfig, config_pat
         return ()
     project = ProjectFacts(models=models, columns=OutputColumns(models, rendered), tested=frozenset(tested))
     violations: list[Violation] = []
-    for model in models.values():
+    for model in (models.values() if only is None else (models[name] for name in only)):
         if model.kind.name is KindName.EXTERNAL:
             continue
         source = ModelSource(model, rendered.get(model.name))
@@ -91,9 +93,10 @@ def lint_models(models: Mapping[str, Model], *, config: LinterConfig, config_pat
 
 
 def lint_project(project: Project, *, rendered: Mapping[str, str]) -> LintResult:
-    """Lint a loaded project with its own `linter:` config and its `linter/*.py` rules."""
+    """Lint a loaded project: each repository's models with its own `linter:` config and `linter/*.py` rules."""
     tested = {test.model for test in load_test_files(project.test_files, project.config.model_defaults.catalogs)}
-    violations = lint_models(project.models, config=project.config.linter,
-                             config_path=find_config_file(project.root), rendered=rendered, tested=tested,
-                             custom=load_custom_rules(project.root))
-    return LintResult(violations=violations)
+    violations = [violation for repository in project.repositories for violation in lint_models(
+        project.models, config=repository.config.linter, config_path=find_config_file(repository.root),
+        rendered=rendered, tested=tested, custom=load_custom_rules(repository.root),
+        only=repository.models if project.parts else None)]
+    return LintResult(violations=tuple(sorted(violations, key=lambda v: (str(v.path), v.line, v.rule))))
