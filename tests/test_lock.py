@@ -1,6 +1,6 @@
 """The lock files (requirements/*.txt, written by requirements/lock) agree with pyproject.toml: every
 dependency pinned within its range and hashed, sqlglot at its exact pin, one version of a package in all
-four, and each file with the PySpark of its extra."""
+four, and each file with the PySpark of its extra; CI installs from the lock."""
 
 from __future__ import annotations
 
@@ -145,3 +145,14 @@ def test_the_lock_is_written_with_the_uv_the_action_pins():
     assert pinned and f'"uv=={pinned[1]}"' in (ROOT / "requirements/lock").read_text()
     for lock in LOCKS:
         assert (ROOT / "requirements" / f"{lock}.txt").read_text().splitlines()[1] == "#    requirements/lock"
+
+
+def test_ci_installs_the_lock_then_meshbot_and_runs_the_readme_test_command():
+    lines = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    installs = [line for line in lines if " pip install " in line]
+    assert installs[-2:] == [".venv/bin/python -m pip install --quiet --require-hashes -r requirements/test.txt",
+                             ".venv/bin/python -m pip install --quiet --no-deps -e ."]
+    assert lines[-1] == ".venv/bin/python -m pytest -q -n 2"
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install --require-hashes -r requirements/test.txt \\\n  && .venv/bin/pip install --no-deps -e ." in readme
