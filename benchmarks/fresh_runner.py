@@ -5,7 +5,8 @@ Measured in one run, on copies of the action's checkout (the repository's files 
 
 (a) cold install from the package registry: meshbot per extra as action.yml installs it (its own `Install
     uv` and `Install meshbot` steps, run by bash with the runner's variables: a pinned uv fetched by pip,
-    then `uv venv` and `uv pip install --no-cache -e .[extra]`, no bytecode, as on a pull request); for
+    then `uv venv`, `uv pip install --no-cache --require-hashes -r requirements/<extra>.txt` and
+    `uv pip install --no-cache --no-deps -e .`, no bytecode, as on a pull request); for
     reference meshbot[connect] with pip (`python -m venv`, `pip install --no-cache-dir -e .[connect]`);
     and `sqlmesh[github]==0.236.4` both ways, with pip as SQLMesh's documentation installs it and with the
     action's uv steps. pip's configuration and PIP_* variables are left out (PIP_CONFIG_FILE is the null
@@ -151,7 +152,8 @@ def action_install(workdir: Path, action: Path, extra: str, *, bytecode: bool) -
     """action.yml's `Install uv` and `Install meshbot` steps, as a cache miss runs them."""
     temp = _fresh(workdir / "runner-temp" / f"{extra}-{'bytecode' if bytecode else 'plain'}")
     venv = temp / "meshbot-venv"
-    env = _runner_env(workdir, action, temp, MESHBOT_EXTRA=extra, MESHBOT_VENV=str(venv),
+    env = _runner_env(workdir, action, temp, MESHBOT_LOCK=str(action / "requirements" / f"{extra}.txt"),
+                      MESHBOT_VENV=str(venv),
                       MESHBOT_UV=str(temp / "meshbot-uv" / "bin" / "uv"), MESHBOT_BYTECODE=str(bytecode).lower())
     uv = _run_step(UV_STEP, env)
     install = _run_step(INSTALL_STEP, env)

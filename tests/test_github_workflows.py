@@ -190,6 +190,10 @@ def test_dependabot_updates_the_pins_and_the_python_dependencies():
     assert config["version"] == 2
     ecosystems = {(u["package-ecosystem"], u["directory"]): u["schedule"]["interval"] for u in config["updates"]}
     assert ecosystems == {("github-actions", "/"): "weekly", ("pip", "/"): "weekly"}
+    # the lock (requirements/*.txt) is read from directory "/"; sqlglot[c] needs sqlglotc of its own version
+    [pip] = [u for u in config["updates"] if u["package-ecosystem"] == "pip"]
+    assert pip["groups"]["sqlglot"]["patterns"] == ["sqlglot", "sqlglotc"]
+    assert (ROOT / "requirements" / "test.txt").is_file()
 
 
 def test_user_workflows_run_in_their_environments():
@@ -459,10 +463,11 @@ def test_the_drop_step_removes_a_committed_cache_and_nothing_else(tmp_path):
 
 
 def test_action_restores_the_installed_environment_by_exact_key_and_saves_it_from_the_default_branch_only():
-    """The virtualenv with meshbot and its PySpark extra: keyed on everything that makes it (meshbot's
-    version and pyproject, the action's path, the extra, Python, runner OS and image), restored by exact
-    key on every event but authorize-deploy, saved right after a fresh install (before extra_pip and
-    before meshbot runs anything of the project) and only by the default branch's own events."""
+    """The virtualenv with meshbot and its PySpark extra, installed from the lock: keyed on everything that
+    makes it (meshbot's version, pyproject and lock file, the action's path, the extra, Python, runner OS and
+    image), restored by exact key on every event but authorize-deploy, saved right after a fresh install
+    (before extra_pip and before meshbot runs anything of the project) and only by the default branch's
+    own events."""
     steps = _load(ROOT / "action.yml")["runs"]["steps"]
     ids = [s.get("id") for s in steps]
     choose, restore = steps[ids.index("install")], steps[ids.index("venv-restore")]
@@ -485,6 +490,11 @@ def test_action_restores_the_installed_environment_by_exact_key_and_saves_it_fro
     assert 'python -I "$GITHUB_ACTION_PATH/bot/spark/extra.py"' in choose["run"]
     assert "inputs.command != 'authorize-deploy'" in restore["if"]
     assert install["if"] == "steps.venv-restore.outputs.cache-hit != 'true'"
+    # the locked versions, each file checked against its hash, then meshbot's own code resolving nothing
+    locked, meshbot = [line for line in install["run"].splitlines() if " pip install " in line]
+    assert locked.endswith('--require-hashes -r "$MESHBOT_LOCK"')
+    assert meshbot.endswith('--no-deps -e "$GITHUB_ACTION_PATH"')
+    assert install["env"]["MESHBOT_LOCK"] == "${{ steps.install.outputs.lock }}"
     # who may save: one expression, in the choose step; the save step and the bytecode follow its output
     condition = " ".join(save["if"].split())
     assert condition == ("success() && steps.install.outputs.save == 'true' "
@@ -525,14 +535,16 @@ def test_the_action_picks_the_pyspark_extra_from_the_config_as_data(tmp_path):
     assert extra("shop", "ci") == "spark"      # flow style: not read for certain
 
 
-def _choose_install(tmp_path: Path, **settings: str) -> dict[str, str]:
+def _choose_install(tmp_path: Path, action_path: Path = ROOT, **settings: str) -> dict[str, str]:
     """The action's own `Choose meshbot's install` script, run by bash as the runner runs it: its outputs."""
     from bot.project.example import write_example
 
-    write_example(tmp_path / "work" / "shop")
+    if not (tmp_path / "work" / "shop").exists():
+        write_example(tmp_path / "work" / "shop")
     step = next(s for s in _load(ROOT / "action.yml")["runs"]["steps"] if s.get("id") == "install")
     output = tmp_path / "output"
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "GITHUB_ACTION_PATH": str(ROOT),
+    output.unlink(missing_ok=True)
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "GITHUB_ACTION_PATH": str(action_path),
            "GITHUB_OUTPUT": str(output), "RUNNER_TEMP": str(tmp_path / "temp"), "RUNNER_OS": "Linux",
            "ImageOS": "ubuntu24", "MESHBOT_PROJECT_PATH": "shop", "PYTHON_FULL_VERSION": "3.11.9", **settings}
     result = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path / "work", env=env,
@@ -553,6 +565,27 @@ def test_the_install_step_keys_the_environment_on_the_extra(tmp_path, command, p
     assert outputs["save"] == "false", "MESHBOT_SAVE_VENV unset: not a default-branch event"
     version = re.escape(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])
     assert re.fullmatch(rf"meshbot-venv-Linux-ubuntu24-py3\.11\.9-{version}-{extra}-[0-9a-f]{{16}}", outputs["key"])
+
+
+def test_the_environment_key_changes_with_the_lock_file_it_installs(tmp_path):
+    """An environment installed from an older lock would be restored after the lock moved on: the key holds
+    the lock file of the extra, and only that one (a new pyspark-client pin leaves a `spark` environment be)."""
+    action = tmp_path / "action"
+    (action / "bot" / "spark").mkdir(parents=True)
+    shutil.copy(ROOT / "bot/spark/extra.py", action / "bot/spark/extra.py")
+    shutil.copy(ROOT / "pyproject.toml", action / "pyproject.toml")
+    shutil.copytree(ROOT / "requirements", action / "requirements")
+    settings = {"MESHBOT_PYSPARK": "auto", "MESHBOT_COMMAND": "run-all", "MESHBOT_GATEWAY": "ci"}
+    first = _choose_install(tmp_path, action, **settings)
+    assert first["extra"] == "connect" and first["lock"] == str(action / "requirements/connect.txt")
+    with (action / "requirements/spark.txt").open("a") as lock:
+        lock.write("# another pin\n")
+    assert _choose_install(tmp_path, action, **settings)["key"] == first["key"]
+    with (action / "requirements/connect.txt").open("a") as lock:
+        lock.write("# another pin\n")
+    assert _choose_install(tmp_path, action, **settings)["key"] != first["key"]
+    assert _choose_install(tmp_path, action, **{**settings, "MESHBOT_COMMAND": "authorize-deploy"})["lock"] == \
+        str(action / "requirements/base.txt")
 
 
 @pytest.mark.parametrize("command, trusted_event, save", [
