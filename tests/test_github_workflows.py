@@ -347,12 +347,62 @@ def test_action_cache_key_changes_with_meshbot_python_and_project_files():
     key_step = next(s for s in steps if s.get("id") == "cache-key")
     restore = next(s for s in steps if s.get("id") == "cache-restore")
     assert steps.index(key_step) < steps.index(restore)
-    assert restore["with"]["path"].endswith("/.meshbot/cache")
-    assert restore["with"]["key"].startswith("${{ steps.cache-key.outputs.prefix }}")
-    for pattern in ("*.sql", "*.py", "*.y*ml", "*.csv"):
-        assert pattern in restore["with"]["key"]
+    assert restore["with"]["path"] == "${{ steps.folders.outputs.caches }}"
+    assert restore["with"]["key"] == "${{ steps.cache-key.outputs.prefix }}${{ steps.cache-key.outputs.files }}"
     assert "PYTHON_VERSION" in key_step["run"] and "GITHUB_ACTION_PATH" in key_step["run"]
     assert "python_version" in key_step["env"]["PYTHON_VERSION"]
+
+
+def _step_outputs(step: dict, workspace: Path, env: dict[str, str]) -> dict[str, str]:
+    """Run a `run:` step of action.yml as the runner does and read what it wrote to $GITHUB_OUTPUT
+    (`name=value` lines and `name<<DELIMITER` blocks)."""
+    output = workspace.parent / f"output-{step['id']}"
+    output.write_text("")
+    result = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=workspace,
+                            env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "GITHUB_ACTION_PATH": str(ROOT),
+                                 "GITHUB_OUTPUT": str(output), "RUNNER_OS": "Linux", **env},
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    values, lines = {}, iter(output.read_text().splitlines())
+    for line in lines:
+        if "<<" in line and "=" not in line.split("<<")[0]:
+            name, delimiter = line.split("<<", 1)
+            values[name] = "\n".join(iter(lines.__next__, delimiter))
+        else:
+            name, _, value = line.partition("=")
+            values[name] = value
+    return values
+
+
+def test_project_path_takes_one_folder_per_line_and_the_cache_key_covers_every_folder(tmp_path):
+    """A multi-repo project: project_path names its folders one per line; the first one picks the PySpark
+    extra, meshbot gets --project-path once per folder, each folder's .meshbot/cache is restored and saved,
+    and the key changes with a project file of any folder but not with what meshbot writes under .meshbot/."""
+    steps = {s.get("id"): s for s in _load(ROOT / "action.yml")["runs"]["steps"]}
+    workspace = tmp_path / "ws"
+    for folder in ("repo_1", "repo 2"):
+        (workspace / folder / "models").mkdir(parents=True)
+        (workspace / folder / "models" / "a.sql").write_text("SELECT 1\n")
+    folders = _step_outputs(steps["folders"], workspace, {"MESHBOT_PROJECT_PATH": "  repo_1\n\nrepo 2  \n"})
+    assert folders == {"first": "repo_1", "list": "repo_1\nrepo 2",
+                       "caches": "repo_1/.meshbot/cache\nrepo 2/.meshbot/cache"}
+    assert _step_outputs(steps["folders"], workspace, {"MESHBOT_PROJECT_PATH": ""})["list"] == "."
+    assert steps["install"]["env"]["MESHBOT_PROJECT_PATH"] == "${{ steps.folders.outputs.first }}"
+
+    def key() -> str:
+        return _step_outputs(steps["cache-key"], workspace, {"MESHBOT_PROJECT_PATH": folders["list"],
+                                                             "PYTHON_VERSION": "3.11"})["files"]
+
+    first = key()
+    (workspace / "repo 2" / ".meshbot" / "cache").mkdir(parents=True)
+    (workspace / "repo 2" / ".meshbot" / "cache" / "models.json").write_text("{}")
+    assert key() == first
+    (workspace / "repo 2" / "models" / "a.sql").write_text("SELECT 2\n")
+    assert key() != first
+    run = steps["bot"]["run"].replace('"$MESHBOT_VENV/bin/meshbot" github', 'printf "%s|" github')
+    shown = _step_outputs({"id": "bot", "run": run.rstrip() + ' > "$GITHUB_OUTPUT"'}, workspace,
+                          {"MESHBOT_PROJECT_PATH": folders["list"], "MESHBOT_COMMAND": "run-all"})
+    assert shown == {"github|--project-path|repo_1|--project-path|repo 2|run-all|": ""}
 
 
 def test_action_cache_is_saved_by_trusted_events_only_and_restored_by_prefix_on_pull_requests_only():
@@ -381,7 +431,7 @@ def test_action_cache_is_saved_by_trusted_events_only_and_restored_by_prefix_on_
     for step in (steps[steps.index(restore) - 1], restore, check):
         assert "inputs.command != 'authorize-deploy'" in step["if"], step.get("name")
     drop = steps[steps.index(restore) - 1]
-    assert drop["run"].endswith('rm -rf -- "$MESHBOT_PROJECT_PATH/.meshbot/cache"\n'), "a committed cache goes first"
+    assert drop["run"].endswith('rm -rf -- "$folder/.meshbot/cache"; done\n'), "a committed cache goes first"
 
 
 def test_a_pull_request_restores_only_what_the_default_branch_saved_and_saves_nothing():
@@ -393,7 +443,7 @@ def test_a_pull_request_restores_only_what_the_default_branch_saved_and_saves_no
     ids = [s.get("id") for s in steps]
     saves = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")]
     assert len(saves) == 2 and not any(re.match(r"actions/cache@", str(s.get("uses", ""))) for s in steps)
-    cache_save = next(s for s in saves if s["with"]["path"].endswith("/.meshbot/cache"))
+    cache_save = next(s for s in saves if s["with"]["path"] == "${{ steps.folders.outputs.caches }}")
     deciding = " ".join(steps[ids.index("cache-check")]["if"].split())
     assert cache_save["if"] == "success() && steps.cache-check.outcome == 'success'"
     assert re.findall(r"github\.event_name == '(\w+)'", deciding) == ["push"]

@@ -75,23 +75,25 @@ def checked(root: Path) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -I meshbot_dir.py PROJECT_PATH", file=sys.stderr)
+    """Exit 1 with a workflow error when a symlink lies on the way to, or in, any PROJECT_PATH's `.meshbot/`."""
+    if not argv:
+        print("usage: python -I meshbot_dir.py PROJECT_PATH [PROJECT_PATH ...]", file=sys.stderr)
         return 2
-    workspace = Path.cwd()
-    project = Path(argv[0])
-    if project.is_absolute():
-        try:
-            relative: PurePath = project.relative_to(workspace)
-        except ValueError:   # outside the workspace: only its last part is the checkout's to shape
-            workspace, relative = project.parent, PurePath(project.name)
-    else:
-        relative = project
-    link = symlink_on_the_way(workspace, relative) or symlink_in(workspace / relative)
-    if link is None:
-        return 0
-    print(f"::error title=meshbot::{refusal(link, workspace).replace('%', '%25')}", flush=True)
-    return 1
+    for folder in argv:
+        workspace = Path.cwd()
+        project = Path(folder)
+        if project.is_absolute():
+            try:
+                relative: PurePath = project.relative_to(workspace)
+            except ValueError:   # outside the workspace: only its last part is the checkout's to shape
+                workspace, relative = project.parent, PurePath(project.name)
+        else:
+            relative = project
+        link = symlink_on_the_way(workspace, relative) or symlink_in(workspace / relative)
+        if link is not None:
+            print(f"::error title=meshbot::{refusal(link, workspace).replace('%', '%25')}", flush=True)
+            return 1
+    return 0
 
 
 if __name__ == "__main__":
