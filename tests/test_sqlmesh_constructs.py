@@ -131,3 +131,58 @@ def test_audit_checks_the_versions_a_failed_plan_built_and_fails_on_any_failed_a
     (root / "models" / "b.sql").write_text("MODEL (name s.b, kind FULL, audits (positive));\nSELECT 1 AS amount\n")
     unbuilt = CliRunner().invoke(cli, ["-p", str(root), "audit", "--model", "s.b"], catch_exceptions=False)
     assert unbuilt.exit_code == 0 and "SKIPPED model `s.b`: no plan has built its current version yet" in unbuilt.output
+
+
+CONFIG_PY = """
+from sqlmesh.core.config import Config, GatewayConfig, SparkConnectionConfig, ModelDefaultsConfig, PlanConfig
+from sqlmesh.core.config import BigQueryConnectionConfig, CategorizerConfig
+from sqlmesh.core.config.common import VirtualEnvironmentMode, TableNamingConvention
+from sqlmesh.core.config.linter import LinterConfig
+from sqlmesh.core.user import User, UserRole
+
+base = Config(
+    gateways={"bq": GatewayConfig(connection=BigQueryConnectionConfig())},
+    default_gateway="bq",
+    model_defaults=ModelDefaultsConfig(dialect="duckdb", start="2024-01-01"),
+    linter=LinterConfig(enabled=False),
+    users=[User(username="ann", roles=[UserRole.REQUIRED_APPROVER])],
+)
+dev_only = base.copy(update={"virtual_environment_mode": VirtualEnvironmentMode.DEV_ONLY,
+                             "plan": PlanConfig(auto_categorize_changes=CategorizerConfig.all_full())})
+hashed = base.model_copy(update={"physical_table_naming_convention": TableNamingConvention.HASH_MD5})
+config = base.update_with(Config(variables={"x": 1}))
+config.gateways["local"] = GatewayConfig(connection=SparkConnectionConfig())
+config.default_gateway = "local"
+"""
+
+
+def test_a_config_py_written_for_sqlmesh_loads_with_its_copies_enums_and_later_changes(tmp_path):
+    """SQLMesh's own sushi config.py: Config objects copied with pydantic's copy/model_copy(update=...),
+    merged with update_with, changed after they are made, enums from sqlmesh.core.config.common."""
+    from bot.project.config import load_config
+
+    root = write_files(tmp_path / "p", {"config.py": CONFIG_PY})
+    config = load_config(root)
+    assert config.default_gateway == "local" and type(config.gateway().connection).__name__ == "SparkConnection"
+    assert config.variables == {"x": 1} and config.model_defaults.dialect == "duckdb"
+    assert "bq" in config.unsupported_gateways
+    assert [user.username for user in config.users] == ["ann"]
+
+
+def test_the_config_stand_in_offers_each_config_module_of_sqlmesh():
+    """Module by module, the names of SQLMesh 0.236.4's config package a config.py imports (its public
+    config classes and enums), less its own bases and helpers."""
+    import importlib
+
+    from bot.project.sqlmesh_config import MODULES
+    from bot.project.sqlmesh_shim import sqlmesh_shim
+
+    assert set(MODULES["sqlmesh.core.config.common"]) == {"EnvironmentSuffixTarget", "TableNamingConvention",
+                                                          "VirtualEnvironmentMode"}
+    with sqlmesh_shim():
+        for module, names in MODULES.items():
+            for name in names:
+                assert getattr(importlib.import_module(module), name) is not None, (module, name)
+        common = importlib.import_module("sqlmesh.core.config.common")
+        assert common.VirtualEnvironmentMode.DEV_ONLY.value == "dev_only"
+        assert common.TableNamingConvention.HASH_MD5 == "hash_md5"

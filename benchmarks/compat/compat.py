@@ -13,6 +13,7 @@ clones each repository at that commit (network needed); nothing of a project is 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
 import os
@@ -40,11 +41,14 @@ GATEWAYS = {
 class Project:
     name: str
     folder: Path
+    # a multi-repo project's repositories (relative to `folder`), planned together as `-p a -p b`
+    repositories: tuple[str, ...] = ()
     start: str = "2024-01-01"
     end: str = "2024-01-07"
     execution_time: str = ""
     gateway: dict = field(default_factory=dict)   # more keys for both gateways (e.g. variables)
     requirements: tuple[str, ...] = ()            # packages the project's Python files import (faker...)
+    checkout: Path = Path(".")                    # the repository's clone (`./` requirements are in it)
 
     @property
     def run_at(self) -> str:
@@ -60,23 +64,40 @@ def sqlmesh_python(venv: Path) -> Path:
     return python
 
 
-def prepared_copy(project: Project, engine: str, scratch: Path) -> Path:
-    """The project copied, its config.yaml's default gateway the harness's own for `engine`."""
+# appended to a copy of a config.py project (a Config object named `config`, SQLMesh's default name);
+# both engines' Config and GatewayConfig take a connection given as a mapping
+CONFIG_PY_GATEWAY = """
+
+# -- added by meshbot's compat harness: the gateway this engine runs the comparison on --
+from sqlmesh.core.config import GatewayConfig as _CompatGateway
+config.gateways = {{**(config.gateways if isinstance(config.gateways, dict) else {{}}),
+                   "compat": _CompatGateway(**{spec!r})}}
+config.default_gateway = "compat"
+"""
+
+
+def prepared_copy(project: Project, engine: str, scratch: Path) -> list[Path]:
+    """The project copied, each repository's config given the harness's own gateway for `engine` as its
+    default; the folders to plan (one, or a multi-repo project's repositories in order)."""
     target = scratch / engine
     shutil.copytree(project.folder, target, ignore=shutil.ignore_patterns(".cache", "logs", "*.duckdb", ".meshbot"))
-    config_path = target / "config.yaml"
-    if not config_path.exists() and (target / "config.yml").exists():
-        config_path = target / "config.yml"
-    if not config_path.exists():
-        raise SystemExit(f"{project.name}: no config.yaml (a config.py project needs its gateway set by hand)")
-    config = yaml.safe_load(config_path.read_text()) or {}
-    config.setdefault("gateways", {})["compat"] = {**GATEWAYS[engine], **project.gateway}
-    config["default_gateway"] = "compat"
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return target
+    folders = [target / repository for repository in project.repositories] or [target]
+    spec = {**GATEWAYS[engine], **project.gateway}
+    for folder in folders:
+        config_path = next((folder / name for name in ("config.yaml", "config.yml") if (folder / name).exists()), None)
+        if config_path is None and (folder / "config.py").exists():
+            (folder / "config.py").write_text((folder / "config.py").read_text() + CONFIG_PY_GATEWAY.format(spec=spec))
+            continue
+        if config_path is None:
+            raise SystemExit(f"{project.name}: no config.yaml or config.py in {folder}")
+        config = yaml.safe_load(config_path.read_text()) or {}
+        config.setdefault("gateways", {})["compat"] = spec
+        config["default_gateway"] = "compat"
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return folders
 
 
-def probe(python: Path | str, engine: str, folder: Path, project: Project, scratch: Path) -> dict:
+def probe(python: Path | str, engine: str, folders: list[Path], project: Project, scratch: Path) -> dict:
     """Run probe.py for `engine`; the project's requirements installed into a folder of this run only
     (on the import path of the probe, never into meshbot's or SQLMesh's virtualenv)."""
     out = scratch / f"{engine}.json"
@@ -86,12 +107,14 @@ def probe(python: Path | str, engine: str, folder: Path, project: Project, scrat
         # pinned to what the engine's virtualenv has, so the folder shadows none of its own packages
         frozen = subprocess.run([str(python), "-m", "pip", "freeze"], capture_output=True, text=True, check=True)
         pins.write_text("\n".join(line for line in frozen.stdout.splitlines() if "==" in line) + "\n")
+        # `./path`: a package of the project's repository (a materializations package, as a user installs it)
+        wanted = [str(project.checkout / r) if r.startswith("./") else r for r in project.requirements]
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--target", str(site), "-c", str(pins),
-                        *project.requirements], check=True)
+                        *wanted], check=True)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
-    command = [str(python), str(HERE / "probe.py"), engine, str(folder), project.start, project.end, project.run_at,
-               str(out)]
-    result = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=3600, env=env)
+    command = [str(python), str(HERE / "probe.py"), engine, os.pathsep.join(map(str, folders)), project.start,
+               project.end, project.run_at, str(out)]
+    result = subprocess.run(command, cwd=folders[0], capture_output=True, text=True, timeout=3600, env=env)
     if not out.exists():
         tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
         return {"models": {}, "tests": {}, "audits": None, "error": " | ".join(tail) or f"exit {result.returncode}"}
@@ -152,6 +175,11 @@ def compare(project: Project, venv: Path, keep: Path | None) -> list[str]:
     return lines
 
 
+def _day(text: str) -> str:
+    """A window's date; `today` is the day the harness runs (projects whose models have no start)."""
+    return datetime.date.today().isoformat() if text == "today" else text
+
+
 def listed(path: Path, only: str | None, clones: Path, mirror: Path | None) -> list[Project]:
     projects = []
     for entry in tomllib.loads(path.read_text())["project"]:
@@ -164,9 +192,10 @@ def listed(path: Path, only: str | None, clones: Path, mirror: Path | None) -> l
             subprocess.run(["git", "clone", "--quiet", "--no-checkout", source, str(checkout)], check=True)
             subprocess.run(["git", "-C", str(checkout), "checkout", "--quiet", entry["commit"]], check=True)
         projects.append(Project(name=entry["name"], folder=checkout / entry.get("folder", ""),
-                                start=entry.get("start", "2024-01-01"), end=entry.get("end", "2024-01-07"),
+                                start=entry.get("start", "2024-01-01"), end=_day(entry.get("end", "2024-01-07")),
                                 execution_time=entry.get("execution_time", ""), gateway=entry.get("gateway", {}),
-                                requirements=tuple(entry.get("requirements", ()))))
+                                requirements=tuple(entry.get("requirements", ())),
+                                repositories=tuple(entry.get("repositories", ())), checkout=checkout))
     return projects
 
 

@@ -2,13 +2,14 @@
 print JSON with what each model holds (rows, distinct grain, sums of numeric columns), the unit tests'
 and audits' verdicts, and the first error of anything that failed.
 
-    python probe.py sqlmesh|meshbot PROJECT START END EXECUTION_TIME OUT.json
+    python probe.py sqlmesh|meshbot PROJECT[:PROJECT...] START END EXECUTION_TIME OUT.json
 
 It imports only the engine it probes (SQLMesh in the SQLMesh virtualenv, meshbot in meshbot's)."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from typing import Any
@@ -42,7 +43,7 @@ def probe_sqlmesh(project: str, start: str, end: str, execution_time: str) -> di
     from sqlmesh import Context
 
     report: dict[str, Any] = {"models": {}, "tests": {}, "audits": None, "error": None}
-    context = Context(paths=[project])
+    context = Context(paths=project.split(os.pathsep))
     models = {m.name: m for m in context.models.values()}
     try:
         # a prod plan takes no start/end: it fills each model from its start to the execution time
@@ -85,7 +86,7 @@ def probe_meshbot(project: str, start: str, end: str, execution_time: str) -> di
 
     report: dict[str, Any] = {"models": {}, "tests": {}, "audits": None, "error": None}
     try:
-        context = Context(project)
+        context = Context(project.split(os.pathsep))
         models = dict(context.models)
     except Exception as error:  # noqa: BLE001 - the project does not load: nothing else to compare
         report["error"] = first_line(error)

@@ -20,7 +20,7 @@ from typing import Any, Iterator, Union
 from bot.errors import ConfigError
 from bot.project.files import read_text
 from bot.project.limits import check_file
-from bot.project import sqlmesh_date
+from bot.project import sqlmesh_config, sqlmesh_date
 from bot.project.model import KindName
 
 # Fake module name -> {attribute: (meshbot module, attribute)}, resolved lazily on first access;
@@ -42,19 +42,10 @@ _KIND_CLASSES = {name: (None, name) for name in (
 _KINDS = {**_KIND_CLASSES, **_CUSTOM_KIND, "ModelKindName": (None, "KindName"),
           "OnDestructiveChange": ("bot.project.model", "OnDestructiveChange")}
 
-# SQLMesh 0.236.4's connection config classes (sqlmesh.core.config.connection) and their `type`
-_CONNECTION_TYPES = {
-    "SparkConnectionConfig": "spark", "DuckDBConnectionConfig": "duckdb", "PostgresConnectionConfig": "postgres",
-    "MotherDuckConnectionConfig": "motherduck", "SnowflakeConnectionConfig": "snowflake",
-    "DatabricksConnectionConfig": "databricks", "BigQueryConnectionConfig": "bigquery",
-    "GCPPostgresConnectionConfig": "gcp_postgres", "RedshiftConnectionConfig": "redshift",
-    "MySQLConnectionConfig": "mysql", "MSSQLConnectionConfig": "mssql", "AzureSQLConnectionConfig": "azuresql",
-    "FabricConnectionConfig": "fabric", "TrinoConnectionConfig": "trino", "ClickhouseConnectionConfig": "clickhouse",
-    "AthenaConnectionConfig": "athena", "RisingwaveConnectionConfig": "risingwave",
-    "StarRocksConnectionConfig": "starrocks",
-}
-
+_CONFIG = "bot.project.sqlmesh_config"
 _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
+    **{module: {name: ("bot.project.model" if name == "OnDestructiveChange" else _CONFIG, name) for name in names}
+       for module, names in sqlmesh_config.MODULES.items()},
     "sqlmesh": {**_MACRO, **_MODEL, **_MATERIALIZATION, **_CUSTOM_KIND, "QueryOrDF": (None, "QueryOrDF"),
                 "Model": (_LINT, "ModelView"), "ExecutionContext": (None, "ExecutionContext"),
                 "EngineAdapter": (None, "EngineAdapter"), "str_to_bool": (None, "str_to_bool")},
@@ -73,13 +64,6 @@ _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
     "sqlmesh.utils": {"str_to_bool": (None, "str_to_bool")},
     "sqlmesh.utils.date": _DATES,
     "sqlmesh.utils.pydantic": {"validate_string": (None, "validate_string")},
-    "sqlmesh.core.config": {name: (None, name) for name in (
-        "Config", "ModelDefaultsConfig", "GatewayConfig", "PlanConfig", "NameInferenceConfig", "LinterConfig",
-        "CategorizerConfig", "AutoCategorizationMode", "FormatConfig", "BuiltInSchedulerConfig",
-        *_CONNECTION_TYPES)},
-    "sqlmesh.core.config.connection": {name: (None, name) for name in (
-        *_CONNECTION_TYPES, "BigQueryConnectionMethod")},
-    "sqlmesh.core.config.scheduler": {"BuiltInSchedulerConfig": (None, "BuiltInSchedulerConfig")},
     "sqlmesh.integrations.github.cicd.config": {name: (None, name) for name in (
         "GithubCICDBotConfig", "MergeMethod")},
     "sqlmesh.core.notification_target": {name: (None, name) for name in (
@@ -88,55 +72,9 @@ _LAZY: dict[str, dict[str, tuple[str | None, str]]] = {
 }
 
 
-class _ConfigObject:
-    """A SQLMesh config class (`Config`, `ModelDefaultsConfig`, ...): keeps its keyword arguments,
-    which `to_raw` turns into what the same settings are in config.yaml."""
-
-    _type: str | None = None
-
-    def __init__(self, **kwargs: Any):
-        self.kwargs = kwargs
-
-    def to_raw(self) -> dict[str, Any]:
-        raw = {key: _raw(value) for key, value in self.kwargs.items()}
-        if self._type:
-            raw.setdefault("type", self._type)
-        return raw
-
-
-def _raw(value: Any) -> Any:
-    if isinstance(value, _ConfigObject):
-        return value.to_raw()
-    if isinstance(value, dict):
-        return {str(k): _raw(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_raw(v) for v in value]
-    return getattr(value, "value", value)   # enums as their value
-
-
-def _config_class(name: str, type_: str | None = None) -> type:
-    return type(name, (_ConfigObject,), {"_type": type_})
-
-
-Config = _config_class("Config")
-ModelDefaultsConfig = _config_class("ModelDefaultsConfig")
-GatewayConfig = _config_class("GatewayConfig")
-PlanConfig = _config_class("PlanConfig")
-NameInferenceConfig = _config_class("NameInferenceConfig")
-LinterConfig = _config_class("LinterConfig")
-CategorizerConfig = _config_class("CategorizerConfig")
-FormatConfig = _config_class("FormatConfig")
-BuiltInSchedulerConfig = _config_class("BuiltInSchedulerConfig", "builtin")   # SQLMesh's default: meshbot's own
-# Connections of other engines: a config.py writes them for its other gateways; meshbot refuses such a
-# gateway only when it is chosen (bot.project.config).
-globals().update({name: _config_class(name, type_) for name, type_ in _CONNECTION_TYPES.items()})
-
-
-class BigQueryConnectionMethod(str, Enum):
-    OAUTH = "oauth"
-    OAUTH_SECRETS = "oauth-secrets"
-    SERVICE_ACCOUNT = "service-account"
-    SERVICE_ACCOUNT_JSON = "service-account-json"
+_ConfigObject = sqlmesh_config.ConfigObject
+Config = sqlmesh_config.CLASSES["Config"]
+_config_class = sqlmesh_config.config_class
 ConsoleNotificationTarget = _config_class("ConsoleNotificationTarget", "console")
 SlackWebhookNotificationTarget = _config_class("SlackWebhookNotificationTarget", "slack_webhook")
 SlackApiNotificationTarget = _config_class("SlackApiNotificationTarget", "slack_api")   # refused when loaded
@@ -163,12 +101,6 @@ class NotificationEvent(str, Enum):
     MIGRATION_START = "migration_start"
     MIGRATION_END = "migration_end"
     MIGRATION_FAILURE = "migration_failure"
-
-
-class AutoCategorizationMode:
-    FULL = "full"
-    SEMI = "semi"
-    OFF = "off"
 
 
 def python_config(path: Any) -> dict[str, Any]:
