@@ -10,13 +10,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
 
+import bot
 from github_support import GITHUB_FIXTURES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -613,7 +613,7 @@ def test_the_install_step_keys_the_environment_on_the_extra(tmp_path, command, p
     assert outputs["venv"] == str(tmp_path / "temp" / "meshbot-venv")
     assert outputs["uv"] == str(tmp_path / "temp" / "meshbot-uv" / "bin" / "uv")
     assert outputs["save"] == "false", "MESHBOT_SAVE_VENV unset: not a default-branch event"
-    version = re.escape(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])
+    version = re.escape(bot.__version__)   # the package's one version source (pyproject's version is dynamic)
     assert re.fullmatch(rf"meshbot-venv-Linux-ubuntu24-py3\.11\.9-{version}-{extra}-[0-9a-f]{{16}}", outputs["key"])
 
 
@@ -623,6 +623,7 @@ def test_the_environment_key_changes_with_the_lock_file_it_installs(tmp_path):
     action = tmp_path / "action"
     (action / "bot" / "spark").mkdir(parents=True)
     shutil.copy(ROOT / "bot/spark/extra.py", action / "bot/spark/extra.py")
+    shutil.copy(ROOT / "bot/__init__.py", action / "bot/__init__.py")   # the version the key holds
     shutil.copy(ROOT / "pyproject.toml", action / "pyproject.toml")
     shutil.copytree(ROOT / "requirements", action / "requirements")
     settings = {"MESHBOT_PYSPARK": "auto", "MESHBOT_COMMAND": "run-all", "MESHBOT_GATEWAY": "ci"}

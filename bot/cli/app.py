@@ -9,6 +9,7 @@ import threading
 
 import click
 
+from bot import __version__
 from bot.cli import ops, plans, quality, tooling
 from bot.cli.common import add_github_mask, print_redacted_traceback
 from bot.cli.notifying import NotifyingContext
@@ -36,7 +37,7 @@ class _Commands(click.Group):
 @click.option("--gateway", default=None, help="Gateway from config.yaml (default: default_gateway).")
 @click.option("-v", "--verbose", is_flag=True,
               help="Show Spark's own output (JVM and log4j warnings); by default it goes to .meshbot/spark.log.")
-@click.version_option(package_name="meshbot")
+@click.version_option(__version__, prog_name="meshbot")   # the package's one version source
 @click.pass_context
 def cli(ctx: click.Context, paths: tuple[str, ...], gateway: str | None, verbose: bool) -> None:
     """meshbot: SQLMesh-compatible transformations on Spark with virtual data environments."""
