@@ -1,0 +1,62 @@
+# meshbot's container image: the `meshbot` command as the entrypoint, run by a non-root user (uid 10001)
+# in /project, where the project is mounted or copied. One build target per PySpark extra, chosen by where
+# Spark runs (see "Using it on your project" in README.md):
+#   spark    (the default, last stage) meshbot[spark] with Java 17 (headless JRE): local Spark, cluster
+#            masters and Spark Connect
+#   connect  meshbot[connect] alone, no Java: a small image for gateways that are all Spark Connect
+#            (`remote: sc://...`)
+#
+#   docker build --target connect -t meshbot:connect .
+#   docker run --rm -v "$PWD/my_project:/project" meshbot:connect --gateway ci plan --explain
+#
+# The builder stage builds meshbot's wheel from this checkout; each target installs that wheel (not an
+# editable install) with its extra into /opt/meshbot, a virtualenv owned by root, so the user that runs
+# meshbot cannot change it. The Debian release is pinned to bookworm: it packages OpenJDK 17, and trixie
+# (the plain `python:3.11-slim` since 2025) does not.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS builder
+WORKDIR /src
+COPY pyproject.toml setup.py README.md ./
+COPY bot/ bot/
+COPY templates/ templates/
+# One requirements file per extra naming exactly this wheel (`meshbot[spark] @ file:///dist/meshbot-X.Y.Z-...whl`):
+# the targets install it from there, never a meshbot of an index. Its dependencies resolve within
+# pyproject.toml's ranges, as `pip install 'meshbot[spark]'` resolves them.
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /dist . \
+    && for wheel in /dist/meshbot-*.whl; do \
+         for extra in connect spark; do echo "meshbot[${extra}] @ file://${wheel}" > "/dist/${extra}.txt"; done; \
+       done
+
+FROM ${PYTHON_IMAGE} AS runtime
+LABEL org.opencontainers.image.title="meshbot" \
+      org.opencontainers.image.description="SQLMesh-compatible transformations on Apache Spark" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    VIRTUAL_ENV=/opt/meshbot \
+    PATH=/opt/meshbot/bin:$PATH
+RUN python -m venv /opt/meshbot \
+    && groupadd --gid 10001 meshbot \
+    && useradd --uid 10001 --gid 10001 --create-home --home-dir /home/meshbot \
+               --shell /usr/sbin/nologin meshbot \
+    && install -d -o 10001 -g 10001 /project
+WORKDIR /project
+ENTRYPOINT ["meshbot"]
+CMD ["--help"]
+
+FROM runtime AS connect
+RUN --mount=type=bind,from=builder,source=/dist,target=/dist \
+    pip install --no-cache-dir --requirement /dist/connect.txt
+USER 10001:10001
+
+FROM runtime AS spark
+# /usr/share/man/man1: the slim images leave it out, and the JRE's update-alternatives links a page there
+RUN --mount=type=bind,from=builder,source=/dist,target=/dist \
+    mkdir -p /usr/share/man/man1 \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+    && rm -rf /var/lib/apt/lists/* \
+    && pip install --no-cache-dir --requirement /dist/spark.txt
+USER 10001:10001
