@@ -1,14 +1,19 @@
-"""The container image, checked without Docker.
+"""The container image and the Kubernetes manifests, checked without Docker or a cluster.
 
 Dockerfile: hadolint finds nothing; the `spark` and `connect` targets install the builder's wheel with
 their extra and run as a non-root user; the image's entrypoint, the `meshbot` console script, runs init and
 plan; the wheel built from only what the build context holds (.dockerignore) installs and runs.
+deploy/k8s/: every manifest validates against Kubernetes 1.31's schemas in strict mode; the pods run
+non-root on a read-only root with resources set; the ConfigMap is the example project, laid out as the
+init container lays it out; the Job's and the CronJob's commands are meshbot's own, run here against
+PostgreSQL with the Secret's variables.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -16,6 +21,7 @@ import sysconfig
 import tomllib
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -23,6 +29,8 @@ import bot
 from bot.project.example import EXAMPLE_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
+K8S = ROOT / "deploy" / "k8s"
+KUBERNETES_VERSION = "1.31.0"   # the oldest release still in the support of the big managed offerings
 BIN = Path(sys.executable).parent
 IMAGE_USER = "10001:10001"
 
@@ -183,3 +191,147 @@ def test_the_wheel_built_from_the_build_context_installs_with_each_requirement_a
     explain = subprocess.run([str(meshbot), "-p", "shop", "plan", "--explain"], cwd=tmp_path, env=_env(),
                              capture_output=True, text=True, timeout=120)
     assert explain.returncode == 0 and "shop.orders" in explain.stdout, explain.stderr
+
+
+# --- Kubernetes manifests ----------------------------------------------------------------------------
+
+def _manifests() -> dict[str, dict]:
+    """kind -> the one resource of that kind in deploy/k8s/."""
+    resources = {}
+    for path in sorted(K8S.glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            assert document["kind"] not in resources, f"two {document['kind']}s"
+            resources[document["kind"]] = document
+    return resources
+
+
+def _pods() -> dict[str, dict]:
+    manifests = _manifests()
+    return {"Job": manifests["Job"]["spec"]["template"]["spec"],
+            "CronJob": manifests["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]}
+
+
+def test_the_manifests_validate_strictly_against_kubernetes():
+    manifests = _manifests()
+    assert set(manifests) == {"Secret", "ConfigMap", "Job", "CronJob"}
+    for kind, resource in manifests.items():
+        assert kubernetes_validate.validate(resource, KUBERNETES_VERSION, strict=True) == "1.31", kind
+    result = subprocess.run([_tool("kubernetes-validate"), "--strict", "-k", KUBERNETES_VERSION, "--quiet",
+                             *map(str, sorted(K8S.glob("*.yaml")))], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_strict_validation_refuses_a_misspelt_field():
+    """What strict mode adds: a key Kubernetes does not know, which kubectl would drop with a warning."""
+    job = _manifests()["Job"]
+    job["spec"]["template"]["spec"]["containers"][0]["imagePullPolcy"] = "Always"
+    with pytest.raises(kubernetes_validate.ValidationError, match="imagePullPolcy"):
+        kubernetes_validate.validate(job, KUBERNETES_VERSION, strict=True)
+
+
+def test_the_pods_run_non_root_on_a_read_only_root_with_resources_and_the_released_image():
+    manifests = _manifests()
+    cron = manifests["CronJob"]["spec"]
+    assert cron["concurrencyPolicy"] == "Forbid" and cron["timeZone"] == "Etc/UTC"
+    for kind, pod in _pods().items():
+        assert pod["automountServiceAccountToken"] is False and pod["restartPolicy"] == "Never"
+        context = pod["securityContext"]
+        assert context["runAsNonRoot"] is True and context["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert f"{context['runAsUser']}:{context['runAsGroup']}" == IMAGE_USER, "the Dockerfile's USER"
+        for container in pod["initContainers"] + pod["containers"]:
+            assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                                    "capabilities": {"drop": ["ALL"]}}, (kind, container["name"])
+            assert all(set(container["resources"][level]) == {"cpu", "memory"} for level in ("requests", "limits"))
+            # the connect variant of this version (the `ci` gateway is Spark Connect: no Java needed)
+            assert container["image"] == f"ghcr.io/your-org/meshbot:{bot.__version__}-connect", (kind, container)
+            writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
+            volumes = {v["name"]: v for v in pod["volumes"]}
+            assert all("emptyDir" in volumes[m["name"]] for m in container["volumeMounts"] if not m.get("readOnly"))
+            assert "/project" in writable
+        [main] = pod["containers"]
+        assert {m["mountPath"] for m in main["volumeMounts"]} == {"/project", "/tmp"}
+        assert main["envFrom"] == [{"secretRef": {"name": manifests["Secret"]["metadata"]["name"]}}]
+
+
+def test_the_secret_sets_every_variable_the_projects_ci_gateway_reads():
+    manifests = _manifests()
+    config = yaml.safe_load(manifests["ConfigMap"]["data"]["config.yaml"])
+
+    def strings(value: object) -> list[str]:
+        if isinstance(value, dict):
+            return [s for v in value.values() for s in strings(v)]
+        return [value] if isinstance(value, str) else []
+
+    read = {name for text in strings(config["gateways"]["ci"]) for name in re.findall(r"env_var\('([A-Z_]+)'", text)}
+    assert read and set(manifests["Secret"]["stringData"]) == read
+    assert all(isinstance(v, str) for v in manifests["Secret"]["stringData"].values())
+
+
+def _items(pod: dict) -> list[dict]:
+    [volume] = [v for v in pod["volumes"] if "configMap" in v]
+    return volume["configMap"]["items"]
+
+
+def test_the_configmap_is_the_example_project_and_both_pods_lay_it_out_alike():
+    data = _manifests()["ConfigMap"]["data"]
+    example = {p.relative_to(EXAMPLE_DIR).as_posix(): p.read_text() for p in EXAMPLE_DIR.rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}
+    items = [_items(pod) for pod in _pods().values()]
+    assert items[0] == items[1]
+    assert {item["path"]: data[item["key"]] for item in items[0]} == example
+    assert len(items[0]) == len(data)
+
+
+def _kubelet_volume(where: Path, data: dict[str, str], items: list[dict]) -> None:
+    """A ConfigMap volume as the kubelet writes one: the files in a timestamped folder, `..data` linking to it,
+    and each top-level entry a symlink through `..data`."""
+    stamped = where / "..2026_12_03_12_00_00.000000001"
+    for item in items:
+        (stamped / item["path"]).parent.mkdir(parents=True, exist_ok=True)
+        (stamped / item["path"]).write_text(data[item["key"]])
+    (where / "..data").symlink_to(stamped.name)
+    for top in sorted({item["path"].split("/")[0] for item in items}):
+        (where / top).symlink_to(f"..data/{top}")
+
+
+@pytest.mark.postgres
+def test_the_pods_commands_copy_the_project_then_plan_and_run_prod_with_the_secrets_variables(tmp_path,
+                                                                                              state_database):
+    """The init container's command on a ConfigMap volume laid out as the kubelet lays it out; then the Job's
+    `plan prod --auto-apply` with --explain (it plans on the state the Secret names; applying would need the
+    Spark Connect server) and the CronJob's `run prod --skip-if-busy`, which finds no prod to run yet."""
+    manifests, pods = _manifests(), _pods()
+    files, project = tmp_path / "project-files", tmp_path / "project"
+    files.mkdir()
+    project.mkdir()
+    _kubelet_volume(files, manifests["ConfigMap"]["data"], _items(pods["Job"]))
+    [init] = pods["Job"]["initContainers"]
+    assert init["command"][:2] == ["sh", "-c"] and {m["mountPath"] for m in init["volumeMounts"]} == \
+        {"/project-files", "/project"}
+    script = init["command"][2].replace("/project-files", shlex.quote(str(files))).replace(
+        "/project/", shlex.quote(str(project)) + "/")
+    subprocess.run(["sh", "-c", script], check=True, timeout=30)
+    copied = {p.relative_to(project).as_posix() for p in project.rglob("*") if p.is_file()}
+    assert copied == {item["path"] for item in _items(pods["Job"])}
+    assert not any(p.is_symlink() for p in project.rglob("*")) and not list(project.glob(".*"))
+
+    # the Secret's variables, pointed at this machine's PostgreSQL (a database of the test's own)
+    env = _env(**{**manifests["Secret"]["stringData"], "MESHBOT_STATE_HOST": "127.0.0.1",
+                  "MESHBOT_STATE_USER": "postgres", "MESHBOT_STATE_PASSWORD": "",
+                  "MESHBOT_STATE_DATABASE": state_database, "MESHBOT_SPARK_REMOTE": "sc://127.0.0.1:1"})
+
+    def container(pod: dict, *more: str) -> subprocess.CompletedProcess:
+        [main] = pod["containers"]
+        args = [str(project) if arg == "/project" else arg for arg in main["args"]]
+        return subprocess.run([_tool("meshbot"), *args, *more], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    assert _pods()["Job"]["containers"][0]["args"][-3:] == ["plan", "prod", "--auto-apply"]
+    plan = container(pods["Job"], "--explain")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "shop.top_customers" in plan.stdout and "backfill" in plan.stdout
+    assert pods["CronJob"]["containers"][0]["args"][-3:] == ["run", "prod", "--skip-if-busy"]
+    run = container(pods["CronJob"])
+    assert run.returncode == 1
+    assert "environment `prod` does not exist; run `meshbot plan prod` first" in run.stdout + run.stderr
+    assert (project / ".meshbot").is_dir()   # where meshbot writes: the emptyDir, not the read-only root
