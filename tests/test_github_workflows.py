@@ -71,12 +71,26 @@ def test_action_yml_is_valid_and_declares_the_issue_interface():
         assert action["outputs"][name]["value"] == "${{ steps.bot.outputs.%s }}" % name
 
 
+# meshbot's own release (publish.yml): the only writes to contents and packages, each in the one job that
+# needs it, both in the `release` Environment; its tests are in tests/test_release.py
+PUBLISH_GRANTS = {"check": {"contents": "read"},
+                  "image": {"contents": "read", "packages": "write"},   # pushes to ghcr.io
+                  "release": {"contents": "write"}}                      # the release and the vX tag
+
+
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
 def test_workflows_are_valid_with_least_permissions(path):
-    """No permission at the top; each job asks for what it uses, never contents/actions/packages write."""
+    """No permission at the top; each job asks for what it uses, never contents/actions/packages write
+    (but in publish.yml, exactly the grants reviewed in PUBLISH_GRANTS)."""
     workflow = _load(path)
     jsonschema.validate(workflow, _schema("github-workflow.json"))
     assert workflow["permissions"] == {}, "permissions: {} at the top, job-level grants only"
+    if path.name == "publish.yml":
+        assert {job_id: job["permissions"] for job_id, job in workflow["jobs"].items()} == PUBLISH_GRANTS
+        assert all(job.get("name") for job in workflow["jobs"].values())
+        assert {job_id for job_id, job in workflow["jobs"].items() if _environment(job) == "release"} == \
+            {job_id for job_id, grants in PUBLISH_GRANTS.items() if "write" in grants.values()}
+        return
     for job_id, job in workflow["jobs"].items():
         permissions = job["permissions"]
         assert isinstance(permissions, dict) and permissions.get("contents") == "read", (job_id, permissions)
