@@ -350,8 +350,12 @@ def test_shipped_workflows_use_the_team_gateway_with_every_secret_it_reads():
             assert step["with"]["gateway"] == "ci", name
         assert _secrets_of(workflow) <= set(re.findall(r"`(MESHBOT_[A-Z_]+)`", readme)), name
     assert len(used) == 1, used
-    # the README shows the same action; once it shows a pinned commit, the same commit
-    assert {r.split("@")[0] for r in references} == {u.split("@")[0] for u in used}, references
+    # the README shows the action as `<owner>/meshbot` (at the moving major tag) and names the shipped
+    # workflows' placeholder to replace; once it shows a pinned commit, the shipped one
+    [shipped] = used
+    assert {r.split("@")[0] for r in references} == {"<owner>/meshbot"}, references
+    assert shipped.split("@")[0].endswith("/meshbot") and f"`{shipped}`" in readme, shipped
+    assert {r.split("@")[1] for r in references} == {"v1"}, references
     assert all(r in used for r in references if SHA_PIN.match(r)), (references, used)
 
 
