@@ -9,10 +9,12 @@
 #   docker build --target connect -t meshbot:connect .
 #   docker run --rm -v "$PWD/my_project:/project" meshbot:connect --gateway ci plan --explain
 #
-# The builder stage builds meshbot's wheel from this checkout; each target installs that wheel (not an
-# editable install) with its extra into /opt/meshbot, a virtualenv owned by root, so the user that runs
-# meshbot cannot change it. The Debian release is pinned to bookworm: it packages OpenJDK 17, and trixie
-# (the plain `python:3.11-slim` since 2025) does not.
+# The builder stage builds meshbot's wheel from this checkout. Each target installs its extra's locked
+# dependencies (requirements/<extra>.txt, each checked against its hash, as the action installs them),
+# then that wheel with --no-deps (never a meshbot of an index, nor an editable install), into
+# /opt/meshbot, a virtualenv owned by root, so the user that runs meshbot cannot change it. The Debian
+# release is pinned to bookworm: it packages OpenJDK 17, and trixie (the plain `python:3.11-slim` since
+# 2025) does not.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS builder
@@ -20,13 +22,7 @@ WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY bot/ bot/
 COPY templates/ templates/
-# One requirements file per extra naming exactly this wheel (`meshbot[spark] @ file:///dist/meshbot-X.Y.Z-...whl`):
-# the targets install it from there, never a meshbot of an index. Its dependencies resolve within
-# pyproject.toml's ranges, as `pip install 'meshbot[spark]'` resolves them.
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /dist . \
-    && for wheel in /dist/meshbot-*.whl; do \
-         for extra in connect spark; do echo "meshbot[${extra}] @ file://${wheel}" > "/dist/${extra}.txt"; done; \
-       done
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /dist .
 
 FROM ${PYTHON_IMAGE} AS runtime
 LABEL org.opencontainers.image.title="meshbot" \
@@ -47,16 +43,20 @@ ENTRYPOINT ["meshbot"]
 CMD ["--help"]
 
 FROM runtime AS connect
-RUN --mount=type=bind,from=builder,source=/dist,target=/dist \
-    pip install --no-cache-dir --requirement /dist/connect.txt
+RUN --mount=type=bind,source=requirements,target=/requirements \
+    --mount=type=bind,from=builder,source=/dist,target=/dist \
+    pip install --no-cache-dir --require-hashes --requirement /requirements/connect.txt \
+    && pip install --no-cache-dir --no-deps /dist/meshbot-*.whl
 USER 10001:10001
 
 FROM runtime AS spark
 # /usr/share/man/man1: the slim images leave it out, and the JRE's update-alternatives links a page there
-RUN --mount=type=bind,from=builder,source=/dist,target=/dist \
+RUN --mount=type=bind,source=requirements,target=/requirements \
+    --mount=type=bind,from=builder,source=/dist,target=/dist \
     mkdir -p /usr/share/man/man1 \
     && apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
     && rm -rf /var/lib/apt/lists/* \
-    && pip install --no-cache-dir --requirement /dist/spark.txt
+    && pip install --no-cache-dir --require-hashes --requirement /requirements/spark.txt \
+    && pip install --no-cache-dir --no-deps /dist/meshbot-*.whl
 USER 10001:10001
