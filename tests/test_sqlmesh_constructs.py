@@ -186,3 +186,43 @@ def test_the_config_stand_in_offers_each_config_module_of_sqlmesh():
         common = importlib.import_module("sqlmesh.core.config.common")
         assert common.VirtualEnvironmentMode.DEV_ONLY.value == "dev_only"
         assert common.TableNamingConvention.HASH_MD5 == "hash_md5"
+
+
+IS_SQL = {
+    "config.yaml": CONFIG,
+    "seeds/ev.csv": "id,ds\n1,2024-01-01\n2,2024-01-02\n3,2024-01-02\n4,2024-01-03\n",
+    "models/ev.sql": "MODEL (name s.ev, kind SEED (path '../seeds/ev.csv'), columns (id INT, ds DATE));\n",
+    "models/daily.py": '''
+from sqlglot import exp
+from sqlmesh import model
+from sqlmesh.core.macros import MacroEvaluator
+from sqlmesh.core.model.kind import ModelKindName
+
+
+@model("s.daily", is_sql=True, kind=dict(name=ModelKindName.INCREMENTAL_BY_TIME_RANGE, time_column="ds"))
+def entrypoint(evaluator: MacroEvaluator) -> exp.Select:
+    start, end = evaluator.locals["start_date"], evaluator.locals["end_date"]
+    if evaluator.runtime_stage != "loading":
+        assert [p.name for p in evaluator.get_snapshot("s.daily").parents] == ['"s"."ev"']
+        assert evaluator.default_catalog is None
+    return (exp.select("ds", "COUNT(*) AS n", f"'{evaluator.runtime_stage}' AS stage")
+            .from_("s.ev").where(f"ds BETWEEN '{start}' AND '{end}'").group_by("ds"))
+''',
+}
+
+
+def test_an_is_sql_model_is_its_function_called_at_every_render_with_that_interval(tmp_path, clean_catalog):
+    """SQLMesh's sushi `waiters`: an `is_sql` function reads the interval from `evaluator.locals`
+    (start_date, end_date) and its parents from `evaluator.get_snapshot`; SQLMesh calls it for each
+    interval it evaluates (runtime stage `evaluating`), so each day holds its own rows. SQLMesh 0.236.4
+    on DuckDB, executed 2024-01-04: (2024-01-01, 1), (2024-01-02, 2), (2024-01-03, 1), all `evaluating`."""
+    root = write_files(tmp_path / "p", IS_SQL)
+    context = Context(root)
+    try:
+        context.apply(context.plan("prod", options=PlanOptions(execution_time="2024-01-04")))
+        rows = context.fetchdf("SELECT CAST(ds AS STRING) AS ds, n, stage FROM s.daily ORDER BY ds")
+    finally:
+        context.close()
+    assert rows == [{"ds": "2024-01-01", "n": 1, "stage": "evaluating"},
+                    {"ds": "2024-01-02", "n": 2, "stage": "evaluating"},
+                    {"ds": "2024-01-03", "n": 1, "stage": "evaluating"}]

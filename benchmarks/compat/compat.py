@@ -107,10 +107,16 @@ def probe(python: Path | str, engine: str, folders: list[Path], project: Project
         # pinned to what the engine's virtualenv has, so the folder shadows none of its own packages
         frozen = subprocess.run([str(python), "-m", "pip", "freeze"], capture_output=True, text=True, check=True)
         pins.write_text("\n".join(line for line in frozen.stdout.splitlines() if "==" in line) + "\n")
-        # `./path`: a package of the project's repository (a materializations package, as a user installs it)
-        wanted = [str(project.checkout / r) if r.startswith("./") else r for r in project.requirements]
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--target", str(site), "-c", str(pins),
-                        *wanted], check=True)
+        packages = [r for r in project.requirements if not r.startswith("./")]
+        if packages:
+            subprocess.run([str(python), "-m", "pip", "install", "-q", "--target", str(site), "-c", str(pins),
+                            *packages], check=True)
+        # `./path`: a package of the project's repository (a materializations package, as a user installs it
+        # beside the engine), without its dependencies: it names `sqlmesh`, which must stay the engine's own
+        local = [str(project.checkout / r) for r in project.requirements if r.startswith("./")]
+        if local:
+            subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), *local],
+                           check=True)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
     command = [str(python), str(HERE / "probe.py"), engine, os.pathsep.join(map(str, folders)), project.start,
                project.end, project.run_at, str(out)]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import functools
+from collections import ChainMap
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, MutableMapping
 
 import sqlglot
 from sqlglot import exp
@@ -147,6 +148,19 @@ class EngineInfo:
 SPARK_ENGINE = EngineInfo(dialect="spark")
 
 
+@dataclass(frozen=True)
+class SnapshotView:
+    """A model's snapshot as a macro sees it through `evaluator.get_snapshot`: its quoted name and parents."""
+
+    name: str
+    parents: tuple["SnapshotView", ...]
+
+
+def _fqn(name: str) -> str:
+    """`sushi.orders` as SQLMesh names a snapshot: `"sushi"."orders"`."""
+    return ".".join(f'"{part}"' for part in name.split("."))
+
+
 class MacroEvaluator:
     """Expands macros in one model's expressions; user macros receive it as first argument.
 
@@ -158,7 +172,8 @@ class MacroEvaluator:
     def __init__(self, *, dialect: str, variables: Mapping[str, Any], config_variables: Mapping[str, Any],
                  registry: MacroRegistry = EMPTY_REGISTRY, path: Path | str | None = None,
                  model_name: str = "", columns_of: ColumnsLookup | None = None,
-                 blueprint_variables: Mapping[str, Any] | None = None):
+                 blueprint_variables: Mapping[str, Any] | None = None,
+                 parents_of: Callable[[str], tuple[str, ...] | None] | None = None):
         self.dialect = dialect
         self.variables = dict(variables)
         self.config_variables = {str(k).lower(): v for k, v in config_variables.items()}
@@ -167,7 +182,10 @@ class MacroEvaluator:
         self.model_name = model_name
         self.columns_of = columns_of or (lambda _name: None)
         self.blueprint_variables = {str(k).lower(): v for k, v in (blueprint_variables or {}).items()}
-        self.locals: dict[str, Any] = {}
+        self.parents_of = parents_of or (lambda _name: None)
+        # SQLMesh's `evaluator.locals`: the @DEF values over the built-in variables (start_date, ...);
+        # @DEF writes into the first map only
+        self.locals: MutableMapping[str, Any] = ChainMap({}, self.variables)
 
     # --- API for user macros -------------------------------------------------------------
     def var(self, name: str, default: Any = None) -> Any:
@@ -200,6 +218,21 @@ class MacroEvaluator:
         if "this_env" not in self.config_variables:
             raise self.error("evaluator.this_env is only available in before_all and after_all")
         return str(self.config_variables["this_env"])
+
+    @property
+    def default_catalog(self) -> str | None:
+        """SQLMesh's default catalog of the gateway: none on Spark's session catalog."""
+        return None
+
+    def get_snapshot(self, model_name: str | exp.Expression) -> "SnapshotView | None":
+        """What SQLMesh's `get_snapshot` tells of a model (its name and its parents' names, quoted as
+        SQLMesh writes them), or None for a name that is no model of the project."""
+        name = model_name.sql(self.dialect) if isinstance(model_name, exp.Expression) else str(model_name)
+        key = name.replace("`", "").replace('"', "").lower()
+        parents = self.parents_of(key)
+        if parents is None:
+            return None
+        return SnapshotView(name=_fqn(key), parents=tuple(SnapshotView(name=_fqn(p), parents=()) for p in parents))
 
     @property
     def engine_adapter(self) -> EngineInfo:

@@ -166,6 +166,10 @@ class Model:
     line: int = 1                                # line of the MODEL header in `path`
     blueprint_variables: tuple[tuple[str, str], ...] = ()   # (name, SQL value) of this model's blueprint
     project: str = ""                            # the `project` key of its repository's config (multi-repo)
+    # `@model(is_sql=True)`: the function (name, module source) that returns its query, called at every
+    # render with that render's evaluator as SQLMesh does; `query` is what it returned at load
+    sql_function: str | None = None
+    sql_function_source: str | None = None
     # a multi-repo project's models render with their own repository's `variables` (bot.project.repositories);
     # None: with the variables the operation passes (its project's config)
     variables: Mapping[str, Any] | None = None

@@ -23,6 +23,7 @@ from bot.project.kinds import na_values_setting
 from bot.project.model import KIND_ALIASES, AuditRef, Kind, KindName, Model, OnDestructiveChange
 from bot.project.sqlmesh_shim import project_imports, project_root, sqlmesh_shim, unsupported_import
 from bot.project.sqltext import normalize_name, parse_sql, table_references
+from bot.project.timeutil import REFERENCE_END, REFERENCE_START
 from bot.project.warn import project_warning
 
 _MODEL_ATTR = "__meshbot_model__"
@@ -248,31 +249,19 @@ def _to_model(spec: PythonModelSpec, *, entrypoint: str, source: str, path: Path
 def _sql_model(spec: PythonModelSpec, func: Callable, *, path: Path, defaults: ModelDefaults,
                line: int, variables: Mapping[str, Any], blueprint: Blueprint) -> Model:
     """`@model(..., is_sql=True)`: the function, given a macro evaluator, returns the query (text or
-    sqlglot expression); the model is a SQL model from then on (rendered like any other)."""
+    sqlglot expression), called here once to know its parents and columns, then at every render (bot.project.render)."""
     from dataclasses import replace
 
-    from bot.project.macros import MacroEvaluator
+    from bot.project.macros import MacroEvaluator, interval_variables
 
     base = _to_model(replace(spec, columns=(), depends_on_given=True), entrypoint="", source="",
                      path=path, defaults=defaults, line=line)
-    evaluator = MacroEvaluator(dialect=defaults.dialect, variables={"runtime_stage": "loading"},
-                               config_variables=variables, path=path, model_name=base.name,
-                               blueprint_variables=blueprint)
-    try:
-        result = func(evaluator)
-    except Exception as error:  # a user function: report it with the model
-        raise ConfigError(f"model {base.name}: the is_sql function failed: {type(error).__name__}: {error}",
-                          path=path, line=line) from error
-    text = result if isinstance(result, str) else result.sql(dialect=defaults.dialect) \
-        if isinstance(result, exp.Expression) else None
-    if text is None:
-        raise ConfigError(f"model {base.name}: an is_sql function must return a query (text or sqlglot "
-                          f"expression), not {type(result).__name__}", path=path, line=line)
-    try:
-        [query] = parse_sql(text, defaults.dialect)
-    except Exception as error:  # sqlglot raises several error types
-        raise ConfigError(f"model {base.name}: cannot parse the query its is_sql function returned: {error}",
-                          path=path, line=line) from error
+    # at load, as SQLMesh loads it: the reference interval's variables, runtime stage `loading`
+    evaluator = MacroEvaluator(dialect=defaults.dialect, variables={
+        **interval_variables(start=REFERENCE_START, end=REFERENCE_END, execution_time=REFERENCE_END),
+        "runtime_stage": "loading"}, config_variables=variables, path=path, model_name=base.name,
+        blueprint_variables=blueprint)
+    query, text = sql_function_query(func, evaluator, name=base.name, dialect=defaults.dialect, path=path, line=line)
     defaults.catalogs.strip([query], path=path, owner=f"model `{base.name}`", text=text, line=line)
     depends = (table_references([query]) | set(base.depends_on_explicit)) - {base.name}
     kind = base.kind if spec.kind is not None else parse_kind(None, default=defaults.kind or "VIEW", path=path)
@@ -309,6 +298,7 @@ def load_python_models(path: Path, *, defaults: ModelDefaults | None = None,
             if spec.is_sql:
                 item = _sql_model(own, func, path=Path(path), defaults=defaults, line=line,
                                   variables=variables or {}, blueprint=blueprint)
+                item = dataclasses.replace(item, sql_function=key, sql_function_source=source)
             else:
                 item = _to_model(own, entrypoint=key, source=source, path=Path(path), defaults=defaults, line=line)
             models.append(dataclasses.replace(item, blueprint_variables=as_sql_pairs(blueprint, defaults.dialect)))
@@ -316,6 +306,35 @@ def load_python_models(path: Path, *, defaults: ModelDefaults | None = None,
         if item.is_python and not item.columns:
             raise ConfigError(f"Python model {item.name} must declare its `columns`", path=path)
     return models
+
+
+def sql_function_query(func: Callable, evaluator: Any, *, name: str, dialect: str, path: Path,
+                       line: int) -> tuple[exp.Expression, str]:
+    """What an is_sql function returns for `evaluator` (text or a sqlglot expression), parsed: (query, text)."""
+    try:
+        result = func(evaluator)
+    except ConfigError:
+        raise
+    except Exception as error:  # a user function: report it with the model
+        raise ConfigError(f"model {name}: the is_sql function failed: {type(error).__name__}: {error}",
+                          path=path, line=line) from error
+    text = result if isinstance(result, str) else result.sql(dialect=dialect) \
+        if isinstance(result, exp.Expression) else None
+    if text is None:
+        raise ConfigError(f"model {name}: an is_sql function must return a query (text or sqlglot "
+                          f"expression), not {type(result).__name__}", path=path, line=line)
+    try:
+        [query] = parse_sql(text, dialect)
+    except Exception as error:  # sqlglot raises several error types
+        raise ConfigError(f"model {name}: cannot parse the query its is_sql function returned: {error}",
+                          path=path, line=line) from error
+    return query, text
+
+
+def resolve_sql_function(model: Model) -> Callable:
+    """The is_sql function of `model` (from the source it was loaded from)."""
+    assert model.sql_function and model.sql_function_source is not None
+    return _resolve(model.sql_function_source, model.sql_function, str(model.path))
 
 
 @functools.lru_cache(maxsize=128)

@@ -16,12 +16,10 @@ from bot.project.jinja import (JINJA_QUERY, JinjaBlock, JinjaValues, parse_rende
 from bot.project.macros import (EMPTY_REGISTRY, MacroEvaluator, MacroRegistry, interval_variables, load_macros,
                                 macro_name)
 from bot.project.model import KindName, Model
+from bot.project.python_model import resolve_sql_function, sql_function_query
 from bot.project.sqltext import normalize_name, parse_sql
+from bot.project.timeutil import REFERENCE_END, REFERENCE_START  # noqa: F401 - the reference interval's home for renders
 
-# Fixed dates used to render queries for fingerprints and plan diffs, so that a query's hash does
-# not depend on when the plan runs.
-REFERENCE_START = 0                 # 1970-01-01 epoch ms
-REFERENCE_END = 86_400_000          # 1970-01-02 epoch ms (exclusive)
 
 _MAPPED = "meshbot_mapped"          # meta flag: this table is already a physical/virtual name
 
@@ -104,11 +102,20 @@ def make_evaluator(model: Model, ctx: RenderContext, *, dialect: str | None = No
     evaluator = MacroEvaluator(dialect=dialect or model.dialect, variables=variables,
                                config_variables=model_variables(model, ctx.variables), registry=_registry(model, ctx),
                                path=model.path, model_name=model.name, columns_of=_columns_lookup(ctx),
+                               parents_of=_parents_lookup(ctx),
                                blueprint_variables=_blueprint_values(model.blueprint_variables, model.dialect))
     for statement in model.pre_statements:
         if macro_name(statement) == "def":
             evaluator.transform(statement.copy())
     return evaluator
+
+
+def _parents_lookup(ctx: RenderContext):
+    def parents_of(name: str) -> tuple[str, ...] | None:
+        model = ctx.models.get(name if "." in name else f"default.{name}")
+        return tuple(sorted(model.depends_on)) if model is not None else None
+
+    return parents_of
 
 
 def _columns_lookup(ctx: RenderContext):
@@ -197,7 +204,11 @@ def _render(model: Model, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Que
     if model.query is None:
         raise ConfigError(f"model {model.name} has no SQL query to render", path=model.path)
     evaluator = make_evaluator(model, ctx)
-    query = _jinja_query(model, ctx) if model.jinja_query is not None else model.query.copy()
+    if model.sql_function:   # `@model(is_sql=True)`: its function gives this render's query
+        query, _ = sql_function_query(resolve_sql_function(model), evaluator, name=model.name, dialect=model.dialect,
+                                      path=model.path, line=model.line)
+    else:
+        query = _jinja_query(model, ctx) if model.jinja_query is not None else model.query.copy()
     rendered = evaluator.transform(query)
     if not isinstance(rendered, exp.Query):
         raise ConfigError(f"the query of model {model.name} is not a query after expanding macros",

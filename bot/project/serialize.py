@@ -60,6 +60,8 @@ def model_to_dict(model: Model) -> dict[str, Any]:
         **({"jinja_macros": [list(m) for m in model.jinja_macros]} if model.jinja_macros else {}),
         **({"blueprint_variables": [list(p) for p in model.blueprint_variables]} if model.blueprint_variables else {}),
         **({"project": model.project} if model.project else {}),
+        **({"sql_function": model.sql_function, "sql_function_source": model.sql_function_source}
+           if model.sql_function else {}),
         **({"variables": dict(model.variables)} if model.variables is not None else {}),
     }
 
@@ -110,6 +112,8 @@ def model_fields(data: dict[str, Any]) -> dict[str, Any]:
         jinja_macros=_pairs(data.get("jinja_macros")),
         blueprint_variables=_pairs(data.get("blueprint_variables")),
         project=data.get("project", ""),
+        sql_function=data.get("sql_function"),
+        sql_function_source=data.get("sql_function_source"),
         variables=data.get("variables"),
     )
 

@@ -11,6 +11,11 @@ from dateutil.relativedelta import relativedelta
 
 from bot.errors import ConfigError
 
+# Fixed dates used to render queries for fingerprints and plan diffs, so that a query's hash does
+# not depend on when the plan runs.
+REFERENCE_START = 0                 # 1970-01-01 epoch ms
+REFERENCE_END = 86_400_000          # 1970-01-02 epoch ms (exclusive)
+
 MS_PER_DAY = 86_400_000
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
