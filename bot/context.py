@@ -68,7 +68,7 @@ class Context(Workspace):
 
         hashes = self._hash_cache()
         fingerprints = fingerprint_models(self.models, self.project.dag.order, self.rendered_queries(),
-                                          cache=hashes)
+                                          cache=hashes, parents=self.project.dag.parents)   # as a plan hashes
         hashes.save()
         return {name: fingerprint.identifier for name, fingerprint in fingerprints.items()}
 

@@ -143,7 +143,8 @@ def verdict(ours: dict | None, theirs: dict) -> str:
         return f"meshbot: {ours['error']}"
     if ours["rows"] != theirs["rows"]:
         return f"rows {ours['rows']} vs {theirs['rows']}"
-    if ours.get("distinct_grain") != theirs.get("distinct_grain"):
+    grains = (ours.get("distinct_grain"), theirs.get("distinct_grain"))
+    if None not in grains and grains[0] != grains[1]:   # a grain one probe cannot read is not compared
         return f"distinct grain {ours.get('distinct_grain')} vs {theirs.get('distinct_grain')}"
     mine = {k.lower(): v for k, v in ours["sums"].items()}
     for column, value in theirs["sums"].items():

@@ -58,7 +58,10 @@ def probe_sqlmesh(project: str, start: str, end: str, execution_time: str) -> di
         try:
             view = exp.to_table(name).sql(dialect=adapter.dialect)
             columns = [(c, t.sql(dialect="duckdb")) for c, t in adapter.columns(view).items()]
-            grain = [g.name if hasattr(g, "name") else str(g) for g in model.grains]
+            # a grain may be written `id AS order_id`; one that is not a column of the view is left out
+            names = {c.lower() for c, _ in columns}
+            grain = [n for n in (getattr(g, "alias_or_name", None) or str(g) for g in model.grains)
+                     if n and n.lower() in names]
             entry.update(stats(lambda q: adapter.fetchone(q), view, columns, grain,
                                lambda c: exp.to_identifier(c, quoted=True).sql(dialect=adapter.dialect)))
         except Exception as error:  # noqa: BLE001
@@ -102,8 +105,9 @@ def probe_meshbot(project: str, start: str, end: str, execution_time: str) -> di
         try:
             view = ".".join(quote_identifier(p) for p in name.split("."))
             columns = list(context.engine.columns(view))
+            names = {c.lower() for c, _ in columns}
             entry.update(stats(lambda q: list(context.engine.fetch(q)[0].values()), view, columns,
-                               list(model.grains), quote_identifier))
+                               [g for g in model.grains if g.lower() in names], quote_identifier))
         except Exception as error:  # noqa: BLE001
             entry["error"] = first_line(error)
         report["models"][name] = entry

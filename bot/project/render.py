@@ -122,9 +122,32 @@ def _columns_lookup(ctx: RenderContext):
     def columns_of(name: str) -> tuple[tuple[str, str], ...] | None:
         key = name if "." in name else f"default.{name}"
         model = ctx.models.get(key)
-        return model.columns if model is not None else None
+        if model is None:
+            return None
+        return model.columns or cast_columns(model)
 
     return columns_of
+
+
+@functools.lru_cache(maxsize=4096)
+def cast_columns(model: Model) -> tuple[tuple[str, str], ...] | None:
+    """A SQL model's columns and Spark types when every projection of its query is a named CAST
+    (`status::TEXT AS status`): the types SQLMesh infers for `columns_to_types` without a schema.
+
+    >>> from bot.project.model import Kind
+    >>> q = parse_sql("SELECT a::INT AS a, CAST(b AS TEXT) AS b FROM t", "duckdb")[0]
+    >>> cast_columns(Model(name="s.m", kind=Kind(), dialect="duckdb", path=Path("m.sql"), query=q))
+    (('a', 'INT'), ('b', 'STRING'))
+    """
+    if not isinstance(model.query, exp.Select):
+        return None
+    columns = []
+    for projection in model.query.expressions:
+        inner = projection.this if isinstance(projection, exp.Alias) else projection
+        if not isinstance(inner, exp.Cast) or not projection.alias_or_name:
+            return None
+        columns.append((projection.alias_or_name.lower(), inner.to.sql(dialect="spark")))
+    return tuple(columns)
 
 
 def _table_keys(table: exp.Table) -> list[str]:
