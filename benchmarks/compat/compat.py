@@ -17,6 +17,7 @@ import datetime
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,13 +98,29 @@ def prepared_copy(project: Project, engine: str, scratch: Path) -> list[Path]:
     return folders
 
 
-def probe(python: Path | str, engine: str, folders: list[Path], project: Project, scratch: Path) -> dict:
+def edit_one_model(folders: list[Path]) -> str | None:
+    """Add a column to the first SQL model (by file name) whose query starts `SELECT`: a non-breaking
+    change for both categorizers to judge; the edited file, relative to its folder, or None."""
+    for folder in folders:
+        for path in sorted((folder / "models").rglob("*.sql")):
+            text = path.read_text()
+            match = re.search(r"\)\s*;\s*(SELECT(\s+DISTINCT)?)\s", text, re.I)
+            if match and "jinja" not in text.lower():
+                path.write_text(text[:match.end(1)] + " 1 AS compat_edit," + text[match.end(1):])
+                return str(path.relative_to(folder.parent))
+    return None
+
+
+def probe(python: Path | str, engine: str, folders: list[Path], project: Project, scratch: Path,
+          mode: str = "") -> dict:
     """Run probe.py for `engine`; the project's requirements installed into a folder of this run only
     (on the import path of the probe, never into meshbot's or SQLMesh's virtualenv)."""
-    out = scratch / f"{engine}.json"
     env = dict(os.environ)
-    if project.requirements:
-        site, pins = scratch / f"{engine}-site", scratch / f"{engine}-pins.txt"
+    site = scratch / f"{engine}-site"
+    if project.requirements and site.exists():   # installed by this engine's first probe of the run
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
+    elif project.requirements:
+        pins = scratch / f"{engine}-pins.txt"
         # pinned to what the engine's virtualenv has, so the folder shadows none of its own packages
         frozen = subprocess.run([str(python), "-m", "pip", "freeze"], capture_output=True, text=True, check=True)
         pins.write_text("\n".join(line for line in frozen.stdout.splitlines() if "==" in line) + "\n")
@@ -118,8 +135,9 @@ def probe(python: Path | str, engine: str, folders: list[Path], project: Project
             subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), *local],
                            check=True)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
+    out = scratch / f"{engine}{'-' + mode if mode else ''}.json"
     command = [str(python), str(HERE / "probe.py"), engine, os.pathsep.join(map(str, folders)), project.start,
-               project.end, project.run_at, str(out)]
+               project.end, project.run_at, str(out), *([mode] if mode else [])]
     result = subprocess.run(command, cwd=folders[0], capture_output=True, text=True, timeout=3600, env=env)
     if not out.exists():
         tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
@@ -159,8 +177,15 @@ def compare(project: Project, venv: Path, keep: Path | None) -> list[str]:
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f"compat-{project.name}-", dir=keep))
-    theirs = probe(sqlmesh_python(venv), "sqlmesh", prepared_copy(project, "sqlmesh", scratch), project, scratch)
-    ours = probe(sys.executable, "meshbot", prepared_copy(project, "meshbot", scratch), project, scratch)
+    their_folders, our_folders = prepared_copy(project, "sqlmesh", scratch), prepared_copy(project, "meshbot", scratch)
+    theirs = probe(sqlmesh_python(venv), "sqlmesh", their_folders, project, scratch)
+    ours = probe(sys.executable, "meshbot", our_folders, project, scratch)
+    edited = edit_one_model(their_folders)
+    if edited is not None and edit_one_model(our_folders) is not None:
+        their_categories = probe(sqlmesh_python(venv), "sqlmesh", their_folders, project, scratch, "categories")
+        our_categories = probe(sys.executable, "meshbot", our_folders, project, scratch, "categories")
+    else:
+        their_categories = our_categories = {"categories": {}, "error": "no SQL model to edit"}
     lines = [f"## {project.name} (as of {project.run_at})", "",
              "| model | kind | SQLMesh rows | meshbot | verdict |", "| --- | --- | ---: | --- | --- |"]
     for name, entry in sorted(theirs["models"].items()):
@@ -175,6 +200,7 @@ def compare(project: Project, venv: Path, keep: Path | None) -> list[str]:
     lines += ["", f"- models SQLMesh ran: {ran}; equal on meshbot: {equal}",
               f"- unit tests with the same verdict: {tests_same} of {len(theirs['tests'])}",
               f"- audits: SQLMesh {theirs['audits']}, meshbot {ours['audits']}",
+              f"- categories after adding a column to {edited}: {_categories(our_categories, their_categories)}",
               f"- SQLMesh's first error: {theirs['error'] or 'none'}", f"- meshbot's first error: {ours['error'] or 'none'}",
               f"- scratch: {scratch}", ""]
     if keep is None:
@@ -185,6 +211,16 @@ def compare(project: Project, venv: Path, keep: Path | None) -> list[str]:
 def _day(text: str) -> str:
     """A window's date; `today` is the day the harness runs (projects whose models have no start)."""
     return datetime.date.today().isoformat() if text == "today" else text
+
+
+def _categories(ours: dict, theirs: dict) -> str:
+    """'all N equal', or each model whose category differs (meshbot's vs SQLMesh's)."""
+    if theirs.get("error") or ours.get("error"):
+        return f"SQLMesh: {theirs.get('error') or 'ok'}; meshbot: {ours.get('error') or 'ok'}"
+    mine, their = ours["categories"], theirs["categories"]
+    differ = [f"{name} {mine.get(name, '-')} vs {their.get(name, '-')}" for name in sorted(set(mine) | set(their))
+              if mine.get(name) != their.get(name)]
+    return "; ".join(differ) if differ else f"all {len(their)} equal"
 
 
 def listed(path: Path, only: str | None, clones: Path, mirror: Path | None) -> list[Project]:

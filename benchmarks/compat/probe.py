@@ -124,8 +124,38 @@ def probe_meshbot(project: str, start: str, end: str, execution_time: str) -> di
     return report
 
 
+def categories_sqlmesh(project: str, execution_time: str) -> dict[str, Any]:
+    """The change category of each model a prod plan of the (edited) project would version anew."""
+    from sqlmesh import Context
+
+    context = Context(paths=project.split(os.pathsep))
+    plan = context.plan_builder("prod", execution_time=execution_time).build()
+    return {"categories": {s.name.replace('"', "").split(".", 1)[-1] if s.name.count(".") > 1 else
+                           s.name.replace('"', ""): s.change_category.name.lower()
+                           for s in plan.new_snapshots if s.change_category is not None}}
+
+
+def categories_meshbot(project: str, execution_time: str) -> dict[str, Any]:
+    from bot.context import Context
+    from bot.plan.definition import PlanOptions
+
+    context = Context(project.split(os.pathsep))
+    plan = context.plan("prod", options=PlanOptions(execution_time=execution_time))
+    context.close()
+    return {"categories": {c.name: c.category.value for c in plan.changes if c.category is not None}}
+
+
 def main() -> None:
     engine, project, start, end, execution_time, out = sys.argv[1:7]
+    if len(sys.argv) > 7 and sys.argv[7] == "categories":   # after the harness's edit of one model
+        categorize = categories_sqlmesh if engine == "sqlmesh" else categories_meshbot
+        try:
+            report = categorize(project, execution_time)
+        except Exception as error:  # noqa: BLE001 - the harness prints it
+            report = {"categories": {}, "error": first_line(error)}
+        with open(out, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=1, default=str)
+        return
     probe = probe_sqlmesh if engine == "sqlmesh" else probe_meshbot
     try:
         report = probe(project, start, end, execution_time)

@@ -1,84 +1,25 @@
-"""Breaking vs non-breaking: rules over sqlglot.diff edits of two rendered queries, one function each."""
+"""Breaking vs non-breaking: whether a query changed only by projections added to its SELECTs, as SQLMesh 0.236.4 decides."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.diff import Insert, Keep, diff
 from sqlglot.errors import SqlglotError
 
 from bot.snapshot import ChangeCategory
 
-Edit = object
-# A rule looks at one edit and returns False when that edit alone makes the change breaking.
-Rule = Callable[[Edit, exp.Select | None, set[int]], bool]
-
-
-def _is_insert(edit: Edit, outer: exp.Select | None, inserted: set[int]) -> bool:
-    """Only inserts can be non-breaking: removals, moves and updates change existing columns."""
-    return isinstance(edit, (Insert, Keep))
-
-
-def _top_projection(node: exp.Expression, outer: exp.Select) -> exp.Expression | None:
-    """The outer query's projection containing `node`, or None when `node` is elsewhere."""
-    current: exp.Expression | None = node
-    while current is not None and current.parent is not outer:
-        current = current.parent
-    if current is None or current.arg_key != "expressions":
-        return None
-    return current
-
-
-def _inside_inserted_projection(edit: Edit, outer: exp.Select | None, inserted: set[int]) -> bool:
-    """The insert is a new projection of the outermost SELECT, or a node inside one."""
-    if isinstance(edit, Keep):
-        return True
-    if outer is None:
-        return False
-    projection = _top_projection(edit.expression, outer)
-    return projection is not None and id(projection) in inserted
-
-
-def _no_distinct(edit: Edit, outer: exp.Select | None, inserted: set[int]) -> bool:
-    """Under SELECT DISTINCT a new column can split rows that used to be duplicates."""
-    return outer is None or not outer.args.get("distinct")
-
-
-def _no_row_generator(edit: Edit, outer: exp.Select | None, inserted: set[int]) -> bool:
-    """EXPLODE and friends in a new projection multiply the rows."""
-    node = getattr(edit, "expression", None)
-    return not isinstance(node, (exp.Explode, exp.Posexplode, exp.Inline, exp.UDTF))
-
-
-def _no_new_aggregation(edit: Edit, outer: exp.Select | None, inserted: set[int]) -> bool:
-    """An aggregate (outside a window) added to an ungrouped query collapses it to one row."""
-    node = getattr(edit, "expression", None)
-    if outer is None or not isinstance(node, exp.AggFunc) or outer.args.get("group"):
-        return True
-    if node.find_ancestor(exp.Window, exp.Subquery) is not None:
-        return True
-    return any(isinstance(n, exp.AggFunc) and n.find_ancestor(exp.Window, exp.Subquery) is None
-               and id(_top_projection(n, outer)) not in inserted
-               for projection in outer.expressions for n in projection.find_all(exp.AggFunc))
-
-
-RULES: tuple[Rule, ...] = (
-    _is_insert,
-    _inside_inserted_projection,
-    _no_distinct,
-    _no_row_generator,
-    _no_new_aggregation,
-)
-
-
-def _parse(sql: str, dialect: str) -> exp.Expression:
-    return sqlglot.parse_one(sql, read=dialect)
-
 
 def categorize(old_sql: str, new_sql: str, *, dialect: str = "spark") -> ChangeCategory | None:
-    """Category of a direct change from `old_sql` to `new_sql`, as SQLMesh categorizes it; None when nothing changed.
+    """Category of a direct change from `old_sql` to `new_sql`; None when nothing changed.
+
+    Non-breaking only when the two queries are the same tree but for projections added to a SELECT,
+    at any depth (a CTE, a subquery), each old projection kept as it was and in its order, an added
+    one producing no extra rows (no UDTF such as EXPLODE outside a scalar subquery) and, when the
+    SELECT (or the set operation it is a branch of) orders or groups by position, none added before
+    an old one. Everything else is breaking: SQLMesh's categorizer, which also takes a column added
+    under DISTINCT or an added aggregate as non-breaking.
 
     >>> categorize("SELECT a FROM t", "SELECT a, b FROM t").value
     'non_breaking'
@@ -86,22 +27,92 @@ def categorize(old_sql: str, new_sql: str, *, dialect: str = "spark") -> ChangeC
     'breaking'
     >>> categorize("SELECT a FROM t -- note", "SELECT a  FROM t") is None
     True
+    >>> categorize("SELECT a, b FROM t ORDER BY 1", "SELECT 0 AS z, a, b FROM t ORDER BY 1").value
+    'breaking'
+    >>> categorize("WITH x AS (SELECT a FROM t) SELECT a FROM x", "WITH x AS (SELECT a, b FROM t) SELECT a FROM x").value
+    'non_breaking'
     """
     try:
-        old, new = _parse(old_sql, dialect), _parse(new_sql, dialect)
+        old, new = sqlglot.parse_one(old_sql, read=dialect), sqlglot.parse_one(new_sql, read=dialect)
     except SqlglotError:
         return ChangeCategory.BREAKING
-    edits = diff(old, new, matchings=[(old, new)], delta_only=True, dialect=dialect)
-    if not edits:
+    if old == new:
         return None
-    outer = new if isinstance(new, exp.Select) else None
-    inserted = {id(e.expression) for e in edits if isinstance(e, Insert)
-                and outer is not None and e.expression.parent is outer
-                and e.expression.arg_key == "expressions"}
-    for edit in edits:
-        if not all(rule(edit, outer, inserted) for rule in RULES):
-            return ChangeCategory.BREAKING
-    return ChangeCategory.NON_BREAKING
+    return ChangeCategory.NON_BREAKING if _only_added_projections(old, new) else ChangeCategory.BREAKING
+
+
+def _only_added_projections(old: exp.Expression, new: exp.Expression) -> bool:
+    """The trees, walked side by side, differ only in projections added to SELECT lists."""
+    pairs = [(old, new)]
+    while pairs:
+        before, after = pairs.pop()
+        if type(before) is not type(after):
+            return False
+        for key in before.args.keys() | after.args.keys():
+            was, now = before.args.get(key), after.args.get(key)
+            if isinstance(was, exp.Expression):
+                if not isinstance(now, exp.Expression):
+                    return False
+                pairs.append((was, now))
+            elif isinstance(was, list):
+                if not isinstance(now, list):
+                    return False
+                if key == "expressions" and isinstance(before, exp.Select):
+                    if not _projections_added(before, after):
+                        return False
+                elif len(was) != len(now) or not _same_items(was, now, pairs):
+                    return False
+            elif was != now:
+                return False
+    return True
+
+
+def _same_items(was: list[Any], now: list[Any], pairs: list[tuple[exp.Expression, exp.Expression]]) -> bool:
+    for before, after in zip(was, now):
+        if isinstance(before, exp.Expression):
+            if not isinstance(after, exp.Expression):
+                return False
+            pairs.append((before, after))
+        elif before != after:
+            return False
+    return True
+
+
+def _projections_added(before: exp.Select, after: exp.Select) -> bool:
+    """`after`'s projections are `before`'s, unchanged and in order, with safe ones added among them."""
+    new = after.expressions
+    index, inserted_before_old = 0, False
+    for projection in before.expressions:
+        while index < len(new) and new[index] != projection:
+            if not _keeps_row_count(new[index]):
+                return False
+            inserted_before_old, index = True, index + 1
+        if index == len(new):
+            return False   # an old projection is gone or changed
+        index += 1
+    if not all(_keeps_row_count(projection) for projection in new[index:]):
+        return False
+    return not (inserted_before_old and _positional_references(after))
+
+
+def _keeps_row_count(projection: exp.Expression) -> bool:
+    """No table-generating function, unless inside a scalar subquery of the projection itself."""
+    inside = {id(node) for node in projection.walk()}
+    return all((subquery := udtf.find_ancestor(exp.Subquery)) is not None and id(subquery) in inside
+               for udtf in projection.find_all(exp.UDTF))
+
+
+def _positional_references(select: exp.Select) -> bool:
+    """ORDER BY 1 / GROUP BY 1 on the SELECT or on a set operation it is a branch of."""
+    scope: exp.Expression | None = select
+    while scope is not None and (scope is select or isinstance(scope, exp.SetOperation)):
+        order, group = scope.args.get("order"), scope.args.get("group")
+        keys = [o.this for o in order.expressions] if order else []
+        keys += list(group.expressions) if group else []
+        if any(isinstance(key, exp.Literal) and key.is_number for key in keys):
+            return True
+        scope = scope.parent
+    return False
 
 
 def categorize_seed(
