@@ -29,7 +29,7 @@ def invalidate(ctx: click.Context, environment: str, sync: bool) -> None:
 @click.argument("environment")
 @click.option("--to", "to_plan_id", default=None, metavar="PLAN_ID",
               help="The plan to serve again (an id or its prefix; default: the plan before the current one).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 @handle_errors
 def rollback(ctx: click.Context, environment: str, to_plan_id: str | None, as_json: bool) -> None:
@@ -107,9 +107,9 @@ def migrate(ctx: click.Context) -> None:
 @click.argument("model")
 @click.option("--start", "-s", required=True, help="First day (or time) of the interval.")
 @click.option("--end", "-e", required=True, help="Last day of the interval (inclusive), or a time.")
-@click.option("--execution-time", default=None)
+@click.option("--execution-time", default=None, help="Render as of this time (default: the interval's end).")
 @click.option("--limit", type=int, default=None, help="At most N rows.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @click.pass_context
 @handle_errors
 def evaluate(ctx: click.Context, model: str, start: str, end: str, execution_time: str | None,

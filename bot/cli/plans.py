@@ -41,9 +41,10 @@ def info(ctx: click.Context) -> None:
 
 @click.command()
 @click.argument("model")
-@click.option("--start", default=None)
-@click.option("--end", default=None)
-@click.option("--environment", default="prod", show_default=True)
+@click.option("--start", default=None, help="Render for the interval starting here (default: a reference day).")
+@click.option("--end", default=None, help="End of that interval, inclusive.")
+@click.option("--environment", default="prod", show_default=True,
+              help="Name other models' tables as this environment's views.")
 @click.pass_context
 @handle_errors
 def render(ctx: click.Context, model: str, start: str | None, end: str | None, environment: str) -> None:
@@ -58,17 +59,25 @@ def render(ctx: click.Context, model: str, start: str | None, end: str | None, e
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON; change nothing.")
 @click.option("--auto-apply", is_flag=True, help="Apply without asking.")
 @click.option("--no-prompts", is_flag=True, help="Never ask; with --auto-apply applies, else only shows.")
-@click.option("--skip-backfill", is_flag=True)
-@click.option("--skip-tests", is_flag=True)
-@click.option("--forward-only", is_flag=True)
-@click.option("--allow-destructive-model", multiple=True)
-@click.option("--effective-from", default=None)
-@click.option("--restate-model", "-r", multiple=True)
-@click.option("--include-unmodified", is_flag=True)
-@click.option("--no-gaps", is_flag=True)
-@click.option("--start", "-s", default=None)
-@click.option("--end", "-e", default=None)
-@click.option("--execution-time", default=None)
+@click.option("--skip-backfill", is_flag=True,
+              help="Create tables and views but compute no interval (a later plan or run fills them).")
+@click.option("--skip-tests", is_flag=True, help="Do not run the unit tests before planning.")
+@click.option("--forward-only", is_flag=True,
+              help="Change the existing tables in place (no new versions, no backfill of history).")
+@click.option("--allow-destructive-model", multiple=True, metavar="MODEL",
+              help="A forward-only model that may drop or retype columns (repeat for several).")
+@click.option("--effective-from", default=None,
+              help="Forward-only changes apply to intervals from this date on.")
+@click.option("--restate-model", "-r", multiple=True, metavar="MODEL",
+              help="Recompute this model's intervals in the plan's range (repeat for several).")
+@click.option("--include-unmodified", is_flag=True,
+              help="Give the environment a view for every model, not only the changed ones.")
+@click.option("--no-gaps", is_flag=True,
+              help="Refuse a plan that would leave a missing interval in a changed model's table.")
+@click.option("--start", "-s", default=None, help="First day (or time) to backfill (default: each model's start).")
+@click.option("--end", "-e", default=None, help="Last day to backfill, inclusive (default: the execution time).")
+@click.option("--execution-time", default=None,
+              help="Plan as of this time instead of now (what is due, relative dates).")
 @click.pass_context
 @handle_errors
 def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, auto_apply: bool,
@@ -146,7 +155,7 @@ def _apply(context: Context, the_plan: Any, reporter: TerminalReporter) -> None:
 @click.command()
 @click.argument("environment", required=False)
 @click.option("--history", is_flag=True, help="List the plans ENVIRONMENT served, newest first.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the environments as JSON.")
 @click.pass_context
 @handle_errors
 def environments(ctx: click.Context, environment: str | None, history: bool, as_json: bool) -> None:
@@ -173,8 +182,8 @@ def environments(ctx: click.Context, environment: str | None, history: bool, as_
 
 @click.command()
 @click.argument("sql")
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--limit", type=int, default=None)
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@click.option("--limit", type=int, default=None, help="At most N rows.")
 @click.option("--allow-writes", is_flag=True,
               help="Also run statements that are not queries (DDL, DML, SET...); off by default.")
 @click.pass_context

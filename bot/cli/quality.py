@@ -57,12 +57,13 @@ def audit(ctx: click.Context, models: tuple[str, ...], environment: str | None, 
 @click.option("-o", "--on", multiple=True, help="Key column (default: the model's grain).")
 @click.option("-s", "--skip-columns", multiple=True, help="Column to leave out.")
 @click.option("--where", default=None, help="Spark SQL filter applied to both sides.")
-@click.option("--decimals", type=int, default=3, show_default=True)
-@click.option("--show-sample", is_flag=True)
-@click.option("--limit", type=int, default=20, show_default=True)
-@click.option("--source-table", default=None)
-@click.option("--target-table", default=None)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--decimals", type=int, default=3, show_default=True,
+              help="Compare floating-point values rounded to this many decimals.")
+@click.option("--show-sample", is_flag=True, help="Print sample rows that differ or exist on one side only.")
+@click.option("--limit", type=int, default=20, show_default=True, help="At most N sample rows.")
+@click.option("--source-table", default=None, help="Compare this table instead of the source environment's view.")
+@click.option("--target-table", default=None, help="Compare this table instead of the target environment's view.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.pass_context
 @handle_errors
 def table_diff(ctx: click.Context, environments: str, model: str | None, on: tuple[str, ...],
