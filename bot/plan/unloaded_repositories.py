@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
 from bot.project.dag import DAG
 from bot.project.loader import Project
@@ -11,25 +12,27 @@ from bot.snapshot import SnapshotId
 from bot.state.api import StateReader
 
 
-def with_unloaded_repositories(project: Project, state: StateReader) -> Project:
+def with_unloaded_repositories(project: Project, state: Callable[[], StateReader]) -> Project:
     """`project` plus every model of prod whose repository (its `project` key) is not loaded, as SQLMesh
     does when the loaded configs name their `project`: `sqlmesh -p repo_1 plan` keeps repo_2's models
     and plans the children a change of repo_1 reaches there.
 
     Such a model is its snapshot's stored definition; `Project.held_renders` keeps the reference render
     stored with it, so its fingerprint is the one prod has until a parent changes. Without a `project`
-    key on any loaded repository the project is returned as it is (a single-repository project owns prod);
+    key on any loaded repository the project is returned as it is and `state` is not opened (a
+    single-repository project owns prod);
     a snapshot that records no repository (a plan of one repository without the key, or of an older
     meshbot) counts as the loaded one's, so that deleting its file removes it.
     """
     loaded = {repository.config.project for repository in project.repositories if repository.config.project}
     if not loaded:
         return project
-    prod = state.get_environment("prod")
+    reader = state()
+    prod = reader.get_environment("prod")
     if prod is None:
         return project
     wanted = [SnapshotId(s.name, s.identifier) for s in prod.snapshots if s.name not in project.models]
-    held = {snapshot.name: snapshot for snapshot in state.get_snapshots(wanted).values()
+    held = {snapshot.name: snapshot for snapshot in reader.get_snapshots(wanted).values()
             if snapshot.definition.get("project") and snapshot.definition["project"] not in loaded}
     if not held:
         return project

@@ -58,12 +58,10 @@ class Workspace:
         from bot.plan.unloaded_repositories import with_unloaded_repositories
         from bot.project.repositories import load_repositories
 
-        project = load_repositories(self.paths, config=self.config, read_cache=self.read_cache,
-                                    fresh_files=self.fresh_files, while_parsing=_import_plan_modules,
-                                    render_gateway=self.gateway_name or self.config.default_gateway)
-        if not any(repository.config.project for repository in project.repositories):
-            return project   # one repository owns prod: the state is not read to load it
-        return with_unloaded_repositories(project, self.state)
+        loaded = load_repositories(self.paths, config=self.config, read_cache=self.read_cache,
+                                   fresh_files=self.fresh_files, while_parsing=_import_plan_modules,
+                                   render_gateway=self.gateway_name or self.config.default_gateway)
+        return with_unloaded_repositories(loaded, lambda: self.state)
 
     def load(self) -> None:
         """Parse the project now rather than on the first call that needs it."""

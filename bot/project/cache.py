@@ -221,6 +221,15 @@ def _loads_ast(sql: str, model: Model) -> exp.Expression:
     return parsed[0]
 
 
+def with_fields(model: Model, **fields: Any) -> Model:
+    """`model` with `fields` set (ones no AST or text depends on, such as `project`), as dataclasses.replace
+    gives it but without building a cached model's ASTs, and keeping its printed SQL and query facts."""
+    copy = object.__new__(type(model))
+    copy.__dict__.update(model.__dict__)
+    copy.__dict__.update(fields)
+    return copy
+
+
 def has_query(model: Model) -> bool:
     """`model.query is not None`, without parsing a cached model's query."""
     sql = model.__dict__.get(_SQL)

@@ -7,14 +7,14 @@ import fnmatch
 import glob
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from bot.errors import ConfigError, PlanError
 from bot.project.audit_parser import AuditDefinition, audits_from_blocks, scoped_audit_key
 from bot.project.cache import (ModelCache, cache_context, content_key, dumps, entries_from_data,
-                               entries_to_data, paused_gc)
+                               entries_to_data, paused_gc, with_fields)
 from bot.project.config import ProjectConfig, load_config
 from bot.project.files import decode_text, read_text, read_yaml
 from bot.project.dag import DAG
@@ -131,7 +131,7 @@ def _load_project(root: Path, *, config: ProjectConfig | None, use_cache: bool, 
     models += python_models
     models += load_external_models(root, config)
     if config.project:   # recorded with each snapshot, as SQLMesh records a node's project
-        models = [replace(m, project=config.project) for m in models]
+        models = [with_fields(m, project=config.project) for m in models]
     by_name = _index_models(m for m in models if m.enabled)
     dag = DAG.build(by_name)
     sources = {p.model.name: digest for p, digest in zip(parsed, digests)}

@@ -277,7 +277,7 @@ class MacroEvaluator:
 
     def _scopes(self) -> tuple[Mapping[str, Any], ...]:
         """Where `@name` is looked up, first match wins: @DEF, built-ins, the blueprint, config variables."""
-        return self.locals, self.variables, self.blueprint_variables, self.config_variables
+        return self.locals, self.blueprint_variables, self.config_variables   # locals holds the built-ins too
 
     def transform(self, expression: exp.Expression) -> Any:
         """Expand every macro in `expression` (mutated in place; pass a copy). Leaves first.

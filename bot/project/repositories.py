@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from bot.errors import ConfigError
+from bot.project.cache import with_fields
 from bot.project.config import ProjectConfig, find_config_file, load_config
 from bot.project.dag import DAG
 from bot.project.loader import Project, Repository, load_project
@@ -45,8 +46,8 @@ def merge(parts: Sequence[Project]) -> Project:
     audits: dict = {}
     repositories = []
     for part in parts:
-        stamped = {name: replace(model, project=part.config.project or part.root.name,
-                                 variables=dict(part.config.variables))
+        project, variables = part.config.project or part.root.name, dict(part.config.variables)
+        stamped = {name: with_fields(model, project=project, variables=variables)
                    for name, model in part.models.items()}
         for name, model in stamped.items():
             if name in models:
