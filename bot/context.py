@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from bot.quality.lint.runner import LintResult
     from bot.plan.rollback import RollbackResult
     from bot.plan.cron_run import RunResult
+    from bot.state.versions import Migrated
 
 
 Row = dict[str, object]   # one result row: column name → the Python value Spark returned
@@ -36,7 +37,6 @@ Row = dict[str, object]   # one result row: column name → the Python value Spa
 class Context(Workspace):
     """The engine's API over one project: each operation hands its parts (bot.plan.workspace) to the
     room that does the work.
-
     Planning (`plan`) reads project files and state only; Spark starts on `apply`, `run`, `test`,
     `audit`, `table_diff`, `review`, `fetchdf` and `evaluate`. Rooms with heavy imports are
     imported inside the methods that use them.
@@ -163,10 +163,10 @@ class Context(Workspace):
                              interval=interval, execution_time=now, variables=self.config.variables,
                              gateway=self.gateway.name, limit=limit)
 
-    def migrate(self) -> tuple[int, int]:
-        """Upgrade the state schema; returns (version before, version after)."""
-        before = self.state.schema_version()
-        return before, self.state.migrate()
+    def migrate(self) -> Migrated:
+        """Upgrade the state schema, and re-key its snapshots if this meshbot fingerprints differently."""
+        from bot.plan.builder import stored_forms
+        return self.state.migrate(lambda: stored_forms(self.models, self.rendered_queries()))
 
     def destroy(self, *, notice: Callable[[str], None] | None = None) -> JanitorResult:
         """Drop every meshbot view, table and schema, and the state tables, once no plan or run is in

@@ -15,6 +15,12 @@ from bot.snapshot import Fingerprint, hash_parts
 
 HASH_CACHE_FILE = Path(".meshbot") / "cache" / "hashes.json"
 
+# How this meshbot computes fingerprints. A release that changes what data_hash, metadata_hash or
+# combine compute for the same files bumps it (tests/test_golden_fingerprints.py fails until then):
+# `meshbot migrate` then re-keys every stored snapshot to the new fingerprints, keeping its version, its
+# table and its intervals (bot.state.rekey), so the upgrade backfills nothing.
+FINGERPRINT_SCHEME = 1
+
 
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
@@ -112,7 +118,7 @@ def _hash_stamp() -> str:
     sizes and mtimes: a change to how hashes are computed invalidates every entry."""
     modules = [Path(__file__), Path(__file__).with_name("snapshot.py")]
     stats = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in modules]
-    return hashlib.sha256(repr((cache_context("hashes"), stats)).encode()).hexdigest()
+    return hashlib.sha256(repr((cache_context("hashes"), stats, FINGERPRINT_SCHEME)).encode()).hexdigest()
 
 
 def fingerprint_models(
@@ -143,18 +149,21 @@ def fingerprint_models(
         sql = rendered.get(name, "")
         own_data, own_metadata = cache.hashes(name, model, sql) if cache is not None else \
             (data_hash(model, sql), metadata_hash(model))
-        if parent_fps:
-            parent_data = _crc(";".join([h for fp in parent_fps for h in (fp.data_hash, fp.parent_data_hash)]))
-            parent_metadata = _crc(";".join([h for fp in parent_fps
-                                             for h in (fp.metadata_hash, fp.parent_metadata_hash)]))
-        else:
-            parent_data = parent_metadata = "0"
-        result[name] = Fingerprint(data_hash=own_data, metadata_hash=own_metadata,
-                                   parent_data_hash=parent_data, parent_metadata_hash=parent_metadata)
+        result[name] = combine(own_data, own_metadata, parent_fps)
     missing = set(models) - set(result)
     if missing:
         raise ValueError(f"dag_order misses models: {', '.join(sorted(missing))}")
     return result
+
+
+def combine(own_data: str, own_metadata: str, parents: Sequence[Fingerprint]) -> Fingerprint:
+    """A model's fingerprint from its own two hashes and its parents' fingerprints, sorted by name."""
+    if not parents:
+        return Fingerprint(data_hash=own_data, metadata_hash=own_metadata)
+    parent_data = _crc(";".join([h for fp in parents for h in (fp.data_hash, fp.parent_data_hash)]))
+    parent_metadata = _crc(";".join([h for fp in parents for h in (fp.metadata_hash, fp.parent_metadata_hash)]))
+    return Fingerprint(data_hash=own_data, metadata_hash=own_metadata,
+                       parent_data_hash=parent_data, parent_metadata_hash=parent_metadata)
 
 
 def _crc(text: str) -> str:

@@ -17,6 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES = dict(host="127.0.0.1", port=5432, user="postgres", database="test")
 PYCACHE_VARIABLE = "MESHBOT_TEST_PYCACHE"
+# fixture projects' macros and Python models import `sqlmesh`, which only meshbot's loader provides:
+# they are project files, not modules with doctests
+collect_ignore_glob = ["fixtures/*"]
 
 # Test lanes. A test that needs one of these fixtures (directly or through other fixtures) gets the
 # marker; `spark` implies `slow`, so `pytest -m "not slow"` is the fast lane without any JVM.

@@ -16,7 +16,7 @@ import pytest
 import sqlglot
 
 from bot.context import Context
-from bot.fingerprint import fingerprint_models
+from bot.fingerprint import FINGERPRINT_SCHEME, fingerprint_models
 from bot.project.example import write_example
 
 TESTS = Path(__file__).resolve().parent
@@ -67,8 +67,15 @@ def test_fingerprints_match_the_golden_file(project, tmp_path):
     assert actual, f"{project}: no model"
     golden = _golden()
     if UPDATE:   # one writer per project: -n 0 (the command below) writes them one after another
+        moved = _changes(golden["projects"].get(project, actual), actual)
+        assert not moved or golden.get("fingerprint_scheme", 1) < FINGERPRINT_SCHEME, (
+            f"{project}'s fingerprints moved under the same FINGERPRINT_SCHEME ({FINGERPRINT_SCHEME}): bump it in "
+            "bot/fingerprint.py, so that `meshbot migrate` re-keys the snapshots teams have stored, then regenerate:\n"
+            + "\n".join(moved))
         golden["sqlglot"] = sqlglot.__version__
         golden["projects"][project] = actual
+        if project == PROJECTS[-1]:
+            golden["fingerprint_scheme"] = FINGERPRINT_SCHEME
         GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
     expected = golden["projects"].get(project)
     assert expected is not None, f"{project} has no golden fingerprints yet: {REGENERATE}"
@@ -77,10 +84,11 @@ def test_fingerprints_match_the_golden_file(project, tmp_path):
         f"The fingerprints of {project} moved, its files unchanged (golden file written with sqlglot "
         f"{golden['sqlglot']}, this is sqlglot {sqlglot.__version__}):\n" + "\n".join(changes) + "\n"
         "Every environment's next plan would take these models for changed ones: new snapshots, and where the "
-        "version moved, new tables backfilled from scratch. A change of fingerprints (a new sqlglot, an edit "
-        "of bot/fingerprint.py, bot/snapshot.py or of how models are parsed or rendered) needs a state "
-        "migration (bot/state/migrations/) that carries the stored snapshots over to the new fingerprints. "
-        f"Once that is done and the move is deliberate, regenerate the golden file and review its diff: {REGENERATE}")
+        "version moved, new tables backfilled from scratch. A deliberate change of how fingerprints are computed "
+        "(bot/fingerprint.py, bot/snapshot.py) bumps FINGERPRINT_SCHEME in bot/fingerprint.py: `meshbot migrate` then "
+        "re-keys every stored snapshot from its stored definition and rendered query (bot/state/rekey.py). A change "
+        "of the rendered SQL itself (a new sqlglot, a parser or renderer edit) is not carried over by that re-key: "
+        f"avoid it. Once the move is deliberate, regenerate the golden file and review its diff: {REGENERATE}")
 
 
 def test_the_golden_file_has_the_projects_there_are():
@@ -89,6 +97,7 @@ def test_the_golden_file_has_the_projects_there_are():
     golden = _golden()
     assert sorted(golden["projects"]) == sorted(PROJECTS), f"regenerate: {REGENERATE}"
     assert golden["sqlglot"] is not None
+    assert golden.get("fingerprint_scheme") == FINGERPRINT_SCHEME, f"regenerate: {REGENERATE}"
 
 
 def test_a_plan_of_the_example_stores_the_golden_identifiers_and_versions(tmp_path):

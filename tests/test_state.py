@@ -9,6 +9,7 @@ from dataclasses import asdict
 import pytest
 import sqlalchemy as sa
 
+from bot.fingerprint import FINGERPRINT_SCHEME
 from bot import __version__
 from bot.errors import StateError
 from bot.project.config import StateConnection
@@ -60,7 +61,7 @@ def test_fresh_state_matches_table_definitions_and_records_versions(connection, 
             assert indexes == {i.name for i in table.indexes}, table.name
         with state.engine.connect() as conn:
             rows = conn.execute(sa.select(state.tables.versions)).all()
-        assert rows == [(latest_version(), __version__, state.state_id)]
+        assert rows == [(latest_version(), __version__, state.state_id, FINGERPRINT_SCHEME)]
     if connection.schema:   # nothing leaked into the public schema
         assert not sa.inspect(raw_engine(connection)).has_table("snapshots", schema="public")
 
@@ -92,7 +93,7 @@ def test_version_1_state_is_refused_until_migrated_and_keeps_its_rows(connection
     with pytest.raises(StateError, match=r"state schema version 1 is older than this meshbot "
                                          r"\(\d+\); run `meshbot migrate`"):
         state.get_environment("dev")
-    assert state.migrate() == latest_version()
+    assert state.migrate().schema_version == latest_version()
     assert state.get_environment("dev").suffix_target == "schema"
     snapshot = state.get_snapshots([snapshot_id])[snapshot_id]
     assert (snapshot.version, snapshot.columns, snapshot.definition) == ("7", (("x", "INT"),),
@@ -105,7 +106,7 @@ def test_version_1_state_is_refused_until_migrated_and_keeps_its_rows(connection
     assert (entry.plan_id, entry.snapshots, entry.finalized_ts) == ("p1", (), None)
     state_id = state.state_id
     assert len(state_id) == 32 and int(state_id, 16) >= 0
-    assert state.migrate() == latest_version()   # idempotent
+    assert state.migrate().schema_version == latest_version()   # idempotent
     state.close()
     with connect_state(connection, project_root=tmp_path) as reopened:
         assert reopened.state_id == state_id
@@ -129,7 +130,7 @@ def test_version_7_state_migrates_to_8_and_its_timed_batches_have_no_spark_usage
 
     with connect_state(connection, project_root=tmp_path) as state:
         assert state.schema_version() == 7
-        assert state.migrate() == latest_version()
+        assert state.migrate().schema_version == latest_version()
         times = state.get_batch_times(["db.a"])[("db.a", "7")]
         assert (times.batches, times.elapsed_ms, times.metered_batches, times.executor_ms) == (1, 4000, 0, 0)
         with state.engine.connect() as conn:

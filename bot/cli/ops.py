@@ -9,6 +9,7 @@ import click
 
 from bot.cli.common import check_range, context_of, handle_errors, iso
 from bot.report.console import TerminalReporter
+from bot.report.media import plain_text
 
 
 @click.command()
@@ -97,10 +98,20 @@ def janitor(ctx: click.Context, ignore_ttl: bool) -> None:
 @click.pass_context
 @handle_errors
 def migrate(ctx: click.Context) -> None:
-    """Upgrade the state database to this meshbot's schema version."""
-    before, after = context_of(ctx).migrate()
+    """Upgrade the state database to this meshbot's schema version, and re-key its snapshots when this
+    meshbot computes fingerprints differently (tables, intervals and environments kept: nothing to backfill)."""
+    migrated = context_of(ctx).migrate()
+    before, after = migrated.schema_before, migrated.schema_version
     click.echo(f"State already at schema version {after}." if before == after else
                f"State migrated from schema version {before} to {after}.")
+    if migrated.rekeyed is not None:
+        rekeyed = migrated.rekeyed
+        click.echo(f"Snapshots re-keyed from fingerprint scheme {migrated.scheme_before} to "
+                   f"{migrated.fingerprint_scheme}: {len(rekeyed.moved)} moved, {rekeyed.unchanged} unchanged; "
+                   "every version, table and interval kept.")
+        for snapshot_id, why in sorted(rekeyed.left.items()):
+            click.echo(f"  left as it was: {plain_text(snapshot_id.name)} ({snapshot_id.identifier}): "
+                       f"{plain_text(why)}")
 
 
 @click.command()

@@ -338,6 +338,12 @@ def _new_snapshot(ctx: _Diff, name: str, *, category: ChangeCategory, prev: Snap
         columns=model.columns)
 
 
+def stored_forms(models: Mapping[str, Model], rendered: Mapping[str, str]) -> dict[str, tuple[dict[str, Any], str]]:
+    """Each model's definition and rendered query as a new snapshot of it stores them (a migration's re-key
+    compares stored snapshots with these)."""
+    return {name: (model_definition(model), rendered.get(name, "")) for name, model in models.items()}
+
+
 def model_definition(model: Model) -> dict[str, Any]:
     """The model as stored with its snapshot; small seeds keep their CSV so later plans can categorize."""
     definition = model_to_dict(model)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol
+from typing import TYPE_CHECKING, Iterable, Protocol
 
 from bot.errors import PlanError
 from bot.snapshot import NO_PHYSICAL_TABLE, Snapshot, SnapshotId, view_name
+
+if TYPE_CHECKING:
+    from bot.state.rekey import CurrentRenders
+    from bot.state.versions import Migrated
 
 Interval = tuple[int, int]  # [start, end) in epoch milliseconds, UTC
 
@@ -247,6 +251,6 @@ class StateSync(StateReader, Protocol):
 
     def live_leases(self) -> dict[str, LeaseHolder]: ...
 
-    def migrate(self) -> int: ...
+    def migrate(self, current: CurrentRenders | None = None) -> Migrated: ...
 
     def close(self) -> None: ...

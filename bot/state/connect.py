@@ -26,8 +26,9 @@ def connect_state(connection: StateConnection, *, project_root: Path,
                   create: bool = True) -> SqlStateSync:
     """A StateSync on the configured database; raises StateError if it is unreachable or too new.
 
-    A new database gets its tables when `create` is true. An older schema is opened, but only
-    `migrate()` (and `schema_version()`) work on it until it is migrated. A PostgreSQL error names
+    A new database gets its tables when `create` is true. An older schema, or snapshots keyed with an
+    older fingerprint scheme, are opened, but only `migrate()` (and `schema_version()`) work on them
+    until migrated. A PostgreSQL error names
     the connection's config key, never its host, user, database or password.
     """
     register(connection.password)
@@ -42,7 +43,7 @@ def connect_state(connection: StateConnection, *, project_root: Path,
     try:
         with engine.connect():
             stage = "prepare"
-            stored = _prepare(engine, tables, create=create, location=location)
+            stored, scheme = _prepare(engine, tables, create=create, location=location)
     except sa.exc.DBAPIError as error:
         engine.dispose()
         reason = _reason(error, connection)
@@ -53,7 +54,7 @@ def connect_state(connection: StateConnection, *, project_root: Path,
         engine.dispose()
         raise
     translate_errors(engine, location=location, connection=connection)
-    return SqlStateSync(engine, tables, stored_version=stored, location=location)
+    return SqlStateSync(engine, tables, stored_version=stored, stored_scheme=scheme, location=location)
 
 
 # SQLSTATEs (PostgreSQL) and SQLite messages of a lock that was not granted in time.
@@ -95,19 +96,21 @@ def state_error_text(error: sa.exc.DBAPIError, *, location: str, connection: Sta
     return f"state database {location} failed: {reason}; {hint}"
 
 
-def _prepare(engine: sa.Engine, tables, *, create: bool, location: str) -> int:
+def _prepare(engine: sa.Engine, tables, *, create: bool, location: str) -> tuple[int, int]:
     schema = tables.metadata.schema
     with engine.begin() as conn:
         if schema and create:
             conn.execute(sa.text(f"CREATE SCHEMA IF NOT EXISTS "
                                  f"{conn.dialect.identifier_preparer.quote_schema(schema)}"))
         stored = versions.read_schema_version(conn, tables)
-    versions.check_not_newer(stored, location)
+        scheme = versions.read_fingerprint_scheme(conn, tables, stored)
+    versions.check_not_newer(stored, location, scheme=scheme)
     if stored == 0:
         if not create:
             raise StateError(f"no meshbot state found in {location}")
-        stored = versions.migrate(engine, tables, location=location)
-    return stored
+        migrated = versions.migrate(engine, tables, location=location)
+        return migrated.schema_version, migrated.fingerprint_scheme
+    return stored, scheme
 
 
 def _sqlite_engine(connection: StateConnection, *, project_root: Path,

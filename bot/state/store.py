@@ -7,6 +7,7 @@ from typing import Iterable
 import sqlalchemy as sa
 
 from bot.errors import StateError
+from bot.fingerprint import FINGERPRINT_SCHEME
 from bot.project import timeutil
 from bot.snapshot import Snapshot, SnapshotId
 from bot.state import versions
@@ -18,6 +19,7 @@ from bot.state.intervals import IntervalState
 from bot.state.leases import LeaseState
 from bot.state.migrations import latest_version
 from bot.state.pending_drops import PendingDropState
+from bot.state.rekey import CurrentRenders
 from bot.state.snapshots import SnapshotState
 from bot.state.tables import Tables
 
@@ -25,11 +27,13 @@ from bot.state.tables import Tables
 class SqlStateSync:
     """State in SQLite or PostgreSQL through SQLAlchemy Core; thread-safe (one connection per call)."""
 
-    def __init__(self, engine: sa.Engine, tables: Tables, *, stored_version: int, location: str) -> None:
+    def __init__(self, engine: sa.Engine, tables: Tables, *, stored_version: int, location: str,
+                 stored_scheme: int = FINGERPRINT_SCHEME) -> None:
         self.engine = engine
         self.tables = tables
         self.location = location
         self._stored_version = stored_version
+        self._stored_scheme = stored_scheme
         self._snapshots = SnapshotState(engine, tables)
         self._environments = EnvironmentState(engine, tables)
         self._intervals = IntervalState(engine, tables)
@@ -42,10 +46,11 @@ class SqlStateSync:
     def schema_version(self) -> int:
         return self._stored_version
 
-    def migrate(self) -> int:
-        """Upgrade an older state to this meshbot's schema version; returns the new version."""
-        self._stored_version = versions.migrate(self.engine, self.tables, location=self.location)
-        return self._stored_version
+    def migrate(self, current: CurrentRenders | None = None) -> versions.Migrated:
+        """Upgrade an older state to this meshbot's schema version and fingerprints; says what it did."""
+        migrated = versions.migrate(self.engine, self.tables, location=self.location, current=current)
+        self._stored_version, self._stored_scheme = migrated.schema_version, migrated.fingerprint_scheme
+        return migrated
 
     @property
     def state_id(self) -> str:
@@ -60,6 +65,11 @@ class SqlStateSync:
         if self._stored_version < latest_version():
             raise StateError(f"state schema version {self._stored_version} is older than this meshbot "
                              f"({latest_version()}); run `meshbot migrate` (state: {self.location})")
+        if self._stored_scheme < FINGERPRINT_SCHEME:
+            raise StateError(f"the state's snapshots are keyed with fingerprint scheme {self._stored_scheme}, "
+                             f"older than this meshbot's ({FINGERPRINT_SCHEME}): every model would plan as changed; "
+                             f"run `meshbot migrate` to re-key them, which keeps every table and interval "
+                             f"(state: {self.location})")
 
     # snapshots
 

@@ -83,6 +83,7 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("schema_version", sa.Integer, nullable=False),
         sa.Column("meshbot_version", sa.String(64), nullable=False),
         sa.Column("state_id", sa.String(32)),                                                 # v0004
+        sa.Column("fingerprint_scheme", sa.Integer),          # v0009: bot.fingerprint.FINGERPRINT_SCHEME; NULL: 1
     )
     leases = sa.Table(                                                                        # v0004
         "leases", metadata,
