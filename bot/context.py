@@ -18,7 +18,7 @@ from bot.project.cache import paused_gc
 from bot.project.model import Model
 from bot.project.timeutil import exclusive_end_ms, execution_ms, now_ms, to_ms, user_range
 from bot.snapshot import normalize_environment, view_name, view_names
-from bot.state.api import Environment, HistoryEntry
+from bot.state.api import Environment, HistoryEntry, require_environment
 
 if TYPE_CHECKING:
     from bot.fingerprint import HashCache
@@ -59,6 +59,8 @@ class Context(Workspace):
                               rendered=rendered, state=self.state, environment=env,
                               options=options, config=self.config, now_ms=now_ms(), hash_cache=hashes)
             hashes.save()
+        from bot.quality.lint.runner import check_columns_before_spark
+        check_columns_before_spark(self.project, rendered=rendered, names=[s.name for s in plan.new_snapshots])
         return replace(plan, warnings=lint_warnings + plan.warnings) if lint_warnings else plan
 
     def model_versions(self) -> dict[str, str]:
@@ -116,8 +118,9 @@ class Context(Workspace):
     def rollback(self, environment: str, *, to_plan_id: str | None = None) -> "RollbackResult":
         """Serve an earlier plan's snapshots again (default: the previous plan): views repointed to
         tables that still exist, nothing computed; the project's files are not read."""
-        from bot.plan.rollback import rollback
+        from bot.plan.rollback import check_reachable, rollback
 
+        check_reachable(self.state, normalize_environment(environment), to_plan_id)
         self._start_engine_for_catalog()
         evaluator = self._work(project=False).evaluator()
         return rollback(evaluator, normalize_environment(environment), to_plan_id=to_plan_id)
@@ -143,12 +146,13 @@ class Context(Workspace):
             progress: ProgressCallback | None = None, skip_when_busy: bool = False) -> "RunResult":
         """Evaluate the intervals each model's cron has made due in `environment` (views untouched); with
         `skip_when_busy`, nothing while a plan or run of it is in flight (`RunResult.busy`)."""
-        from bot.plan.cron_run import require_environment, run_on_spark
+        from bot.plan.cron_run import RunResult, nothing_due, require_environment, run_on_spark
         from bot.plan.env_statements import parse_before_and_after
 
-        env = require_environment(self.state, normalize_environment(environment))
+        env, now = require_environment(self.state, normalize_environment(environment)), execution_ms(execution_time)
         statements = parse_before_and_after(self.config, self.path)
-        # Spark starts only once the environment and statements are known
+        if nothing_due(self.state, env, self.models, execution_time=now, default_start=self.config.model_defaults.start):
+            return RunResult(environment=env.name, execution_time=now)   # Spark never started
         return run_on_spark(self._work(), env.name, statements=statements, execution_time=execution_time,
                             progress=progress, skip_when_busy=skip_when_busy)
 
@@ -220,7 +224,8 @@ class Context(Workspace):
                    options: TableDiffOptions = TableDiffOptions()) -> "TableDiffResult":
         """Compare a model between two environments (or two tables) on Spark, as SQLMesh's table_diff."""
         found = self.model(model) if model is not None else None
-        return diff_tables(self.engine, resolve_tables(source, target, found, options, table_in=self.table_in), options)
+        tables = resolve_tables(source, target, found, options, table_in=self.table_in)   # before Spark starts
+        return diff_tables(self.engine, tables, options)
 
     def view_name(self, model_name: str, environment: str) -> str:
         """The view that serves `model_name` in `environment` (`shop.orders` in `dev` → `shop__dev.orders`)."""
@@ -257,20 +262,14 @@ class Context(Workspace):
 
     def _tables_of(self, environment: str) -> dict[str, str]:
         """What queries in `environment` read per model; an unknown environment is a PlanError."""
-        env = self.state.get_environment(normalize_environment(environment))
-        if env is None:
-            raise PlanError(f"environment `{environment}` does not exist")
-        return env.tables()
+        return require_environment(self.state, normalize_environment(environment)).tables()
 
     def table_in(self, environment: str, model_name: str) -> str:
         """The physical table holding `model_name` in `environment`."""
         return self._existing(environment).table_of(model_name)
 
     def _existing(self, environment: str) -> Environment:
-        name = normalize_environment(environment)
-        if (env := self.state.get_environment(name)) is None:
-            raise PlanError(f"environment `{name}` does not exist")
-        return env
+        return require_environment(self.state, normalize_environment(environment))
 
     # -- data ---------------------------------------------------------------------------
     def fetchdf(self, sql: str, *, limit: int | None = None, allow_writes: bool = False) -> list[Row]:

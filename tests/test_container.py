@@ -345,5 +345,6 @@ def test_the_pods_commands_copy_the_project_then_plan_and_run_prod_with_the_secr
     assert pods["CronJob"]["containers"][0]["args"][-3:] == ["run", "prod", "--skip-if-busy"]
     run = container(pods["CronJob"])
     assert run.returncode == 1
-    assert "environment `prod` does not exist; run `meshbot plan prod` first" in run.stdout + run.stderr
+    assert "environment `prod` does not exist (no environment exists yet); run `meshbot plan prod` first" in \
+        run.stdout + run.stderr
     assert (project / ".meshbot").is_dir()   # where meshbot writes: the emptyDir, not the read-only root

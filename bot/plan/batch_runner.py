@@ -17,7 +17,7 @@ from bot.project.config import ProjectConfig
 from bot.project.loader import AuditDefinition
 from bot.project.model import KindName, Model
 from bot.project.render import render_expression, render_sql, render_statements
-from bot.project.serialize import model_from_dict, model_to_dict
+from bot.plan.snapshot_models import SnapshotModels
 from bot.quality.api import AuditResult
 from bot.quality.audits import run_audits
 from bot.snapshot import Snapshot
@@ -42,19 +42,11 @@ class SparkRunner:
     gateway: str
     audits: Mapping[str, AuditDefinition]
     concurrent_tasks: int = VIEW_THREADS     # views created / dropped at once
-    _models: dict[str, Model] = field(default_factory=dict)
     _first_runs: set[str] = field(default_factory=set)   # the next batch replaces the table's rows
     _created: set[str] = field(default_factory=set)      # made by this process: its first batch is `creating`
 
-    def model_for(self, snapshot: Snapshot) -> Model:
-        """The snapshot's model: the local one when unchanged, else rebuilt from its stored definition."""
-        if snapshot.identifier not in self._models:
-            local = self.context_models.get(snapshot.name)
-            if local is not None and model_to_dict(local) == snapshot.definition:
-                self._models[snapshot.identifier] = local
-            else:
-                self._models[snapshot.identifier] = model_from_dict(snapshot.definition)
-        return self._models[snapshot.identifier]
+    def __post_init__(self) -> None:
+        self.model_for = SnapshotModels(self.context_models)   # snapshot -> the model it was built from
 
     def ensure_schemas(self, schemas: Iterable[str]) -> None:
         """Create missing physical schemas and list each one once, so tables created afterwards (from several

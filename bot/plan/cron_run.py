@@ -16,6 +16,7 @@ from bot.plan.definition import ProgressCallback
 from bot.plan.evaluator import raise_failures, task_scope_for, finish_promotion, order_snapshots
 from bot.plan.parents import ParentCheck, model_start, require_parents
 from bot.plan.schedule import run_tasks
+from bot.plan.snapshot_models import SnapshotModels
 from bot.project.dag import upstream_of
 from bot.project.model import KindName, Model
 from bot.project.render import render_sql
@@ -25,6 +26,7 @@ from bot.snapshot import Snapshot, view_name
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors
 from bot.spark.python_context import python_model_frame
+from bot.state import api as state_api
 from bot.state.api import Environment, StateSync
 
 if TYPE_CHECKING:
@@ -115,11 +117,18 @@ def plan_run(*, state: StateSync, environment: Environment, models_for: Callable
     return work
 
 
+def nothing_due(state: StateSync, environment: Environment, models: Mapping[str, Model], *,
+                execution_time: int, default_start: str | None) -> bool:
+    """Whether a run of `environment` would find nothing to do, decided from state and files before Spark
+    starts (as SQLMesh's scheduler answers NOTHING_TO_DO before its environment statements): its promotion
+    finished and no batch due. A due batch whose parents lack its interval is refused here already."""
+    return environment.finalized_ts is not None and not plan_run(
+        state=state, environment=environment, models_for=SnapshotModels(models),
+        execution_time=execution_time, default_start=default_start)
+
+
 def require_environment(state: StateSync, name: str) -> Environment:
-    env = state.get_environment(name)
-    if env is None:
-        raise PlanError(f"environment `{name}` does not exist; run `meshbot plan {name}` first")
-    return env
+    return state_api.require_environment(state, name, hint=f"run `meshbot plan {name}` first")
 
 
 def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callable[[Snapshot], Model],

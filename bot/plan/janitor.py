@@ -12,7 +12,7 @@ from bot.project.model import KindName
 from bot.project.timeutil import now_ms as _now_ms
 from bot.snapshot import Snapshot, SnapshotId
 from bot.spark.engine import SWAP_SUFFIX
-from bot.state.api import Environment, PendingDrop
+from bot.state.api import Environment, PendingDrop, require_environment
 
 if TYPE_CHECKING:
     from bot.spark.engine import SparkEngine
@@ -40,6 +40,8 @@ class JanitorState(Protocol):
 
 class InvalidatableState(Protocol):
     def get_environment(self, name: str) -> Environment | None: ...
+
+    def get_environment_names(self) -> list[str]: ...
 
     def invalidate_environment(self, name: str) -> None: ...
 
@@ -159,8 +161,7 @@ def expire_environment(state: InvalidatableState, name: str) -> None:
     """`invalidate`: mark the dev environment `name` expired, for the janitor (or `--sync`) to drop."""
     if name == "prod":
         raise PlanError("`prod` cannot be invalidated")
-    if state.get_environment(name) is None:
-        raise PlanError(f"environment `{name}` does not exist")
+    require_environment(state, name)
     state.invalidate_environment(name)
 
 

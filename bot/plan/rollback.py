@@ -11,7 +11,7 @@ from bot.errors import PlanError
 from bot.plan.claims import environment_key
 from bot.plan.definition import Plan
 from bot.plan.evaluator import PlanEvaluator, finish_promotion
-from bot.state.api import Environment, EnvironmentSnapshot, HistoryEntry
+from bot.state.api import Environment, EnvironmentSnapshot, HistoryEntry, StateReader, require_environment
 
 
 
@@ -59,6 +59,13 @@ def rollback(evaluator: PlanEvaluator, environment: str, *, to_plan_id: str | No
     return RollbackResult(environment=environment, plan_id=plan_id, from_plan_id=current.plan_id,
                           to_plan_id=target.plan_id, repointed=repointed(current.snapshots, target.snapshots),
                           seconds=time.monotonic() - started)
+
+
+def check_reachable(state: StateReader, environment: str, to_plan_id: str | None) -> None:
+    """Refuse, from state alone (before Spark starts), a rollback of an environment that does not exist or
+    to a plan it never served; `rollback` checks again under the environment's lease."""
+    current = require_environment(state, environment)
+    choose_target(current, state.get_environment_history(environment), to_plan_id)
 
 
 def choose_target(current: Environment, history: list[HistoryEntry], to_plan_id: str | None) -> HistoryEntry:

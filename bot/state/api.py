@@ -167,6 +167,16 @@ class BatchTimes:
     bytes_read: int = 0   # what the metered batches read
 
 
+def require_environment(state: "StateReader", name: str, *, hint: str = "") -> Environment:
+    """`name`'s environment; else a PlanError that says which environments exist (and `hint`, what to do)."""
+    env = state.get_environment(name)
+    if env is None:
+        names = state.get_environment_names()
+        known = f"environments: {', '.join(names)}" if names else "no environment exists yet"
+        raise PlanError(f"environment `{name}` does not exist ({known}){'; ' + hint if hint else ''}")
+    return env
+
+
 class StateReader(Protocol):
     def get_environment(self, name: str) -> Environment | None: ...
 

@@ -28,6 +28,7 @@ class Finding:
 
     message: str
     line: int
+    column: int = 0   # 1-based character of the line it points at; 0: the line only
 
 
 class ModelSource:
@@ -52,11 +53,17 @@ class ModelSource:
     def line_of(self, word: str) -> int:
         """Line of the first `word` (whole word, any case; a dotted name may be quoted part by part) in
         the query, else the query's first line."""
+        return self.position_of(word)[0]
+
+    def position_of(self, word: str) -> tuple[int, int]:
+        """(line, 1-based column) of the first `word` in the query as `line_of` finds it; column 0 when not found."""
         parts = [rf"[`\"]?{re.escape(part)}[`\"]?" for part in word.split(".")]
         dotted = _DOT.join(parts)
-        pattern = re.compile(rf"(?<![\w.]){dotted}(?!\w)", re.I)
+        pattern = re.compile(rf"(?<![\w]){dotted}(?!\w)", re.I)
         match = pattern.search(self.text, self.query_offset)
-        return line_at(self.text, match.start()) if match else self.query_line
+        if not match:
+            return self.query_line, 0
+        return line_at(self.text, match.start()), match.start() - self.text.rfind("\n", 0, match.start())
 
 
 @dataclass(frozen=True)
@@ -86,11 +93,16 @@ def _qualify(source: ModelSource, project: ProjectFacts) -> tuple[exp.Query | No
     if source.rendered is None or _missing_parents(source.model, project):
         return None, None
     schema: dict[str, dict[str, dict[str, str]]] = {}
-    for parent in source.model.depends_on:
-        parts = parent.split(".")
-        if len(parts) != 2:
-            return None, None
-        schema.setdefault(parts[0], {})[parts[1]] = {c: "STRING" for c in project.columns.of(parent) or ()}
+    # the tables the rendered query reads: its parents, and the parents of EMBEDDED ones it inlined
+    ctes = {cte.alias_or_name.lower() for cte in source.rendered.find_all(exp.CTE)}
+    for table in source.rendered.find_all(exp.Table):
+        if not table.name or (not table.db and table.name.lower() in ctes):
+            continue
+        name = f"{table.db}.{table.name}" if table.db and not table.catalog else None
+        columns = project.columns.of(name) if name in project.models else None
+        if name is None or columns is None:
+            return None, None   # a catalog-qualified name, a table function or a source of unknown columns
+        schema.setdefault(table.db, {})[table.name] = {c: "STRING" for c in columns}
     try:
         return qualify(source.rendered.copy(), schema=schema, dialect="spark"), None
     except SqlglotError as error:
@@ -125,9 +137,11 @@ def ambiguous_or_invalid_column(source: ModelSource, project: ProjectFacts) -> l
     if error is None:
         return []
     text = _ERROR_POSITION.sub("", str(error)).strip()
-    column = re.search(r"Column '([^']+)'", text)
-    line = source.line_of(column.group(1).split(".")[-1]) if column else source.query_line
-    return [Finding(f"{text} for model '{source.model.name}', the column may not exist or is ambiguous.", line)]
+    found = re.search(r"Column '([^']+)'|Unknown column: (\S+)", text)
+    line, column = source.position_of((found.group(1) or found.group(2)).split(".")[-1]) if found else \
+        (source.query_line, 0)
+    return [Finding(f"{text} for model '{source.model.name}', the column may not exist or is ambiguous.", line,
+                    column)]
 
 
 def no_missing_audits(source: ModelSource, project: ProjectFacts) -> list[Finding]:

@@ -27,9 +27,10 @@ class Violation:
     path: Path
     line: int
     message: str
+    column: int = 0
 
     def describe(self, root: Path) -> str:
-        """`file:line: level [rule] model name: message`, the file relative to `root` when inside it.
+        """`file:line[:column]: level [rule] model name: message`, the file relative to `root` when inside it.
 
         >>> Violation("noselectstar", "error", "db.m", Path("/p/models/m.sql"), 2, "No *.").describe(Path("/p"))
         'models/m.sql:2: error [noselectstar] model db.m: No *.'
@@ -38,7 +39,8 @@ class Violation:
             where = self.path.relative_to(root)
         except ValueError:
             where = self.path
-        return f"{where}:{self.line}: {self.level} [{self.rule}] model {self.model}: {self.message}"
+        at = f"{self.line}:{self.column}" if self.column else str(self.line)
+        return f"{where}:{at}: {self.level} [{self.rule}] model {self.model}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def lint_models(models: Mapping[str, Model], *, config: LinterConfig, config_pat
         for level, names in (("error", levels.errors), ("warning", levels.warnings)):
             for name in sorted(names - ignored):
                 violations.extend(Violation(rule=name, level=level, model=model.name, path=model.path,
-                                            line=f.line, message=f.message)
+                                            line=f.line, message=f.message, column=f.column)
                                   for f in rules[name](source, project))
     return tuple(sorted(violations, key=lambda v: (str(v.path), v.line, v.rule)))
 
@@ -100,3 +102,33 @@ def lint_project(project: Project, *, rendered: Mapping[str, str]) -> LintResult
         rendered=rendered, tested=tested, custom=load_custom_rules(repository.root),
         only=repository.models if project.parts else None)]
     return LintResult(violations=tuple(sorted(violations, key=lambda v: (str(v.path), v.line, v.rule))))
+
+
+PREFLIGHT_RULE = "ambiguousorinvalidcolumn"
+
+
+def check_columns_before_spark(project: Project, *, rendered: Mapping[str, str], names: Iterable[str]) -> None:
+    """Before Spark starts: each SQL model a plan builds (`names`), in a repository whose linter is off, must
+    have columns that resolve against its parents' known columns, else a PlanError names file, line and column.
+
+    SQLMesh's `init` turns this rule on; Spark would stop the same query, only later (after the JVM, the unit
+    tests, the tables). Nothing is checked where a parent's columns are unknown; a repository whose linter is
+    on is checked by its own configuration (where `ignored_rules` can turn this off)."""
+    wanted = set(names)
+    facts = ProjectFacts(models=project.models, columns=OutputColumns(project.models, rendered), tested=frozenset())
+    violations = []
+    for repository in project.repositories:
+        if repository.config.linter.enabled:
+            continue
+        models = repository.models if project.parts else project.models
+        for name in sorted(wanted & set(models)):
+            model = project.models[name]
+            if model.kind.name is KindName.EXTERNAL or name not in rendered:
+                continue
+            violations.extend(Violation(rule=PREFLIGHT_RULE, level="error", model=name, path=model.path,
+                                        line=f.line, message=f.message, column=f.column)
+                              for f in RULES[PREFLIGHT_RULE](ModelSource(model, rendered[name]), facts))
+    if violations:
+        lines = "\n".join(v.describe(project.root) for v in violations)
+        raise PlanError(f"{len(violations)} model(s) read a column their parents do not have (Spark would stop "
+                        f"there); nothing was run:\n{lines}")
