@@ -4,7 +4,10 @@ dataclasses: a flag or setting added without its page regenerated fails here."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
+
+import yaml
 
 from bot.cli.reference import PAGES, REGENERATE, SECTIONS, command_docs, setting_docs, write
 from bot.github.settings import BotSettings
@@ -44,3 +47,27 @@ def test_the_generator_writes_both_pages(tmp_path):
     written = write(tmp_path / "docs")
     assert sorted(p.name for p in written) == ["cli.md", "settings.md"]
     assert all(p.read_text().startswith("# ") and "\n\n\n" not in p.read_text() for p in written)
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_between_the_pages_lands_on_a_page_and_heading_that_exist():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    anchors = {p.resolve(): {_anchor(h) for h in re.findall(r"^#+ (.+)$", p.read_text(), re.M)} for p in pages}
+    broken = []
+    for page in pages:
+        for target, anchor in re.findall(r"\]\(([^)#\s:]*)(?:#([^)\s]+))?\)", page.read_text()):
+            path = (page.parent / target).resolve() if target else page.resolve()
+            if not path.exists() or (anchor and path.suffix == ".md" and anchor not in anchors.get(path, set())):
+                broken.append(f"{page.name}: ({target}#{anchor})")
+    assert broken == []
+
+
+def test_the_action_page_names_every_input_and_output_of_action_yml():
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    page = (ROOT / "docs" / "action.md").read_text()
+    missing = [name for name in (*action["inputs"], *action["outputs"]) if f"`{name}`" not in page]
+    assert missing == []
