@@ -1,6 +1,6 @@
 # meshbot's container image: the `meshbot` command as the entrypoint, run by a non-root user (uid 10001)
 # in /project, where the project is mounted or copied. One build target per PySpark extra, chosen by where
-# Spark runs (see "Using it on your project" in README.md):
+# Spark runs (see "Install" in docs/operations.md):
 #   spark    (the default, last stage) meshbot[spark] with Java 17 (headless JRE): local Spark, cluster
 #            masters and Spark Connect
 #   connect  meshbot[connect] alone, no Java: a small image for gateways that are all Spark Connect

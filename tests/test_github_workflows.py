@@ -331,12 +331,13 @@ def _secrets_of(workflow: dict) -> set[str]:
 
 def test_shipped_workflows_use_the_team_gateway_with_every_secret_it_reads():
     """The workflows run the example's `ci` gateway as shipped: every env_var it reads is set from a
-    secret or variable, and README and workflows name the same action and secrets."""
+    secret or variable, and README (with docs/action.md) and workflows name the same action and secrets."""
     config = (ROOT / "bot/project/example/config.yaml").read_text()
     ci_block = config[config.index("  ci:"):config.index("default_gateway")]
     needed = set(re.findall(r"env_var\('([A-Z_]+)'", ci_block))
     assert {"MESHBOT_SPARK_REMOTE", "MESHBOT_STATE_PASSWORD"} <= needed
-    readme = (ROOT / "README.md").read_text()
+    # the README's minimal workflow and docs/action.md's steps
+    readme = (ROOT / "README.md").read_text() + (ROOT / "docs" / "action.md").read_text()
     references = set(re.findall(r"uses: (\S+/meshbot@\S+)", readme))
     used = set()
     for name in USER_WORKFLOWS:

@@ -379,7 +379,7 @@ def test_start_less_models_follow_sqlmesh(state, tmp_path):
     assert prod.start == to_ms("2026-11-10")
 
     # --start later than the parent's start: the start-less child follows it (as SQLMesh);
-    # the start-less root is backfilled from --start too, where SQLMesh keeps only yesterday (README)
+    # the start-less root is backfilled from --start too, where SQLMesh keeps only yesterday (docs/coming-from-sqlmesh.md)
     dev = plan_for(state, no_default, models, env="dev", now=now, start="2026-11-15")
     assert spans(dev) == {"db.a": (to_ms("2026-11-15"), to_ms("2026-11-22")),
                           "db.b": (to_ms("2026-11-15"), to_ms("2026-11-22")),

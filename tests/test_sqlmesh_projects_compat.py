@@ -208,7 +208,7 @@ def test_lookback_recomputes_intervals_already_recorded_even_one_day_batches(tmp
         ("2024-01-07", "2024-01-08")]
 
 
-# A project shaped like the public SQLMesh projects the README's table was drawn from (jaffle-shop, sushi,
+# A project shaped like the public SQLMesh projects the table of docs/coming-from-sqlmesh.md was drawn from (jaffle-shop, sushi,
 # OMOP style): DuckDB SQL, a `$root` seed with batch_size and columns, `=` audit arguments and [lists], a
 # trailing comma in the header, catalog-qualified names, an inline AUDIT, audits naming their model, a
 # self-referencing incremental model, both SCD type 2 kinds, config keys meshbot does not use.

@@ -50,7 +50,21 @@ def _make(name: str) -> click.Command:
 
         raise SystemExit(main(replace(invocation, command=name), out=click.echo))
 
-    return click.Command(name, callback=command, help=f"Run the bot's `{name}` command.")
+    return click.Command(name, callback=command, help=COMMAND_HELP[name])
+
+
+# What each bot command does for the event it is given (an event it does not serve: nothing).
+COMMAND_HELP = {
+    "run-all": "Whatever the event asks for: sync a PR, check approvals, deploy, clean up, run or reply.",
+    "run-tests": "On a PR sync: run the project's unit tests (the Unit Tests check).",
+    "update-pr-environment": "On a PR sync: plan and apply the PR's environment (the PR Environment Synced check).",
+    "gen-prod-plan": "On a PR sync: preview the prod plan and the data diff (the Prod Plan Preview check).",
+    "check-required-approvers": "On a PR sync or review: check the required approvals (the Required Approval check).",
+    "deploy-production": "On a merge, release or authorized /deploy: apply the deploy environment; also /rollback.",
+    "cleanup-pr-environment": "On a closed PR: invalidate the PR's environment and drop its views.",
+    "run": "On a schedule or dispatch: `meshbot run` on prod and on the merge environment.",
+    "authorize-deploy": "The first job of /deploy and /rollback: check the gates; output authorized, sha, pr_number.",
+}
 
 
 for _name in COMMANDS:

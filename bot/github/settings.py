@@ -11,7 +11,7 @@ from bot.diff.gates import Gates, parse_gates
 from bot.diff.plan_regressions import parse_level
 from bot.errors import ConfigError
 from bot.plan.impact import Exposure
-from bot.project.config import UserConfig
+from bot.project.config import UserConfig, documented
 from bot.project.warn import project_warning
 
 MAX_ENV_NAME = 63
@@ -25,38 +25,75 @@ FULL_SCOPES = ("whole", "skip")
 class BotSettings:
     """Every knob of the bot; parsed once, passed everywhere, no token inside."""
 
-    enable_deploy_command: bool = False
-    command_namespace: str | None = None
-    pr_environment_name: str | None = None
-    default_pr_start: str | None = None
-    skip_pr_backfill: bool = True
-    pr_include_unmodified: bool = False       # SQLMesh's: PR environments get a view for every model
-    deploy_on: str = "merge"
-    merge_environment: str = "prod"
-    tag_environment: str = "prod"
-    prod_branch_names: tuple[str, ...] = ()
-    require_approved_plan: bool = False
-    min_approvals: int = 1
-    required_approvers: tuple[str, ...] = ()      # GitHub logins
-    required_teams: tuple[str, ...] = ()          # "org/team-slug" or "team-slug" (repository owner's org)
-    gateway: str | None = None
-    exposures: tuple[Exposure, ...] = ()         # dashboards and other consumers the impact section names
-    bot_login: str = "github-actions[bot]"
-    run_table_diff: bool = True
-    table_diff_samples: bool = False
-    allow_ephemeral_state: bool = False          # accept state/catalog that vanish with the CI runner
-    merge_method: str | None = None               # merge the PR after a successful /deploy (merge|squash|rebase)
-    table_diff_window_days: int = 7          # INCREMENTAL_BY_TIME_RANGE: last N days of intervals compared
-    table_diff_full_scope: str = "whole"     # FULL/VIEW/other kinds: "whole" query, or "skip"
-    table_diff_gates: Gates = Gates()        # the Data Diff check's thresholds (bot.diff.gates)
-    plan_regressions: str = "warn"           # Spark plan regressions of changed models: off, warn or fail
-    run_on_deploy: bool = False              # after a prod deploy, run what each model's cron made due
-    max_backfill_batches: int | None = None  # a deploy computing more batches needs an approver's explicit yes
-    max_backfill_intervals: int | None = None   # likewise for intervals (a daily model's six years: 2191)
-    max_backfill_executor_hours: float | None = None   # likewise for the estimated executor time (hours)
-    forward_only_branch_suffix: str = "-forward-only"   # a PR from a branch ending so plans forward-only
-    invalidate_environment_after_deploy: bool = True    # SQLMesh's: a merged PR's environment is removed
-    check_if_blocked_on_deploy_to_prod: bool = True     # SQLMesh's: /deploy refuses a PR branch protection blocks
+    enable_deploy_command: bool = documented(
+        False, "`/deploy` in a PR comment: needs write access, the required approvals, an open, mergeable PR "
+               "from this repository (not a fork) whose head the prod preview was built from; `/help` lists "
+               "the commands. Replies are posted on the PR.")
+    command_namespace: str | None = documented(None, "Commands in PR comments start `/<namespace>/` (`/meshbot/deploy`) instead of `/`.")
+    pr_environment_name: str | None = documented(
+        None, "Prefix of PR environments, `<prefix>_<pr number>`.", shown="the repository name")
+    default_pr_start: str | None = documented(None, "Backfill PR environments from this start (with "
+                                                    "`skip_pr_backfill: false`).")
+    skip_pr_backfill: bool = documented(True, "PR environments get views over empty tables (no backfill) unless "
+                                              "a start is given.")
+    pr_include_unmodified: bool = documented(False, "PR environments get a view for every model, not only the "
+                                                    "changed ones (SQLMesh's name).")
+    deploy_on: str = documented("merge", "What deploys: `merge` (a push to a prod branch), `tag` (a release or "
+                                         "tag push) or `both` (three tiers).")
+    merge_environment: str = documented("prod", "The environment a merge deploys (`staging` for three tiers).")
+    tag_environment: str = documented("prod", "The environment a release or tag deploys.")
+    prod_branch_names: tuple[str, ...] = documented(
+        (), "Branches whose pushes deploy (SQLMesh's `prod_branch_name` too).", shown="the default branch")
+    require_approved_plan: bool = documented(False, "Refuse a deploy whose plan differs from the approved prod "
+                                                    "preview.")
+    min_approvals: int = documented(1, "How many required approvers must approve the head commit.")
+    required_approvers: tuple[str, ...] = documented(
+        (), "GitHub logins who must approve the head commit; `users:` with role `required_approver` add to them.")
+    required_teams: tuple[str, ...] = documented(
+        (), "Teams whose members may approve: `org/team-slug`, or `team-slug` of the repository owner's "
+            "organization (`required_approver_teams` too).")
+    gateway: str | None = documented(None, "The gateway the bot uses; it also suffixes check names. The "
+                                           "action's `gateway` input wins.", shown="`default_gateway`")
+    exposures: tuple[Exposure, ...] = documented(
+        (), "Dashboards and other consumers outside the project (`name`, `owner`, `url`, `depends_on: "
+            "[models]`); the PR comment's column impact names those a change reaches.")
+    bot_login: str = documented("github-actions[bot]", "The login whose comment the bot edits.")
+    run_table_diff: bool = documented(True, "Diff the data of changed models against prod on every PR.")
+    table_diff_samples: bool = documented(False, "Show raw sample rows in the data diff (off: counts and "
+                                                 "match rates only).")
+    allow_ephemeral_state: bool = documented(False, "Accept state and a catalog that vanish with the CI runner "
+                                                    "(SQLite, embedded Derby): for throwaway demos.")
+    merge_method: str | None = documented(None, "`merge`, `squash` or `rebase`: merge the PR after a successful "
+                                                "`/deploy` (pinned to the deployed head).")
+    table_diff_window_days: int = documented(7, "The data diff of INCREMENTAL_BY_TIME_RANGE models covers the "
+                                                "last N days of intervals.")
+    table_diff_full_scope: str = documented("whole", "Other kinds in the data diff: `whole` compares the whole "
+                                                     "query, `skip` leaves them out.")
+    table_diff_gates: Gates = documented(
+        Gates(), "Thresholds of the `meshbot - Data Diff` check: `duplicate_keys`, `changed_rows_pct`, "
+                 "`null_share_increase`, `row_count_change_pct`, each `off`, `warn`, `fail`, a number (fail "
+                 "above it) or `{above: N, level: warn|fail}`; per model under `models:`.",
+        shown="`duplicate_keys: fail`")
+    plan_regressions: str = documented("warn", "Spark plan regressions of the directly modified models against "
+                                               "prod (lost partition pruning, a new nested loop join, more "
+                                               "shuffles): `warn`, `fail` (fails the Data Diff check) or `off`.")
+    run_on_deploy: bool = documented(False, "After a prod deploy, run what each model's cron made due "
+                                            "(SQLMesh's `run_on_deploy_to_prod`).")
+    max_backfill_batches: int | None = documented(
+        None, "A deploy whose plan computes more batches is refused with the count per model, unless a "
+              "required approver comments `/deploy --allow-large-backfill`.")
+    max_backfill_intervals: int | None = documented(
+        None, "The same guard counted in intervals, whatever the `batch_size` (six years of a daily model: 2191).")
+    max_backfill_executor_hours: float | None = documented(
+        None, "The same guard on the plan's estimated executor time (Spark task time summed over all tasks), in "
+              "hours, from the task time recorded with earlier batches; the refusal names each model's estimate.")
+    forward_only_branch_suffix: str = documented(
+        "-forward-only", "A PR from a branch ending so makes forward-only plans (its environment, the prod "
+                         "preview and its deploy).")
+    invalidate_environment_after_deploy: bool = documented(
+        True, "Remove a merged PR's environment after the deploy (SQLMesh's name; false keeps it).")
+    check_if_blocked_on_deploy_to_prod: bool = documented(
+        True, "`/deploy` refuses a PR that branch protection blocks (SQLMesh's name).")
 
     @property
     def has_required_approvers(self) -> bool:

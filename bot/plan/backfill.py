@@ -157,7 +157,7 @@ def model_starts(models: Mapping[str, Model], *, execution: int, default_start: 
     start of its parents (models of the project); a start-less model without parents starts at the
     cron tick before the execution time's tick (yesterday for `@daily`) — or at `plan_start`
     (`--start`) when one is given. SQLMesh keeps the previous tick even under an earlier `--start`,
-    silently computing less than asked; meshbot honours `--start` (README).
+    silently computing less than asked; meshbot honours `--start` (docs/coming-from-sqlmesh.md).
     """
     texts = {name: model.start or default_start for name, model in models.items()}
     if all(texts.values()):   # every model has a start: no order needed (10,000 models: no graph sort)

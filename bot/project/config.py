@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -18,15 +18,34 @@ from bot.redact import register, register_setting, register_url
 IGNORE_PATTERNS = (".ipynb_checkpoints/*",)   # SQLMesh's default; config.yaml's ignore_patterns add to it
 
 
+def documented(default: Any = MISSING, doc: str = "", *, shown: str | None = None, key: str | None = None,
+               shape: str | None = None, **options: Any) -> Any:
+    """A dataclass field with its reference text: docs/settings.md is written from `doc` (bot/cli/reference.py).
+
+    `shown` replaces the default in the reference by a phrase (`the default branch`); `key` is the YAML key when
+    it is not the field's name (`plan.include_unmodified`); `shape` is its YAML type when the annotation's is not.
+    """
+    extra = {"shown": shown, "key": key, "shape": shape}
+    metadata = {"doc": doc, **{name: value for name, value in extra.items() if value is not None}}
+    return field(default=default, metadata=metadata, **options)
+
+
 @dataclass(frozen=True)
 class SparkConnection:
     """`type: spark`: local master by default, a cluster master URL, or Spark Connect (`remote`)."""
 
-    master: str | None = None
-    remote: str | None = None
-    config: tuple[tuple[str, str], ...] = ()
-    catalog: str | None = None
-    concurrent_tasks: int = 4   # backfill tasks, table and view DDL run at once on the one session
+    master: str | None = documented(None, "A Spark master URL (`local[4]`, `spark://host:7077`, `yarn`, "
+                                          "`k8s://...`): meshbot starts the driver. Set `master` or `remote`.",
+                                    shown="local[*]")
+    remote: str | None = documented(None, "A Spark Connect server, `sc://host[:port][/;param=value]` (port 15002 "
+                                          "by default): the server owns catalog, warehouse and cluster.")
+    config: tuple[tuple[str, str], ...] = documented(
+        (), "Spark settings (`spark.executor.memory: 8g`), given to the session builder; on Spark Connect a "
+            "setting the server refuses stops the command naming it.")
+    catalog: str | None = documented(None, "Accepted as SQLMesh writes it; models live in Spark's session catalog.")
+    concurrent_tasks: int = documented(4, "How many models a plan or `run` backfills at once, and how many "
+                                          "tables and views an apply creates at once, on the one session; "
+                                          "a whole number of at least 1.")
 
 
 @dataclass(frozen=True)
@@ -37,18 +56,25 @@ class StateConnection:
     host, user or database.
     """
 
-    type: str = "sqlite"
-    database: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 5432
-    user: str | None = None
-    password: str | None = field(default=None, repr=False)
-    schema: str | None = None   # PostgreSQL schema for the state tables (default: public)
+    type: str = documented("sqlite", "`sqlite` (one person, not shared) or `postgres` (`postgresql`): a team "
+                                     "and CI share it.")
+    database: str | None = documented(None, "SQLite: the file, relative to the project. PostgreSQL: the "
+                                            "database (`postgres` when absent).", shown=".meshbot/state.db")
+    host: str = documented("127.0.0.1", "PostgreSQL host.")
+    port: int = documented(5432, "PostgreSQL port.")
+    user: str | None = documented(None, "PostgreSQL user.")
+    password: str | None = documented(None, "PostgreSQL password; keep it out of the file with "
+                                            "`{{ env_var('NAME') }}`. It never appears in errors or logs.",
+                                      repr=False)
+    schema: str | None = documented(None, "PostgreSQL schema of the state tables, created on first use.",
+                                    shown="public")
     config_key: str = field(default="state_connection", compare=False)
 
 
 @dataclass(frozen=True)
 class Gateway:
+    """One entry of `gateways:`: where Spark runs (`connection`), where the state lives, and the unit tests' Spark."""
+
     name: str
     connection: SparkConnection = SparkConnection()
     state_connection: StateConnection = StateConnection()
@@ -82,65 +108,96 @@ class Gateway:
 
 @dataclass(frozen=True)
 class ModelDefaults:
-    dialect: str = "spark"
-    kind: str | None = None
-    cron: str = "@daily"
-    start: str | None = None
-    owner: str | None = None
-    on_destructive_change: str = "error"
-    catalogs: Catalogs = Catalogs()   # config.yaml's `default_catalog` and the gateways' Spark catalogs
+    """`model_defaults:`: what a MODEL header does not say."""
+
+    dialect: str = documented("spark", "The SQL dialect of the models (required); meshbot transpiles it to "
+                                       "Spark SQL.", shown="required")
+    kind: str | None = documented(None, "The kind of a model whose header names none (a Python model: FULL).",
+                                  shown="VIEW")
+    cron: str = documented("@daily", "How often a model's intervals fall due.")
+    start: str | None = documented(None, "The start of a model without `start` (else its parents' earliest "
+                                         "start; without parents, the cron tick before the execution time's).")
+    owner: str | None = documented(None, "The owner of a model without `owner`.")
+    on_destructive_change: str = documented("error", "A forward-only change that drops or retypes columns: "
+                                                     "`error`, `warn` or `allow`.")
+    catalogs: Catalogs = documented(
+        Catalogs(), "A top-level key: the catalog the project was written for (a name or a list), mapped away "
+                    "as SQLMesh does, so `jaffle_shop.main.orders` is model `main.orders`.", key="default_catalog",
+        shown="none", shape="text or list of text")
 
 
 @dataclass(frozen=True)
 class UserConfig:
-    username: str
-    github_username: str | None = None
-    roles: tuple[str, ...] = ()
+    """One entry of `users:`: who approves for the GitHub bot."""
+
+    username: str = documented(doc="A name for the user (else `github_username`).")
+    github_username: str | None = documented(None, "The GitHub login.")
+    roles: tuple[str, ...] = documented((), "`[required_approver]`: this user's approval counts for deploys.")
 
 
 @dataclass(frozen=True)
 class LinterConfig:
     """The `linter:` section: which rules raise errors, which warn, which never run (lower-case names)."""
 
-    enabled: bool = False
-    rules: frozenset[str] = frozenset()
-    warn_rules: frozenset[str] = frozenset()
-    ignored_rules: frozenset[str] = frozenset()
+    enabled: bool = documented(False, "Run the linter (`meshbot lint`, and before every plan).")
+    rules: frozenset[str] = documented(frozenset(), "Rules whose violations are errors: a name, a list or `ALL`.")
+    warn_rules: frozenset[str] = documented(frozenset(), "Rules whose violations are warnings.")
+    ignored_rules: frozenset[str] = documented(frozenset(), "Rules that never run.")
 
 
 @dataclass(frozen=True)
 class FormatConfig:
     """The `format:` section: sqlglot generator options plus `append_newline` and `no_rewrite_casts`."""
 
-    append_newline: bool = False
-    no_rewrite_casts: bool = False
-    generator_options: tuple[tuple[str, Any], ...] = ()
+    append_newline: bool = documented(False, "End each formatted file with a newline.")
+    no_rewrite_casts: bool = documented(False, "Keep `CAST(x AS t)` as written (no `x::t`).")
+    generator_options: tuple[tuple[str, Any], ...] = documented(
+        (), "sqlglot's printer options, each a key of `format:`: `normalize`, `pad`, `indent`, "
+            "`normalize_functions`, `leading_comma`, `max_text_width`.", key="format.<option>",
+        shape="as sqlglot takes it")
 
 
 @dataclass(frozen=True)
 class ProjectConfig:
+    """A project's config.yaml (or config.py), parsed."""
+
     root: Path
-    gateways: dict[str, Gateway]
-    default_gateway: str
-    model_defaults: ModelDefaults
-    variables: dict[str, Any] = field(default_factory=dict)
-    snapshot_ttl: str = "in 1 week"
-    environment_ttl: str = "in 1 week"
-    physical_schema_mapping: dict[str, str] = field(default_factory=dict)
-    auto_categorize_changes: str = "full"
-    include_unmodified: bool = False
-    cicd_bot: dict[str, Any] = field(default_factory=dict)   # parsed by bot.github.settings
-    users: tuple[UserConfig, ...] = ()
-    before_all: tuple[str, ...] = ()   # SQL statements run before every plan apply and run
-    after_all: tuple[str, ...] = ()    # ... and after
-    linter: LinterConfig = LinterConfig()
-    format: FormatConfig = FormatConfig()
-    notification_targets: tuple[NotificationTarget, ...] = ()
-    strict: bool = False   # `strict: true`: a grain naming a column the model lacks is an error, not a warning
-    ignore_patterns: tuple[str, ...] = IGNORE_PATTERNS   # globs of project files not loaded (SQLMesh's key)
+    gateways: dict[str, Gateway] = documented(
+        doc="Where Spark runs and where the state lives, by name (see the gateway keys below); only "
+            "`type: spark` connections run, others are refused when chosen.", shown="`local`: local Spark, SQLite")
+    default_gateway: str = documented(doc="The gateway used without `--gateway`.", shown="the first Spark gateway")
+    model_defaults: ModelDefaults = documented(doc="What a MODEL header does not say (below); `dialect` is required.")
+    variables: dict[str, Any] = documented(doc="Values for `@var` / `var()` in models, macros and Python models.",
+                                           default_factory=dict)
+    snapshot_ttl: str = documented("in 1 week", "How long a model version no environment uses is kept; must "
+                                                "lie in the future (`in 2 weeks`).")
+    environment_ttl: str = documented("in 1 week", "How long a dev or PR environment lives after today's midnight.")
+    physical_schema_mapping: dict[str, str] = documented(
+        doc="A model's schema → the schema of its physical tables (default `sqlmesh__<schema>`).",
+        default_factory=dict)
+    auto_categorize_changes: str = documented("full", "Accepted as SQLMesh writes it; meshbot categorizes every "
+                                                      "change automatically.", key="plan.auto_categorize_changes")
+    include_unmodified: bool = documented(False, "Give a dev environment a view for every model, not only the "
+                                                 "changed ones.", key="plan.include_unmodified")
+    cicd_bot: dict[str, Any] = documented(doc="The GitHub bot's settings (below); read from the default branch.",
+                                          default_factory=dict)   # parsed by bot.github.settings
+    users: tuple[UserConfig, ...] = documented((), "People and their roles (below).")
+    before_all: tuple[str, ...] = documented((), "SQL statements run before every applied plan and run "
+                                                 "(macros such as `@this_env` rendered).")
+    after_all: tuple[str, ...] = documented((), "SQL statements run after every applied plan and run.")
+    linter: LinterConfig = documented(LinterConfig(), "The linter's rules (below).", shown="off")
+    format: FormatConfig = documented(FormatConfig(), "How `meshbot format` prints (below).", shown="as `sqlmesh format`")
+    notification_targets: tuple[NotificationTarget, ...] = documented(
+        (), "Where events go: `slack_webhook` (`url`), `console`, `webhook` (`url`, `headers`), each with "
+            "`notify_on: [apply_start, apply_end, apply_failure, run_start, run_end, run_failure, "
+            "audit_failure, test_failure]`.")
+    strict: bool = documented(False, "A `grain` naming a column the model lacks is an error, not a warning.")
+    ignore_patterns: tuple[str, ...] = documented(
+        IGNORE_PATTERNS, "Globs of project files not loaded (`models/legacy/*`, `*_old.sql`); they add to "
+                         "the default.")
     # gateways meshbot cannot run on (a DuckDB one beside the Spark one): name -> why, said when chosen
     unsupported_gateways: dict[str, str] = field(default_factory=dict)
-    project: str = ""   # SQLMesh's `project` key: names the repository of a multi-repo project
+    project: str = documented("", "Names this repository in a multi-repo project (SQLMesh's key).")
 
     def gateway(self, name: str | None = None) -> Gateway:
         key = name or self.default_gateway
