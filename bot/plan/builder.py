@@ -24,6 +24,7 @@ from bot.project.timeutil import now_ms as wall_clock_ms
 from bot.project.model import KindName, Model
 from bot.project.output_columns import expand_star, projection_names
 from bot.project.serialize import model_to_dict
+from bot.project.windows import check_ordered_windows
 from bot.project.sqltext import as_written_macros, parse_sql, selects_star, to_sql
 from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
                           physical_schema_name)
@@ -83,6 +84,7 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
     graph = dag if dag is not None and set(dag.order) == set(project_models) else DAG.build(project_models)
     order = graph.order
     check_columns(project_models, rendered, strict=config.strict)
+    check_ordered_windows(project_models, rendered)
     fingerprints = fingerprint_models(project_models, order, rendered, cache=hash_cache, parents=graph.parents)
     previous, stored = _stored_snapshots(state, base, fingerprints)
     _check_removed(project_models, previous)

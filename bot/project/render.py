@@ -18,6 +18,7 @@ from bot.project.macros import (EMPTY_REGISTRY, MacroEvaluator, MacroRegistry, i
 from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_sql_function, sql_function_query
 from bot.project.sqltext import normalize_name, parse_sql
+from bot.project.windows import order_all_peers
 from bot.project.timeutil import REFERENCE_END, REFERENCE_START  # noqa: F401 - the reference interval's home for renders
 
 
@@ -238,6 +239,8 @@ def _render(model: Model, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Que
                           path=model.path, line=model.line)
     if not model.query_text or "sha" in model.query_text.lower():   # a walk only where a hash may be
         _spark_hash_functions(rendered)
+    if not model.query_text or "over" in model.query_text.lower():   # a walk only where a window may be
+        order_all_peers(rendered)
     return _map_tables(rendered, ctx, stack)
 
 
