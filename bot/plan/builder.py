@@ -24,6 +24,8 @@ from bot.project.timeutil import now_ms as wall_clock_ms
 from bot.project.model import KindName, Model
 from bot.project.output_columns import expand_star, projection_names
 from bot.project.serialize import model_to_dict
+from bot.project.seed_csv import check_seed
+from bot.project.windows import check_ordered_windows
 from bot.project.sqltext import as_written_macros, parse_sql, selects_star, to_sql
 from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
                           physical_schema_name)
@@ -73,6 +75,16 @@ def build_plan(
                            hash_cache=hash_cache)
 
 
+def _check_seeds(models: Mapping[str, Model], snapshots: Mapping[str, Snapshot], backfills: Sequence[Any]) -> None:
+    """The CSV of every seed this plan loads fits its model's `columns` (bot.project.seed_csv), before Spark starts."""
+    by_id = {s.snapshot_id: s.name for s in snapshots.values()}
+    for backfill in backfills:
+        model = models.get(by_id.get(backfill.snapshot_id, ""))
+        if model is not None and model.kind.name is KindName.SEED and model.seed_abs_path is not None:
+            check_seed(model_name=model.name, model_path=model.path, model_line=model.line,
+                       csv_path=model.seed_abs_path, settings=model.kind.csv_settings, columns=model.columns)
+
+
 def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendered: Mapping[str, str],
                 state: StateReader, environment: str, options: PlanOptions, config: ProjectConfig,
                 now_ms: int, hash_cache: HashCache | None) -> Plan:
@@ -83,6 +95,7 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
     graph = dag if dag is not None and set(dag.order) == set(project_models) else DAG.build(project_models)
     order = graph.order
     check_columns(project_models, rendered, strict=config.strict)
+    check_ordered_windows(project_models, rendered)
     fingerprints = fingerprint_models(project_models, order, rendered, cache=hash_cache, parents=graph.parents)
     previous, stored = _stored_snapshots(state, base, fingerprints)
     _check_removed(project_models, previous)
@@ -104,6 +117,7 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
         models=project_models, snapshots=snapshots, changes=changes, previous=previous,
         prod=prod, is_dev=env_name != "prod", restated=restated, options=options,
         config=config, now_ms=now_ms, state=state, dag=graph))
+    _check_seeds(project_models, snapshots, backfills)
     return Plan(plan_id=uuid.uuid4().hex, environment=env_name, new_environment=target is None,
                 expected_plan_id=target.plan_id if target else None,
                 previous_environment=target, snapshots=snapshots,

@@ -19,7 +19,7 @@ from bot.plan.ownership import claim_schemas, forget_missing_tables
 from bot.plan.parents import ParentCheck, require_parents
 from bot.plan.stages import APPLY_STAGES, PROMOTE_STAGES, Stage
 from bot.plan.schedule import run_tasks
-from bot.project.dag import topological_order, upstream_of
+from bot.project.dag import reachable, topological_order, upstream_of
 from bot.project.timeutil import now_ms, to_ms
 from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, view_name
@@ -47,6 +47,18 @@ class _Apply:
     log: ApplyLog = field(default_factory=ApplyLog)
     stored: Environment | None = None        # the environment's row once an unfinished promotion is finished
     environment: Environment | None = None   # the row this plan promotes
+    failed: list[tuple[str, BotError]] = field(default_factory=list)   # models whose table or a batch failed
+    skipped: set[str] = field(default_factory=set)   # their descendants: no table created, no batch run
+
+    def fail(self, failures: Sequence[tuple[str, BotError]], skipped: Iterable[str] = ()) -> None:
+        """Record failed models; every descendant of one (in the plan's DAG) is skipped from then on."""
+        self.failed.extend(failures)
+        children: dict[str, list[str]] = {name: [] for name in self.plan.snapshots}
+        for snapshot in self.plan.snapshots.values():
+            for parent in snapshot.parents:
+                children.setdefault(parent.name, []).append(snapshot.name)
+        failed = {name for name, _ in self.failed}
+        self.skipped |= (set(skipped) | reachable(children, failed)) - failed
 
 
 @dataclass(frozen=True)
@@ -137,9 +149,10 @@ class PlanEvaluator:
             "check_parents": lambda w: self._check_parents(w.plan, w.mapping),
             "claim_schemas": lambda w: claim_schemas(w.plan, w.mapping, state=self.state, runner=self.runner),
             "push_snapshots": lambda w: self.state.push_snapshots(w.plan.new_snapshots),
-            "create_tables": lambda w: self._create_tables(w.plan, w.mapping),
+            "create_tables": self._create_tables,
             "restate": lambda w: self._restate(w.plan),
-            "backfill": lambda w: self._backfill(w.plan, w.mapping, w.log),
+            "backfill": self._backfill,
+            "stop_if_failed": self._stop_if_failed,
             "audit_existing": lambda w: self._audit_existing(w.plan, w.mapping, w.log),
             "promote": self._promote, "swap_views": self._swap_or_revert,
             "finalize": lambda w: self.state.finalize(w.plan.environment, w.plan.plan_id),
@@ -247,9 +260,12 @@ class PlanEvaluator:
             previous_snapshots=previous.snapshots if previous else (),
         )
 
-    def _create_tables(self, plan: Plan, mapping: Mapping[str, str]) -> None:
+    def _create_tables(self, work: "_Apply") -> None:
         """Create the physical tables, up to `concurrent_tasks` at once; a table is created after its
-        parents' (its columns may come from analyzing a query that reads them)."""
+        parents' (its columns may come from analyzing a query that reads them). A model whose table
+        cannot be created (Spark rejects its query) fails alone, as in SQLMesh: its descendants get no
+        table and no batch, independent models go on, and the plan stops before promotion."""
+        plan, mapping = work.plan, work.mapping
         physical = [s for s in plan.snapshots.values() if s.is_physical]
         self.runner.ensure_schemas({mapping[s.name].rsplit(".", 1)[0] for s in physical})
         exists = getattr(self.runner, "table_exists", None)
@@ -301,10 +317,9 @@ class PlanEvaluator:
                 raise model_failed(model, "could not have its table created", error) from error
 
         names = list(targets)
-        outcome = run_tasks(names, upstream_of(names, parents), create,
-                            threads=self.concurrent_tasks, keep_going=False)
+        outcome = run_tasks(names, upstream_of(names, parents), create, threads=self.concurrent_tasks)
         if outcome.failed:
-            raise outcome.failed[0][1]
+            work.fail(outcome.failed, outcome.skipped)
 
     def _version_lease(self, plan: Plan, snapshot: Snapshot) -> contextlib.AbstractContextManager:
         if self.claims is None:
@@ -322,13 +337,16 @@ class PlanEvaluator:
             if snapshot is not None:
                 self.state.remove_intervals(snapshot.name, snapshot.version, interval)
 
-    def _backfill(self, plan: Plan, mapping: Mapping[str, str], log: ApplyLog) -> None:
+    def _backfill(self, apply: "_Apply") -> None:
         """Each model's batches in order; independent models run concurrently (`concurrent_tasks`),
         a model only after every model upstream of it finished all its batches. A failed model stops
-        its downstream; independent models go on. State writes go through one lock."""
+        its downstream; independent models go on (so do models independent of one whose table could
+        not be created). State writes go through one lock."""
+        plan, mapping, log = apply.plan, apply.mapping, apply.log
         by_id = {s.snapshot_id: s for s in plan.snapshots.values()}
+        gone = apply.skipped | {name for name, _ in apply.failed}
         work = {by_id[b.snapshot_id].name: (by_id[b.snapshot_id], b)
-                for b in plan.backfills if b.snapshot_id in by_id}
+                for b in plan.backfills if b.snapshot_id in by_id and by_id[b.snapshot_id].name not in gone}
         names = [s.name for s in self._ordered(plan, [s for s, _ in work.values()])]
         total = sum(len(b.batches) for _, b in work.values())
         lock = threading.Lock()
@@ -370,7 +388,17 @@ class PlanEvaluator:
             log.evaluated.sort(key=lambda item: (order[item[0]], item[1]))
             log.reused.sort(key=lambda item: (order[item[0]], item[1]))
         if outcome.failed:
-            raise_failures(outcome.failed, outcome.skipped)
+            apply.fail(outcome.failed, outcome.skipped)
+
+    @staticmethod
+    def _stop_if_failed(work: "_Apply") -> None:
+        """One error naming every failed model with its error and every model it kept from being
+        built; nothing is promoted (SQLMesh 0.236.4: "Plan application failed.", exit 1)."""
+        if not work.failed:
+            return
+        order = {s.name: i for i, s in enumerate(order_snapshots(work.plan.snapshots.values()))}
+        failed = sorted(work.failed, key=lambda item: order.get(item[0], len(order)))
+        raise_failures(failed, sorted(work.skipped, key=lambda name: order.get(name, len(order))))
 
     def _audit_existing(self, plan: Plan, mapping: Mapping[str, str], log: ApplyLog) -> None:
         """Changed audits of snapshots this plan does not backfill run on the data their table already

@@ -36,6 +36,8 @@ APPLY_STAGES: tuple[Stage, ...] = (
     Stage("restate", "remove the restated intervals"),
     Stage("backfill", "compute the missing intervals, batch by batch, recording each at once",
           checkpoint="after-last-batch", holds="`version:<model>:<version>` around each batch"),
+    Stage("stop_if_failed", "stop before promotion if a model failed (its table or a batch), naming each "
+          "with its error and the models it kept from being built"),
     Stage("audit_existing", "audit the data of models whose audits changed"),
     Stage("promote", "replace the environment's row (one transaction)", checkpoint="after-state-write"),
     Stage("swap_views", "write the environment's views, drop those it no longer serves"),

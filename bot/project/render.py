@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -18,10 +19,15 @@ from bot.project.macros import (EMPTY_REGISTRY, MacroEvaluator, MacroRegistry, i
 from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_sql_function, sql_function_query
 from bot.project.sqltext import normalize_name, parse_sql
+from bot.project.floats import keep_float32_arithmetic
+from bot.project.windows import order_all_peers
 from bot.project.timeutil import REFERENCE_END, REFERENCE_START  # noqa: F401 - the reference interval's home for renders
 
 
 _MAPPED = "meshbot_mapped"          # meta flag: this table is already a physical/virtual name
+
+
+_FLOAT_NAMES = re.compile(r"\b(?:real|float4?)\b", re.I)   # DuckDB's float32 type names
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,10 @@ def _render(model: Model, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Que
                           path=model.path, line=model.line)
     if not model.query_text or "sha" in model.query_text.lower():   # a walk only where a hash may be
         _spark_hash_functions(rendered)
+    if not model.query_text or "over" in model.query_text.lower():   # a walk only where a window may be
+        order_all_peers(rendered)
+    if model.dialect == "duckdb" and (not model.query_text or _FLOAT_NAMES.search(model.query_text)):
+        keep_float32_arithmetic(rendered)
     return _map_tables(rendered, ctx, stack)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from functools import reduce
 from pathlib import Path
@@ -10,19 +9,13 @@ from typing import Any
 
 from bot.errors import EngineError
 from bot.project.model import Kind
+from bot.project.seed_csv import pandas_options, record_lines
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors
 from bot.spark.materialize import common
 from bot.spark.casts import conform, fitting_cast_sql, is_checked, source_columns
 from bot.spark.python_eval import to_spark_df
 from bot.spark.types import quote_identifier, schema_columns, to_spark_type
-
-# csv_settings keys SQLMesh accepts, passed to pandas.read_csv under these names.
-_PANDAS_SETTINGS = {"delimiter": "sep", "quotechar": "quotechar", "doublequote": "doublequote",
-                    "escapechar": "escapechar", "skipinitialspace": "skipinitialspace",
-                    "lineterminator": "lineterminator", "encoding": "encoding",
-                    "na_values": "na_values", "keep_default_na": "keep_default_na", "header": "header"}
-
 
 def create(engine: SparkEngine, *, kind: Kind, table: str, query_sql: str | None,
            columns: Sequence[tuple[str, str]] | None, partitioned_by: Sequence[str] = ()) -> None:
@@ -107,50 +100,9 @@ def _refuse_what_does_not_fit(text: Any, typed: Sequence[tuple[str, str]], *, pa
     row = first[0]
     index = next(i for i in range(len(flags)) if row[f"bad{i}"])
     _, name, kind = checked[index]
-    lines = _record_lines(path, options)
+    lines = record_lines(path, options)
     where = f"{path}:{lines[row[_RECORD]]}" if lines and row[_RECORD] < len(lines) else \
         f"{path} (record {row[_RECORD] + 1})"
     raise EngineError(f"{where}: column `{name}` is {kind.upper()}, and the value {row[f'value{index}']!r} "
                       "does not fit it; nothing was loaded (fix the value, or change the column's type in "
                       "the model's `columns`)")
-
-
-def _record_lines(path: Path, options: dict[str, Any]) -> list[int] | None:
-    """The line each data record of the CSV starts on (1-based, the header counted), as pandas reads it
-    (blank lines skipped, quoted fields may span lines); None when the csv module cannot read it alike."""
-    import csv
-
-    try:
-        with path.open(newline="", encoding=options.get("encoding") or "utf-8") as handle:
-            reader = csv.reader(handle, delimiter=options.get("sep", ","), quotechar=options.get("quotechar", '"'),
-                                doublequote=options.get("doublequote", True),
-                                escapechar=options.get("escapechar"),
-                                skipinitialspace=options.get("skipinitialspace", False))
-            starts, end = [], 0
-            for record in reader:
-                start, end = end + 1, reader.line_num
-                if record:      # a blank line is a record of its own, [], which pandas skips
-                    starts.append(start)
-    except (OSError, UnicodeError, csv.Error, TypeError):
-        return None
-    return starts[1:] if options.get("header", 0) == 0 else starts
-
-
-def pandas_options(settings: Sequence[tuple[str, Any]], *, path: Path) -> dict[str, Any]:
-    """pandas.read_csv keyword arguments from a model's csv_settings.
-
-    >>> pandas_options((("delimiter", "|"), ("header", False)), path=Path("s.csv"))
-    {'sep': '|', 'header': None}
-    """
-    options: dict[str, Any] = {}
-    for key, value in settings:
-        name = _PANDAS_SETTINGS.get(key.lower())
-        if name is None:
-            raise EngineError(f"{path}: unknown csv_settings key `{key}` "
-                              f"(known: {', '.join(sorted(_PANDAS_SETTINGS))})")
-        if name == "header":
-            value = 0 if value in (True, "true", "TRUE", 1, "1") else None
-        elif name == "na_values" and isinstance(value, str):
-            value = json.loads(value) if value[:1] in ("[", "{") else [value]
-        options[name] = value
-    return options
