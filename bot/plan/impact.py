@@ -1,10 +1,10 @@
-"""Column-level impact of a plan: columns added, removed, renamed or re-typed and the downstream columns, owners and exposures reading them (sqlglot only, never Spark)."""
+"""Column-level impact of a plan: columns added, removed, renamed, re-typed or computed differently and the downstream columns, owners and exposures reading them (sqlglot only, never Spark)."""
 
 from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 import sqlglot
@@ -14,9 +14,13 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, build_scope
 
 from bot.plan.definition import ChangeType, Plan
+from bot.plan.value_lineage import QuerySignature, signature
 from bot.snapshot import Snapshot
 
 ADDED, REMOVED, RENAMED, RETYPED = "added", "removed", "renamed", "retyped"
+EXPRESSION, ROWS, OPAQUE = "expression", "rows", "opaque"     # why a column's values may change
+GONE, TYPE, VALUES = "gone", "type", "values"                  # what a change does to its readers
+ROWS_READ = "*"        # ColumnImpact.reads (model, "*"): the column may change because the model's rows may
 DIALECT = "spark"
 Source = tuple[str, str]       # (model, column); model "" when the column could not be resolved
 
@@ -47,11 +51,25 @@ class ColumnChange:
 
 
 @dataclass(frozen=True)
+class ValueChange:
+    """A column on both sides, same name and type, whose values may change: its expression changed
+    (`expression`), a clause deciding the model's rows changed (`rows`: every column, `clauses` say which),
+    or the model is no query meshbot can compare (`opaque`: a Python model, a seed's new content)."""
+
+    model: str
+    column: str
+    why: str                               # expression | rows | opaque
+    clauses: tuple[str, ...] = ()          # rows: WHERE, JOIN, GROUP BY... (value_lineage.CLAUSES)
+
+
+@dataclass(frozen=True)
 class ColumnImpact:
     model: str                             # the downstream model
     column: str                            # its output column; "" when read outside the outputs (WHERE, JOIN...)
     reads: Source                          # the changed (or impacted) upstream column it reads
-    breaks: bool = False                   # it reads a column that no longer exists
+    breaks: bool = False                   # it reads a column that no longer exists or computes with a retyped one
+    effect: str = field(default=VALUES, compare=False)             # gone | type (both break) | values
+    types: tuple[str, str] = field(default=(), compare=False)      # type: the read column's types, old → new
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,7 @@ class ModelImpact:
     model: str
     owner: str | None = None
     changes: tuple[ColumnChange, ...] = ()
+    values: tuple[ValueChange, ...] = ()          # its columns whose values may change (not in `changes`)
     propagated: tuple[ColumnChange, ...] = ()     # downstream models' own columns changing with it (`SELECT *`)
     impacts: tuple[ColumnImpact, ...] = ()
     owners: tuple[str, ...] = ()                  # owners of the downstream models reached
@@ -97,11 +116,18 @@ def column_impact(plan: Plan, *, exposures: Sequence[Exposure] = ()) -> tuple[Mo
       (`amount` → `amount AS total`), or a passthrough of an upstream column that was itself renamed.
     - retyped: a column on both sides whose type is known on both and differs; a type is known from declared
       `columns` or from a top-level CAST of the projection (no Spark, so nothing is inferred).
+    - values may change: a column on both sides, neither retyped nor renamed, whose canonical expression
+      differs (bot.plan.value_lineage: every CTE, subquery and UNION branch inlined down to parent model
+      columns, aliases and layout ignored); when a clause deciding the rows differs (FROM, JOIN, WHERE,
+      GROUP BY, HAVING, QUALIFY, DISTINCT, LIMIT, UNION) every column's values may change. A Python model or
+      a seed (no query to compare) may change every column.
     - a downstream model BREAKS on a removed (or renamed-away) column its new query still reads anywhere:
-      projection, WHERE, JOIN, GROUP BY... A column that disappears from a downstream model because it selects
-      `*` is reported as that model's own (propagated) removal, which breaks its readers in turn.
+      projection, WHERE, JOIN, GROUP BY..., and on a retyped column it reads directly. A column that
+      disappears from a downstream model because it selects `*` is reported as that model's own
+      (propagated) removal, which breaks its readers in turn.
     - a column reached transitively (a downstream output computed from a changed column) is impacted: its
-      readers are listed too, but do not break.
+      values may change, its readers are listed too, but do not break. A downstream model reading a changed
+      column outside its outputs (WHERE, JOIN...) may change the values of all its columns.
     A model directly modified only through a `*` over a changed parent is reported under that parent.
     When a downstream query cannot be traced (unparseable, a Python model, a `*` over unknown columns) it is
     listed as not traced: no false alarm, and no silence either.
@@ -129,6 +155,8 @@ class _Output:
 class _Analysis:
     outputs: tuple[_Output, ...]
     refs: frozenset[Source]        # every parent model column the query reads, anywhere
+    signature: QuerySignature | None = None    # what decides each column's values, and the rows
+    row_refs: frozenset[Source] = frozenset()  # parent model columns deciding its rows: WHERE, JOIN, GROUP BY...
 
 
 def analyze(sql: str, columns: Mapping[str, Sequence[str]],
@@ -163,7 +191,26 @@ def analyze(sql: str, columns: Mapping[str, Sequence[str]],
                     for name, node, sources in walker.outputs(scope))
     refs = frozenset(src for sub in scope.traverse() for column in sub.columns
                      for src in walker.column(sub, column, direct=True))
-    return _Analysis(outputs=outputs, refs=refs)
+    try:
+        signed = signature(scope, _table_name)
+    except (SqlglotError, ValueError, KeyError, RecursionError):
+        signed = None
+    return _Analysis(outputs=outputs, refs=refs, signature=signed, row_refs=_row_refs(scope, walker))
+
+
+def _row_refs(scope: Scope, walker: "_Walker") -> frozenset[Source]:
+    """The parent model columns read by a clause deciding rows (JOIN, WHERE, GROUP BY, HAVING, QUALIFY) of
+    any scope, through CTEs and derived tables."""
+    found: set[Source] = set()
+    for sub in scope.traverse():
+        select = sub.expression
+        if not isinstance(select, exp.Select):
+            continue
+        clauses = [select.args.get(arg) for arg in ("where", "group", "having", "qualify")]
+        clauses += [join.args.get("on") for join in select.args.get("joins") or ()]
+        for clause in filter(None, clauses):
+            found |= walker.expression(sub, clause)
+    return frozenset(found)
 
 
 def _qualify(query: exp.Expression, columns: Mapping[str, Sequence[str]]) -> exp.Expression:
@@ -409,6 +456,26 @@ class _Graph:
                 changes.append(ColumnChange(name, o.name, RETYPED, old_type=before.type, new_type=o.type))
         return tuple(changes)
 
+    def value_changes(self, name: str) -> tuple[ValueChange, ...]:
+        """Columns of `name` on both sides and not otherwise changed whose values may change, old → new."""
+        old, new = self.outputs(name, False), self.outputs(name, True)
+        before_snap, after_snap = self.snapshot(name, False), self.snapshot(name, True)
+        if old is None or new is None or before_snap is None or after_snap is None \
+                or before_snap.fingerprint.data_hash == after_snap.fingerprint.data_hash:
+            return ()
+        changed = {c.column for c in self.column_changes(name) or ()}
+        names = {o.name for o in old}
+        common = [o.name for o in new if o.name in names and o.name not in changed]
+        before, after = self.analysis(name, False), self.analysis(name, True)
+        if before is None or after is None or before.signature is None or after.signature is None:
+            return tuple(ValueChange(name, column, OPAQUE) for column in common)
+        clauses = before.signature.changed_clauses(after.signature)
+        if clauses:
+            return tuple(ValueChange(name, column, ROWS, clauses=clauses) for column in common)
+        return tuple(ValueChange(name, column, EXPRESSION) for column in common
+                     if (old_text := before.signature.column(column)) is not None
+                     and (new_text := after.signature.column(column)) is not None and old_text != new_text)
+
     def _same_column(self, name: str, old: _Output, new: _Output) -> bool:
         if old.signature is not None and old.signature == new.signature:
             return True
@@ -430,20 +497,30 @@ class _Graph:
         if own is None:
             return ModelImpact(model=name, owner=owner, traced=False,
                                exposures=_exposures(exposures, {name}))
-        # model → column → True when the column no longer exists (its readers break), False when it changed
-        state: dict[str, dict[str, bool]] = {}
+        values = self.value_changes(name)
+        # model → column → what its change does to its readers: GONE or TYPE (they break) or VALUES
+        state: dict[str, dict[str, str]] = {}
+        types: dict[Source, tuple[str, str]] = {}      # retyped columns, and passthroughs of them
 
         def mark(change: ColumnChange) -> None:
-            state.setdefault(change.model, {})[change.column] = change.gone
+            effect = GONE if change.gone else TYPE if change.change == RETYPED else VALUES
+            state.setdefault(change.model, {})[change.column] = effect
+            if effect == TYPE:
+                types[(change.model, change.column)] = (change.old_type or "", change.new_type or "")
             if change.new_name:
-                state[change.model][change.new_name] = False
+                state[change.model][change.new_name] = VALUES
 
-        def gone(source: Source) -> bool | None:
+        def effect(source: Source) -> str | None:
             """None: not a changed (or impacted) column."""
             return state.get(source[0], {}).get(source[1])
 
         for change in own:
             mark(change)
+        for value in values:
+            state.setdefault(name, {}).setdefault(value.column, VALUES)
+        # models whose rows may change (a changed WHERE, JOIN...; no SQL to compare): every output of a
+        # child reading them may change, COUNT(*) too
+        rows_changed = {name} if any(v.why != EXPRESSION for v in values) else set()
         propagated: list[ColumnChange] = []
         impacts: list[ColumnImpact] = []
         untraced: list[str] = []
@@ -452,11 +529,11 @@ class _Graph:
             parents = self.parents[child] & state.keys()
             if not parents:
                 continue
-            gone_names = {col for p in parents for col, is_gone in state[p].items() if is_gone}
+            gone_names = {col for p in parents for col, what in state[p].items() if what == GONE}
             for change in self.column_changes(child) or ():
                 before = self._sources(child, False, change.column)
                 after = self._sources(child, True, change.new_name or change.column)
-                if any(gone(source) is not None for source in before | after):
+                if any(effect(source) is not None for source in before | after):
                     propagated.append(change)
                     mark(change)
             analysis = self.analysis(child, True)
@@ -471,17 +548,40 @@ class _Graph:
                     continue
                 for source in sorted(output.sources):
                     source = self._resolve(child, source, gone_names)
-                    breaks = gone(source)
-                    if breaks is not None:
-                        impacts.append(ColumnImpact(child, output.name, source, breaks=breaks))
-                        read_in_outputs.add(source)
-                        state.setdefault(child, {}).setdefault(output.name, False)
-            for source in sorted(analysis.refs):
+                    what = effect(source)
+                    if what is None:
+                        continue
+                    read_in_outputs.add(source)
+                    if what == TYPE and analysis.signature is not None \
+                            and analysis.signature.column(output.name) == f"{source[0]}.{source[1]}":
+                        # the column carries the new type on: its readers computing with it break
+                        types[(child, output.name)] = types[source]
+                        impacts.append(ColumnImpact(child, output.name, source, effect=TYPE, types=types[source]))
+                        state.setdefault(child, {}).setdefault(output.name, TYPE)
+                        continue
+                    impacts.append(ColumnImpact(child, output.name, source, breaks=what != VALUES, effect=what,
+                                                types=types.get(source, ()) if what == TYPE else ()))
+                    state.setdefault(child, {}).setdefault(output.name, VALUES)
+            rows_change = False
+            for source in sorted(analysis.refs | analysis.row_refs):
                 source = self._resolve(child, source, gone_names)
-                breaks = gone(source)
-                if breaks is not None and source not in read_in_outputs:
-                    impacts.append(ColumnImpact(child, "", source, breaks=breaks))
-        impact = ModelImpact(model=name, owner=owner, changes=own, propagated=tuple(propagated),
+                what = effect(source)
+                if what == GONE and source not in read_in_outputs:
+                    impacts.append(ColumnImpact(child, "", source, breaks=True))
+                elif what is not None and source in analysis.row_refs:
+                    rows_change = True
+                    if source not in read_in_outputs:
+                        impacts.append(ColumnImpact(child, "", source))
+            for parent in sorted(self.parents[child] & rows_changed):
+                listed = {i.column for i in impacts if i.model == child}
+                impacts += [ColumnImpact(child, o.name, (parent, ROWS_READ)) for o in analysis.outputs
+                            if o.name not in listed and o.name not in own_changes]
+                rows_change = True
+            if rows_change:       # read in its WHERE, JOIN...: its rows, so every column, may change
+                rows_changed.add(child)
+                for output in analysis.outputs:
+                    state.setdefault(child, {}).setdefault(output.name, VALUES)
+        impact = ModelImpact(model=name, owner=owner, changes=own, values=values, propagated=tuple(propagated),
                              impacts=tuple(dict.fromkeys(impacts)), untraced=tuple(untraced))
         reached = set(impact.reached) | {name}
         owners = tuple(dict.fromkeys(o for m in impact.reached if (o := _owner(self.new[m])) and o != owner))
