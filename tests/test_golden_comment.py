@@ -1,7 +1,8 @@
-"""Golden files of what meshbot writes on GitHub for one fixed scenario: a PR changing `shop.orders` (breaking
-child `shop.customer_revenue`, a failing unit test, a data diff whose grain gate fails, backfill estimates),
-then its `/deploy`. The PR comment, the check summaries and the job summary are compared with
-tests/golden/*.md, which are reviewed like code when they change (regenerate with MESHBOT_UPDATE_GOLDEN=1).
+"""Golden files of what meshbot writes on GitHub for one fixed scenario: a PR changing the values of
+`shop.orders.amount` (read by its breaking child `shop.customer_revenue`), a failing unit test, a data diff
+whose grain gate fails, backfill estimates, then its `/deploy`. The PR comment, the check summaries and the
+job summary are compared with tests/golden/*.md, which are reviewed like code when they change (regenerate
+with MESHBOT_UPDATE_GOLDEN=1).
 Each file is also rendered with GitHub's Markdown engine (cmarkgfm) and checked for what a reader sees."""
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ def _engine() -> FakeEngine:
     engine = FakeEngine({"enable_deploy_command": True, "required_approvers": ["ann-gh"]},
                         changed=("shop.orders",))
     engine.children = {"shop.orders": ("shop.customer_revenue",)}
+    # the PR nulls `amount` for two orders: a changed value, read by customer_revenue.revenue
+    engine.queries = {"shop.orders": ("SELECT order_id, customer_id, amount FROM raw.orders",
+                                      "SELECT order_id, customer_id, CASE WHEN order_id IN (5, 9) THEN NULL "
+                                      "ELSE amount END AS amount FROM raw.orders"),
+                      "shop.customer_revenue": ("SELECT o.customer_id, c.name, SUM(o.amount) AS revenue FROM "
+                                                "shop.orders AS o JOIN raw.customers AS c ON o.customer_id = c.id "
+                                                "GROUP BY o.customer_id, c.name",) * 2}
+    engine.parents = {"shop.orders": ("raw.orders",), "shop.customer_revenue": ("shop.orders", "raw.customers")}
     engine.failing_tests = {"test_revenue_per_day": "expected 4 rows, got 14"}
     engine.diffs = (_revenue_diff(),)
     engine.batches, engine.batch_days = 3, 2

@@ -14,12 +14,12 @@ from bot.github.base_changes import Origin
 from bot.github.checks import CheckName
 from bot.plan.definition import BackfillKind, Plan
 from bot.plan.estimate import BackfillEstimate, format_seconds, total_seconds
-from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, ModelImpact, column_impact
+from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, ModelImpact, ValueChange, column_impact
 from bot.quality.api import TestSuiteResult
 from bot.project.timeutil import to_datetime
 from bot.report.comment_state import (SECTION_ORDER, CheckState, Marker, checks_marker, kept_sections,
                                       plan_digest_marker)
-from bot.report.markdown import render
+from bot.report.markdown import pluralize, render
 
 COMMENT_LIMIT = 65_536
 SUMMARY_LIMIT = 1_000_000   # bytes: GitHub refuses a job summary of more than 1 MiB
@@ -192,6 +192,16 @@ class ColumnChangeView:
 
 
 @dataclass(frozen=True)
+class ValueChangeView:
+    """A column of a directly modified model whose values may change (bot.plan.impact.ValueChange)."""
+
+    column: str
+    why: str                     # expression, rows, opaque
+    clauses: tuple[str, ...] = ()
+    diff: str = ""               # what the data diff found: "1 of 4 rows changed"; "" when it did not compare
+
+
+@dataclass(frozen=True)
 class ColumnReadView:
     """A downstream model's column reading a changed column; `column` "" when read outside its outputs."""
 
@@ -200,6 +210,10 @@ class ColumnReadView:
     reads_model: str
     reads_column: str
     breaks: bool = False
+    effect: str = "values"       # gone, type (breaks, or carries the new type on when not `breaks`), values
+    old_type: str = ""           # type: the read column's types before and after
+    new_type: str = ""
+    diff: str = ""               # what the data diff found for `model.column`, as ValueChangeView.diff
 
 
 @dataclass(frozen=True)
@@ -217,6 +231,7 @@ class ModelImpactView:
     owner: str = ""
     traced: bool = True
     changes: tuple[ColumnChangeView, ...] = ()
+    values: tuple[ValueChangeView, ...] = ()          # its columns whose values may change
     propagated: tuple[ColumnChangeView, ...] = ()     # downstream columns changing with it through `SELECT *`
     breaks: tuple[ColumnReadView, ...] = ()
     reads: tuple[ColumnReadView, ...] = ()            # impacted, not breaking
@@ -463,7 +478,7 @@ def impact_view(plan: Plan, exposures: tuple[Exposure, ...] = ()) -> ImpactView 
     modified model, its column changes, the downstream columns reading them (breaking ones first), and the
     owners and `cicd_bot.exposures` reached; None when no model changes a column."""
     models = tuple(_model_impact_view(m) for m in column_impact(plan, exposures=exposures)
-                   if m.changes or m.impacts or not m.traced)
+                   if m.changes or m.values or m.impacts or not m.traced)
     if not models:
         return None
     models = tuple(sorted(models, key=lambda m: (not m.breaks, m.model)))
@@ -476,18 +491,48 @@ def _model_impact_view(impact: ModelImpact) -> ModelImpactView:
                                 old_type=c.old_type or "", new_type=c.new_type or "")
 
     def read(i: ColumnImpact) -> ColumnReadView:
+        old_type, new_type = i.types or ("", "")
         return ColumnReadView(model=i.model, column=i.column, reads_model=i.reads[0], reads_column=i.reads[1],
-                              breaks=i.breaks)
+                              breaks=i.breaks, effect=i.effect, old_type=old_type, new_type=new_type)
+
+    def value(v: ValueChange) -> ValueChangeView:
+        return ValueChangeView(column=v.column, why=v.why, clauses=v.clauses)
 
     reads = tuple(read(i) for i in impact.impacts if not i.breaks)
     return ModelImpactView(
         model=impact.model, owner=impact.owner or "", traced=impact.traced,
-        changes=tuple(change(c) for c in impact.changes), propagated=tuple(change(c) for c in impact.propagated),
+        changes=tuple(change(c) for c in impact.changes), values=tuple(value(v) for v in impact.values),
+        propagated=tuple(change(c) for c in impact.propagated),
         breaks=tuple(read(i) for i in impact.breaks), reads=reads[:MAX_IMPACT_READS],
         omitted_reads=max(0, len(reads) - MAX_IMPACT_READS), reached=len(impact.reached), owners=impact.owners,
         exposures=tuple(ExposureView(name=e.name, owner=e.owner or "", url=_http_url(e.url))
                         for e in impact.exposures),
         untraced=impact.untraced)
+
+
+def impact_with_diffs(impact: ImpactView | None, diffs: tuple[DiffView, ...]) -> ImpactView | None:
+    """`impact` with what the data diff found next to each column it says may change: "1 of 4 rows
+    changed" where the diff compared that model by key (prod and PR rows joined on it) and that column."""
+    found = {d.model: d for d in diffs if d.compared_by_key}
+    if impact is None or not found:
+        return impact
+
+    def diff(model: str, column: str) -> str:
+        view = found.get(model)
+        if view is None or not column:
+            return ""
+        joined = (view.matched or 0) + (view.changed or 0)
+        if column in {k.lower() for k in view.keys}:
+            return f"key column: {view.prod_only} only in prod, {view.pr_only} only in PR"
+        match = {name.lower(): pct for name, pct in view.columns}.get(column)
+        if match is None:
+            return ""
+        return f"{round(joined * (100.0 - match) / 100.0)} of {pluralize(joined, 'row')} changed"
+
+    return replace(impact, models=tuple(replace(
+        m, values=tuple(replace(v, diff=diff(m.model, v.column)) for v in m.values),
+        breaks=tuple(replace(r, diff=diff(r.model, r.column)) for r in m.breaks),
+        reads=tuple(replace(r, diff=diff(r.model, r.column)) for r in m.reads)) for m in impact.models))
 
 
 def _http_url(url: str | None) -> str:

@@ -19,7 +19,8 @@ from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_te
                                      touches_project)
 from bot.github.checks import CheckName
 from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanRegressionView, PlanView, PrEnvironmentView,
-                              TestsView, diff_view, impact_view, plan_regression_views, plan_view, tests_view)
+                              TestsView, diff_view, impact_view, impact_with_diffs, plan_regression_views, plan_view,
+                              tests_view)
 from bot.plan.definition import ChangeType, Plan, PlanOptions
 from bot.plan.estimate import BackfillEstimate
 
@@ -258,7 +259,7 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
                                                          preview if preview is not None else applied,
                                                          applied=applied))
     diffs, plans = diffs_step(run, pr, pr_plan=applied, prod_plan=preview)
-    view = replace(view, diffs=diffs, plans=plans)
+    view = replace(view, diffs=diffs, plans=plans, impact=impact_with_diffs(view.impact, diffs))
     if approval:
         view = replace(view, **approval_fields(run, approval_step(run, pr)))
     notices = (JobNote(NoteKind.ENVIRONMENT_NOT_SYNCED, text=error).line,) if error else ()
