@@ -67,7 +67,7 @@ class ColumnImpact:
     model: str                             # the downstream model
     column: str                            # its output column; "" when read outside the outputs (WHERE, JOIN...)
     reads: Source                          # the changed (or impacted) upstream column it reads
-    breaks: bool = False                   # it reads a column that no longer exists or computes with a retyped one
+    breaks: bool = False                   # it reads a column that no longer exists
     effect: str = field(default=VALUES, compare=False)             # gone | type (both break) | values
     types: tuple[str, str] = field(default=(), compare=False)      # type: the read column's types, old → new
 
@@ -122,7 +122,8 @@ def column_impact(plan: Plan, *, exposures: Sequence[Exposure] = ()) -> tuple[Mo
       GROUP BY, HAVING, QUALIFY, DISTINCT, LIMIT, UNION) every column's values may change. A Python model or
       a seed (no query to compare) may change every column.
     - a downstream model BREAKS on a removed (or renamed-away) column its new query still reads anywhere:
-      projection, WHERE, JOIN, GROUP BY..., and on a retyped column it reads directly. A column that
+      projection, WHERE, JOIN, GROUP BY...; a column computed from a retyped one is reported with both
+      types (its values may change: a widening breaks nothing, and Spark refuses what cannot cast). A column that
       disappears from a downstream model because it selects `*` is reported as that model's own
       (propagated) removal, which breaks its readers in turn.
     - a column reached transitively (a downstream output computed from a changed column) is impacted: its
@@ -498,7 +499,7 @@ class _Graph:
             return ModelImpact(model=name, owner=owner, traced=False,
                                exposures=_exposures(exposures, {name}))
         values = self.value_changes(name)
-        # model → column → what its change does to its readers: GONE or TYPE (they break) or VALUES
+        # model → column → what its change does to its readers: GONE (they break), TYPE or VALUES (may change)
         state: dict[str, dict[str, str]] = {}
         types: dict[Source, tuple[str, str]] = {}      # retyped columns, and passthroughs of them
 
@@ -559,7 +560,7 @@ class _Graph:
                         impacts.append(ColumnImpact(child, output.name, source, effect=TYPE, types=types[source]))
                         state.setdefault(child, {}).setdefault(output.name, TYPE)
                         continue
-                    impacts.append(ColumnImpact(child, output.name, source, breaks=what != VALUES, effect=what,
+                    impacts.append(ColumnImpact(child, output.name, source, breaks=what == GONE, effect=what,
                                                 types=types.get(source, ()) if what == TYPE else ()))
                     state.setdefault(child, {}).setdefault(output.name, VALUES)
             rows_change = False
