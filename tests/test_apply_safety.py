@@ -31,6 +31,8 @@ SELECT ds, CAST(NULL AS BIGINT) AS total FROM aps.events GROUP BY ds
 # each: files to write (relative to the project) over the applied project
 FAILURES = {
     "analysis error": {"models/daily.sql": "MODEL (name aps.daily, kind FULL);\n"
+                                           "SELECT ds, SUM(no_such_function(amount)) AS total FROM aps.events GROUP BY ds\n"},
+    "unknown column": {"models/daily.sql": "MODEL (name aps.daily, kind FULL);\n"
                                            "SELECT ds, SUM(nope) AS total FROM aps.events GROUP BY ds\n"},
     "name Spark rejects": {"models/bad.sql": "MODEL (name aps.`bad-name`, kind FULL);\nSELECT 1 AS x\n"},
     "unique_key missing": {"models/keyed.sql": UNIQUE},
@@ -41,7 +43,10 @@ FAILURES = {
     "malformed seed": {"models/codes.sql": SEED, "seeds/codes.csv": "code,label\n1,a\nx,b,c,d\n"},
     "audit failure": {"models/daily.sql": AUDITED},
 }
-CAUGHT_WHEN_PLANNING = {"unique_key missing", "time column missing"}
+# refused before any write, each with what its error names: a key/time column the query lacks, a column no
+# parent has (found before Spark), a seed row with more fields than its header
+CAUGHT_WHEN_PLANNING = {"unique_key missing": "nope", "time column missing": "nope", "unknown column": "nope",
+                        "malformed seed": "codes.csv"}
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +90,8 @@ def test_a_failed_plan_leaves_environments_views_and_data_as_before(project, fai
         (project / relative).parent.mkdir(parents=True, exist_ok=True)
         (project / relative).write_text(text)
     context = Context(project)
-    if failure in CAUGHT_WHEN_PLANNING:      # a key/time column the query lacks: refused before any write
-        with pytest.raises(BotError, match="nope"):
+    if failure in CAUGHT_WHEN_PLANNING:
+        with pytest.raises(BotError, match=CAUGHT_WHEN_PLANNING[failure]):
             context.plan("prod", options=WHEN)
         assert _everything(Context(project)) == before
         return
