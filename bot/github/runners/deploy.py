@@ -16,7 +16,7 @@ from bot.github.outcomes import (BackfillLimit, DeployKind, DeployOutcome, Large
 from bot.github.views import CheckSummaryView, CommentView
 from bot.plan.definition import Plan
 from bot.plan.estimate import BackfillEstimate
-from bot.report.comment_state import recorded_plan_record
+from bot.report.comment_state import recorded_plan_record, recorded_queue
 from bot.report.notify import Notifier, evaluated_models, plan_models
 
 
@@ -73,7 +73,7 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
     if large is not None and not allow_large_backfill:
         return finish(DeployOutcome(DeployKind.REFUSED_LARGE_BACKFILL, env, large=large))
     digest, _ = plan_digest(plan)
-    drift = _drift(run, pr, digest, plan)
+    drift = _drift(run, pr, digest, plan, deployed_sha)
     if drift is not None and run.settings.require_approved_plan:
         return finish(DeployOutcome(DeployKind.REFUSED_PLAN_CHANGED, env, drift=drift))
     run.outputs.set("plan_id", plan.plan_id)
@@ -170,9 +170,17 @@ def _find_pr(run: BotRun) -> PullRequest | None:
     return (merged or pulls or [None])[0]
 
 
-def _drift(run: BotRun, pr: PullRequest | None, digest: str, plan: Plan) -> PlanDrift | None:
-    """What changed between the approved prod plan preview and what is about to deploy."""
-    return plan_drift(_comment_body(run, pr), digest, plan) if pr is not None else None
+def _drift(run: BotRun, pr: PullRequest | None, digest: str, plan: Plan, sha: str) -> PlanDrift | None:
+    """What changed between the approved prod plan preview and what is about to deploy. A commit the merge
+    queue checked (the queue's merge commit, pushed as it was tested) is compared with the plan the queue
+    checked on it instead: the PR's own preview did not hold the entries ahead of it."""
+    if pr is None:
+        return None
+    comment = _comment_body(run, pr)
+    queued = recorded_queue(comment)
+    if queued is not None and sha and queued[0] == sha:
+        return None if queued[1] == digest else PlanDrift(approved=queued[1], digest=digest, queue_sha=sha)
+    return plan_drift(comment, digest, plan)
 
 
 def plan_drift(comment: str | None, digest: str, plan: Plan) -> PlanDrift | None:

@@ -8,6 +8,7 @@ from bot.github.outcomes import JobNote, NoteKind, Refusal, RefusalKind
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
 from bot.github.runners.deploy import deploy_production
+from bot.github.runners.queue import check_merge_group
 from bot.github.runners.rollback import rollback_environment
 from bot.github.runners.run import run_environments
 from bot.github.runners.pr import (check_required_approvers, gen_prod_plan, run_tests, sync_pull_request,
@@ -59,6 +60,8 @@ def dispatch(run: BotRun, command: str) -> int:
         return _run(run)
     if decision.step is Step.ROLLBACK:
         return _rollback(run, decision)
+    if decision.step is Step.QUEUE:
+        return check_merge_group(run, decision)   # authorizes the entry, then opens the project
     if decision.step is Step.CLEANUP:
         run.open_project()
         return cleanup_pr_environment(run)
