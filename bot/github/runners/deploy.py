@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bot.errors import BotError, GithubError
 from bot.github.event import PullRequest
 from bot.github.gate import approval_status
@@ -15,6 +17,7 @@ from bot.github.outcomes import (BackfillLimit, DeployKind, DeployOutcome, Large
                                  PlanDrift, RunAfterDeploy)
 from bot.github.views import CheckSummaryView, CommentView
 from bot.plan.definition import Plan
+from bot.plan.drift import deploy_source
 from bot.plan.estimate import BackfillEstimate
 from bot.report.comment_state import recorded_plan_record, recorded_queue
 from bot.report.notify import Notifier, evaluated_models, plan_models
@@ -62,7 +65,8 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
             return finish(DeployOutcome(DeployKind.REFUSED_NO_APPROVAL, env, reason=status.summary))
     notifier = notifier_for(run, pull_request=pr, sha=deployed_sha)
     try:
-        plan = run.context.plan(env, options=prod_options(run, pr, allow_destructive=allow_destructive))
+        plan = run.context.plan(env, options=replace(prod_options(run, pr, allow_destructive=allow_destructive),
+                                                     source=plan_source(run, command, pr, deployed_sha)))
     except BotError as error:
         notifier.failed("apply", env, error)
         return finish(DeployOutcome(DeployKind.PLAN_FAILED, env, reason=error_text(error)))
@@ -93,6 +97,16 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         DeployKind.DEPLOYED, env, drift=drift, plan_id=plan.plan_id, changes=len(plan.changes),
         batches=len(result.evaluated), deployed_sha=deployed_sha, digest=digest, destructive=allow_destructive,
         allowed_by=allowed_by if allow_destructive else "", ran=ran, merge=merge))
+
+
+def plan_source(run: BotRun, command: bool, pr: PullRequest | None, sha: str) -> str:
+    """Where this deploy's plan comes from, as the state records it (bot.plan.drift): a deploy of the default
+    branch (a push of it, or a release of one of its commits) or, for `/deploy`, the pull request's head."""
+    where = run.run_url or ""
+    if command and pr is not None:
+        user = run.event.comment.user if run.event.comment else "?"
+        return f"/deploy of #{pr.number} at {sha[:12]} by {user}" + (f" {where}" if where else "")
+    return deploy_source(run.event.branch or run.event.repo.default_branch, sha, where)
 
 
 def large_backfill(settings: BotSettings, plan: Plan,
