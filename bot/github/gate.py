@@ -17,6 +17,7 @@ from bot.report.comment_state import comment_marker, recorded_checks
 
 
 ALLOW_LARGE_BACKFILL = "--allow-large-backfill"
+ALLOW_DRIFT = "--allow-drift"                        # a deploy may undo prod's drift (bot.plan.drift)
 ALLOW_DESTRUCTIVE = "--allow-destructive-model"      # followed by a model name; given as --allow-destructive-model=M
 
 
@@ -33,7 +34,7 @@ def deploy_options(args: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
     unknown: list[str] = []
     words = iter(args)
     for word in words:
-        if word == ALLOW_LARGE_BACKFILL:
+        if word in (ALLOW_LARGE_BACKFILL, ALLOW_DRIFT):
             options.append(word)
         elif word == ALLOW_DESTRUCTIVE or word.startswith(ALLOW_DESTRUCTIVE + "="):
             model = word.partition("=")[2] or next(words, "")
@@ -134,7 +135,8 @@ def _classify_comment(event: Event, settings: BotSettings) -> Decision:
         if unknown:
             return Decision(Step.REPLY, Reply(ReplyKind.UNKNOWN_OPTIONS, command_prefix(settings.command_namespace),
                                               "deploy", unknown=tuple(unknown),
-                                              options=(ALLOW_LARGE_BACKFILL, f"{ALLOW_DESTRUCTIVE} MODEL")).text)
+                                              options=(ALLOW_LARGE_BACKFILL, ALLOW_DRIFT,
+                                                       f"{ALLOW_DESTRUCTIVE} MODEL")).text)
         return Decision(Step.DEPLOY, environment=settings.merge_environment, command=True, options=options)
     return Decision(Step.NOTHING, f"the comment is {parsed.reason}.")
 

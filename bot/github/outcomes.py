@@ -21,6 +21,7 @@ class DeployKind(str, Enum):
     UP_TO_DATE = "up_to_date"
     REFUSED_LARGE_BACKFILL = "refused_large_backfill"
     REFUSED_PLAN_CHANGED = "refused_plan_changed"   # require_approved_plan, and the plan is not the approved one
+    REFUSED_DRIFT = "refused_drift"   # the plan would undo prod's drift, and no `/deploy --allow-drift` allowed it
     APPLY_FAILED = "apply_failed"
     DEPLOYED = "deployed"
 
@@ -98,6 +99,7 @@ class DeployOutcome:
     allowed_by: str = ""                # who allowed them
     ran: RunAfterDeploy | None = None
     merge: MergeResult | None = None
+    undone: tuple[str, ...] = ()        # drifted models the plan would undo (REFUSED_DRIFT)
 
     @property
     def conclusion(self) -> str:

@@ -8,8 +8,8 @@ from bot.errors import BotError, GithubError
 from bot.github.event import PullRequest
 from bot.github.gate import approval_status
 from bot.github.runners.pr import prod_options
-from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
-                                     planned_identifiers, post_comment, start_check)
+from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, find_drift, finish_check,
+                                     plan_digest, planned_identifiers, post_comment, start_check)
 from bot.github.runners.notify import notifier_for
 from bot.github.checks import CheckName
 from bot.github.settings import BotSettings
@@ -25,7 +25,7 @@ from bot.report.notify import Notifier, evaluated_models, plan_models
 
 def deploy_production(run: BotRun, *, environment: str | None = None,
                       pull_request: PullRequest | None = None, allow_large_backfill: bool = False,
-                      allow_destructive: tuple[str, ...] = ()) -> int:
+                      allow_destructive: tuple[str, ...] = (), allow_drift: bool = False) -> int:
     """Apply the plan to `environment` (default: the merge environment) for the PR of this commit.
 
     `pull_request` is the PR of an authorized `/deploy` (bot.github.gate checked it before the project
@@ -76,6 +76,10 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
                            if run.settings.max_backfill_executor_hours is not None and plan.backfills else ())
     if large is not None and not allow_large_backfill:
         return finish(DeployOutcome(DeployKind.REFUSED_LARGE_BACKFILL, env, large=large))
+    undone = undone_drift(run, env, plan)
+    if undone and not allow_drift:
+        notifier.send("drift_detected", env, models=undone)
+        return finish(DeployOutcome(DeployKind.REFUSED_DRIFT, env, undone=undone))
     digest, _ = plan_digest(plan)
     drift = _drift(run, pr, digest, plan, deployed_sha)
     if drift is not None and run.settings.require_approved_plan:
@@ -97,6 +101,16 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         DeployKind.DEPLOYED, env, drift=drift, plan_id=plan.plan_id, changes=len(plan.changes),
         batches=len(result.evaluated), deployed_sha=deployed_sha, digest=digest, destructive=allow_destructive,
         allowed_by=allowed_by if allow_destructive else "", ran=ran, merge=merge))
+
+
+def undone_drift(run: BotRun, environment: str, plan: Plan) -> tuple[str, ...]:
+    """The models drifted in `environment` (changed by anything but the default branch's deploy) that `plan`
+    would serve otherwise than they are served now: the deploy would undo them."""
+    drift = find_drift(run, environment, None)
+    if drift is None:
+        return ()
+    served = planned_identifiers(plan)
+    return tuple(m.name for m in drift.models if served.get(m.name, "-") != m.now)
 
 
 def plan_source(run: BotRun, command: bool, pr: PullRequest | None, sha: str) -> str:

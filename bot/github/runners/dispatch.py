@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.github.gate import (ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, authorize_command,
+from bot.github.gate import (ALLOW_DRIFT, ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, authorize_command,
                              authorize_dispatched_rollback, authorize_rollback, checkout_refusal, classify, release_refusal, rollback_target)
 from bot.github.outcomes import JobNote, NoteKind, Refusal, RefusalKind
 from bot.github.runners.base import BotRun, reply
@@ -95,6 +95,7 @@ def _deploy(run: BotRun, decision: Decision) -> int:
     run.open_project(read_cache=False)
     return deploy_production(run, environment=decision.environment, pull_request=pull_request,
                              allow_large_backfill=ALLOW_LARGE_BACKFILL in decision.options,
+                             allow_drift=ALLOW_DRIFT in decision.options,
                              allow_destructive=destructive_models(decision.options))
 
 

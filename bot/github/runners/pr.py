@@ -14,7 +14,8 @@ from bot.github.commands import command_prefix
 from bot.github.gate import approval_status
 from bot.github.event import PullRequest
 from bot.github.outcomes import CheckTitle, DeployWays, JobNote, NoteKind, gate_finding
-from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
+from bot.github.runners.base import (BotRun, drift_report, ephemeral_storage_refusal, error_text, find_drift,
+                                     finish_check, plan_digest,
                                      post_comment, pull_request_cache, require_lasting_storage, start_check,
                                      touches_project)
 from bot.github.checks import CheckName
@@ -267,6 +268,10 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
         view = replace(view, pr_environment=_with_models(run, view.pr_environment,
                                                          preview if preview is not None else applied,
                                                          applied=applied))
+    if prod_plan:
+        drift = find_drift(run, "prod", run.base_versions(pr))
+        view = replace(view, drift=drift_report(drift) if drift else None,
+                       drop=("queue",) + (() if drift else ("drift",)))
     diffs, plans = diffs_step(run, pr, pr_plan=applied, prod_plan=preview)
     view = replace(view, diffs=diffs, plans=plans)
     if approval:
