@@ -11,6 +11,7 @@ from bot.diff.table_diff import diff_tables
 from bot.errors import PlanError
 from bot.plan.apply import ApplyResult, apply_plan, catalog_only
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
+from bot.plan.drift import Drift, find_drift
 from bot.plan.estimate import BackfillEstimate, estimate_backfills, recorded_times
 from bot.plan.janitor import JanitorResult, clean_environment, destroy_all, expire_environment, run_janitor
 from bot.plan.workspace import Workspace
@@ -115,6 +116,10 @@ class Context(Workspace):
         """The plans `environment` served (applies and rollbacks), newest first."""
         return self.state.get_environment_history(self._existing(environment).name)
 
+    def drift(self, environment: str = "prod", *, head_versions: dict[str, str] | None = None) -> Drift:
+        """What changed `environment` since the default branch's last deploy, besides such deploys (bot.plan.drift)."""
+        return find_drift(self.state, normalize_environment(environment), head_versions=head_versions)
+
     def rollback(self, environment: str, *, to_plan_id: str | None = None) -> "RollbackResult":
         """Serve an earlier plan's snapshots again (default: the previous plan): views repointed to
         tables that still exist, nothing computed; the project's files are not read."""
@@ -214,7 +219,7 @@ class Context(Workspace):
         names = [self.model(m).name for m in models] or [n for n, m in self.models.items() if m.audits]
         start_ms, end_ms = user_range(start, end)
         mapping = (built_tables(self.state, self.engine, self.model_versions()) if environment is None
-                   else self._tables_of(environment))   # an unknown environment: "does not exist"
+                   else self._existing(environment).tables())   # an unknown environment: "does not exist"
         table_of = mapping.__getitem__ if environment is None else lambda name: self.table_in(environment, name)
         return audit_environment(self.engine, models=self.models, names=names, table_of=table_of,
                                  table_mapping=mapping, audit_defs=self.project.audits, variables=self.config.variables,
@@ -251,7 +256,7 @@ class Context(Workspace):
         options = options or ReviewOptions()
         if options.concurrent_tasks is None:
             options = replace(options, concurrent_tasks=self.gateway.connection.concurrent_tasks)
-        env_tables = self._tables_of(options.environment) if options.environment is not None else None
+        env_tables = self._existing(options.environment).tables() if options.environment is not None else None
         runner = self._spark_runner()
         with preview_relations(engine=self.engine, state=self.state, plan=plan, models_for=runner.model_for,
                                context_models=self.models, variables=self.config.variables,
@@ -259,10 +264,6 @@ class Context(Workspace):
                                scope=PreviewScope(window_days=options.window_days, full_scope=options.full_scope),
                                environment_tables=env_tables, plan_queries=options.plan_queries) as targets:
             return review(self.engine, targets, options)
-
-    def _tables_of(self, environment: str) -> dict[str, str]:
-        """What queries in `environment` read per model; an unknown environment is a PlanError."""
-        return require_environment(self.state, normalize_environment(environment)).tables()
 
     def table_in(self, environment: str, model_name: str) -> str:
         """The physical table holding `model_name` in `environment`."""

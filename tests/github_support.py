@@ -37,6 +37,7 @@ from bot.errors import EngineError
 from bot.github.action import Invocation, main
 from bot.plan.definition import (Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions,
                                  ProgressCallback)
+from bot.plan.drift import Drift, DriftedModel, DriftPlan
 from bot.plan.janitor import JanitorResult
 from bot.plan.estimate import BackfillEstimate, estimate_backfills
 from bot.plan.rollback import RollbackResult
@@ -470,6 +471,8 @@ class FakeEngine:
         self.failing_tests: dict[str, str] = {}        # unit test name -> its failure message
         self.children: dict[str, tuple[str, ...]] = {} # changed model -> the breaking children it lists
         self.promoted: frozenset[str] | None = None    # the models a PR environment's plan gives views (None: all)
+        self.drifted: dict[str, tuple[str, str]] = {}  # drift(): model -> (deployed identifier, identifier now)
+        self.drift_asked: list[dict[str, str] | None] = []
 
     @property
     def config(self) -> ProjectConfig:
@@ -571,6 +574,15 @@ class FakeEngine:
 
     def machine_local_storage(self) -> tuple[str, ...]:
         return ()          # stands for a team gateway: state and catalog outlive the runner
+
+    def drift(self, environment: str = "prod", *, head_versions: dict[str, str] | None = None) -> Drift:
+        """`drifted` (model -> (deployed, now)) as changed by a local plan after the last deploy."""
+        self.drift_asked.append(head_versions)
+        if not self.drifted:
+            return Drift(environment, DriftPlan("deployed", 0, "deploy main@aaaa"))
+        return Drift(environment, DriftPlan("deployed", 0, "deploy main@aaaa"),
+                     tuple(DriftedModel(name, before, now, "local1") for name, (before, now) in self.drifted.items()),
+                     (DriftPlan("local1", 86_400_000, "plan by ann@laptop"),))
 
     def view_name(self, model_name: str, environment: str) -> str:
         schema, table = model_name.split(".")

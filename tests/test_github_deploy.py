@@ -279,3 +279,19 @@ def test_a_record_of_the_previous_release_naming_every_model_still_names_the_dri
     now = _plan({**versions, "db.b": "7"}, {"db.b": "7"})
     drift = plan_drift(comment, "fedcba9876543210", now)
     assert drift.models == ("db.b",) and drift.unrecorded == 0
+
+
+def test_a_deploy_that_would_undo_prod_drift_needs_deploy_allow_drift_by_a_required_approver(scenario):
+    """prod's `shop.orders` was changed by a local plan after the default branch's last deploy: a deploy
+    serving it otherwise is refused, naming it; `/deploy --allow-drift` by a required approver deploys."""
+    bot = scenario({"required_approvers": ["writer"]})
+    bot.engine.drifted = {"shop.orders": ("1", "local")}
+    bot.repo.set_pull(pull_payload(bot.head))
+    bot.repo.review("writer", "APPROVED", bot.head, "2024-01-08T00:00:00Z")
+    bot.repo.pull["user"]["login"] = "author"
+    assert bot(pr_comment_event()) == 1
+    assert "it would undo drift (changes not made by a deploy of the default branch) of `shop.orders`" in bot.comment
+    assert bot.engine.applied == []
+    assert bot(pr_comment_event("/deploy --allow-drift", comment_id=78)) == 0
+    assert bot.engine.applied == ["prod"]
+    assert bot.engine.options[-1].source.startswith("/deploy of #2 at ")

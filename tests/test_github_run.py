@@ -111,3 +111,15 @@ def test_run_on_deploy_runs_what_is_due_right_after_a_prod_deploy(tmp_path):
     code, summary, _ = _bot(tmp_path, "push", push, engine, config="run_on_deploy: true")
     assert code == 0 and engine.applied == ["prod"] and engine.runs == ["prod"]
     assert "Run after the deploy: 1 batch(es) computed." in summary
+
+
+def test_a_schedule_reports_prod_drift_in_its_summary_against_the_default_branch_head(tmp_path):
+    """prod was changed after the default branch's last deploy by a local plan: the run's job summary names
+    the model, the plan, when and from where (a notification target hears `drift_detected`)."""
+    engine = FakeEngine(environments=("prod",))
+    engine.drifted = {"shop.orders": ("1", "2")}
+    code, summary, _ = _bot(tmp_path, "schedule", None, engine)
+    assert code == 0
+    assert "Drift in `prod`" in summary and "`shop.orders`" in summary and "plan by ann@" in summary
+    assert "1970-01-02 00:00 UTC" in summary
+    assert engine.drift_asked == [engine.model_versions()]   # the checkout: the default branch's head

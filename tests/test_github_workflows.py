@@ -109,6 +109,7 @@ def test_only_the_deploy_command_workflow_runs_on_comments():
     assert pr["on"] == {
         "pull_request": {"types": ["opened", "synchronize", "reopened", "ready_for_review", "closed"]},
         "pull_request_review": {"types": ["submitted", "dismissed"]},
+        "merge_group": {"types": ["checks_requested"]},   # the merge queue's commit gets the required checks
     }
     assert _workflow("meshbot-deploy-command.yml")["on"] == {"issue_comment": {"types": ["created"]}}
     assert set(_workflow("meshbot-release.yml")["on"]) == {"release"}, \
@@ -238,12 +239,15 @@ _CONTEXTS = {
                             "event": {"pull_request": {"number": 7}}},
     "issue_comment": {"event_name": "issue_comment", "ref": "refs/heads/main",
                       "event": {"issue": {"number": 7}}},
+    "merge_group": {"event_name": "merge_group", "ref": "refs/heads/gh-readonly-queue/main/pr-7-" + "a" * 40,
+                    "event": {"merge_group": {"head_sha": "b" * 40}}},
 }
 # Where GitHub may cancel a pending run because a newer one queued and nothing is lost: the newer run does
 # the same work on newer input (the newer push of the branch, the next run of what is due, the PR's newer head)
 _SUPERSEDING = ({("meshbot-deploy.yml", "push")},
                 {("meshbot-run.yml", "schedule"), ("meshbot-run.yml", "workflow_dispatch")},
-                {("meshbot-pr.yml", "pull_request"), ("meshbot-pr.yml", "pull_request_review")})
+                {("meshbot-pr.yml", "pull_request"), ("meshbot-pr.yml", "pull_request_review")},
+                {("meshbot-pr.yml", "merge_group")})   # a re-run of the same queue commit
 
 
 def _expression(text: str, context: dict) -> str:

@@ -183,3 +183,31 @@ def test_migrations_are_numbered_without_gaps():
     assert build_tables().metadata.tables.keys() == {"snapshots", "environments", "intervals",
                                                      "versions", "leases", "pending_drops",
                                                      "environment_history"}
+
+
+def test_version_9_state_migrates_to_10_and_its_history_has_no_source(connection, tmp_path):
+    """v0010 adds `source` to environment_history: plans promoted before have none (never taken for a deploy
+    of the default branch by drift detection); promotions after record theirs."""
+    from bot.state.api import Environment
+
+    engine = raw_engine(connection)
+    with engine.begin() as conn:
+        for migration in all_migrations()[:9]:
+            migration.upgrade(conn, schema=connection.schema)
+        v1 = v0001_initial._metadata(connection.schema)
+        conn.execute(sa.insert(v1.tables[_key(connection, "versions")]),
+                     [{"schema_version": 9, "meshbot_version": "0.0.9"}])
+        history = sa.Table("environment_history", sa.MetaData(schema=connection.schema), autoload_with=conn)
+        assert "source" not in history.c
+        conn.execute(sa.insert(history), [dict(name="prod", plan_id="p1", snapshots=[], promoted_ts=5,
+                                               finalized_ts=6)])
+    engine.dispose()
+
+    with connect_state(connection, project_root=tmp_path) as state:
+        assert state.schema_version() == 9
+        assert state.migrate().schema_version == latest_version()
+        (old,) = state.get_environment_history("prod")
+        assert (old.plan_id, old.source) == ("p1", "")
+        state.promote(Environment(name="prod", snapshots=(), plan_id="p2"), expected_plan_id=None,
+                      source="deploy main@0123456789ab")
+        assert [e.source for e in state.get_environment_history("prod")] == ["deploy main@0123456789ab", ""]

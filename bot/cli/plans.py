@@ -181,6 +181,29 @@ def environments(ctx: click.Context, environment: str | None, history: bool, as_
 
 
 @click.command()
+@click.argument("environment", default="prod")
+@click.option("--with-project", is_flag=True,
+              help="Leave out changes the project's files (a checkout of the default branch) would deploy too.")
+@click.option("--json", "as_json", is_flag=True, help="Print the drift as JSON.")
+@click.pass_context
+@handle_errors
+def drift(ctx: click.Context, environment: str, with_project: bool, as_json: bool) -> None:
+    """What changed ENVIRONMENT (default prod) since the default branch's last deploy, by any other plan:
+    which models, by which plan, when and from where (the state's history; Spark never starts)."""
+    from dataclasses import asdict
+
+    from bot.report.markdown import render
+
+    context = context_of(ctx)
+    found = context.drift(environment, head_versions=context.model_versions() if with_project else None)
+    reporter = TerminalReporter(json_mode=as_json)
+    if as_json:
+        reporter.json({**asdict(found), "drifted": found.drifted})
+    else:
+        reporter.text(render("drift.txt.j2", found))
+
+
+@click.command()
 @click.argument("sql")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @click.option("--limit", type=int, default=None, help="At most N rows.")
@@ -195,4 +218,4 @@ def fetchdf(ctx: click.Context, sql: str, as_json: bool, limit: int | None, allo
     reporter.json(rows) if as_json else reporter.table(rows)
 
 
-COMMANDS = (init, info, render, plan, environments, fetchdf,)
+COMMANDS = (init, info, render, plan, environments, drift, fetchdf,)

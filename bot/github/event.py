@@ -1,8 +1,9 @@
-"""Webhook payload JSON → frozen event dataclasses (pull requests, reviews, comments, pushes, releases)."""
+"""Webhook payload JSON → frozen event dataclasses (pull requests, reviews, comments, pushes, releases, merge groups)."""
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,37 @@ class Comment:
     on_pull_request: bool
 
 
+# the branch GitHub's merge queue builds for an entry: gh-readonly-queue/<base branch>/pr-<number>-<base sha>
+_QUEUE_REF = re.compile(r"^(?:refs/heads/)?gh-readonly-queue/(?P<base>.+)/pr-(?P<number>\d+)-(?P<sha>[0-9a-f]{40})$")
+
+
+@dataclass(frozen=True)
+class MergeGroup:
+    """A merge queue entry (`merge_group` event): the queue's merge commit of a PR on top of those ahead of it."""
+
+    head_sha: str              # the merge commit the queue tests, and lands on the base branch when it passes
+    head_ref: str              # refs/heads/gh-readonly-queue/<base>/pr-<N>-<sha>
+    base_ref: str              # refs/heads/<base>
+    base_sha: str = ""         # the commit the entry was built on (the base branch's, or the entry ahead's)
+
+    @property
+    def base_branch(self) -> str:
+        return self.base_ref[len("refs/heads/"):] if self.base_ref.startswith("refs/heads/") else self.base_ref
+
+    @property
+    def pr_numbers(self) -> tuple[int, ...]:
+        """The pull request(s) the head ref names: GitHub names the entry's own PR (those ahead of it have
+        entries of their own). () when the ref is not a merge queue branch.
+
+        >>> MergeGroup("s", "refs/heads/gh-readonly-queue/main/pr-104-" + "9" * 40, "refs/heads/main").pr_numbers
+        (104,)
+        >>> MergeGroup("s", "refs/heads/feature", "refs/heads/main").pr_numbers
+        ()
+        """
+        match = _QUEUE_REF.match(self.head_ref)
+        return (int(match.group("number")),) if match and match.group("base") == self.base_branch else ()
+
+
 @dataclass(frozen=True)
 class Event:
     """What the bot needs from one webhook: exactly the fields its runners read."""
@@ -89,6 +121,7 @@ class Event:
     tag: str | None = None     # push of a tag, or release tag_name
     deleted: bool = False      # push that deleted the branch or tag
     inputs: tuple[tuple[str, str], ...] = ()   # workflow_dispatch: the inputs given, as strings
+    merge_group: MergeGroup | None = None      # merge_group: the queue entry
 
     def input(self, name: str) -> str:
         """A workflow_dispatch input ('' when not given); booleans read as 'true' / 'false'."""
@@ -157,6 +190,13 @@ def parse_event(name: str, payload: dict[str, Any]) -> Event:
     if name == "workflow_dispatch" and isinstance(payload.get("inputs"), dict):
         base.update(inputs=tuple((str(k), str(v).lower() if isinstance(v, bool) else str(v))
                                  for k, v in payload["inputs"].items() if v is not None))
+    if name == "merge_group" and isinstance(payload.get("merge_group"), dict):
+        group = payload["merge_group"]
+        base.update(merge_group=MergeGroup(head_sha=str(group.get("head_sha") or ""),
+                                           head_ref=str(group.get("head_ref") or ""),
+                                           base_ref=str(group.get("base_ref") or ""),
+                                           base_sha=str(group.get("base_sha") or "")),
+                    sha=str(group.get("head_sha") or "") or None)
     if name == "release" and payload.get("release"):
         release = payload["release"]
         base.update(tag=release.get("tag_name"), sha=None,

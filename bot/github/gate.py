@@ -17,6 +17,7 @@ from bot.report.comment_state import comment_marker, recorded_checks
 
 
 ALLOW_LARGE_BACKFILL = "--allow-large-backfill"
+ALLOW_DRIFT = "--allow-drift"                        # a deploy may undo prod's drift (bot.plan.drift)
 ALLOW_DESTRUCTIVE = "--allow-destructive-model"      # followed by a model name; given as --allow-destructive-model=M
 
 
@@ -33,7 +34,7 @@ def deploy_options(args: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
     unknown: list[str] = []
     words = iter(args)
     for word in words:
-        if word == ALLOW_LARGE_BACKFILL:
+        if word in (ALLOW_LARGE_BACKFILL, ALLOW_DRIFT):
             options.append(word)
         elif word == ALLOW_DESTRUCTIVE or word.startswith(ALLOW_DESTRUCTIVE + "="):
             model = word.partition("=")[2] or next(words, "")
@@ -58,6 +59,7 @@ class Step(str, Enum):
     CLEANUP = "cleanup"        # a pull request closed
     RUN = "run"                # a schedule or a manual dispatch: process what each model's cron made due
     ROLLBACK = "rollback"      # `/rollback`: serve the merge environment's previous plan again
+    QUEUE = "queue"            # a merge queue entry: check the queue's merge commit against prod
     NOTHING = "nothing"
 
 
@@ -103,6 +105,8 @@ def classify(event: Event, settings: BotSettings) -> Decision:
         return _classify_dispatched_rollback(event, settings)
     if event.name in ("schedule", "workflow_dispatch"):
         return Decision(Step.RUN)
+    if event.name == "merge_group":
+        return _classify_merge_group(event, settings)
     if event.name == "push" and event.deleted:
         return Decision(Step.NOTHING, f"`{event.ref}` was deleted; nothing to deploy.")
     if event.name == "push" and event.tag is None and settings.deploys_on("merge") \
@@ -131,9 +135,31 @@ def _classify_comment(event: Event, settings: BotSettings) -> Decision:
         if unknown:
             return Decision(Step.REPLY, Reply(ReplyKind.UNKNOWN_OPTIONS, command_prefix(settings.command_namespace),
                                               "deploy", unknown=tuple(unknown),
-                                              options=(ALLOW_LARGE_BACKFILL, f"{ALLOW_DESTRUCTIVE} MODEL")).text)
+                                              options=(ALLOW_LARGE_BACKFILL, ALLOW_DRIFT,
+                                                       f"{ALLOW_DESTRUCTIVE} MODEL")).text)
         return Decision(Step.DEPLOY, environment=settings.merge_environment, command=True, options=options)
     return Decision(Step.NOTHING, f"the comment is {parsed.reason}.")
+
+
+def _classify_merge_group(event: Event, settings: BotSettings) -> Decision:
+    """A merge queue entry asks for its checks (`checks_requested`) when it targets a prod branch; the queue
+    branch must name the entry's pull request (`gh-readonly-queue/<base>/pr-<N>-<sha>`).
+
+    >>> from bot.github.event import MergeGroup, Repo
+    >>> group = MergeGroup("f" * 40, "refs/heads/gh-readonly-queue/main/pr-7-" + "a" * 40, "refs/heads/main")
+    >>> classify(Event("merge_group", "checks_requested", Repo("o", "r"), merge_group=group), BotSettings())
+    Decision(step=<Step.QUEUE: 'queue'>, text='', environment='prod', command=False, options=())
+    """
+    group = event.merge_group
+    if event.action != "checks_requested" or group is None:
+        return Decision(Step.NOTHING, f"the merge queue entry was {event.action or 'changed'}; no checks are asked for.")
+    if not group.pr_numbers:
+        return Decision(Step.NOTHING, f"`{group.head_ref}` is not a merge queue branch "
+                                      "(gh-readonly-queue/<base>/pr-<number>-<sha>); meshbot checks queue entries only.")
+    if not settings.is_prod_branch(group.base_branch, event.repo.default_branch):
+        return Decision(Step.NOTHING, f"the merge queue of `{group.base_branch}`, which meshbot does not deploy; "
+                                      "it checks the queues of prod branches only.")
+    return Decision(Step.QUEUE, environment=settings.merge_environment)
 
 
 def _classify_rollback(parsed: Command, settings: BotSettings) -> Decision:
@@ -226,6 +252,29 @@ def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *
     if not approval.approved:
         return Verdict(pr, f"deploy refused: required approval is missing. {approval.summary}", approval)
     return Verdict(pr, None, approval)
+
+
+def authorize_merge_group(event: Event, settings: BotSettings, github: GithubPort, *,
+                          checkout_head: str | None) -> Verdict:
+    """May meshbot check this merge queue entry? GitHub sends `merge_group` only for a pull request that met
+    the branch's rules (its approvals among them) when it was queued; meshbot still asks the API for the PR
+    the queue branch names: from this repository (never a fork's code), open, into the queue's base; the
+    checkout must be exactly the queue's merge commit. Approvals are the PR's, on the PR's head commit."""
+    group = event.merge_group
+    pr = github.pull_request(group.pr_numbers[0])
+    if pr.is_from_fork(event.repo):
+        return Verdict(pr, f"#{pr.number} comes from {pr.head_origin()}; meshbot never runs a fork's code with "
+                           "this repository's credentials, so it does not check its merge queue entry. A maintainer "
+                           "can push the branch to this repository and queue that pull request instead.")
+    if pr.state != "open" or pr.merged:
+        return Verdict(pr, f"#{pr.number} is {'merged' if pr.merged else 'closed'}; its merge queue entry is stale.")
+    if pr.base_ref != group.base_branch:
+        return Verdict(pr, f"#{pr.number} targets `{pr.base_ref}`, but the merge queue entry is for "
+                           f"`{group.base_branch}`.")
+    refusal = checkout_refusal(group.head_sha, checkout_head, "the merge queue's commit (merge_group.head_sha)")
+    if refusal is not None:
+        return Verdict(pr, refusal.replace("deploy refused", "merge queue check refused", 1))
+    return Verdict(pr, None)
 
 
 def _writer_refusal(github: GithubPort, login: str, command: str) -> "Verdict | None":

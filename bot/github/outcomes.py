@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from bot.diff.gates import Finding
+from bot.report.comment_state import queue_marker
 from bot.report.markdown import render_part
 from bot.report.media import WrittenMarkdown
 
@@ -20,6 +21,7 @@ class DeployKind(str, Enum):
     UP_TO_DATE = "up_to_date"
     REFUSED_LARGE_BACKFILL = "refused_large_backfill"
     REFUSED_PLAN_CHANGED = "refused_plan_changed"   # require_approved_plan, and the plan is not the approved one
+    REFUSED_DRIFT = "refused_drift"   # the plan would undo prod's drift, and no `/deploy --allow-drift` allowed it
     APPLY_FAILED = "apply_failed"
     DEPLOYED = "deployed"
 
@@ -58,6 +60,7 @@ class PlanDrift:
     digest: str                    # this plan's
     models: tuple[str, ...] = ()   # models whose version differs; () when only intervals do
     unrecorded: int = 0            # changes the preview's record left out (it names a few hundred at most)
+    queue_sha: str = ""            # compared with the plan the merge queue checked on this commit instead
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ class DeployOutcome:
     allowed_by: str = ""                # who allowed them
     ran: RunAfterDeploy | None = None
     merge: MergeResult | None = None
+    undone: tuple[str, ...] = ()        # drifted models the plan would undo (REFUSED_DRIFT)
 
     @property
     def conclusion(self) -> str:
@@ -133,6 +137,52 @@ class CleanupKind(str, Enum):
     KEPT = "kept"                       # merged, and cicd_bot.invalidate_environment_after_deploy is false
     REMOVED = "removed"
     FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class QueueOutcome:
+    """What meshbot found on a merge queue entry: the queue's merge commit of pull request `number` on top
+    of `base_sha` (the base branch and the entries ahead of it), planned against `environment`."""
+
+    number: int
+    sha: str                            # merge_group.head_sha: the commit checked, and deployed once merged
+    base_branch: str
+    environment: str
+    base_sha: str = ""
+    refusal: str = ""                   # why meshbot did not check the entry (the checks fail with it)
+    error: str = ""                     # the combined plan could not be built
+    failed: tuple[str, ...] = ()        # the checks that failed
+    digest: str = ""                    # the combined plan's digest (recorded for the deploy)
+    plan_id: str = ""
+    changes: int = 0
+    large: LargeBackfill | None = None  # the combined plan computes more than the backfill guard allows
+
+    @property
+    def ok(self) -> bool:
+        return not (self.refusal or self.error or self.failed or self.large)
+
+    @property
+    def text(self) -> str:
+        """The PR comment's merge queue section (with the record of a passed entry) and the job summary."""
+        return render_part("queue.md.j2", "queue_report", self)
+
+    @property
+    def record(self) -> WrittenMarkdown:
+        return queue_marker(self.sha, self.digest) if self.ok and self.digest else WrittenMarkdown("")
+
+    @property
+    def plan_title(self) -> str:
+        """The Prod Plan Preview check's title on the queue's commit."""
+        return render_part("queue.md.j2", "plan_title", self)
+
+    @property
+    def refused_title(self) -> str:
+        """Each required check's title when meshbot did not check the entry."""
+        return render_part("queue.md.j2", "refused_title", self)
+
+    def approval_title(self, summary: str) -> str:
+        """The Required Approval check's title on the queue's commit: the PR's own approvals."""
+        return render_part("queue.md.j2", "approval_title", (self, summary))
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from bot.diff.review import ReviewOptions, ReviewResult
 from bot.github.api import CheckRun, EngineContext, GithubPort
 from bot.github.event import PullRequest, Review
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
+from bot.plan.drift import Drift
 from bot.plan.janitor import JanitorResult
 from bot.project.config import ProjectConfig
 from bot.quality.api import TestSuiteResult
@@ -158,6 +159,10 @@ class TimedContext:
         return self._timed("apply", lambda: self._context.run(environment, execution_time=execution_time,
                                                                progress=progress, skip_when_busy=skip_when_busy),
                            loads=True, spark=False)
+
+    def drift(self, environment: str = "prod", *, head_versions: dict[str, str] | None = None) -> Drift:
+        return self._timed("plan", lambda: self._context.drift(environment, head_versions=head_versions),
+                           loads=False, spark=False)
 
     def environment_names(self) -> list[str]:
         return self._timed("plan", self._context.environment_names, loads=False, spark=False)

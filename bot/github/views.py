@@ -285,6 +285,8 @@ class CommentView:
     approval_status: str | None = None          # success, failure, skipped (the check's conclusion)
     deploy: str | None = None
     deploy_hint: str | None = None
+    drift: str | None = None                    # prod changed by anything but the default branch's deploy
+    queue: str | None = None                    # what the merge queue found on the PR's entry (QueueOutcome.text)
     plan_digest: str | None = None
     plan_models: str = ""                       # "name@identifier,..." of the prod plan, for later diffs
     gateway: str | None = None
@@ -303,7 +305,8 @@ class CommentView:
         writes = {"status": bool(self.status or self.notices or self.environment or self.checks or self.run_url),
                   "tests": self.tests is not None, "pr_plan": self.pr_environment is not None,
                   "diffs": bool(self.diffs or self.omitted_diffs or self.plans), "prod_plan": self.prod_plan is not None,
-                  "approval": bool(self.approval), "deploy": bool(self.deploy), "hint": bool(self.deploy_hint)}
+                  "approval": bool(self.approval), "deploy": bool(self.deploy), "hint": bool(self.deploy_hint),
+                  "drift": bool(self.drift), "queue": bool(self.queue)}
         return tuple(name for name, written in writes.items() if written)
 
     def kept(self, name: str) -> str:

@@ -68,6 +68,7 @@ class PlanOptions:
     restate_models: tuple[str, ...] = ()
     allow_destructive_models: tuple[str, ...] = ()
     skip_tests: bool = False
+    source: str = ""           # where the plan comes from, recorded with its promotion (bot.plan.drift)
 
 
 @dataclass(frozen=True)

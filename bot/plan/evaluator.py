@@ -15,6 +15,7 @@ from bot.plan.batch import BatchRunner, BatchWriter, fmt_interval as _fmt, first
 from bot.plan.claims import Claims, describe_holder, environment_key, version_key
 from bot.quality.api import AuditResult, audit_error
 from bot.plan.definition import BackfillKind, Plan, ProgressCallback
+from bot.plan.drift import local_source
 from bot.plan.ownership import claim_schemas, forget_missing_tables
 from bot.plan.parents import ParentCheck, require_parents
 from bot.plan.stages import APPLY_STAGES, PROMOTE_STAGES, Stage
@@ -179,7 +180,8 @@ class PlanEvaluator:
     def _promote(self, work: "_Apply") -> None:
         if work.environment is None:
             work.environment = self.environment_for(work.plan)
-        self.state.promote(work.environment, expected_plan_id=work.plan.expected_plan_id)
+        self.state.promote(work.environment, expected_plan_id=work.plan.expected_plan_id,
+                           source=work.plan.options.source or local_source())
 
     def _swap_or_revert(self, work: "_Apply") -> None:
         try:

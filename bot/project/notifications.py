@@ -9,10 +9,11 @@ from typing import Any
 from bot.errors import ConfigError
 from bot.redact import register, register_url
 
-# SQLMesh's NotificationEvent values, plus test_failure (meshbot's own: unit tests failed); the
+# SQLMesh's NotificationEvent values, plus test_failure and drift_detected (meshbot's own: unit tests failed;
+# prod changed by anything but the default branch's deploy, told by scheduled runs); the
 # migration events are accepted and never sent (`meshbot migrate` reports on its own output)
 EVENTS = ("apply_start", "apply_end", "apply_failure", "run_start", "run_end", "run_failure",
-          "audit_failure", "test_failure", "migration_start", "migration_end", "migration_failure")
+          "audit_failure", "test_failure", "drift_detected", "migration_start", "migration_end", "migration_failure")
 TYPES = ("slack_webhook", "webhook", "console")
 _NOT_SUPPORTED = {"slack_api": "a Slack API token and channel", "smtp": "email over SMTP"}
 _KEYS = {"slack_webhook": {"type", "notify_on", "url"}, "webhook": {"type", "notify_on", "url", "headers"},

@@ -13,12 +13,13 @@ from bot.report.media import WrittenMarkdown
 # release before versioning, in the same layout as version 1. The comment marker and the section markers
 # are names, not records: they stay as they are, so that every release finds the same comment.
 FORMAT_VERSION = 1
-SECTION_ORDER = ("status", "tests", "pr_plan", "diffs", "prod_plan", "approval", "deploy", "hint")
+SECTION_ORDER = ("status", "tests", "pr_plan", "diffs", "prod_plan", "drift", "approval", "queue", "deploy", "hint")
 
 _COMMENT = re.compile(r"<!-- meshbot:pr-comment [^>]*-->")
 _SECTION = re.compile(r"<!-- meshbot:section (\w+) -->\n?(.*?)<!-- /meshbot:section \1 -->", re.S)
 _CHECKS = re.compile(r"<!-- meshbot:checks (?:v=(\d+) )?(\{.*?\}) -->")
 _DIGEST = re.compile(r"<!-- meshbot:plan-digest (?:v=(\d+) )?(\w+) ?([^ ]*) -->")
+_QUEUE = re.compile(r"<!-- meshbot:queue (?:v=(\d+) )?([0-9a-f]+) (\w+) -->")
 # what redaction keeps whole: the structural markers, and a record's name and version (not its payload)
 _KEPT = re.compile(r"<!-- /?meshbot:(?:section \w+ -->|pr-comment gateway=\S+ -->|[a-z-]+(?: v=\d+)?)")
 
@@ -107,6 +108,16 @@ def plan_digest_marker(digest: str, models: str) -> Marker:
     return Marker(f"<!-- meshbot:plan-digest v={FORMAT_VERSION} {digest} {models} -->")
 
 
+def queue_marker(sha: str, digest: str) -> Marker:
+    """The merge queue's record: the merge commit it checked and the digest of the plan it checked there,
+    which the deploy of that commit compares with.
+
+    >>> queue_marker("ab12", "cd34")
+    '<!-- meshbot:queue v=1 ab12 cd34 -->'
+    """
+    return Marker(f"<!-- meshbot:queue v={FORMAT_VERSION} {sha} {digest} -->")
+
+
 # -- reading -------------------------------------------------------------------------------------
 
 def has_comment_marker(text: str) -> bool:
@@ -142,6 +153,18 @@ def recorded_plan_record(body: str | None) -> tuple[str, dict[str, str], int] | 
     if not match or not _readable(match.group(1)):
         return None
     return match.group(2), parse_models(match.group(3)), left_out_models(match.group(3))
+
+
+def recorded_queue(body: str | None) -> tuple[str, str] | None:
+    """(merge commit, plan digest) the merge queue recorded as checked, if any.
+
+    >>> recorded_queue("x <!-- meshbot:queue v=1 ab12 cd34 --> y")
+    ('ab12', 'cd34')
+    """
+    match = _QUEUE.search(body or "")
+    if not match or not _readable(match.group(1)):
+        return None
+    return match.group(2), match.group(3)
 
 
 def recorded_checks(body: str | None) -> tuple[str | None, tuple[CheckState, ...]]:

@@ -104,6 +104,7 @@ class HistoryEntry:
     snapshots: tuple[EnvironmentSnapshot, ...]
     promoted_ts: int                   # epoch ms
     finalized_ts: int | None = None
+    source: str = ""                   # where the plan came from (bot.plan.drift); "" before state schema 10
 
 
 @dataclass
@@ -224,7 +225,7 @@ class StateSync(StateReader, Protocol):
 
     def remove_intervals(self, name: str, version: str, interval: Interval, *, is_dev: bool = False) -> None: ...
 
-    def promote(self, environment: Environment, *, expected_plan_id: str | None) -> None:
+    def promote(self, environment: Environment, *, expected_plan_id: str | None, source: str = "") -> None:
         """Replace the environment row in one transaction.
 
         Locks the row (SELECT ... FOR UPDATE on PostgreSQL); raises ConflictError when the stored

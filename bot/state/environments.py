@@ -42,7 +42,8 @@ class EnvironmentState:
         with self.engine.connect() as conn:
             return [row_to_history(row) for row in conn.execute(query).mappings()]
 
-    def promote(self, environment: Environment, *, expected_plan_id: str | None, now_ms: int) -> None:
+    def promote(self, environment: Environment, *, expected_plan_id: str | None, now_ms: int,
+                source: str = "") -> None:
         """Replace the row in one transaction, refusing when its plan_id is not the expected one; the
         same transaction records the plan in environment_history.
 
@@ -66,7 +67,7 @@ class EnvironmentState:
                     conn.execute(sa.update(t).where(t.c.name == environment.name).values(**row))
                 h = self.history_table
                 conn.execute(sa.delete(h).where(h.c.name == environment.name, h.c.plan_id == environment.plan_id))
-                conn.execute(sa.insert(h), [history_to_row(environment, promoted_ts=now_ms)])
+                conn.execute(sa.insert(h), [history_to_row(environment, promoted_ts=now_ms, source=source)])
         except sa.exc.IntegrityError as error:
             raise conflict(environment.name) from error
 

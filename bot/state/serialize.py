@@ -114,14 +114,15 @@ def row_to_environment(row: Mapping[str, Any]) -> Environment:
     )
 
 
-def history_to_row(environment: Environment, *, promoted_ts: int) -> dict[str, Any]:
-    """The environment_history row of a promotion of `environment`."""
+def history_to_row(environment: Environment, *, promoted_ts: int, source: str = "") -> dict[str, Any]:
+    """The environment_history row of a promotion of `environment` (`source`: where its plan came from)."""
     return {"name": environment.name, "plan_id": environment.plan_id,
             "snapshots": _listed_to_row(environment.snapshots),
-            "promoted_ts": promoted_ts, "finalized_ts": None}
+            "promoted_ts": promoted_ts, "finalized_ts": None, "source": source[:512] or None}
 
 
 def row_to_history(row: Mapping[str, Any]) -> HistoryEntry:
     return HistoryEntry(environment=row["name"], plan_id=row["plan_id"],
                         snapshots=_listed_from_row(row["snapshots"], row["name"]),
-                        promoted_ts=int(row["promoted_ts"]), finalized_ts=row["finalized_ts"])
+                        promoted_ts=int(row["promoted_ts"]), finalized_ts=row["finalized_ts"],
+                        source=str(row.get("source") or ""))

@@ -215,9 +215,10 @@ class SqlStateSync:
         self._current()
         return self._environments.history(name)
 
-    def promote(self, environment: Environment, *, expected_plan_id: str | None) -> None:
+    def promote(self, environment: Environment, *, expected_plan_id: str | None, source: str = "") -> None:
         self._current()
-        self._environments.promote(environment, expected_plan_id=expected_plan_id, now_ms=timeutil.now_ms())
+        self._environments.promote(environment, expected_plan_id=expected_plan_id, now_ms=timeutil.now_ms(),
+                                   source=source)
 
     def restore_environment(self, name: str, previous: Environment | None, *,
                             expected_plan_id: str) -> None:

@@ -109,6 +109,7 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("snapshots", sa.JSON, nullable=False),      # as the environments table stores them
         sa.Column("promoted_ts", sa.BigInteger, nullable=False),
         sa.Column("finalized_ts", sa.BigInteger),             # NULL: promoted, views not (yet) written
+        sa.Column("source", sa.String(512)),                  # v0010: where the plan came from (bot.plan.drift)
     )
     return Tables(metadata, snapshots, environments, intervals, versions, leases, pending_drops,
                   environment_history)

@@ -22,9 +22,10 @@ from bot.github.trusted import TrustedConfig
 from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckSummaryView, CommentView, render_check_summary,
                               render_comment, truncate_markdown)
 from bot.plan.definition import Plan
+from bot.plan.drift import Drift
 from bot.redact import redact
 from bot.report.comment_state import CheckState, comment_marker, format_models, outside_markers, recorded_checks
-from bot.report.markdown import render
+from bot.report.markdown import render, render_part
 
 PROJECT_SUFFIXES = frozenset({".sql", ".py", ".yaml", ".yml", ".csv", ".json"})
 
@@ -151,6 +152,20 @@ def _merged_checks(old_body: str | None, sha: str | None, new: list[CheckState])
     by_name.update({c.name: c for c in new})
     order = {name: i for i, name in enumerate(CheckName.ALL)}
     return tuple(sorted(by_name.values(), key=lambda c: order.get(c.name, len(order))))
+
+
+def find_drift(run: BotRun, environment: str, head_versions: dict[str, str] | None) -> Drift | None:
+    """The drift of `environment` (bot.plan.drift), None when it has none or the state cannot tell."""
+    try:
+        found = run.context.drift(environment, head_versions=head_versions)
+    except BotError:
+        return None
+    return found if found.drifted else None
+
+
+def drift_report(drift: Drift) -> str:
+    """The drift as the PR comment's `drift` section and a run's job summary show it."""
+    return render_part("drift.md.j2", "drift_report", drift)
 
 
 def reply(run: BotRun, number: int, user: str | None, text: str) -> None:

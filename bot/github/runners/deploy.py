@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bot.errors import BotError, GithubError
 from bot.github.event import PullRequest
 from bot.github.gate import approval_status
 from bot.github.runners.pr import prod_options
-from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
-                                     planned_identifiers, post_comment, start_check)
+from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, find_drift, finish_check,
+                                     plan_digest, planned_identifiers, post_comment, start_check)
 from bot.github.runners.notify import notifier_for
 from bot.github.checks import CheckName
 from bot.github.settings import BotSettings
@@ -15,14 +17,15 @@ from bot.github.outcomes import (BackfillLimit, DeployKind, DeployOutcome, Large
                                  PlanDrift, RunAfterDeploy)
 from bot.github.views import CheckSummaryView, CommentView
 from bot.plan.definition import Plan
+from bot.plan.drift import deploy_source
 from bot.plan.estimate import BackfillEstimate
-from bot.report.comment_state import recorded_plan_record
+from bot.report.comment_state import recorded_plan_record, recorded_queue
 from bot.report.notify import Notifier, evaluated_models, plan_models
 
 
 def deploy_production(run: BotRun, *, environment: str | None = None,
                       pull_request: PullRequest | None = None, allow_large_backfill: bool = False,
-                      allow_destructive: tuple[str, ...] = ()) -> int:
+                      allow_destructive: tuple[str, ...] = (), allow_drift: bool = False) -> int:
     """Apply the plan to `environment` (default: the merge environment) for the PR of this commit.
 
     `pull_request` is the PR of an authorized `/deploy` (bot.github.gate checked it before the project
@@ -62,7 +65,8 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
             return finish(DeployOutcome(DeployKind.REFUSED_NO_APPROVAL, env, reason=status.summary))
     notifier = notifier_for(run, pull_request=pr, sha=deployed_sha)
     try:
-        plan = run.context.plan(env, options=prod_options(run, pr, allow_destructive=allow_destructive))
+        plan = run.context.plan(env, options=replace(prod_options(run, pr, allow_destructive=allow_destructive),
+                                                     source=plan_source(run, command, pr, deployed_sha)))
     except BotError as error:
         notifier.failed("apply", env, error)
         return finish(DeployOutcome(DeployKind.PLAN_FAILED, env, reason=error_text(error)))
@@ -72,8 +76,12 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
                            if run.settings.max_backfill_executor_hours is not None and plan.backfills else ())
     if large is not None and not allow_large_backfill:
         return finish(DeployOutcome(DeployKind.REFUSED_LARGE_BACKFILL, env, large=large))
+    undone = undone_drift(run, env, plan)
+    if undone and not allow_drift:
+        notifier.send("drift_detected", env, models=undone)
+        return finish(DeployOutcome(DeployKind.REFUSED_DRIFT, env, undone=undone))
     digest, _ = plan_digest(plan)
-    drift = _drift(run, pr, digest, plan)
+    drift = _drift(run, pr, digest, plan, deployed_sha)
     if drift is not None and run.settings.require_approved_plan:
         return finish(DeployOutcome(DeployKind.REFUSED_PLAN_CHANGED, env, drift=drift))
     run.outputs.set("plan_id", plan.plan_id)
@@ -93,6 +101,26 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         DeployKind.DEPLOYED, env, drift=drift, plan_id=plan.plan_id, changes=len(plan.changes),
         batches=len(result.evaluated), deployed_sha=deployed_sha, digest=digest, destructive=allow_destructive,
         allowed_by=allowed_by if allow_destructive else "", ran=ran, merge=merge))
+
+
+def undone_drift(run: BotRun, environment: str, plan: Plan) -> tuple[str, ...]:
+    """The models drifted in `environment` (changed by anything but the default branch's deploy) that `plan`
+    would serve otherwise than they are served now: the deploy would undo them."""
+    drift = find_drift(run, environment, None)
+    if drift is None:
+        return ()
+    served = planned_identifiers(plan)
+    return tuple(m.name for m in drift.models if served.get(m.name, "-") != m.now)
+
+
+def plan_source(run: BotRun, command: bool, pr: PullRequest | None, sha: str) -> str:
+    """Where this deploy's plan comes from, as the state records it (bot.plan.drift): a deploy of the default
+    branch (a push of it, or a release of one of its commits) or, for `/deploy`, the pull request's head."""
+    where = run.run_url or ""
+    if command and pr is not None:
+        user = run.event.comment.user if run.event.comment else "?"
+        return f"/deploy of #{pr.number} at {sha[:12]} by {user}" + (f" {where}" if where else "")
+    return deploy_source(run.event.branch or run.event.repo.default_branch, sha, where)
 
 
 def large_backfill(settings: BotSettings, plan: Plan,
@@ -170,9 +198,17 @@ def _find_pr(run: BotRun) -> PullRequest | None:
     return (merged or pulls or [None])[0]
 
 
-def _drift(run: BotRun, pr: PullRequest | None, digest: str, plan: Plan) -> PlanDrift | None:
-    """What changed between the approved prod plan preview and what is about to deploy."""
-    return plan_drift(_comment_body(run, pr), digest, plan) if pr is not None else None
+def _drift(run: BotRun, pr: PullRequest | None, digest: str, plan: Plan, sha: str) -> PlanDrift | None:
+    """What changed between the approved prod plan preview and what is about to deploy. A commit the merge
+    queue checked (the queue's merge commit, pushed as it was tested) is compared with the plan the queue
+    checked on it instead: the PR's own preview did not hold the entries ahead of it."""
+    if pr is None:
+        return None
+    comment = _comment_body(run, pr)
+    queued = recorded_queue(comment)
+    if queued is not None and sha and queued[0] == sha:
+        return None if queued[1] == digest else PlanDrift(approved=queued[1], digest=digest, queue_sha=sha)
+    return plan_drift(comment, digest, plan)
 
 
 def plan_drift(comment: str | None, digest: str, plan: Plan) -> PlanDrift | None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from bot.github.gate import (ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, authorize_command,
+from bot.github.gate import (ALLOW_DRIFT, ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, authorize_command,
                              authorize_dispatched_rollback, authorize_rollback, checkout_refusal, classify, release_refusal, rollback_target)
 from bot.github.outcomes import JobNote, NoteKind, Refusal, RefusalKind
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
 from bot.github.runners.deploy import deploy_production
+from bot.github.runners.queue import check_merge_group
 from bot.github.runners.rollback import rollback_environment
 from bot.github.runners.run import run_environments
 from bot.github.runners.pr import (check_required_approvers, gen_prod_plan, run_tests, sync_pull_request,
@@ -59,6 +60,8 @@ def dispatch(run: BotRun, command: str) -> int:
         return _run(run)
     if decision.step is Step.ROLLBACK:
         return _rollback(run, decision)
+    if decision.step is Step.QUEUE:
+        return check_merge_group(run, decision)   # authorizes the entry, then opens the project
     if decision.step is Step.CLEANUP:
         run.open_project()
         return cleanup_pr_environment(run)
@@ -92,6 +95,7 @@ def _deploy(run: BotRun, decision: Decision) -> int:
     run.open_project(read_cache=False)
     return deploy_production(run, environment=decision.environment, pull_request=pull_request,
                              allow_large_backfill=ALLOW_LARGE_BACKFILL in decision.options,
+                             allow_drift=ALLOW_DRIFT in decision.options,
                              allow_destructive=destructive_models(decision.options))
 
 

@@ -14,7 +14,8 @@ from bot.github.commands import command_prefix
 from bot.github.gate import approval_status
 from bot.github.event import PullRequest
 from bot.github.outcomes import CheckTitle, DeployWays, JobNote, NoteKind, gate_finding
-from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
+from bot.github.runners.base import (BotRun, drift_report, ephemeral_storage_refusal, error_text, find_drift,
+                                     finish_check, plan_digest,
                                      post_comment, pull_request_cache, require_lasting_storage, start_check,
                                      touches_project)
 from bot.github.checks import CheckName
@@ -117,15 +118,24 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
         except BotError as error:
             return (DiffView("prod plan", note=JobNote(NoteKind.NOT_COMPARED, text=error_text(error)).line),), ()
     backfilled = not pr_plan.options.skip_backfill
+    return data_diff_step(run, pr.head_sha, prod_plan,
+                          environment=run.pr_environment(pr.number) if backfilled else None)
+
+
+def data_diff_step(run: BotRun, sha: str, prod_plan: Plan, *, environment: str | None = None,
+                   ) -> tuple[tuple[DiffView, ...], tuple[PlanRegressionView, ...]]:
+    """The Data Diff check on commit `sha`: the review of `prod_plan` (the rows of a backfilled
+    `environment`, else previews computed from the checkout's queries) under cicd_bot.table_diff_gates and
+    cicd_bot.plan_regressions."""
     s = run.settings
-    check = start_check(run, CheckName.DATA_DIFF, pr.head_sha)
+    check = start_check(run, CheckName.DATA_DIFF, sha)
     try:
         review = run.context.review(prod_plan, ReviewOptions(
-            environment=run.pr_environment(pr.number) if backfilled else None, window_days=s.table_diff_window_days,
+            environment=environment, window_days=s.table_diff_window_days,
             full_scope=s.table_diff_full_scope, show_sample=s.table_diff_samples,
             plan_queries=s.plan_regressions != "off"))
     except BotError as error:
-        finish_check(run, check, name=CheckName.DATA_DIFF, sha=pr.head_sha, conclusion="failure",
+        finish_check(run, check, name=CheckName.DATA_DIFF, sha=sha, conclusion="failure",
                      view=CheckSummaryView(summary=CheckTitle(CheckName.DATA_DIFF, failed=True).text,
                                            details=(error_text(error),)))
         return (DiffView("changed models", note=JobNote(NoteKind.NOT_COMPARED, text=error_text(error)).line),), ()
@@ -139,7 +149,7 @@ def diffs_step(run: BotRun, pr: PullRequest, *, pr_plan: Plan | None,
     summary = CheckTitle(CheckName.DATA_DIFF, compared=compared, warnings=len(findings),
                          gate_failed=len({f.model for f in failed if f.gate != PLAN_GATE}),
                          plan_failed=len({f.model for f in failed if f.gate == PLAN_GATE})).text
-    finish_check(run, check, name=CheckName.DATA_DIFF, sha=pr.head_sha,
+    finish_check(run, check, name=CheckName.DATA_DIFF, sha=sha,
                  conclusion="failure" if failed else "success",
                  view=CheckSummaryView(summary=summary, details=tuple(gate_finding(f) for f in findings)))
     by_model: dict[str, tuple[Finding, ...]] = {}
@@ -227,7 +237,8 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
         run.outputs.summary(JobNote(NoteKind.NO_PULL_REQUEST).line)
         return 0
     view = CommentView(marker=run.marker, status="", gateway=run.settings.gateway,
-                       environment=run.pr_environment(pr.number), head_sha=pr.head_sha)
+                       environment=run.pr_environment(pr.number), head_sha=pr.head_sha,
+                       drop=("queue",))   # a new head leaves the merge queue: its entry's report is stale
     if tests or environment or prod_plan:
         files = run.github.changed_files(pr.number)
         if not any(touches_project(files, folder) for folder in (run.project_subdir, *run.other_subdirs)):
@@ -258,6 +269,10 @@ def sync_pull_request(run: BotRun, *, tests: bool = True, environment: bool = Tr
         view = replace(view, pr_environment=_with_models(run, view.pr_environment,
                                                          preview if preview is not None else applied,
                                                          applied=applied))
+    if prod_plan:
+        drift = find_drift(run, "prod", run.base_versions(pr))
+        view = replace(view, drift=drift_report(drift) if drift else None,
+                       drop=("queue",) + (() if drift else ("drift",)))
     diffs, plans = diffs_step(run, pr, pr_plan=applied, prod_plan=preview)
     view = replace(view, diffs=diffs, plans=plans, impact=impact_with_diffs(view.impact, diffs))
     if approval:

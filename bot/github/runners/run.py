@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from bot.errors import BotError
-from bot.github.runners.base import BotRun, error_text
+from bot.github.runners.base import BotRun, drift_report, error_text, find_drift
 from bot.github.runners.notify import notifier_for
 from bot.report.markdown import render
 from bot.report.notify import Notifier, evaluated_models
@@ -64,6 +64,11 @@ def run_environments(run: BotRun) -> int:
                                           for name in names))
     run.outputs.set("run_status", "success" if report.ok else "failure")
     run.outputs.summary(render("run.md.j2", report))
+    drift = find_drift(run, "prod", run.context.model_versions()) if "prod" in existing else None
+    if drift is not None:   # the checkout is the default branch's head: what its next deploy would serve
+        run.outputs.summary(drift_report(drift))
+        notifier.send("drift_detected", "prod", models=tuple(m.name for m in drift.models),
+                      error=render("drift.txt.j2", drift))
     return 0 if report.ok else 1
 
 
