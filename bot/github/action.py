@@ -183,16 +183,22 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
             return context_factory(invocation.project_path, invocation.gateway)
         return Context(paths, gateway=invocation.gateway, read_cache=read_cache, fresh_files=fresh_files)
 
+    loaded_bases: dict[tuple[int, str], dict[str, str] | None] = {}
+
     def base_versions(pr: PullRequest) -> dict[str, str] | None:
         """The base commit's model versions: its files exported from git and loaded like the project
-        (default-branch code in a PR job; called only once the event is authorized)."""
+        (default-branch code in a PR job; called only once the event is authorized); loaded once per base
+        (the prod preview and the drift check both ask)."""
         def versions(folders: list[Path]) -> dict[str, str]:
             base = (context_factory(str(folders[0]), invocation.gateway) if context_factory is not None
                     else Context(folders, gateway=invocation.gateway, read_cache=False))
             return base.model_versions()
 
-        with timings.phase("plan"):
-            return load_base_versions([GitCheckout(Path(path)) for path in paths], pr, versions)
+        key = (pr.number, pr.base_sha)
+        if key not in loaded_bases:
+            with timings.phase("plan"):
+                loaded_bases[key] = load_base_versions([GitCheckout(Path(path)) for path in paths], pr, versions)
+        return loaded_bases[key]
 
     seal = SealedContext(project)
     return BotRun(event=event, settings=settings, github=TimedGithub(github, timings),
