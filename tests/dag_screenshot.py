@@ -116,3 +116,32 @@ def colour_counts(rows: list[bytes]) -> dict[tuple[int, int, int], int]:
         for pixel, n in Counter(zip(row[0::3], row[1::3], row[2::3])).items():
             counts[pixel] += n * times
     return dict(counts)
+
+
+def run_in_page(page: Path, script: str, *, width: int = 1000, height: int = 800, timeout: float = 120) -> str:
+    """Load a copy of `page` in headless Chromium at width x height with `script` run after the page's own
+    scripts, and return what the script left in `document.body.dataset.result` (a JSON text, say).
+
+    The script is appended before `</body>`, so it sees the page as loaded; Chromium's `--dump-dom` prints
+    the DOM once the page settles (`--virtual-time-budget` lets its timers run), and the result is read back
+    from the dumped `<body data-result="...">`."""
+    import html
+    import re
+
+    text = Path(page).read_text(encoding="utf-8")
+    harness = f"<script>\n(function () {{\n{script}\n}})();\n</script>\n</body>"
+    with tempfile.TemporaryDirectory(prefix="meshbot-chromium-") as profile:
+        copy = Path(profile) / "harness.html"
+        copy.write_text(text.replace("</body>", harness, 1), encoding="utf-8")
+        result = subprocess.run(
+            [chromium(), "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
+             "--force-device-scale-factor=1", "--no-first-run", "--disable-extensions",
+             f"--user-data-dir={profile}/profile", f"--window-size={width},{height}",
+             "--virtual-time-budget=5000", "--run-all-compositor-stages-before-draw", "--dump-dom",
+             copy.resolve().as_uri()],
+            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    found = re.search(r'<body[^>]*\sdata-result="([^"]*)"', result.stdout)
+    if result.returncode != 0 or found is None:
+        raise RuntimeError(f"chromium exited {result.returncode} without a result:\n"
+                           f"{result.stdout[-1000:]}\n{result.stderr[-2000:]}")
+    return html.unescape(found.group(1))

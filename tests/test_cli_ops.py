@@ -30,7 +30,9 @@ def test_dag_writes_self_contained_html_and_svg(tmp_path):
     assert "ops.hourly" in page and "ops.daily" in page
     assert 'data-kind="INCREMENTAL_BY_TIME_RANGE"' in page and 'data-kind="FULL"' in page
     assert page.count('class="edge"') == 1
-    assert "<script" not in page and "https://" not in page and "<link" not in page
+    assert "<script src" not in page and "https://" not in page and "<link" not in page
+    assert page.count('"last": null') == 2   # no state yet: the page says "not built yet" for each model
+    assert not (root / ".meshbot" / "state.db").exists()   # and drawing it created none
 
     svg = _invoke(root, "dag", str(tmp_path / "dag.svg"))
     assert svg.exit_code == 0

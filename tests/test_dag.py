@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import html
+import json
 import random
 import re
 from pathlib import Path
 
 import pytest
-from dag_screenshot import colour_counts, png_pixels, screenshot
+from dag_screenshot import colour_counts, png_pixels, run_in_page, screenshot
 
 from bot.errors import ConfigError, CycleError, PlanError
 from bot.project.dag import (DAG, children_of, reachable, select_models, topological_order,
@@ -152,9 +153,16 @@ def test_large_graph_orders_walks_and_selects():
 
 # -- the picture (bot/report/dag_html.py): geometry read back from the SVG it writes --------------------
 
-_RECT = re.compile(r'<g class="node" data-kind="[^"]*"><title>([^<]*) \([^<]*\)</title>'
+_RECT = re.compile(r'<g class="node" data-kind="[^"]*" data-index="\d+"><title>([^<]*) \([^<]*\)</title>'
                    r'<rect x="([-\d.]+)" y="([-\d.]+)" width="([\d.]+)" height="([\d.]+)"')
-_EDGE = re.compile(r'<path class="edge" data-parent="([^"]*)" data-child="([^"]*)" d="([^"]*)"')
+_EDGE = re.compile(r'<path class="edge" data-index="\d+" data-parent="([^"]*)" data-child="([^"]*)" d="([^"]*)"')
+
+
+def page_data(page: str) -> dict:
+    """The JSON block the page's script reads (JSON.parse of the script element's text, as the page does)."""
+    found = re.findall(r'<script type="application/json" id="dag-data">(.*?)</script>', page, re.S)
+    assert len(found) == 1
+    return json.loads(found[0])
 
 
 def boxes_of(svg: str) -> dict[str, tuple[float, float, float, float]]:
@@ -336,9 +344,15 @@ def test_the_html_stays_self_contained(tmp_path):
     nodes, edges = skipping_shop()
     page = write_dag(tmp_path / "dag.html", nodes, edges, title="shop <&>").read_text()
     assert page.startswith("<!DOCTYPE html>") and "<title>shop &lt;&amp;&gt;</title>" in page
-    assert "<script" not in page and "https://" not in page and "http://www.w3.org/2000/svg" in page
-    assert "<link" not in page and "url(" not in page.replace("url(#arrow)", "")
+    assert "https://" not in page and "http://www.w3.org/2000/svg" in page
+    assert "<link" not in page and "url(" not in page.replace("url(#arrow)", "") and "@import" not in page
+    # two inline scripts, none fetched: the data block (JSON) and the page's own script
+    assert re.findall(r"<script[^>]*>", page) == ['<script type="application/json" id="dag-data">', "<script>"]
+    assert "fetch(" not in page and "XMLHttpRequest" not in page and "import(" not in page
     assert page.count('class="edge"') == len(edges)
+    data = page_data(page)
+    assert [m["name"] for m in data["models"]] == [n.name for n in nodes]
+    assert len(data["edges"]) == len(edges)
 
 
 def long_runs(rows: list[bytes], colour: tuple[int, int, int], length: int) -> list[tuple[int, int]]:
@@ -396,3 +410,258 @@ def test_a_headless_chromium_screenshot_shows_the_picture(tmp_path):
         assert inside == [], f"a line is drawn across {name} at {inside[:3]}"
     lines = sum(n for (r, g, b), n in colour_counts(rows[round(dy):]).items() if r == g == b and 60 <= r <= 200)
     assert lines > 500, lines   # the edges show
+
+
+# -- the page in a browser: fits the window, scrolls at 300 models, search, click, hostile names -----------
+
+# Runs in the page after its own script (tests/dag_screenshot.run_in_page); leaves a JSON text of what it saw.
+_PROBE = """
+var svg = document.getElementById("dag"), canvas = document.getElementById("canvas");
+var n = JSON.parse(document.getElementById("dag-data").textContent).models.length;
+function box(i) { return svg.querySelector('g.node[data-index="' + i + '"] rect').getBoundingClientRect(); }
+function names(selector) {
+  var data = JSON.parse(document.getElementById("dag-data").textContent);
+  return Array.prototype.map.call(svg.querySelectorAll(selector),
+                                  function (g) { return data.models[+g.getAttribute("data-index")].name; }).sort();
+}
+function geometry() {
+  var rights = [], all = [];
+  for (var i = 0; i < n; i++) { var r = box(i); rights.push(r.right); all.push([r.left, r.top, r.right, r.bottom]); }
+  var c = canvas.getBoundingClientRect(), s = svg.getBoundingClientRect();
+  return {window: window.innerWidth, canvas: [c.left, c.top, c.right, c.bottom], clientWidth: canvas.clientWidth,
+          scrollWidth: canvas.scrollWidth, svg: [s.left, s.top, s.right, s.bottom], right: Math.max.apply(null, rights),
+          boxes: all};
+}
+function panel() {
+  var out = {hidden: document.getElementById("panel").hidden};
+  ["name", "description", "kind", "owner", "cron", "last", "upstream", "downstream"].forEach(function (k) {
+    out[k] = document.getElementById("panel-" + k).textContent;
+  });
+  return out;
+}
+function dimmed() {
+  return Array.prototype.filter.call(svg.querySelectorAll("g.node"), function (g) {
+    return parseFloat(getComputedStyle(g).opacity) < 0.5; }).length;
+}
+var result = {title: document.title, images: document.images.length, scripts: document.scripts.length};
+"""
+
+
+def _probe(page: Path, steps: str, **size) -> dict:
+    return json.loads(run_in_page(page, _PROBE + steps + "\ndocument.body.dataset.result = JSON.stringify(result);",
+                                  **size))
+
+
+def generated_project(count: int = 300, seed: int = 3) -> tuple[list[DagNode], list[tuple[str, str]]]:
+    """`count` models in ten schemas, each reading one to three models of earlier schemas; every third one
+    not built yet, the others with a day's interval."""
+    rng = random.Random(seed)
+    kinds = sorted(KIND_COLOURS)
+    nodes: list[DagNode] = []
+    edges: list[tuple[str, str]] = []
+    for i in range(count):
+        layer = i * 10 // count
+        nodes.append(DagNode(f"layer_{layer}.model_{i:03d}", rng.choice(kinds), owner=f"team_{i % 7}", cron="@daily",
+                             last_interval=None if i % 3 == 0 else (1704067200000, 1704153600000)))
+        if layer:
+            first = layer * count // 10
+            edges += [(nodes[rng.randrange(first)].name, nodes[i].name) for _ in range(rng.randint(1, 3))]
+    return nodes, edges
+
+
+def assert_no_overlaps(boxes: list[tuple[float, float, float, float]]) -> None:
+    """No two (left, top, right, bottom) boxes share any area (sweep along x: only boxes of one column meet)."""
+    ordered = sorted(boxes)
+    for i, (l1, t1, r1, b1) in enumerate(ordered):
+        for l2, t2, r2, b2 in ordered[i + 1:]:
+            if l2 >= r1:
+                break
+            assert b1 <= t2 or b2 <= t1, f"{(l1, t1, r1, b1)} overlaps {(l2, t2, r2, b2)}"
+
+
+def test_the_page_fits_a_1000px_window(tmp_path):
+    """The picture scales to the window: at 1000 px every box of the shop shows, the rightmost too, and the
+    SVG's viewBox holds exactly its content."""
+    nodes, edges = skipping_shop()
+    page = write_dag(tmp_path / "dag.html", nodes, edges, title="shop")
+    text = page.read_text()
+    data = page_data(text)
+    width, height = data["size"]
+    svg_tag = re.search(r"<svg [^>]*>", text).group(0)
+    assert f'viewBox="0 0 {width} {height}"' in svg_tag and 'width="100%"' in svg_tag
+    right = max(m["x"] for m in data["models"]) + _NODE_W
+    assert width > 1000 and right < width   # wider than the window at actual size, so it must scale
+    seen = _probe(page, "result.geometry = geometry();", width=1000, height=700)["geometry"]
+    assert seen["window"] == 1000 and seen["scrollWidth"] <= seen["clientWidth"]   # no horizontal scroll
+    assert 0 <= seen["svg"][0] and seen["svg"][2] <= 1000 and seen["right"] <= 1000
+    assert all(0 <= left and right <= 1000 and bottom <= 700 for left, _, right, bottom in seen["boxes"])
+
+    png = screenshot(page, tmp_path / "dag-1000.png", width=1000, height=700)
+    _, _, rows = png_pixels(png.read_bytes())
+    counts = colour_counts(rows)
+    scale = (seen["svg"][2] - seen["svg"][0]) / width
+    for kind in {n.kind for n in nodes}:   # every box shows, scaled, in its colour
+        fill = tuple(int(KIND_COLOURS[kind][i:i + 2], 16) for i in (1, 3, 5))
+        boxes = sum(1 for n in nodes if n.kind == kind)
+        assert counts.get(fill, 0) > boxes * _NODE_W * _NODE_H * scale * scale * 0.5, kind
+    rightmost = max(nodes, key=lambda n: next(m["x"] for m in data["models"] if m["name"] == n.name))
+    fill = bytes(int(KIND_COLOURS[rightmost.kind][i:i + 2], 16) for i in (1, 3, 5))
+    x = round(seen["boxes"][[n.name for n in nodes].index(rightmost.name)][2]) - 6
+    assert any(row[3 * x:3 * x + 3] == fill for row in rows), "the rightmost box is not on screen"
+
+
+def test_300_models_lay_out_without_overlaps_and_scroll_at_1000px(tmp_path):
+    nodes, edges = generated_project()
+    page = write_dag(tmp_path / "dag.html", nodes, edges, title="300 models")
+    text = page.read_text()
+    data = page_data(text)
+    width, height = data["size"]
+    boxes = [(m["x"], m["y"], m["x"] + _NODE_W, m["y"] + _NODE_H) for m in data["models"]]
+    assert len(boxes) == 300 and len(data["edges"]) == len(set(edges))
+    assert_no_overlaps(boxes)
+    assert all(0 <= left and right <= width and 0 <= top and bottom <= height for left, top, right, bottom in boxes)
+    # the JSON and the SVG agree, and the viewBox is the content's: margins of 20 all round
+    drawn = boxes_of(text)
+    assert all(drawn[m["name"]][:2] == pytest.approx((m["x"], m["y"]), abs=0.06) for m in data["models"])
+    assert min(b[0] for b in boxes) == 20 and max(b[2] for b in boxes) == width - 20
+    assert min(b[1] for b in boxes) >= 20 and max(b[3] for b in boxes) <= height - 20 + 1   # (an edge's lane may be outermost)
+
+    seen = _probe(page, """
+result.first = geometry();
+document.getElementById("zoom-fit").click();
+result.fit = geometry();
+""", width=1000, height=800)
+    first, fit = seen["first"], seen["fit"]
+    # too wide to read when fitted: drawn at half size, the canvas scrolls to the rightmost box
+    assert first["scrollWidth"] > first["clientWidth"] and first["right"] <= first["canvas"][0] + first["scrollWidth"]
+    assert (first["svg"][2] - first["svg"][0]) == pytest.approx(width / 2, abs=1)
+    assert_no_overlaps([tuple(b) for b in first["boxes"]])   # as the browser drew them
+    # "Fit": all of it in the window's width
+    assert fit["scrollWidth"] <= fit["clientWidth"] and fit["right"] <= 1000
+    screenshot(page, tmp_path / "dag-300.png", width=1000, height=800)
+
+
+def test_search_highlights_matches_and_a_click_lights_upstream_and_downstream(tmp_path):
+    nodes, edges = skipping_shop()
+    nodes = [DagNode(n.name, n.kind, owner="data-team" if n.name == "shop.customers" else None, cron="@hourly",
+                     description="Customers, one row each" if n.name == "shop.customers" else None,
+                     last_interval=(1704067200000, 1704153600000) if n.name == "shop.customers" else None)
+             for n in nodes]
+    page = write_dag(tmp_path / "dag.html", nodes, edges, title="shop")
+    index = {n.name: i for i, n in enumerate(nodes)}
+    seen = _probe(page, f"""
+var search = document.getElementById("search");
+search.value = "CUST"; search.dispatchEvent(new Event("input"));
+result.matches = names("g.node.match"); result.count = document.getElementById("count").textContent;
+result.searchDimmed = dimmed();
+search.value = ""; search.dispatchEvent(new Event("input"));
+result.cleared = names("g.node.match").length;
+svg.querySelector('g.node[data-index="{index["shop.customers"]}"] rect')
+   .dispatchEvent(new MouseEvent("click", {{bubbles: true}}));
+result.selected = names("g.node.selected"); result.up = names("g.node.up"); result.down = names("g.node.down");
+result.litEdges = svg.querySelectorAll("path.edge.on").length; result.dimmed = dimmed();
+result.panel = panel();
+svg.querySelector('g.node[data-index="{index["shop.report"]}"] text')
+   .dispatchEvent(new MouseEvent("click", {{bubbles: true}}));
+result.report = panel();
+search.value = "top_"; search.dispatchEvent(new KeyboardEvent("keydown", {{key: "Enter"}}));
+result.entered = names("g.node.selected");
+document.dispatchEvent(new KeyboardEvent("keydown", {{key: "Escape"}}));
+result.afterEscape = {{selected: names("g.node.selected").length, dimmed: dimmed(), hidden: panel().hidden}};
+search.dispatchEvent(new KeyboardEvent("keydown", {{key: "Escape"}}));
+result.searchEscaped = {{value: search.value, dimmed: dimmed(), count: document.getElementById("count").textContent}};
+""")
+    customers = {"shop.customers", "shop.customer_revenue", "shop.raw_customers", "shop.top_customers"}
+    assert seen["matches"] == sorted(customers) and seen["count"] == "4 of 8 models match"
+    assert seen["searchDimmed"] == 4 and seen["cleared"] == 0
+    graph = {n.name: [p for p, c in edges if c == n.name] for n in nodes}
+    up, down = reachable(graph, ["shop.customers"]) - {"shop.customers"}, reachable(
+        children_of(graph), ["shop.customers"]) - {"shop.customers"}
+    assert seen["selected"] == ["shop.customers"]
+    assert seen["up"] == sorted(up) == ["shop.raw_customers"]
+    assert seen["down"] == sorted(down) == ["shop.customer_revenue", "shop.report", "shop.top_customers"]
+    lit = {(p, c) for p, c in edges if {p, c} <= up | {"shop.customers"} or {p, c} <= down | {"shop.customers"}}
+    assert seen["litEdges"] == len(lit) == 5   # paths from raw_customers, and on down to the report
+    assert seen["dimmed"] == len(nodes) - 1 - len(up) - len(down)
+    assert seen["panel"] == {"hidden": False, "name": "shop.customers", "description": "Customers, one row each",
+                             "kind": "INCREMENTAL_BY_UNIQUE_KEY", "owner": "data-team", "cron": "@hourly",
+                             "last": "2024-01-01 – 2024-01-02 (UTC, end exclusive)", "upstream": "1 model",
+                             "downstream": "3 models"}
+    assert seen["report"]["name"] == "shop.report" and seen["report"]["last"] == "not built yet"
+    assert seen["report"]["owner"] == "no owner set" and seen["report"]["downstream"] == "0 models"
+    assert seen["entered"] == ["shop.top_customers"]
+    # Escape clears the selection; the search still dims what does not match, until Escape in the search box
+    assert seen["afterEscape"] == {"selected": 0, "dimmed": len(nodes) - 1, "hidden": True}
+    assert seen["searchEscaped"] == {"value": "", "dimmed": 0, "count": ""}
+
+
+HOSTILE = ("db.</script><script>document.title='pwned'</script>",
+           "db.<img src=x onerror=\"document.title='pwned'\">",
+           "db.\"quoted\" & <b>bold</b>")
+
+
+def test_hostile_names_owners_and_descriptions_stay_text(tmp_path):
+    nodes = [DagNode(name, "FULL", owner=f"<img src=x onerror=\"document.title='pwned'\"> {i}",
+                     description="<script>document.title='pwned'</script>", cron="@daily & <now>")
+             for i, name in enumerate(HOSTILE)]
+    edges = [(HOSTILE[0], HOSTILE[1]), (HOSTILE[1], HOSTILE[2])]
+    page = write_dag(tmp_path / "dag.html", nodes, edges, title="<script>document.title='pwned'</script>")
+    text = page.read_text()
+    assert "<script>document" not in text and "<img" not in text and "<b>" not in text
+    assert text.count("</script>") == 2   # the data block's and the page script's own
+    data = page_data(text)
+    assert [m["name"] for m in data["models"]] == list(HOSTILE) and data["models"][0]["owner"].startswith("<img")
+    assert set(boxes_of(text)) == set(HOSTILE)
+    svg = write_dag(tmp_path / "dag.svg", nodes, edges).read_text()
+    assert "<script" not in svg and "<img" not in svg and set(boxes_of(svg)) == set(HOSTILE)
+    seen = _probe(page, """
+svg.querySelector('g.node[data-index="1"] rect').dispatchEvent(new MouseEvent("click", {bubbles: true}));
+result.panel = panel(); result.up = names("g.node.up");
+var search = document.getElementById("search");
+search.value = "<\\/script>"; search.dispatchEvent(new Event("input"));
+result.matches = names("g.node.match");
+result.heading = document.querySelector("h1").textContent;
+""")
+    assert seen["title"] == "<script>document.title='pwned'</script>" == seen["heading"]
+    assert seen["images"] == 0 and seen["scripts"] == 3   # the data block, the page's script and the probe
+    assert seen["panel"]["name"] == HOSTILE[1] and seen["panel"]["owner"].startswith("<img src=x")
+    assert seen["panel"]["description"] == "<script>document.title='pwned'</script>"
+    assert seen["up"] == [HOSTILE[0]] and seen["matches"] == [HOSTILE[0]]
+
+
+def test_meshbot_dag_shows_each_model_s_last_interval_in_prod_from_the_state(tmp_path):
+    """With state, the page's panel shows each model's last recorded interval in prod (read through the
+    context, no Spark); a model prod has no interval for is "not built yet"."""
+    from dataclasses import replace
+
+    from click.testing import CliRunner
+    from ops_project import write_ops_project
+    from test_state_store import env_of, make_snapshot
+
+    from bot.cli import cli
+    from bot.context import Context
+
+    root = write_ops_project(tmp_path / "ops")
+    context = Context(root)
+    assert context.last_intervals() is None and not (root / ".meshbot" / "state.db").exists()
+    hourly = replace(make_snapshot("ops.hourly", 1), kind="INCREMENTAL_BY_TIME_RANGE")
+    daily = make_snapshot("ops.daily", 2)
+    state = context.state   # created here, as a plan would
+    assert context.last_intervals() == {}   # a state, but no prod yet
+    state.push_snapshots([hourly, daily])
+    state.promote(env_of("prod", "p1", hourly, daily), expected_plan_id=None)
+    day = 86_400_000
+    start = 1_704_067_200_000   # 2024-01-01
+    state.add_interval("ops.hourly", hourly.version, (start, start + 2 * day))
+    state.add_interval("ops.hourly", hourly.version, (start + 3 * day, start + 3 * day + 5 * 3_600_000))
+    state.add_interval("ops.hourly", hourly.version, (start + 9 * day, start + 10 * day), is_dev=True)
+    assert context.last_intervals() == {"ops.hourly": (start + 3 * day, start + 3 * day + 5 * 3_600_000)}
+    context.close()
+
+    result = CliRunner().invoke(cli, ["-p", str(root), "dag", str(tmp_path / "dag.html")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    models = {m["name"]: m for m in page_data((tmp_path / "dag.html").read_text())["models"]}
+    assert models["ops.hourly"]["last"] == "2024-01-04 00:00 – 2024-01-04 05:00 (UTC, end exclusive)"
+    assert models["ops.daily"]["last"] is None   # shown as "not built yet"
+    assert models["ops.hourly"]["cron"] == "@hourly" and models["ops.hourly"]["description"] == "one row per hour"
+    assert models["ops.daily"]["kind"] == "FULL" and models["ops.daily"]["owner"] is None

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from bot.cli.common import check_range, context_of, handle_errors, iso
+from bot.errors import BotError
 from bot.report.console import TerminalReporter
 from bot.report.media import plain_text
 
@@ -138,12 +139,24 @@ def evaluate(ctx: click.Context, model: str, start: str, end: str, execution_tim
 @click.pass_context
 @handle_errors
 def dag(ctx: click.Context, file: str) -> None:
-    """Write a picture of the DAG to FILE: HTML, or SVG when FILE ends in .svg."""
+    """Write a picture of the DAG to FILE: HTML, or SVG when FILE ends in .svg.
+
+    The HTML page fits the window, searches models by name, and on a click lights a model's upstream and
+    downstream and shows its kind, owner, cron and last interval in prod (read from the state, if there is
+    one; Spark never starts)."""
     from bot.report.dag_html import DagNode, write_dag
 
     context = context_of(ctx)
     nodes, edges = context.dag()
-    path = write_dag(Path(file), [DagNode(name, kind) for name, kind in nodes], edges,
+    try:
+        last = context.last_intervals("prod") or {}
+    except BotError as error:   # an unreachable state: the picture without the intervals
+        click.echo(f"Warning: last intervals not shown: {error}", err=True)
+        last = {}
+    models = context.models
+    path = write_dag(Path(file), [DagNode(name, kind, owner=models[name].owner, cron=models[name].cron,
+                                          description=models[name].description, last_interval=last.get(name))
+                                  for name, kind in nodes], edges,
                      title=f"meshbot DAG: {context.path.name}")
     click.echo(f"DAG of {len(nodes)} model(s) written to {path}")
 

@@ -86,6 +86,35 @@ class Workspace:
         checked(self.path)   # the default SQLite file is .meshbot/state.db
         return connect_state(self.gateway.state_connection, project_root=self.path)
 
+    def existing_state(self) -> SqlStateSync | None:
+        """The state, or None when the project has none yet: unlike `state`, it is not created for the asking."""
+        from bot.errors import StateError
+        from bot.state.connect import connect_state
+
+        if "state" not in self.__dict__:
+            try:
+                found = connect_state(self.gateway.state_connection, project_root=self.path, create=False)
+            except StateError as error:
+                if str(error).startswith("no meshbot state found"):
+                    return None
+                raise
+            self.__dict__["state"] = found
+        return self.state
+
+    def last_intervals(self, environment: str = "prod") -> dict[str, tuple[int, int]] | None:
+        """Each model `environment` serves with its last recorded interval (start, end; epoch ms, end
+        exclusive): the one that ends latest; a model with none is left out. None when the project has
+        no state yet (none is created for this); Spark never starts."""
+        from bot.snapshot import normalize_environment
+
+        state = self.existing_state()
+        if state is None:
+            return None
+        env = state.get_environment(normalize_environment(environment))
+        recorded = state.get_intervals([(s.name, s.version) for s in env.snapshots]) if env else {}
+        return {name: (int(start), int(end)) for (name, _), found in recorded.items() if found.intervals
+                for start, end in [max(found.intervals, key=lambda interval: interval[1])]}
+
     @cached_property
     def claims(self) -> Claims:
         """This context's leases in the state (one applier per environment, one writer per batch)."""

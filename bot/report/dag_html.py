@@ -1,4 +1,7 @@
-"""A self-contained picture of the model DAG: layered SVG, optionally wrapped in HTML (no scripts, no network).
+"""A self-contained picture of the model DAG: a layered SVG, or an HTML page around it (inline CSS and
+script, no network) that fits the window, searches models by name, and on a click lights a model's upstream
+and downstream and shows its kind, owner, cron and last interval. Both are rendered from templates/dag.*.j2,
+which escape every name, owner and description; the page's script reads its data from a JSON block.
 
 The layout is Sugiyama's: models in columns, a virtual node wherever an edge skips a column (so the edge
 runs along a lane between that column's boxes, never behind one), columns ordered by barycentre sweeps to
@@ -8,11 +11,12 @@ cut crossings, and vertical positions pulled towards neighbours.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from bot.project.dag import topological_order
+from bot.report.markdown import render
 
 KIND_COLOURS: Mapping[str, str] = {
     "FULL": "#4e79a7",
@@ -33,8 +37,14 @@ _LANE = 16   # the room an edge takes in a column it skips (boxes keep _GAP_Y / 
 
 @dataclass(frozen=True)
 class DagNode:
+    """A model as the picture shows it; `last_interval` is its last recorded (start, end) in epoch ms."""
+
     name: str
     kind: str
+    owner: str | None = None
+    cron: str | None = None
+    description: str | None = None
+    last_interval: tuple[int, int] | None = None
 
 
 def layers(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> list[list[str]]:
@@ -223,10 +233,65 @@ def _isotonic(wanted: list[float], weights: list[float], gaps: list[float]) -> l
     return [value + offset for value, offset in zip(result, offsets)]
 
 
-def dag_svg(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> str:
-    """The DAG as an SVG document: one box per model coloured by kind, in columns left to right, and one
-    arrow per dependency, parent -> child, routed around the boxes of the columns it skips."""
+@dataclass(frozen=True)
+class Box:
+    """One model's box in the picture (top-left corner, SVG units) and what its label says."""
+
+    index: int
+    name: str
+    kind: str
+    colour: str
+    x: float
+    y: float
+    label: str
+
+    @property
+    def left(self) -> str:
+        return _num(self.x)
+
+    @property
+    def top(self) -> str:
+        return _num(self.y)
+
+    @property
+    def text_x(self) -> str:
+        return _num(self.x + 8)
+
+    @property
+    def name_y(self) -> str:
+        return _num(self.y + 18)
+
+    @property
+    def kind_y(self) -> str:
+        return _num(self.y + 34)
+
+
+@dataclass(frozen=True)
+class Arrow:
+    index: int
+    parent: str
+    child: str
+    d: str
+
+
+@dataclass(frozen=True)
+class Picture:
+    """What templates/dag.svg.j2 draws: every box and arrow, and the size of the drawing."""
+
+    width: int
+    height: int
+    node_w: int
+    node_h: int
+    boxes: tuple[Box, ...]
+    arrows: tuple[Arrow, ...]
+    fixed: bool = True   # width and height in pixels (a standalone SVG), else it fits its container
+
+
+def picture(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> Picture:
+    """The DAG laid out: one box per model coloured by kind, in columns left to right, and one arrow per
+    dependency, parent -> child, routed around the boxes of the columns it skips."""
     kinds = {n.name: n.kind for n in nodes}
+    order = {n.name: i for i, n in enumerate(nodes)}
     layout = _layout(nodes, edges)
     vertices = [v for layer in layout.columns for v in layer]
     tops = [layout.y[v] - (_NODE_H / 2 if isinstance(v, str) else _LANE / 2) for v in vertices]
@@ -236,25 +301,22 @@ def dag_svg(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> str:
     x = {v: float(_MARGIN + col * (_NODE_W + _GAP_X)) for col, layer in enumerate(layout.columns) for v in layer}
     width = _MARGIN * 2 + max(len(layout.columns), 1) * (_NODE_W + _GAP_X) - _GAP_X
     height = round(max(bottoms, default=_NODE_H) + shift + _MARGIN)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
-             '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
-             'markerHeight="8" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
-             'fill="#555"/></marker></defs>']
-    for layer in layout.columns:
-        for v in layer:
-            if isinstance(v, str):
-                parts.append(_node(v, kinds[v], x[v], y[v] - _NODE_H / 2))
-    # edges over the boxes: none crosses a box, and were one to, it would show rather than hide
+    boxes = tuple(Box(order[v], v, kinds[v], _colour(kinds[v]), x[v], y[v] - _NODE_H / 2, _label(v))
+                  for layer in layout.columns for v in layer if isinstance(v, str))
     start, end = _ports(layout.routes, y)
-    for (parent, child), route in sorted(layout.routes.items()):
+    arrows = []
+    for i, ((parent, child), route) in enumerate(sorted(layout.routes.items())):
         points = [(x[parent] + _NODE_W, start[(parent, child)])]
         for virtual in route[1:-1]:
             points += [(x[virtual], y[virtual]), (x[virtual] + _NODE_W, y[virtual])]
         points.append((x[child], end[(parent, child)]))
-        parts.append(_edge(parent, child, points))
-    parts.append("</svg>")
-    return "\n".join(parts)
+        arrows.append(Arrow(i, parent, child, _path(points)))
+    return Picture(width, height, _NODE_W, _NODE_H, boxes, tuple(arrows))
+
+
+def dag_svg(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]]) -> str:
+    """The DAG as a standalone SVG document (templates/dag.svg.j2), its size in pixels."""
+    return str(render("dag.svg.j2", picture(nodes, edges)))
 
 
 def _ports(routes: Mapping[tuple[str, str], list[Vertex]], y: Mapping[Vertex, float]
@@ -278,21 +340,59 @@ def _ports(routes: Mapping[tuple[str, str], list[Vertex]], y: Mapping[Vertex, fl
     return start, end
 
 
+
+@dataclass(frozen=True)
+class Page:
+    """What templates/dag.html.j2 shows: the picture, fitting the window, and the data its script reads."""
+
+    title: str
+    models: int
+    dependencies: int
+    kinds: tuple[tuple[str, str], ...]   # (kind, colour) of the kinds present
+    picture: Picture
+    data: dict[str, object]              # embedded as JSON: each model's details and the arrows by index
+
+
+def page(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]], *, title: str = "meshbot DAG") -> Page:
+    drawn = picture(nodes, edges)
+    index = {n.name: i for i, n in enumerate(nodes)}
+    boxes = {box.name: box for box in drawn.boxes}
+    models = [{"name": n.name, "kind": n.kind, "owner": n.owner, "cron": n.cron, "description": n.description,
+               "last": _interval(n.last_interval), "x": _round(boxes[n.name].x), "y": _round(boxes[n.name].y)}
+              for n in nodes]
+    arrows = [[index[a.parent], index[a.child]] for a in drawn.arrows]
+    present = sorted({n.kind for n in nodes})
+    data: dict[str, object] = {"models": models, "edges": arrows, "box": [_NODE_W, _NODE_H],
+                               "size": [drawn.width, drawn.height]}
+    return Page(title, len(nodes), len(drawn.arrows), tuple((k, _colour(k)) for k in present),
+                Picture(drawn.width, drawn.height, _NODE_W, _NODE_H, drawn.boxes, drawn.arrows, fixed=False), data)
+
+
 def dag_html(nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]], *,
              title: str = "meshbot DAG") -> str:
-    """An HTML page holding the SVG and a legend of the kinds present; inline styles only."""
-    present = sorted({n.kind for n in nodes})
-    legend = "".join(
-        f'<li><span class="swatch" style="background:{_colour(kind)}"></span>{escape(kind)}</li>'
-        for kind in present)
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<title>{escape(title)}</title>\n"
-        "<style>body{font-family:sans-serif;margin:1.5em}ul.legend{list-style:none;padding:0;"
-        "display:flex;flex-wrap:wrap;gap:1em}.swatch{display:inline-block;width:1em;height:1em;"
-        "margin-right:.4em;vertical-align:middle;border-radius:2px}</style>\n</head>\n<body>\n"
-        f"<h1>{escape(title)}</h1>\n<p>{len(nodes)} models, {len(edges)} dependencies</p>\n"
-        f"<ul class=\"legend\">{legend}</ul>\n{dag_svg(nodes, edges)}\n</body>\n</html>\n")
+    """One self-contained HTML page (templates/dag.html.j2): the SVG scaled to the window (scrolling when
+    it would be too small to read), a search box, and a click on a model to light its upstream and
+    downstream and show its details. Inline CSS and script only; nothing is fetched."""
+    unique = list({n.name: n for n in nodes}.values())
+    return str(render("dag.html.j2", page(unique, edges, title=title)))
+
+
+def _interval(interval: tuple[int, int] | None) -> str | None:
+    """A recorded interval as the page shows it, UTC, its end exclusive.
+
+    >>> _interval((1704067200000, 1704153600000)), _interval((0, 5400000))
+    ('2024-01-01 – 2024-01-02 (UTC, end exclusive)', '1970-01-01 00:00 – 1970-01-01 01:30 (UTC, end exclusive)')
+    """
+    if interval is None:
+        return None
+    moments = [datetime.fromtimestamp(ms / 1000, tz=timezone.utc) for ms in interval]
+    daily = all(m.hour == m.minute == m.second == 0 for m in moments)
+    shown = [m.strftime("%Y-%m-%d" if daily else "%Y-%m-%d %H:%M") for m in moments]
+    return f"{shown[0]} – {shown[1]} (UTC, end exclusive)"
+
+
+def _round(value: float) -> float:
+    return round(value, 1)
 
 
 def _colour(kind: str) -> str:
@@ -303,18 +403,13 @@ def _num(value: float) -> str:
     return f"{round(value, 1):g}"
 
 
-def _node(name: str, kind: str, x: float, y: float) -> str:
-    label = name if len(name) <= 34 else name[:31] + "..."
-    return (f'<g class="node" data-kind="{escape(kind)}"><title>{escape(name)} ({escape(kind)})</title>'
-            f'<rect x="{_num(x)}" y="{_num(y)}" width="{_NODE_W}" height="{_NODE_H}" rx="6" '
-            f'fill="{_colour(kind)}" stroke="#333"/>'
-            f'<text x="{_num(x + 8)}" y="{_num(y + 18)}" fill="#fff" font-weight="bold">{escape(label)}</text>'
-            f'<text x="{_num(x + 8)}" y="{_num(y + 34)}" fill="#fff">{escape(kind)}</text></g>')
+def _label(name: str) -> str:
+    return name if len(name) <= 34 else name[:31] + "..."
 
 
-def _edge(parent: str, child: str, points: list[tuple[float, float]]) -> str:
-    """One path per dependency through its points: straight along a lane across a skipped column, an S
-    curve (horizontal at both ends, so it stays inside the gap) from one column to the next."""
+def _path(points: list[tuple[float, float]]) -> str:
+    """An arrow's path through its points: straight along a lane across a skipped column, an S curve
+    (horizontal at both ends, so it stays inside the gap) from one column to the next."""
     (x0, y0), commands = points[0], []
     for i, ((xa, ya), (xb, yb)) in enumerate(zip(points, points[1:])):
         if i % 2:   # across a skipped column, along its lane
@@ -323,9 +418,7 @@ def _edge(parent: str, child: str, points: list[tuple[float, float]]) -> str:
             bend = (xb - xa) / 2
             commands.append(f"C {_num(xa + bend)} {_num(ya)}, {_num(xb - bend)} {_num(yb)}, "
                             f"{_num(xb)} {_num(yb)}")
-    return (f'<path class="edge" data-parent="{escape(parent)}" data-child="{escape(child)}" '
-            f'd="M {_num(x0)} {_num(y0)} {" ".join(commands)}" fill="none" stroke="#555" '
-            f'marker-end="url(#arrow)"><title>{escape(parent)} → {escape(child)}</title></path>')
+    return f"M {_num(x0)} {_num(y0)} {' '.join(commands)}"
 
 
 def write_dag(path: Path, nodes: Sequence[DagNode], edges: Sequence[tuple[str, str]], *,

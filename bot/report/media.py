@@ -1,7 +1,8 @@
-"""Where meshbot's text lands (GitHub Markdown, Slack mrkdwn, plain text and logs, JSON) and how text it did not write is escaped for each."""
+"""Where meshbot's text lands (GitHub Markdown, Slack mrkdwn, plain text and logs, JSON, HTML/SVG pages) and how text it did not write is escaped for each."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from enum import Enum
@@ -14,6 +15,7 @@ class Medium(Enum):
     SLACK = "slack"          # Slack mrkdwn
     TEXT = "text"            # plain text: the console, logs, the text of JSON webhooks
     JSON = "json"            # a JSON body: every value a JSON literal
+    HTML = "html"            # a self-contained HTML or SVG page (`meshbot dag`): every value HTML-escaped
 
 
 class Written(str):
@@ -42,7 +44,12 @@ class WrittenJson(Written):
     medium = Medium.JSON
 
 
-WRITTEN: dict[Medium, type[Written]] = {cls.medium: cls for cls in (WrittenMarkdown, WrittenSlack, WrittenText, WrittenJson)}
+class WrittenHtml(Written):
+    medium = Medium.HTML
+
+
+WRITTEN: dict[Medium, type[Written]] = {cls.medium: cls for cls in (WrittenMarkdown, WrittenSlack, WrittenText, WrittenJson,
+                                                                    WrittenHtml)}
 
 _ZWSP = "&#x200b;"   # a zero-width space, as an entity: GitHub links no `@name` it stands inside
 # Unicode that can reorder or hide what a reader sees (bidirectional overrides and isolates: "Trojan source")
@@ -265,12 +272,23 @@ def json_value(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def html_text(value: object) -> str:
+    """Text for an HTML or SVG page, in an element or a quoted attribute: `<`, `&` and quotes escaped, and
+    the control characters XML refuses (a standalone SVG with one would not open) replaced.
+
+    >>> html_text('<script>"x"</script>\x01')
+    '&lt;script&gt;&quot;x&quot;&lt;/script&gt;\ufffd'
+    """
+    return html.escape(re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "\ufffd", str(value)), quote=True)
+
+
 ESCAPE = {Medium.MARKDOWN: markdown_text, Medium.SLACK: slack_text, Medium.TEXT: plain_text,
-          Medium.JSON: json_value}
+          Medium.JSON: json_value, Medium.HTML: html_text}
 
 
 def medium_of(template_name: str) -> Medium:
-    """The medium a template writes, from its name: `*.md.j2`, `*.json.j2`, else plain text.
+    """The medium a template writes, from its name: `*.md.j2`, `*.json.j2`, `*.html.j2` and `*.svg.j2`, else
+    plain text.
 
     >>> medium_of("comment.md.j2"), medium_of("notification_webhook.json.j2"), medium_of("notification.txt.j2")
     (<Medium.MARKDOWN: 'markdown'>, <Medium.JSON: 'json'>, <Medium.TEXT: 'text'>)
@@ -279,4 +297,6 @@ def medium_of(template_name: str) -> Medium:
         return Medium.MARKDOWN
     if template_name.endswith(".json.j2"):
         return Medium.JSON
+    if template_name.endswith((".html.j2", ".svg.j2")):
+        return Medium.HTML
     return Medium.TEXT
