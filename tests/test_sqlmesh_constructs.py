@@ -226,3 +226,33 @@ def test_an_is_sql_model_is_its_function_called_at_every_render_with_that_interv
     assert rows == [{"ds": "2024-01-01", "n": 1, "stage": "evaluating"},
                     {"ds": "2024-01-02", "n": 2, "stage": "evaluating"},
                     {"ds": "2024-01-03", "n": 1, "stage": "evaluating"}]
+
+
+PACKAGE_MACROS = {
+    "site/corpus_macro_pkg/__init__.py": "",
+    "site/corpus_macro_pkg/macros/__init__.py": "from corpus_macro_pkg.macros.scaled import scaled\n",
+    "site/corpus_macro_pkg/macros/scaled.py": """
+from sqlmesh.core.macros import macro
+
+
+@macro()
+def scaled(evaluator, value, factor=3):
+    return f"({value.sql()} * {factor.sql() if hasattr(factor, 'sql') else factor})"
+""",
+    "p/config.yaml": CONFIG,
+    # the project's macro file only imports the installed package's module: SQLMesh registers every @macro
+    # that runs while its macro files import, wherever the function is defined
+    "p/macros/__init__.py": "from corpus_macro_pkg import macros\n",
+    "p/models/m.sql": "MODEL (name s.m, kind FULL);\nSELECT @scaled(2) AS six, @scaled(2, 5) AS ten\n",
+}
+
+
+def test_a_macro_a_macro_file_imports_from_an_installed_package_is_registered(tmp_path, monkeypatch, clean_catalog):
+    write_files(tmp_path, PACKAGE_MACROS)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    context = Context(tmp_path / "p")
+    try:
+        context.apply(context.plan("prod", options=PlanOptions(execution_time="2024-01-02")))
+        assert context.fetchdf("SELECT * FROM s.m") == [{"six": 6, "ten": 10}]   # SQLMesh's row on DuckDB
+    finally:
+        context.close()

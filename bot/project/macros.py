@@ -7,7 +7,7 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import Any, Callable, Mapping, MutableMapping
 
 import sqlglot
@@ -26,6 +26,8 @@ from bot.project.timeutil import to_datetime, to_ds, to_ts
 _MACRO_ATTR = "__meshbot_macro__"
 
 MacroFunction = Callable[..., Any]
+# the modules where `@macro` marked a function: which modules a macro file imports may hold a package's macros
+_MARKED: set[str] = set()
 ColumnsLookup = Callable[[str], "tuple[tuple[str, str], ...] | None"]  # model name -> declared columns
 
 
@@ -36,6 +38,7 @@ def macro(name: str | MacroFunction | None = None) -> Any:
     """
     def mark(func: MacroFunction) -> MacroFunction:
         setattr(func, _MACRO_ATTR, (name if isinstance(name, str) else func.__name__).lower())
+        _MARKED.add(str(getattr(func, "__module__", "") or ""))
         return func
 
     if callable(name):
@@ -60,13 +63,43 @@ EMPTY_REGISTRY = MacroRegistry()
 @functools.lru_cache(maxsize=64)
 def _load_cached(root: Path, stamp: tuple[tuple[str, int, int], ...]) -> MacroRegistry:
     functions: dict[str, MacroFunction] = {}
+    packages: list[ModuleType] = []
     for file_name, _, _ in stamp:
         path = root / "macros" / file_name
         for value in import_user_file(path, root=path.resolve().parent.parent).values():
             name = getattr(value, _MACRO_ATTR, None)
             if callable(value) and isinstance(name, str):
                 functions[name] = value
+            elif isinstance(value, ModuleType) and value.__name__.split(".")[0] not in _ENGINE_PACKAGES:
+                packages.append(value)
+    for name, func in _package_macros(packages).items():
+        functions.setdefault(name, func)   # the project's own definition of a name wins
     return MacroRegistry(MappingProxyType(functions))
+
+
+_ENGINE_PACKAGES = frozenset({"sqlmesh", "bot", "sqlglot"})
+
+
+def _package_macros(modules: list[ModuleType]) -> dict[str, MacroFunction]:
+    """The `@macro` functions of the modules a macro file imported (`from pkg import macros`, `import pkg`)
+    and of their submodules: SQLMesh registers every @macro its macro files' imports run, wherever it is
+    defined, so a package's macros count as the project's (whether or not it was imported before)."""
+    found: dict[str, MacroFunction] = {}
+    seen: set[str] = set()
+    stack = list(modules)
+    while stack:
+        module = stack.pop()
+        if module.__name__ in seen or not any(marked == module.__name__ or marked.startswith(module.__name__ + ".")
+                                              for marked in _MARKED):
+            continue   # no @macro was ever marked in it or below it (os, pandas...)
+        seen.add(module.__name__)
+        for value in list(vars(module).values()):
+            name = getattr(value, _MACRO_ATTR, None)
+            if callable(value) and isinstance(name, str):
+                found.setdefault(name, value)
+            elif isinstance(value, ModuleType) and value.__name__.startswith(module.__name__ + "."):
+                stack.append(value)   # a submodule of the package
+    return found
 
 
 def macro_files(root: Path) -> list[Path]:
