@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import getpass
 import json
 import math
 import os
@@ -91,11 +92,23 @@ def prepared_copy(project: Project, engine: str, scratch: Path) -> list[Path]:
             continue
         if config_path is None:
             raise SystemExit(f"{project.name}: no config.yaml or config.py in {folder}")
-        config = yaml.safe_load(config_path.read_text()) or {}
+        config = yaml.safe_load(rendered_config(config_path.read_text())) or {}
         config.setdefault("gateways", {})["compat"] = spec
         config["default_gateway"] = "compat"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     return folders
+
+
+def rendered_config(text: str) -> str:
+    """A config.yaml's text rendered as SQLMesh renders it before reading the YAML (sqlmesh.utils.yaml):
+    Jinja with `env_var(name, default=None)` read from this environment and `user()`, so an unquoted
+    `{{ env_var('X') }}` reads as SQLMesh reads it (`None` when X is not set). Both copies get the same text."""
+    if "{{" not in text and "{%" not in text:
+        return text
+    import jinja2
+
+    return jinja2.Environment().from_string(text).render(env_var=lambda key, default=None: os.getenv(key, default),
+                                                         user=getpass.getuser)
 
 
 def edit_one_model(folders: list[Path]) -> str | None:
