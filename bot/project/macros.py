@@ -206,8 +206,10 @@ class MacroEvaluator:
                  registry: MacroRegistry = EMPTY_REGISTRY, path: Path | str | None = None,
                  model_name: str = "", columns_of: ColumnsLookup | None = None,
                  blueprint_variables: Mapping[str, Any] | None = None,
-                 parents_of: Callable[[str], tuple[str, ...] | None] | None = None):
+                 parents_of: Callable[[str], tuple[str, ...] | None] | None = None,
+                 unloaded_from: str = ""):
         self.dialect = dialect
+        self.unloaded_from = unloaded_from   # the model is held from this repository, not loaded (multi-repo)
         self.variables = dict(variables)
         self.config_variables = {str(k).lower(): v for k, v in config_variables.items()}
         self.registry = registry
@@ -357,6 +359,12 @@ class MacroEvaluator:
     def call(self, name: str, node: exp.Anonymous) -> Any:
         func = BUILTINS.get(name) or self.registry.functions.get(name)
         if func is None:
+            if self.unloaded_from:
+                raise ConfigError(
+                    f"unknown macro @{name.upper()} in model {self.model_name}: the model is prod's, held from "
+                    f"repository `{self.unloaded_from}`, which this plan did not load, and its macros are that "
+                    f"repository's: load it too (`-p <folder of {self.unloaded_from}>` beside this repository's -p)",
+                    path=self.path)
             raise self.error(f"unknown macro @{name.upper()}")
         args, kwargs = _split_args(node.expressions)
         if name not in BUILTINS:
