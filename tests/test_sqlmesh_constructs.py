@@ -256,3 +256,35 @@ def test_a_macro_a_macro_file_imports_from_an_installed_package_is_registered(tm
         assert context.fetchdf("SELECT * FROM s.m") == [{"six": 6, "ten": 10}]   # SQLMesh's row on DuckDB
     finally:
         context.close()
+
+
+def test_a_ranking_window_without_order_by_is_refused_at_render_naming_it(tmp_path):
+    """`ROW_NUMBER() OVER ()` runs on DuckDB (SQLMesh numbers the rows as DuckDB reads them) but Spark refuses a
+    ranking or offset function over an unordered window: meshbot refuses it when the model renders, at plan
+    time, naming the window; ordered windows, aggregates over any window and `OVER w` render."""
+    import pytest
+
+    from bot.errors import ConfigError
+    from bot.project.loader import load_project
+    from bot.project.render import render_query
+
+    root = write_files(tmp_path / "p", {
+        "config.yaml": CONFIG,
+        "models/numbered.sql": "MODEL (name s.numbered, kind FULL);\n"
+                               "SELECT x, ROW_NUMBER() OVER () AS n FROM (VALUES (1), (2)) AS t(x)\n",
+        "models/lagged.sql": "MODEL (name s.lagged, kind FULL);\n"
+                             "SELECT x, LAG(x) IGNORE NULLS OVER (PARTITION BY x) AS p FROM (VALUES (1)) AS t(x)\n",
+        "models/fine.sql": "MODEL (name s.fine, kind FULL);\n"
+                           "SELECT x, ROW_NUMBER() OVER (ORDER BY x) AS n, SUM(x) OVER () AS total, "
+                           "RANK() OVER w AS r FROM (VALUES (1), (2)) AS t(x) WINDOW w AS (ORDER BY x)\n",
+    })
+    models = load_project(root, use_cache=False).models
+    with pytest.raises(ConfigError) as numbered:
+        render_query(models["s.numbered"])
+    assert str(numbered.value).endswith(
+        "numbered.sql:1: model s.numbered: `ROW_NUMBER() OVER ()` has no ORDER BY; Spark computes ROW_NUMBER only "
+        "over an ordered window (DuckDB takes the rows in the order it reads them): add `ORDER BY` with the "
+        "columns that order the rows")
+    with pytest.raises(ConfigError, match=r"Spark computes LAG only over an ordered window"):
+        render_query(models["s.lagged"])
+    assert "ROW_NUMBER() OVER (ORDER BY" in render_query(models["s.fine"]).sql(dialect="spark")

@@ -239,7 +239,30 @@ def _render(model: Model, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Que
                           path=model.path, line=model.line)
     if not model.query_text or "sha" in model.query_text.lower():   # a walk only where a hash may be
         _spark_hash_functions(rendered)
+    if not model.query_text or "over" in model.query_text.lower():   # ... and where a window may be
+        _require_ordered_windows(rendered, model)
     return _map_tables(rendered, ctx, stack)
+
+
+# window functions Spark's analyzer computes only over an ordered window (WINDOW_FUNCTION_FRAME_NOT_ORDERED)
+_ORDERED_ONLY = frozenset({"ROW_NUMBER", "RANK", "DENSE_RANK", "PERCENT_RANK", "CUME_DIST", "NTILE", "LAG", "LEAD",
+                           "NTH_VALUE"})
+
+
+def _require_ordered_windows(tree: exp.Expression, model: Model) -> None:
+    """A ranking or offset window function without ORDER BY (`ROW_NUMBER() OVER ()`) is refused when the
+    model renders (at plan time), naming it: DuckDB numbers the rows in the order it happens to read them,
+    Spark refuses to; a window named in a WINDOW clause (`OVER w`) is left to Spark."""
+    for window in tree.find_all(exp.Window):
+        function = window.this
+        while isinstance(function, (exp.IgnoreNulls, exp.RespectNulls)):
+            function = function.this
+        name = function.sql_name() if isinstance(function, exp.Func) else ""
+        if name in _ORDERED_ONLY and not window.args.get("order") and not window.args.get("alias"):
+            raise ConfigError(f"model {model.name}: `{window.sql(dialect=model.dialect)}` has no ORDER BY; Spark "
+                              f"computes {name} only over an ordered window (DuckDB takes the rows in the order it "
+                              f"reads them): add `ORDER BY` with the columns that order the rows",
+                              path=model.path, line=model.line)
 
 
 def _spark_hash_functions(tree: exp.Expression) -> None:
