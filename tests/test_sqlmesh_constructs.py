@@ -288,3 +288,34 @@ def test_a_ranking_window_without_order_by_is_refused_at_render_naming_it(tmp_pa
     with pytest.raises(ConfigError, match=r"Spark computes LAG only over an ordered window"):
         render_query(models["s.lagged"])
     assert "ROW_NUMBER() OVER (ORDER BY" in render_query(models["s.fine"]).sql(dialect="spark")
+
+
+SNOWFLAKE_AUDITED = {
+    "config.yaml": CONFIG.replace("dialect: duckdb", "dialect: snowflake"),
+    # Snowflake parses `FROM @this_model` as a staged file path: SQLMesh makes its name the macro variable
+    "audits/positive.sql": "AUDIT (name assert_positive, blocking false);\nSELECT * FROM @this_model WHERE x < 0\n",
+    "models/a.sql": "MODEL (name s.a, kind FULL, audits (assert_positive));\nSELECT 1 AS x UNION ALL SELECT 2 AS x\n",
+    "models/b.sql": "MODEL (name s.b, kind FULL, audits (assert_positive));\nSELECT x - 2 AS x FROM s.a\n",
+}
+
+
+def test_a_snowflake_audit_reading_at_this_model_audits_the_model(tmp_path, clean_catalog):
+    """SQLMesh 0.236.4 on DuckDB: s.b holds -1 and 0, and its audit fails with 1 row; s.a's passes. A stage path
+    naming no variable (`FROM @my_stage`) stays the stage it is."""
+    from click.testing import CliRunner
+
+    from bot.cli import cli
+    from bot.project.macros import MacroEvaluator
+    from bot.project.sqltext import parse_sql
+
+    root = write_files(tmp_path / "p", SNOWFLAKE_AUDITED)
+    plan = CliRunner().invoke(cli, ["-p", str(root), "plan", "--auto-apply"], catch_exceptions=False)
+    assert plan.exit_code == 0, plan.output
+    audit = CliRunner().invoke(cli, ["-p", str(root), "audit"], catch_exceptions=False)
+    assert audit.exit_code == 1, audit.output
+    assert "on model `s.b` failed: 1 violating row(s)\n  x\n  --\n  -1\n" in audit.output
+    assert "PASS audit `assert_positive` on model `s.a`" in audit.output
+    assert "1 passed, 0 failed, 1 non-blocking failed" in audit.output
+    staged = parse_sql("SELECT * FROM @my_stage", "snowflake")[0]
+    assert MacroEvaluator(dialect="snowflake", variables={}, config_variables={}).transform(staged).sql(
+        dialect="snowflake") == "SELECT * FROM @my_stage"

@@ -325,6 +325,11 @@ class MacroEvaluator:
     def _visit(self, node: exp.Expression) -> Any:
         if isinstance(node, exp.Parameter) and isinstance(node.this, (exp.Var, exp.Identifier)):
             return self._variable(node, node.this.name)
+        if _is_stage_path(node):
+            # Snowflake reads `FROM @name` as a staged file path: SQLMesh makes its name the macro variable
+            # `@name` (`@this_model` in an audit), and leaves a path naming no variable as the stage it is
+            name = node.name[1:]
+            return self._variable(node, name) if self.has_variable(name) else node
         if (self.dialect == "duckdb" and isinstance(node, exp.Abs) and isinstance(node.this, exp.Column)
                 and not node.this.table and self.has_variable(node.this.name)):
             return self._variable(node, node.this.name)  # DuckDB parses `@x` as ABS(x)
@@ -408,8 +413,14 @@ def _is_macro_lambda(node: exp.Expression) -> bool:
     return isinstance(node, exp.Lambda) and node.parent is not None and macro_name(node.parent) is not None
 
 
+def _is_stage_path(node: exp.Expression) -> bool:
+    """A Snowflake staged-file path in a table's place (`FROM @this_model` parsed as Var('@this_model'))."""
+    return (isinstance(node, exp.Var) and isinstance(node.parent, exp.Table) and node.arg_key == "this"
+            and node.name.startswith("@") and len(node.name) > 1 and "{" not in node.name and "/" not in node.name)
+
+
 def _has_macros(node: exp.Expression) -> bool:
-    return any(isinstance(n, exp.Parameter) or macro_name(n)
+    return any(isinstance(n, exp.Parameter) or macro_name(n) or _is_stage_path(n)
                or (isinstance(n, exp.Identifier) and isinstance(n.this, str) and has_braced(n.this))
                for n in node.walk())
 
