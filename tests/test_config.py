@@ -204,6 +204,29 @@ def test_a_sqlmesh_projects_other_gateways_are_refused_only_when_chosen(tmp_path
         explicit.gateway()
 
 
+def test_a_spark_gateway_meshbot_refuses_is_refused_only_when_chosen(tmp_path):
+    """SQLMesh connects only the gateway it uses: a Spark gateway whose state is DuckDB stops nothing
+    until it is chosen, and then its error names the setting (a bad port on the gateway in use too)."""
+    text = ("gateways:\n  lake:\n    connection:\n      type: spark\n    state_connection:\n      type: duckdb\n"
+            "      database: db.db\n  ci:\n    connection:\n      type: spark\n    state_connection:\n"
+            "      type: postgres\n      port: nope\n      password: Pg-Secret-9\n"
+            "  compat:\n    connection:\n      type: spark\n"
+            "default_gateway: compat\nmodel_defaults:\n  dialect: spark\n")
+    config = load_config(write(tmp_path, text), environ={})
+    assert config.gateway().name == "compat" and sorted(config.invalid_gateways) == ["ci", "lake"]
+    with pytest.raises(ConfigError) as chosen:
+        config.gateway("lake")
+    assert str(chosen.value).endswith("config.yaml: `gateways.lake.state_connection`: state connection type "
+                                      "`duckdb` is not supported (sqlite or postgres)")
+    with pytest.raises(ConfigError, match=r"`gateways.ci.state_connection.port` must be an integer"):
+        load_config(write(tmp_path, text.replace("default_gateway: compat", "default_gateway: ci")),
+                    environ={}).gateway()
+    from bot.redact import redact
+    assert redact("pw Pg-Secret-9") == "pw ***"
+    first = load_config(write(tmp_path, text.replace("default_gateway: compat\n", "")), environ={})
+    assert first.default_gateway == "compat"   # the first gateway meshbot can run on, as before
+
+
 def test_missing_config_file(tmp_path):
     with pytest.raises(ConfigError, match="no config.yaml"):
         load_config(tmp_path, environ={})

@@ -163,3 +163,23 @@ def test_the_action_plans_every_repository_in_one_comment_and_runs_when_any_of_t
     assert all(name in body for name in ("bronze.a", "bronze.b", "silver.c")), body
     assert "no project file" not in body.lower()
     assert "bronze.a" not in preview(["docs/readme.md"])
+
+
+def test_an_unknown_macro_of_a_model_held_from_an_unloaded_repository_says_to_load_it(tmp_path):
+    """A plan of repo_1 alone keeps repo_2's models of prod; one that renders again (a parent changed) calls
+    repo_2's macros, which are not loaded: the error says which repository to add with -p."""
+    from dataclasses import replace
+
+    from bot.project.loader import load_project
+    from bot.project.render import render_query
+
+    root = write_files(tmp_path / "repo_2", REPO_2)
+    model = load_project(root, use_cache=False).models["silver.c"]
+    held = replace(model, unloaded_from="repo_2", path=tmp_path / "elsewhere" / "models" / "c.sql")
+    with pytest.raises(ConfigError) as raised:
+        render_query(held, variables={"fee": 20})
+    assert "unknown macro @BUMP in model silver.c: the model is prod's, held from repository `repo_2`, which this " \
+           "plan did not load" in str(raised.value)
+    assert "load it too (`-p <folder of repo_2>` beside this repository's -p)" in str(raised.value)
+    with pytest.raises(ConfigError, match=r"unknown macro @BUMP in model silver.c$"):
+        render_query(replace(held, unloaded_from=""), variables={"fee": 20})

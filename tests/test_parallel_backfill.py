@@ -108,7 +108,7 @@ def test_concurrent_tasks_defaults_to_4_and_must_be_a_whole_number_of_at_least_1
     for bad in ("0", "-1", "two", "1.5", "true"):
         with pytest.raises(ConfigError, match=r"`gateways.local.connection.concurrent_tasks` must be "
                                               r"a whole number of at least 1"):
-            load_config(_config(tmp_path, f"      concurrent_tasks: {bad}\n"))
+            load_config(_config(tmp_path, f"      concurrent_tasks: {bad}\n")).gateway()   # the gateway in use
 
 
 SRC = """\

@@ -410,3 +410,15 @@ def test_dev_environment_expires_its_ttl_after_todays_midnight(state, config):
     before = to_ms("today") + 14 * DAY
     expiration = evaluator.environment_for(dev).expiration_ts
     assert expiration in {before, to_ms("today") + 14 * DAY}
+
+
+def test_a_relative_model_start_counts_from_the_wall_clock_not_the_execution_time(state, config):
+    """SQLMesh 0.236.4 reads a model's `start '3 days ago'` with no relative base: on 2026-12-04 a plan as of
+    2026-12-03 filled 2026-12-01 and 2026-12-02 (one batch), and one as of 2024-01-07 stopped ("Start date /
+    time can't be greater than end date / time"); meshbot counts from the wall clock too (and fills nothing)."""
+    relative = make("db.orders", ORDERS, kind=INCR, start="3 days ago")
+    plan = plan_for(state, config, project(orders=relative), execution_time="2024-01-31")   # now: 2024-02-01 10:00
+    assert backfill(plan, "db.orders").intervals == ((to_ms("2024-01-29"), to_ms("2024-01-30")),
+                                                     (to_ms("2024-01-30"), to_ms("2024-01-31")))
+    backdated = plan_for(state, config, project(orders=relative), execution_time="2024-01-10")
+    assert backfill(backdated, "db.orders") is None or not backfill(backdated, "db.orders").intervals

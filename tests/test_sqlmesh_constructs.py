@@ -226,3 +226,64 @@ def test_an_is_sql_model_is_its_function_called_at_every_render_with_that_interv
     assert rows == [{"ds": "2024-01-01", "n": 1, "stage": "evaluating"},
                     {"ds": "2024-01-02", "n": 2, "stage": "evaluating"},
                     {"ds": "2024-01-03", "n": 1, "stage": "evaluating"}]
+
+
+PACKAGE_MACROS = {
+    "site/corpus_macro_pkg/__init__.py": "",
+    "site/corpus_macro_pkg/macros/__init__.py": "from corpus_macro_pkg.macros.scaled import scaled\n",
+    "site/corpus_macro_pkg/macros/scaled.py": """
+from sqlmesh.core.macros import macro
+
+
+@macro()
+def scaled(evaluator, value, factor=3):
+    return f"({value.sql()} * {factor.sql() if hasattr(factor, 'sql') else factor})"
+""",
+    "p/config.yaml": CONFIG,
+    # the project's macro file only imports the installed package's module: SQLMesh registers every @macro
+    # that runs while its macro files import, wherever the function is defined
+    "p/macros/__init__.py": "from corpus_macro_pkg import macros\n",
+    "p/models/m.sql": "MODEL (name s.m, kind FULL);\nSELECT @scaled(2) AS six, @scaled(2, 5) AS ten\n",
+}
+
+
+def test_a_macro_a_macro_file_imports_from_an_installed_package_is_registered(tmp_path, monkeypatch, clean_catalog):
+    write_files(tmp_path, PACKAGE_MACROS)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    context = Context(tmp_path / "p")
+    try:
+        context.apply(context.plan("prod", options=PlanOptions(execution_time="2024-01-02")))
+        assert context.fetchdf("SELECT * FROM s.m") == [{"six": 6, "ten": 10}]   # SQLMesh's row on DuckDB
+    finally:
+        context.close()
+
+
+SNOWFLAKE_AUDITED = {
+    "config.yaml": CONFIG.replace("dialect: duckdb", "dialect: snowflake"),
+    # Snowflake parses `FROM @this_model` as a staged file path: SQLMesh makes its name the macro variable
+    "audits/positive.sql": "AUDIT (name assert_positive, blocking false);\nSELECT * FROM @this_model WHERE x < 0\n",
+    "models/a.sql": "MODEL (name s.a, kind FULL, audits (assert_positive));\nSELECT 1 AS x UNION ALL SELECT 2 AS x\n",
+    "models/b.sql": "MODEL (name s.b, kind FULL, audits (assert_positive));\nSELECT x - 2 AS x FROM s.a\n",
+}
+
+
+def test_a_snowflake_audit_reading_at_this_model_audits_the_model(tmp_path, clean_catalog):
+    """SQLMesh 0.236.4 on DuckDB: s.b holds -1 and 0, and its audit fails with 1 row; s.a's passes. A stage path
+    naming no variable (`FROM @my_stage`) stays the stage it is."""
+    from click.testing import CliRunner
+
+    from bot.cli import cli
+    from bot.project.macros import MacroEvaluator
+    from bot.project.sqltext import parse_sql
+
+    root = write_files(tmp_path / "p", SNOWFLAKE_AUDITED)
+    plan = CliRunner().invoke(cli, ["-p", str(root), "plan", "--auto-apply"], catch_exceptions=False)
+    assert plan.exit_code == 0, plan.output
+    audit = CliRunner().invoke(cli, ["-p", str(root), "audit"], catch_exceptions=False)
+    assert audit.exit_code == 1, audit.output
+    assert "on model `s.b` failed: 1 violating row(s)\n  x\n  --\n  -1\n" in audit.output
+    assert "PASS audit `assert_positive` on model `s.a`" in audit.output
+    assert "1 passed, 0 failed, 1 non-blocking failed" in audit.output
+    staged = parse_sql("SELECT * FROM @my_stage", "snowflake")[0]
+    assert MacroEvaluator(dialect="snowflake", variables={}, config_variables={}).transform(staged).sql(
+        dialect="snowflake") == "SELECT * FROM @my_stage"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import getpass
 import json
 import math
 import os
@@ -48,6 +49,11 @@ class Project:
     end: str = "2024-01-07"
     execution_time: str = ""
     gateway: dict = field(default_factory=dict)   # more keys for both gateways (e.g. variables)
+    # environment variables both engines (and the config's `{{ env_var(...) }}`) read, as a user sets them
+    env: dict = field(default_factory=dict)
+    # drop the project's own gateways from both copies: SQLMesh creates an engine adapter for every gateway
+    # (its default catalog), so a warehouse gateway without credentials stops it before any model runs
+    drop_gateways: bool = False
     requirements: tuple[str, ...] = ()            # packages the project's Python files import (faker...)
     checkout: Path = Path(".")                    # the repository's clone (`./` requirements are in it)
 
@@ -91,11 +97,26 @@ def prepared_copy(project: Project, engine: str, scratch: Path) -> list[Path]:
             continue
         if config_path is None:
             raise SystemExit(f"{project.name}: no config.yaml or config.py in {folder}")
-        config = yaml.safe_load(config_path.read_text()) or {}
+        config = yaml.safe_load(rendered_config(config_path.read_text(), project.env)) or {}
+        if project.drop_gateways:
+            config["gateways"] = {}
         config.setdefault("gateways", {})["compat"] = spec
         config["default_gateway"] = "compat"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     return folders
+
+
+def rendered_config(text: str, env: dict | None = None) -> str:
+    """A config.yaml's text rendered as SQLMesh renders it before reading the YAML (sqlmesh.utils.yaml):
+    Jinja with `env_var(name, default=None)` read from this environment and `user()`, so an unquoted
+    `{{ env_var('X') }}` reads as SQLMesh reads it (`None` when X is not set). Both copies get the same text."""
+    if "{{" not in text and "{%" not in text:
+        return text
+    import jinja2
+
+    environ = {**os.environ, **{str(k): str(v) for k, v in (env or {}).items()}}
+    return jinja2.Environment().from_string(text).render(env_var=lambda key, default=None: environ.get(key, default),
+                                                         user=getpass.getuser)
 
 
 def edit_one_model(folders: list[Path]) -> str | None:
@@ -115,7 +136,7 @@ def probe(python: Path | str, engine: str, folders: list[Path], project: Project
           mode: str = "") -> dict:
     """Run probe.py for `engine`; the project's requirements installed into a folder of this run only
     (on the import path of the probe, never into meshbot's or SQLMesh's virtualenv)."""
-    env = dict(os.environ)
+    env = {**os.environ, **{str(k): str(v) for k, v in project.env.items()}}
     site = scratch / f"{engine}-site"
     if project.requirements and site.exists():   # installed by this engine's first probe of the run
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
@@ -237,6 +258,7 @@ def listed(path: Path, only: str | None, clones: Path, mirror: Path | None) -> l
         projects.append(Project(name=entry["name"], folder=checkout / entry.get("folder", ""),
                                 start=entry.get("start", "2024-01-01"), end=_day(entry.get("end", "2024-01-07")),
                                 execution_time=entry.get("execution_time", ""), gateway=entry.get("gateway", {}),
+                                env=entry.get("env", {}), drop_gateways=entry.get("drop_gateways", False),
                                 requirements=tuple(entry.get("requirements", ())),
                                 repositories=tuple(entry.get("repositories", ())), checkout=checkout))
     return projects

@@ -73,7 +73,7 @@ def plan_backfills(inputs: BackfillInputs) -> tuple[tuple[Backfill, ...], dict[S
                      end=exclusive_end_ms(opts.end, relative_base=execution) if opts.end else None,
                      execution=execution)
     starts = model_starts(inputs.models, execution=execution, default_start=inputs.config.model_defaults.start,
-                          plan_start=window.start)
+                          plan_start=window.start, now=inputs.now_ms)
     plan_start = window.start if window.start is not None else min(starts.values(), default=None)
     window = replace(window, model_starts=starts)
     inputs = replace(inputs, restated=_restatable(inputs))
@@ -150,7 +150,7 @@ def _effective_ms(inputs: BackfillInputs, window: "_Window") -> int:
 
 
 def model_starts(models: Mapping[str, Model], *, execution: int, default_start: str | None = None,
-                 plan_start: int | None = None) -> dict[str, int]:
+                 plan_start: int | None = None, now: int | None = None) -> dict[str, int]:
     """Each model's start (epoch ms), as SQLMesh infers it for models without `start`.
 
     A model's own `start` (else `model_defaults.start`) wins; a start-less model takes the earliest
@@ -158,17 +158,20 @@ def model_starts(models: Mapping[str, Model], *, execution: int, default_start: 
     cron tick before the execution time's tick (yesterday for `@daily`) — or at `plan_start`
     (`--start`) when one is given. SQLMesh keeps the previous tick even under an earlier `--start`,
     silently computing less than asked; meshbot honours `--start` (docs/coming-from-sqlmesh.md).
+    A relative start (`1 week ago`) counts from `now` (the wall clock; default the execution time), as
+    SQLMesh reads a model's start with no relative base whatever the plan's execution time.
     """
+    base = execution if now is None else now
     texts = {name: model.start or default_start for name, model in models.items()}
     if all(texts.values()):   # every model has a start: no order needed (10,000 models: no graph sort)
-        return {name: _start_ms(text, execution) for name, text in texts.items()}
+        return {name: _start_ms(text, base) for name, text in texts.items()}
     parents = {name: () if texts[name] else tuple(models[name].depends_on) for name in models}
     starts: dict[str, int] = {}
     for name in topological_order(parents):
         model, text = models[name], texts[name]
         known = [starts[p] for p in parents[name] if p in starts]
         if text:
-            starts[name] = _start_ms(text, execution)
+            starts[name] = _start_ms(text, base)
         elif known:
             starts[name] = min(known)
         elif plan_start is not None:
@@ -195,7 +198,7 @@ def _model_window(inputs: BackfillInputs, model: Model, window: _Window) -> tupl
     start = window.model_starts.get(model.name)
     if start is None:
         start = model_starts({model.name: model}, execution=base, plan_start=window.start,
-                             default_start=inputs.config.model_defaults.start)[model.name]
+                             default_start=inputs.config.model_defaults.start, now=inputs.now_ms)[model.name]
     if window.start is not None:
         start = max(start, window.start)
     ends = [e for e in (_end_ms(model.end, base) if model.end else None, window.end)

@@ -16,16 +16,18 @@ from bot.errors import PlanError
 from bot.intervals import (Interval, format_interval, interval_unit, merge, missing_intervals,
                            subtract)
 from bot.project.model import KindName, Model
-from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, midnight, to_ms
+from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, midnight, now_ms, to_ms
 from bot.snapshot import Snapshot
 from bot.state.api import SnapshotIntervals
 
 
-def model_start(model: Model, *, default_start: str | None, execution_time: int) -> int:
-    """The model's `start` (else model_defaults.start, else yesterday), as plans compute it."""
+def model_start(model: Model, *, default_start: str | None, execution_time: int, now: int | None = None) -> int:
+    """The model's `start` (else model_defaults.start, else the day before the execution time), as plans
+    compute it. A relative start (`1 week ago`) counts from `now` (the wall clock), not from the execution
+    time: SQLMesh reads a model's start with no relative base whatever the plan's execution time."""
     text = model.start or default_start
     if text:
-        return to_ms(text, relative_base=execution_time)
+        return to_ms(text, relative_base=now_ms() if now is None else now)
     return midnight(execution_time) - MS_PER_DAY
 
 

@@ -36,7 +36,9 @@ def with_unloaded_repositories(project: Project, state: Callable[[], StateReader
             if snapshot.definition.get("project") and snapshot.definition["project"] not in loaded}
     if not held:
         return project
-    models = {**project.models, **{name: model_from_dict(snapshot.definition) for name, snapshot in held.items()}}
+    models = {**project.models, **{name: replace(model_from_dict(snapshot.definition),
+                                                 unloaded_from=snapshot.definition["project"])
+                                   for name, snapshot in held.items()}}
     dag = DAG.build(models)
     return replace(project, models={name: models[name] for name in dag.order}, dag=dag,
                    parts=project.repositories,

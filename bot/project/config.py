@@ -197,10 +197,17 @@ class ProjectConfig:
                          "the default.")
     # gateways meshbot cannot run on (a DuckDB one beside the Spark one): name -> why, said when chosen
     unsupported_gateways: dict[str, str] = field(default_factory=dict)
+    # Spark gateways with a setting meshbot refuses (a DuckDB state_connection, a bad port): name -> the
+    # error, raised when the gateway is chosen, as SQLMesh connects only the gateway it uses
+    invalid_gateways: dict[str, ConfigError] = field(default_factory=dict, compare=False)
     project: str = documented("", "Names this repository in a multi-repo project (SQLMesh's key).")
 
     def gateway(self, name: str | None = None) -> Gateway:
         key = name or self.default_gateway
+        if key in self.invalid_gateways:
+            error = self.invalid_gateways[key]
+            raise ConfigError(error.detail, path=error.location.path if error.location else self._file(),
+                              line=error.location.line if error.location else None)
         if key in self.unsupported_gateways:
             usable = ", ".join(sorted(self.gateways)) or "none; add a gateway with `type: spark`"
             raise ConfigError(f"{self.unsupported_gateways[key]}; choose a Spark gateway with --gateway or "
@@ -245,18 +252,19 @@ def load_config(root: Path, *, environ: Mapping[str, str] | None = None) -> Proj
         raw = read_yaml(path, text, values=values) or {}
     if not isinstance(raw, dict):
         raise ConfigError("config must be a mapping of settings", path=path)
-    gateways, unsupported = _parse_gateways(raw.get("gateways"), root=root, path=path)
+    gateways, unsupported, invalid = _parse_gateways(raw.get("gateways"), root=root, path=path)
     # SQLMesh's default is the first gateway; meshbot's the first it can run on
-    default_gateway = str(raw.get("default_gateway") or next(iter(gateways), next(iter(unsupported), "")))
-    if default_gateway not in gateways and default_gateway not in unsupported:
+    default_gateway = str(raw.get("default_gateway") or next(iter(gateways), next(iter([*invalid, *unsupported]), "")))
+    if default_gateway not in gateways and default_gateway not in unsupported and default_gateway not in invalid:
         raise ConfigError(f"default_gateway `{default_gateway}` is not one of the gateways: "
-                          f"{', '.join([*gateways, *unsupported])}", path=path)
+                          f"{', '.join([*gateways, *invalid, *unsupported])}", path=path)
     plan = _mapping(raw.get("plan"), "plan", path)
     _warn_unused_keys(raw, text, path)
     return ProjectConfig(
         root=root,
         gateways=gateways,
         unsupported_gateways=unsupported,
+        invalid_gateways=invalid,
         default_gateway=default_gateway,
         model_defaults=replace(_parse_model_defaults(raw.get("model_defaults"), path), catalogs=catalogs_of(
             raw.get("default_catalog"), [c.config for g in gateways.values()
@@ -353,43 +361,60 @@ def _mapping(value: Any, key: str, path: Path) -> dict[str, Any]:
     return value
 
 
-def _parse_gateways(raw: Any, *, root: Path, path: Path) -> tuple[dict[str, Gateway], dict[str, str]]:
-    """(the Spark gateways, {name: why not} for the others).
+def _parse_gateways(raw: Any, *, root: Path, path: Path
+                    ) -> tuple[dict[str, Gateway], dict[str, str], dict[str, ConfigError]]:
+    """(the Spark gateways, {name: why not} for the others, {name: error} for Spark gateways meshbot refuses).
 
     A project written for SQLMesh keeps its DuckDB (or other) gateways beside a Spark one: those
     are refused only when chosen. Their secrets are still registered, so no error or log shows them.
+    So is a Spark gateway with a setting meshbot refuses (a DuckDB `state_connection`): SQLMesh
+    connects only the gateway it uses, and so does meshbot; choosing it raises the setting's error.
     """
     if not raw:
         return {"local": Gateway(name="local", connection=SparkConnection(master="local[*]"),
-                                 state_connection=_default_state(root))}, {}
+                                 state_connection=_default_state(root))}, {}, {}
     gateways: dict[str, Gateway] = {}
     unsupported: dict[str, str] = {}
+    invalid: dict[str, ConfigError] = {}
     for name, spec in _mapping(raw, "gateways", path).items():
-        spec = _mapping(spec, f"gateways.{name}", path)
-        where = f"gateways.{name}.connection"
-        kind = _connection_type(spec.get("connection"), where, path)
-        if kind != "spark":
+        try:
+            gateway = _parse_gateway(str(name), spec, root=root, path=path)
+        except ConfigError as error:
             _register_secrets(spec)
-            unsupported[str(name)] = f"`{where}`: connection type `{kind}` is not supported (only `spark`)"
+            invalid[str(name)] = error
             continue
-        test = spec.get("test_connection")
-        test_kind = _connection_type(test, f"gateways.{name}.test_connection", path) if test is not None else "spark"
-        if test_kind != "spark":
-            from bot.project.warn import project_warning
+        if isinstance(gateway, str):
+            unsupported[str(name)] = gateway
+        else:
+            gateways[str(name)] = gateway
+    return gateways, unsupported, invalid
 
-            _register_secrets(test)
-            project_warning(f"`gateways.{name}.test_connection` of type `{test_kind}` is ignored: unit tests run "
-                            "on local Spark", path=path)
-            test = None
-        gateways[str(name)] = Gateway(
-            name=str(name),
-            connection=_parse_spark(spec.get("connection"), where, path),
-            state_connection=_parse_state(spec.get("state_connection"), root=root,
-                                          where=f"gateways.{name}.state_connection", path=path),
-            test_connection=(_parse_spark(test, f"gateways.{name}.test_connection", path)
-                             if test is not None else None),
-        )
-    return gateways, unsupported
+
+def _parse_gateway(name: str, spec: Any, *, root: Path, path: Path) -> Gateway | str:
+    """One gateway: a Gateway, or why meshbot cannot run on it (a connection other than Spark)."""
+    spec = _mapping(spec, f"gateways.{name}", path)
+    where = f"gateways.{name}.connection"
+    kind = _connection_type(spec.get("connection"), where, path)
+    if kind != "spark":
+        _register_secrets(spec)
+        return f"`{where}`: connection type `{kind}` is not supported (only `spark`)"
+    test = spec.get("test_connection")
+    test_kind = _connection_type(test, f"gateways.{name}.test_connection", path) if test is not None else "spark"
+    if test_kind != "spark":
+        from bot.project.warn import project_warning
+
+        _register_secrets(test)
+        project_warning(f"`gateways.{name}.test_connection` of type `{test_kind}` is ignored: unit tests run "
+                        "on local Spark", path=path)
+        test = None
+    return Gateway(
+        name=str(name),
+        connection=_parse_spark(spec.get("connection"), where, path),
+        state_connection=_parse_state(spec.get("state_connection"), root=root,
+                                      where=f"gateways.{name}.state_connection", path=path),
+        test_connection=(_parse_spark(test, f"gateways.{name}.test_connection", path)
+                         if test is not None else None),
+    )
 
 
 def _connection_type(raw: Any, where: str, path: Path) -> str:

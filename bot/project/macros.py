@@ -7,7 +7,7 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import Any, Callable, Mapping, MutableMapping
 
 import sqlglot
@@ -26,6 +26,8 @@ from bot.project.timeutil import to_datetime, to_ds, to_ts
 _MACRO_ATTR = "__meshbot_macro__"
 
 MacroFunction = Callable[..., Any]
+# the modules where `@macro` marked a function: which modules a macro file imports may hold a package's macros
+_MARKED: set[str] = set()
 ColumnsLookup = Callable[[str], "tuple[tuple[str, str], ...] | None"]  # model name -> declared columns
 
 
@@ -36,6 +38,7 @@ def macro(name: str | MacroFunction | None = None) -> Any:
     """
     def mark(func: MacroFunction) -> MacroFunction:
         setattr(func, _MACRO_ATTR, (name if isinstance(name, str) else func.__name__).lower())
+        _MARKED.add(str(getattr(func, "__module__", "") or ""))
         return func
 
     if callable(name):
@@ -60,13 +63,43 @@ EMPTY_REGISTRY = MacroRegistry()
 @functools.lru_cache(maxsize=64)
 def _load_cached(root: Path, stamp: tuple[tuple[str, int, int], ...]) -> MacroRegistry:
     functions: dict[str, MacroFunction] = {}
+    packages: list[ModuleType] = []
     for file_name, _, _ in stamp:
         path = root / "macros" / file_name
         for value in import_user_file(path, root=path.resolve().parent.parent).values():
             name = getattr(value, _MACRO_ATTR, None)
             if callable(value) and isinstance(name, str):
                 functions[name] = value
+            elif isinstance(value, ModuleType) and value.__name__.split(".")[0] not in _ENGINE_PACKAGES:
+                packages.append(value)
+    for name, func in _package_macros(packages).items():
+        functions.setdefault(name, func)   # the project's own definition of a name wins
     return MacroRegistry(MappingProxyType(functions))
+
+
+_ENGINE_PACKAGES = frozenset({"sqlmesh", "bot", "sqlglot"})
+
+
+def _package_macros(modules: list[ModuleType]) -> dict[str, MacroFunction]:
+    """The `@macro` functions of the modules a macro file imported (`from pkg import macros`, `import pkg`)
+    and of their submodules: SQLMesh registers every @macro its macro files' imports run, wherever it is
+    defined, so a package's macros count as the project's (whether or not it was imported before)."""
+    found: dict[str, MacroFunction] = {}
+    seen: set[str] = set()
+    stack = list(modules)
+    while stack:
+        module = stack.pop()
+        if module.__name__ in seen or not any(marked == module.__name__ or marked.startswith(module.__name__ + ".")
+                                              for marked in _MARKED):
+            continue   # no @macro was ever marked in it or below it (os, pandas...)
+        seen.add(module.__name__)
+        for value in list(vars(module).values()):
+            name = getattr(value, _MACRO_ATTR, None)
+            if callable(value) and isinstance(name, str):
+                found.setdefault(name, value)
+            elif isinstance(value, ModuleType) and value.__name__.startswith(module.__name__ + "."):
+                stack.append(value)   # a submodule of the package
+    return found
 
 
 def macro_files(root: Path) -> list[Path]:
@@ -173,8 +206,10 @@ class MacroEvaluator:
                  registry: MacroRegistry = EMPTY_REGISTRY, path: Path | str | None = None,
                  model_name: str = "", columns_of: ColumnsLookup | None = None,
                  blueprint_variables: Mapping[str, Any] | None = None,
-                 parents_of: Callable[[str], tuple[str, ...] | None] | None = None):
+                 parents_of: Callable[[str], tuple[str, ...] | None] | None = None,
+                 unloaded_from: str = ""):
         self.dialect = dialect
+        self.unloaded_from = unloaded_from   # the model is held from this repository, not loaded (multi-repo)
         self.variables = dict(variables)
         self.config_variables = {str(k).lower(): v for k, v in config_variables.items()}
         self.registry = registry
@@ -290,6 +325,11 @@ class MacroEvaluator:
     def _visit(self, node: exp.Expression) -> Any:
         if isinstance(node, exp.Parameter) and isinstance(node.this, (exp.Var, exp.Identifier)):
             return self._variable(node, node.this.name)
+        if _is_stage_path(node):
+            # Snowflake reads `FROM @name` as a staged file path: SQLMesh makes its name the macro variable
+            # `@name` (`@this_model` in an audit), and leaves a path naming no variable as the stage it is
+            name = node.name[1:]
+            return self._variable(node, name) if self.has_variable(name) else node
         if (self.dialect == "duckdb" and isinstance(node, exp.Abs) and isinstance(node.this, exp.Column)
                 and not node.this.table and self.has_variable(node.this.name)):
             return self._variable(node, node.this.name)  # DuckDB parses `@x` as ABS(x)
@@ -324,6 +364,12 @@ class MacroEvaluator:
     def call(self, name: str, node: exp.Anonymous) -> Any:
         func = BUILTINS.get(name) or self.registry.functions.get(name)
         if func is None:
+            if self.unloaded_from:
+                raise ConfigError(
+                    f"unknown macro @{name.upper()} in model {self.model_name}: the model is prod's, held from "
+                    f"repository `{self.unloaded_from}`, which this plan did not load, and its macros are that "
+                    f"repository's: load it too (`-p <folder of {self.unloaded_from}>` beside this repository's -p)",
+                    path=self.path)
             raise self.error(f"unknown macro @{name.upper()}")
         args, kwargs = _split_args(node.expressions)
         if name not in BUILTINS:
@@ -367,8 +413,14 @@ def _is_macro_lambda(node: exp.Expression) -> bool:
     return isinstance(node, exp.Lambda) and node.parent is not None and macro_name(node.parent) is not None
 
 
+def _is_stage_path(node: exp.Expression) -> bool:
+    """A Snowflake staged-file path in a table's place (`FROM @this_model` parsed as Var('@this_model'))."""
+    return (isinstance(node, exp.Var) and isinstance(node.parent, exp.Table) and node.arg_key == "this"
+            and node.name.startswith("@") and len(node.name) > 1 and "{" not in node.name and "/" not in node.name)
+
+
 def _has_macros(node: exp.Expression) -> bool:
-    return any(isinstance(n, exp.Parameter) or macro_name(n)
+    return any(isinstance(n, exp.Parameter) or macro_name(n) or _is_stage_path(n)
                or (isinstance(n, exp.Identifier) and isinstance(n.this, str) and has_braced(n.this))
                for n in node.walk())
 

@@ -166,6 +166,9 @@ class Model:
     line: int = 1                                # line of the MODEL header in `path`
     blueprint_variables: tuple[tuple[str, str], ...] = ()   # (name, SQL value) of this model's blueprint
     project: str = ""                            # the `project` key of its repository's config (multi-repo)
+    # a model of prod held from a repository the plan did not load (bot.plan.unloaded_repositories): that
+    # repository's `project` key; its macros are not loaded, so an unknown macro says to load it with -p
+    unloaded_from: str = ""
     # `@model(is_sql=True)`: the function (name, module source) that returns its query, called at every
     # render with that render's evaluator as SQLMesh does; `query` is what it returned at load
     sql_function: str | None = None

@@ -109,7 +109,8 @@ def make_evaluator(model: Model, ctx: RenderContext, *, dialect: str | None = No
                                config_variables=model_variables(model, ctx.variables), registry=_registry(model, ctx),
                                path=model.path, model_name=model.name, columns_of=_columns_lookup(ctx),
                                parents_of=_parents_lookup(ctx),
-                               blueprint_variables=_blueprint_values(model.blueprint_variables, model.dialect))
+                               blueprint_variables=_blueprint_values(model.blueprint_variables, model.dialect),
+                               unloaded_from=model.unloaded_from)
     for statement in model.pre_statements:
         if macro_name(statement) == "def":
             evaluator.transform(statement.copy())
