@@ -28,8 +28,9 @@ model_defaults:
 FULL = {
     "config.yaml": CONFIG,
     "models/src.sql": "MODEL (name s.src, kind FULL);\nSELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS t(id, code)\n",
-    # a column src does not have: Spark refuses the query when bad's table is created (DuckDB when it runs)
-    "models/bad.sql": "MODEL (name s.bad, kind FULL);\n\nSELECT id, nope AS code_num FROM s.src\n",
+    # a function Spark does not have: Spark refuses the query when bad's table is created (DuckDB when it
+    # runs); a column src lacks would be refused before Spark starts (tests/test_fail_fast.py)
+    "models/bad.sql": "MODEL (name s.bad, kind FULL);\n\nSELECT id, no_such_function(id) AS code_num FROM s.src\n",
     "models/child.sql": "MODEL (name s.child, kind FULL);\nSELECT id, code_num + 1 AS n FROM s.bad\n",
     "models/other.sql": "MODEL (name s.other, kind FULL);\nSELECT id * 10 AS id10 FROM s.src\n",
 }
@@ -53,7 +54,7 @@ def test_a_model_spark_refuses_fails_alone_and_the_fixed_rerun_builds_the_rest(t
     failed = _meshbot(root, "plan", "--auto-apply", "--no-prompts")
     assert failed.exit_code == 1, failed.output
     assert f"model `s.bad` ({root / 'models' / 'bad.sql'}:1) could not have its table created" in failed.output
-    assert "`nope` cannot be resolved" in failed.output
+    assert "no_such_function" in failed.output.lower()
     assert "not evaluated because an upstream model failed: `s.child`" in failed.output
     context = Context(root)
     try:

@@ -84,3 +84,9 @@ def test_what_sqlmesh_reads_into_the_column_plans(tmp_path, amount, values):
     rows = "".join(f'{i},"{v}",n{i}\n' for i, v in enumerate(values))
     root = _project(tmp_path, "ID,Amount,name,extra\n" + rows.replace("\n", ",x\n") + "99\n", amount=amount)
     assert "s.p" in Context(root).plan("prod").snapshots
+
+
+def test_lines_of_spaces_only_are_skipped_as_pandas_and_sqlmesh_skip_them(tmp_path):
+    """A CSV ending in a line of spaces (or holding one between records): SQLMesh's pandas reads it as blank."""
+    root = _project(tmp_path, "id,amount,name\n1,10,a\n   \n2,20,b\n  \t \n")
+    assert "s.p" in Context(root).plan("prod").snapshots

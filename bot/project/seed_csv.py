@@ -64,7 +64,8 @@ def _records(path: Path, options: dict[str, Any]) -> Iterator[tuple[int, list[st
         end = 0
         for record in reader:
             start, end = end + 1, reader.line_num
-            if record:      # a blank line is a record of its own, [], which pandas skips
+            # a blank line is a record of its own, [], which pandas skips, and so is a line of spaces only
+            if record and not (len(record) == 1 and not record[0].strip()):
                 yield start, record
 
 
