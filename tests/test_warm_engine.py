@@ -80,6 +80,13 @@ def test_the_first_command_starts_the_engine_later_ones_attach_and_engine_stop_e
     out, _ = _meshbot(project, "engine", "status")
     assert f"pid {first.pid}, sc://127.0.0.1:{first.port}, up " in out
 
+    # Spark inside the command cannot share the Derby catalog with the engine: one line, before a JVM starts.
+    refused = subprocess.run([str(PYTHON), "-m", "bot", "-p", str(project), "fetchdf", "select 1"], cwd=ROOT,
+                             env={**_env(), WARM_VARIABLE: "0"}, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert f"warm local Spark engine (pid {first.pid}" in refused.stderr
+    assert not (project / ".meshbot" / "spark.log").exists()
+
     out, _ = _meshbot(project, "engine", "stop")
     assert f"Stopped the local Spark engine (pid {first.pid}" in out
     assert not _alive(first.pid) and not (engine_dir / RECORD).exists() and not _processes_of(engine_dir)

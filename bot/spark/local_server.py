@@ -51,7 +51,7 @@ LAST_USED = "last_used"
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
-_HELD: list = []   # this process's shared hold on clients.lock (open files stay open until exit)
+_HELD: dict[Path, object] = {}   # engine folder -> this process's shared hold on its clients.lock (open until exit)
 
 
 @dataclass(frozen=True)
@@ -346,10 +346,10 @@ def _refuse_symlinks(engine_dir: Path) -> None:
 def _hold_client(engine_dir: Path) -> None:
     """Count this process as a client until it exits: a shared hold on clients.lock, and last_used touched."""
     (engine_dir / LAST_USED).touch()
-    if not _HELD:
+    if engine_dir not in _HELD:
         handle = open(engine_dir / CLIENTS_LOCK, "a+")
         fcntl.flock(handle, fcntl.LOCK_SH)
-        _HELD.append(handle)
+        _HELD[engine_dir] = handle
 
 
 def status(state_dir: Path) -> ServerRecord | None:

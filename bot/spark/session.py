@@ -15,7 +15,8 @@ from bot.project.config import SparkConnection
 from bot.redact import mask_url
 from bot.spark.connect import check_reachable, is_connect
 from bot.spark.errors import spark_message
-from bot.spark.local_server import ENGINE_DIR, attach, warm_wanted
+from bot.spark.local_server import ENGINE_DIR, WARM_VARIABLE, attach, warm_wanted
+from bot.spark.local_server import status as server_status
 from bot.spark.local_server import LOG as ENGINE_LOG
 from bot.spark.local_server import stop as stop_server
 from bot.spark.verbosity import is_verbose
@@ -199,6 +200,11 @@ def _build(connection: SparkConnection, state_dir: Path, *, catalog_only: bool =
         # On a cluster the workers must reach the driver, so it cannot bind to loopback there.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     settings, embedded = _local_settings(connection, state_dir, verbose=verbose, catalog_only=catalog_only)
+    running = server_status(state_dir) if embedded else None
+    if running is not None:   # the embedded Derby catalog admits one JVM at a time
+        raise EngineError(f"the project's warm local Spark engine (pid {running.pid}, {running.url}) holds its "
+                          "catalog; stop it with `meshbot engine stop` to run Spark inside this command, or let "
+                          f"the command attach to it (no `warm: false`, no {WARM_VARIABLE}=0)")
     builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
