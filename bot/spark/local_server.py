@@ -94,8 +94,9 @@ def settings_digest(master: str, settings: dict[str, str], idle_s: float) -> str
     >>> settings_digest("local[*]", {"a": "1"}, 60) == settings_digest("local[*]", {"a": "2"}, 60)
     False
     """
+    # the environment, not the interpreter's name: `meshbot` runs `.venv/bin/python3`, `python -m bot` maybe `python`
     payload = {"master": master, "settings": sorted(settings.items()), "idle_s": idle_s,
-               "python": sys.executable, "spark_home": str(spark_home())}
+               "python": sys.prefix, "spark_home": str(spark_home())}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
 
 
