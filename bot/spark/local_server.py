@@ -197,18 +197,19 @@ def _processes_of(engine_dir: Path) -> list[int]:
                                  timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    marks = (f"{engine_dir / PROPERTIES}", f"bot.spark.local_server {engine_dir} ")
+    # whole words: another project's folder may end with this one's path
+    marks = (f" {engine_dir / PROPERTIES} ", f" bot.spark.local_server {engine_dir} ")
     found = []
     for line in listing.splitlines():
         pid, _, args = line.strip().partition(" ")
-        if pid.isdigit() and int(pid) != os.getpid() and any(mark in args + " " for mark in marks):
+        if pid.isdigit() and int(pid) != os.getpid() and any(mark in f" {args} " for mark in marks):
             found.append(int(pid))
     return found
 
 
 def _ours(record: ServerRecord, engine_dir: Path) -> bool:
     """The record's watchdog is alive and is the one serving `engine_dir` (not a reused pid)."""
-    return _alive(record.pid) and f"bot.spark.local_server {engine_dir} " in _command_line(record.pid) + " "
+    return _alive(record.pid) and f" bot.spark.local_server {engine_dir} " in f" {_command_line(record.pid)} "
 
 
 def _answers(port: int) -> bool:
@@ -386,8 +387,12 @@ def _serve(engine_dir: Path, idle_s: float, master: str, port: int) -> int:
     """Run the Spark Connect server JVM as a child; stop it after `idle_s` without clients (counted once
     it answers on `port`), or on SIGTERM."""
     submit = spark_home() / "bin" / "spark-submit"
-    child = subprocess.Popen([str(submit), "--master", master, "--properties-file", str(engine_dir / PROPERTIES),
-                              "--class", SERVER_CLASS], stdin=subprocess.DEVNULL)
+    try:
+        child = subprocess.Popen([str(submit), "--master", master, "--properties-file",
+                                  str(engine_dir / PROPERTIES), "--class", SERVER_CLASS], stdin=subprocess.DEVNULL)
+    except OSError as exc:   # one line in server.log, which the starting command shows
+        print(f"cannot run {submit}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+        return 1
     stopping = []
 
     def on_signal(signum, frame):  # noqa: ARG001
