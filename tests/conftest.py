@@ -121,6 +121,10 @@ _BYTECODE_WHILE_TESTING = pytest.StashKey[tuple[None, bool]]()   # (sys.pycache_
 
 
 def pytest_configure(config):
+    # Local gateways run on a warm engine (a Spark Connect server per project, bot.spark.local_server) by
+    # default: the tests' projects start Spark in their own process instead (the run's one session, or a
+    # meshbot subprocess's), or every temporary project would leave a server. test_warm_engine.py turns it on.
+    os.environ["MESHBOT_WARM_ENGINE"] = "0"
     # Some machines set PYTHONDONTWRITEBYTECODE: then every run compiles meshbot's modules and rewrites
     # the test modules' asserts again (half of collection: 4-5 s of CPU), and each of the ~40 meshbot
     # processes the tests start compiles meshbot again. Those processes, and this one while it collects

@@ -10,7 +10,7 @@ import threading
 import click
 
 from bot import __version__
-from bot.cli import ops, plans, quality, tooling
+from bot.cli import engine, ops, plans, quality, tooling
 from bot.cli.common import add_github_mask, print_redacted_traceback
 from bot.cli.notifying import NotifyingContext
 from bot.redact import on_register
@@ -53,7 +53,7 @@ def cli(ctx: click.Context, paths: tuple[str, ...], gateway: str | None, verbose
     ctx.call_on_close(context.close)
 
 
-for _command in (*plans.COMMANDS, *quality.COMMANDS, *ops.COMMANDS, *tooling.COMMANDS):
+for _command in (*plans.COMMANDS, *quality.COMMANDS, *ops.COMMANDS, *tooling.COMMANDS, *engine.COMMANDS):
     cli.add_command(_command)
 
 

@@ -46,6 +46,13 @@ class SparkConnection:
     concurrent_tasks: int = documented(4, "How many models a plan or `run` backfills at once, and how many "
                                           "tables and views an apply creates at once, on the one session; "
                                           "a whole number of at least 1.")
+    warm: bool = documented(True, "Local masters: the first command that needs Spark starts a Spark Connect "
+                                  "server for the project in the background (same warehouse and catalog under "
+                                  "`.meshbot/`), and later commands attach to it in well under a second; "
+                                  "`meshbot engine stop` stops it. `false`, or the environment variable "
+                                  "`MESHBOT_WARM_ENGINE=0`, starts Spark inside each command instead.")
+    warm_idle_minutes: float = documented(30, "How long the warm engine (`warm`) waits without any command "
+                                              "attached before it stops itself; a number above 0.")
 
 
 @dataclass(frozen=True)
@@ -456,7 +463,45 @@ def _parse_spark(raw: Any, where: str, path: Path) -> SparkConnection:
         config=tuple((str(k), _conf_value(v)) for k, v in conf.items()),
         catalog=str(spec["catalog"]) if spec.get("catalog") else None,
         concurrent_tasks=_concurrent_tasks(spec.get("concurrent_tasks"), f"{where}.concurrent_tasks", path),
+        warm=_connection_flag(spec.get("warm"), True, f"{where}.warm", path),
+        warm_idle_minutes=_positive(spec.get("warm_idle_minutes"), SparkConnection.warm_idle_minutes,
+                                    f"{where}.warm_idle_minutes", path),
     )
+
+
+def _connection_flag(value: Any, default: bool, key: str, path: Path) -> bool:
+    """A YAML boolean (or `true`/`false` text, as `env_var` templates give).
+
+    >>> _connection_flag(None, True, "k", Path("c.yaml")), _connection_flag("false", True, "k", Path("c.yaml"))
+    (True, False)
+    """
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise ConfigError(f"`{key}` must be true or false (got {value!r})", path=path)
+
+
+def _positive(value: Any, default: float, key: str, path: Path) -> float:
+    """A number above 0 (a number-like string too).
+
+    >>> _positive(None, 30, "k", Path("c.yaml")), _positive("0.5", 30, "k", Path("c.yaml"))
+    (30, 0.5)
+    """
+    if value is None:
+        return default
+    try:
+        number = float(value) if not isinstance(value, bool) else 0.0
+    except (TypeError, ValueError):
+        number = 0.0
+    if not number > 0 or number != number or number == float("inf"):
+        raise ConfigError(f"`{key}` must be a number above 0 (got {value!r})", path=path)
+    return number
 
 
 def _concurrent_tasks(value: Any, key: str, path: Path) -> int:

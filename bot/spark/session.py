@@ -15,6 +15,10 @@ from bot.project.config import SparkConnection
 from bot.redact import mask_url
 from bot.spark.connect import check_reachable, is_connect
 from bot.spark.errors import spark_message
+from bot.spark.local_server import ENGINE_DIR, WARM_VARIABLE, attach, warm_wanted
+from bot.spark.local_server import status as server_status
+from bot.spark.local_server import LOG as ENGINE_LOG
+from bot.spark.local_server import stop as stop_server
 from bot.spark.verbosity import is_verbose
 
 if TYPE_CHECKING:
@@ -187,12 +191,64 @@ def _build(connection: SparkConnection, state_dir: Path, *, catalog_only: bool =
         return _build_remote(builder, connection)
 
     master = connection.master or "local[*]"
+    state_dir = state_dir.resolve()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if warm_wanted(master, connection.remote, connection.warm) and pyspark_install().connect:
+        return _build_warm(builder, connection, master, state_dir)
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     if master.startswith("local"):
         # On a cluster the workers must reach the driver, so it cannot bind to loopback there.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    state_dir = state_dir.resolve()
-    state_dir.mkdir(parents=True, exist_ok=True)
+    settings, embedded = _local_settings(connection, state_dir, verbose=verbose, catalog_only=catalog_only)
+    running = server_status(state_dir) if embedded else None
+    if running is not None:   # the embedded Derby catalog admits one JVM at a time
+        raise EngineError(f"the project's warm local Spark engine (pid {running.pid}, {running.url}) holds its "
+                          "catalog; stop it with `meshbot engine stop` to run Spark inside this command, or let "
+                          f"the command attach to it (no `warm: false`, no {WARM_VARIABLE}=0)")
+    builder = builder.master(master)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    if verbose:
+        session = _create(builder.enableHiveSupport(), master)
+    else:
+        log_path = state_dir / JVM_LOG
+        _launch_quiet_gateway(master, settings, log_path)
+        session = _create(builder.enableHiveSupport(), master, log_path)
+        session.sparkContext.setLogLevel("ERROR")
+    if embedded:
+        _refuse_foreign_catalog(session, state_dir)
+    return session
+
+
+def _build_warm(builder, connection: SparkConnection, master: str, state_dir: Path) -> "SparkSession":
+    """A Spark Connect session on the project's warm local engine (bot.spark.local_server), started
+    first when none runs with these settings. The server has the local session's settings, warehouse
+    and catalog; a server this call started is checked, as a local session is, to own its catalog."""
+    settings, embedded = _local_settings(connection, state_dir, verbose=False, catalog_only=False)
+    record, started = attach(state_dir, master=master, settings=settings,
+                             idle_s=connection.warm_idle_minutes * 60, notice=_notice)
+    session = _create(builder.remote(record.url), f"the local Spark engine at {record.url}",
+                      state_dir / ENGINE_DIR / ENGINE_LOG)
+    if embedded and started:
+        try:
+            _refuse_foreign_catalog(session, state_dir)
+        except EngineError:
+            stop_server(state_dir)
+            raise
+    return session
+
+
+def _notice(line: str) -> None:
+    """A progress line on stderr (stdout may be JSON), so a log never goes silent while Spark starts."""
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
+
+
+def _local_settings(connection: SparkConnection, state_dir: Path, *, verbose: bool,
+                    catalog_only: bool) -> tuple[dict[str, str], bool]:
+    """The settings of a session this machine runs (in this process or as the warm engine), and whether
+    its catalog and warehouse are meshbot's own under `state_dir` (refused first when copied)."""
     settings = dict(LOCAL_DEFAULTS)
     settings.update({
         "spark.sql.warehouse.dir": str(state_dir / "warehouse"),
@@ -209,19 +265,7 @@ def _build(connection: SparkConnection, state_dir: Path, *, catalog_only: bool =
     settings.update(dict(connection.config))
     settings["spark.driver.extraJavaOptions"] = java_options(
         state_dir, settings.get("spark.driver.extraJavaOptions", ""), verbose=verbose, catalog_only=catalog_only)
-    builder = builder.master(master)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    if verbose:
-        session = _create(builder.enableHiveSupport(), master)
-    else:
-        log_path = state_dir / JVM_LOG
-        _launch_quiet_gateway(master, settings, log_path)
-        session = _create(builder.enableHiveSupport(), master, log_path)
-        session.sparkContext.setLogLevel("ERROR")
-    if embedded:
-        _refuse_foreign_catalog(session, state_dir)
-    return session
+    return settings, embedded
 
 
 def _embedded_catalog(defaults: dict[str, str], user: dict[str, str]) -> bool:
