@@ -11,7 +11,10 @@ if [ ! -x "$here/.venv/bin/meshbot" ]; then
   echo "==> Installing meshbot into $here/.venv"
   "$python" -m venv "$here/.venv"
   "$here/.venv/bin/python" -m pip install --quiet --upgrade pip
-  "$here/.venv/bin/python" -m pip install --quiet -e "$here[spark]"   # [spark]: the full PySpark, local Spark
+  # pinned as the README installs it: the lock of the `spark` extra (the full PySpark, local Spark), each
+  # package checked against its hash, then meshbot itself without resolving anything again
+  "$here/.venv/bin/python" -m pip install --quiet --require-hashes -r "$here/requirements/spark.txt"
+  "$here/.venv/bin/python" -m pip install --quiet --no-deps -e "$here"
 fi
 meshbot="$here/.venv/bin/meshbot"
 py="$here/.venv/bin/python"
@@ -20,6 +23,8 @@ github="$demo/.meshbot/github"                         # what GitHub would keep:
 events="$demo/.meshbot/events"
 
 echo "==> Writing the example project to $demo"
+# a previous demo's warm local Spark engine serves the folder about to be removed: stop it first
+if [ -d "$demo/.meshbot/engine" ]; then "$meshbot" -p "$demo" engine stop >/dev/null 2>&1 || true; fi
 rm -rf "$demo"
 "$meshbot" init "$demo"
 cat >> "$demo/config.yaml" <<'YAML'
@@ -98,3 +103,5 @@ bot pull_request closed answers-approved
 echo "==> The same comment after the merge and close:"
 cat "$github/comment.md"
 echo "==> Check runs: $github/check_runs.json"
+echo "==> Stopping the demo's local Spark engine (on your own project it stays up for the next command)"
+"$meshbot" -p "$demo" engine stop
