@@ -14,6 +14,19 @@ default_gateway: local
 model_defaults: {dialect: spark, start: '2024-01-01', cron: '@daily'}
 """
 
+# The same on the default local master, for models written in DuckDB's dialect (as SQLMesh's DuckDB projects are).
+DUCKDB_DIALECT_CONFIG = """
+gateways:
+  local:
+    connection:
+      type: spark
+    state_connection: {type: sqlite, database: .meshbot/state.db}
+default_gateway: local
+model_defaults:
+  dialect: duckdb
+  start: '2024-01-01'
+"""
+
 
 def write_files(root: Path, files: dict[str, str]) -> Path:
     """Write each file, creating its folders; returns `root`."""

@@ -12,19 +12,9 @@ from click.testing import CliRunner
 
 from bot.cli import cli
 from bot.context import Context
-from project_files import write_files
+from project_files import DUCKDB_DIALECT_CONFIG, write_files
 
-CONFIG = """
-gateways:
-  local:
-    connection:
-      type: spark
-    state_connection: {type: sqlite, database: .meshbot/state.db}
-default_gateway: local
-model_defaults:
-  dialect: duckdb
-  start: '2024-01-01'
-"""
+CONFIG = DUCKDB_DIALECT_CONFIG
 FULL = {
     "config.yaml": CONFIG,
     "models/src.sql": "MODEL (name s.src, kind FULL);\nSELECT * FROM (VALUES (1, 'a'), (2, 'b')) AS t(id, code)\n",

@@ -5,19 +5,9 @@ REAL quotient, in float32, where Spark would widen to DOUBLE (bot/project/floats
 from __future__ import annotations
 
 from bot.context import Context
-from project_files import write_files
+from project_files import DUCKDB_DIALECT_CONFIG, write_files
 
-CONFIG = """
-gateways:
-  local:
-    connection:
-      type: spark
-    state_connection: {type: sqlite, database: .meshbot/state.db}
-default_gateway: local
-model_defaults:
-  dialect: duckdb
-  start: '2024-01-01'
-"""
+CONFIG = DUCKDB_DIALECT_CONFIG
 FILES = {
     "config.yaml": CONFIG,
     "models/src.sql": "MODEL (name s.src, kind FULL);\nSELECT * FROM (VALUES (1, 1.1), (2, 2.2), (3, 3.3)) AS t(id, x)\n",

@@ -15,19 +15,9 @@ from click.testing import CliRunner
 from bot.cli import cli
 from bot.context import Context
 from bot.errors import ConfigError
-from project_files import write_files
+from project_files import DUCKDB_DIALECT_CONFIG, write_files
 
-CONFIG = """
-gateways:
-  local:
-    connection:
-      type: spark
-    state_connection: {type: sqlite, database: .meshbot/state.db}
-default_gateway: local
-model_defaults:
-  dialect: duckdb
-  start: '2024-01-01'
-"""
+CONFIG = DUCKDB_DIALECT_CONFIG
 MODEL = "MODEL (name s.p, kind SEED (path '../seeds/p.csv'), columns (id INT, amount {amount}, name TEXT));\n"
 
 
