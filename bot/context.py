@@ -10,7 +10,7 @@ from bot.diff.arguments import TableDiffOptions, resolve_tables
 from bot.diff.table_diff import diff_tables
 from bot.errors import PlanError
 from bot.plan.apply import ApplyResult, apply_plan, catalog_only
-from bot.plan.definition import Plan, PlanOptions, ProgressCallback
+from bot.plan.definition import Plan, PlanOptions, ProgressCallback, StageCallback
 from bot.plan.drift import Drift, find_drift
 from bot.plan.estimate import BackfillEstimate, estimate_backfills, recorded_times
 from bot.plan.janitor import JanitorResult, clean_environment, destroy_all, expire_environment, run_janitor
@@ -95,14 +95,14 @@ class Context(Workspace):
                                  macro_files=project.macro_files, read_cache=self.read_cache,
                                  early=project.early_renders, held=project.held_renders)
 
-    def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
-        """Apply a plan: its stages (bot.plan.stages) in order: tables, backfill (unless skipped), promotion, views."""
+    def apply(self, plan: Plan, *, progress: ProgressCallback | None = None,
+              stage_log: StageCallback | None = None) -> ApplyResult:
+        """Apply a plan: its stages (bot.plan.stages) in order; `stage_log` gets a line as each starts and ends."""
         from bot.plan.env_statements import parse_before_and_after
-
         statements = parse_before_and_after(self.config, self.path)   # before Spark: a bad one changes nothing
         if catalog_only(plan, self.project.audits):
             self._start_engine_for_catalog()
-        return apply_plan(plan, self._work(), statements=statements, progress=progress)
+        return apply_plan(plan, self._work(), statements=statements, progress=progress, stage_log=stage_log)
 
     def machine_local_storage(self) -> tuple[str, ...]:
         """What the gateway keeps only on this machine (state file, embedded catalog, local warehouse)."""

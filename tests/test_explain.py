@@ -103,18 +103,71 @@ def test_json_shape(dev_plan):
     assert top["kind"] == "VIEW"
 
 
-def test_the_apply_stages_are_one_list_the_explainer_describes(dev_plan, state, config):
-    """The evaluator runs bot.plan.stages' list; --explain names this plan's stages in that order, and a
-    plan without backfill skips the backfill stages."""
-    from bot.plan.stages import APPLY_STAGES, stage_lines
+def test_the_plan_stages_carry_this_plans_tables_batches_and_views(dev_plan):
+    """plan_stages returns typed stages with this plan's own objects, leaving out those with no work (no
+    restatement, no audit-only model, no before_all/after_all statements); --json describes the same
+    objects, --explain names each stage with them."""
+    from bot.plan.stages import Backfill, CreateTables, ModelBatches, Promote, SwapViews, plan_stages, stage_lines
 
-    names = [s.name for s in APPLY_STAGES]
-    assert plan_to_json(dev_plan)["stages"] == [n for n in names if n not in ("restate", "audit_existing")]
-    skipped = plan_to_json(plan_for(state, config, project(), skip_backfill=True))["stages"]
-    assert "backfill" not in skipped and "check_parents" not in skipped and skipped[-1] == "after_all"
-    lines = stage_lines(dev_plan)
-    assert lines[0].startswith("Apply stages (holding `environment:<name>`")
-    assert "backfill: compute the missing intervals" in "\n".join(lines)
+    stages = plan_stages(dev_plan)
+    assert [s.name for s in stages] == ["finish_promotion", "check_names", "check_parents", "claim_schemas",
+                                        "push_snapshots", "create_tables", "backfill", "stop_if_failed",
+                                        "promote", "swap_views", "finalize"]
+    by_type = {type(s): s for s in stages}
+    tables = dev_plan.tables()
+    assert by_type[CreateTables].tables == tuple(tables[n] for n in dev_plan.snapshots)
+    [orders] = [b for b in dev_plan.backfills]
+    assert by_type[Backfill].batches == (ModelBatches("db.orders", orders.batches),)
+    # dev promotes the changed models: views in the `__dev` schema, each over the table this plan uses
+    dev_views = ("db__dev.orders", "db__dev.revenue", "db__dev.top")
+    assert sorted(by_type[Promote].views) == list(dev_views) and by_type[Promote].environment == "dev"
+    assert sorted(by_type[SwapViews].write) == list(dev_views) and by_type[SwapViews].drop == ()
+
+    data = plan_to_json(dev_plan)["stages"]
+    assert data == [s.to_json() for s in stages]
+    assert data[6] == {"stage": "backfill", "batches": [
+        {"model": "db.orders", "batches": [["2024-01-01 00:00:00", "2024-02-01 00:00:00"]]}]}
+    text = "\n".join(stage_lines(stages))
+    assert text.startswith("Apply stages (holding `environment:<name>`")
+    assert "   7. backfill: compute the missing intervals, batch by batch, recording each at once; holds " \
+           "`version:<model>:<version>` around each batch\n      1 batch of 1 model: db.orders (1)\n" in text
+    assert "      3 views: db__dev.orders, db__dev.revenue, db__dev.top" in text
+
+
+def test_a_plan_without_backfill_or_statements_leaves_their_stages_out(state, config, dev_plan):
+    from dataclasses import replace
+
+    from bot.plan.stages import AfterAll, BeforeAll, plan_stages
+
+    skipped = [s.name for s in plan_stages(plan_for(state, config, project(), skip_backfill=True))]
+    assert "backfill" not in skipped and "check_parents" not in skipped and skipped[-1] == "finalize"
+    with_statements = plan_stages(replace(dev_plan, before_all=("SET x = 1",), after_all=("SELECT 1", "SELECT 2")))
+    assert with_statements[1] == BeforeAll(("SET x = 1",)) and with_statements[-1] == AfterAll(("SELECT 1", "SELECT 2"))
+    assert with_statements[-1].detail() == "2 statements"
+
+
+class _CatalogRunner:
+    """Creates tables and views in memory: enough for a plan without batches."""
+
+    def ensure_schemas(self, schemas) -> None: ...
+    def create_physical(self, snapshot, model, *, table, table_mapping) -> None: ...
+    def replace_views(self, views) -> None: ...
+    def drop_views(self, views) -> None: ...
+
+
+def test_each_apply_stage_logs_a_line_when_it_starts_and_when_it_ends(state, config):
+    """Without a terminal, every stage says when it starts (with what it works on) and when it ends."""
+    from bot.plan.evaluator import PlanEvaluator
+
+    plan = plan_for(state, config, project(), skip_backfill=True)
+    lines: list[str] = []
+    PlanEvaluator(state=state, runner=_CatalogRunner(), models_for=lambda s: None,  # type: ignore[arg-type]
+                  stage_log=lines.append).apply(plan)
+    assert lines[0] == "Stage 1/9 finish_promotion: started"
+    assert lines[1].startswith("Stage 1/9 finish_promotion: done in ") and lines[1].endswith(" s")
+    assert "Stage 7/9 promote: started (`prod`: 3 views)" in lines
+    assert len(lines) == 18 and lines[-1].startswith("Stage 9/9 finalize: done in ")
+    assert state.get_environment("prod").finalized_ts is not None
 
 
 def test_json_full_refresh_view_and_removed(state, config):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from bot.plan.evaluator import PlanEvaluator, order_snapshots
+from bot.plan.stages import promotion_stages
 from bot.snapshot import Fingerprint, Snapshot, SnapshotId
 from bot.state.api import Environment, EnvironmentSnapshot
 
@@ -37,8 +36,8 @@ def _env(tables: dict[str, tuple[str, str]], *, finalized: bool = True) -> Envir
 def _swap(previous: Environment | None, current: Environment, present: set[str]) -> dict[str, str]:
     runner = RecordingRunner(present)
     evaluator = PlanEvaluator(state=None, runner=runner, models_for=None)  # type: ignore[arg-type]
-    plan = SimpleNamespace(environment="prod", previous_environment=previous)
-    assert evaluator._swap_views(plan, current) == len(current.snapshots)  # type: ignore[arg-type]
+    swap = promotion_stages(current, previous)[1]
+    assert evaluator._swap_views(swap, current) == len(current.snapshots)  # type: ignore[arg-type]
     return runner.written
 
 

@@ -105,9 +105,9 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
         reporter.warning(warning)
     previous = the_plan.previous_environment
     if explain and not the_plan.is_up_to_date:
-        from bot.plan.stages import stage_lines
+        from bot.plan.stages import plan_stages, stage_lines
 
-        reporter.text("\n".join(stage_lines(the_plan)))
+        reporter.text("\n".join(stage_lines(plan_stages(the_plan))))
     if explain or the_plan.is_up_to_date:
         return
     if previous is not None and previous.finalized_ts is None:
@@ -144,8 +144,9 @@ def _load_project(context: Context) -> None:
 
 
 def _apply(context: Context, the_plan: Any, reporter: TerminalReporter) -> None:
+    stage_log = None if reporter.interactive else reporter.text   # logs: a line per stage, with its time
     with reporter.progress("Backfilling") as progress:
-        result = context.apply(the_plan, progress=progress)
+        result = context.apply(the_plan, progress=progress, stage_log=stage_log)
     for warning in result.audit_warnings:
         reporter.warning(warning.describe())
     reporter.text(f"Environment `{result.environment}` updated: {len(result.evaluated)} batch(es) "

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Mapping
 
-from bot.plan.definition import Plan, ProgressCallback
+from bot.plan.definition import Plan, ProgressCallback, StageCallback
 from bot.quality.api import AuditResult
 
 if TYPE_CHECKING:
@@ -35,14 +35,15 @@ def catalog_only(plan: Plan, audits: Mapping[str, AuditDefinition]) -> bool:
 
 
 def apply_plan(plan: Plan, work: SparkWork, *, statements: tuple[EnvironmentStatements, EnvironmentStatements],
-               progress: ProgressCallback | None = None) -> ApplyResult:
+               progress: ProgressCallback | None = None, stage_log: StageCallback | None = None) -> ApplyResult:
     """Apply `plan` (its stages in order: tables, backfill unless skipped, promotion, views, with the
     config's before_all and after_all `statements`), then, unless the backfill is skipped, the
-    standalone audits on the environment's tables."""
+    standalone audits on the environment's tables. `stage_log` gets a line as each stage starts and ends."""
     from bot.project.timeutil import to_ms
     from bot.quality.audit_report import standalone_warnings
 
     evaluator, runner = work.evaluator(statements=statements, progress=progress), work.runner
+    evaluator = replace(evaluator, stage_log=stage_log)
     log = evaluator.apply(plan)
     if not plan.options.skip_backfill:
         execution = plan.options.execution_time

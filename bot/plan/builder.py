@@ -126,7 +126,8 @@ def _build_plan(*, project_models: Mapping[str, Model], dag: DAG | None, rendere
                 execution_time=execution, warnings=warnings,
                 audit_only=audit_only_snapshots(project_models, snapshots, previous, backfills),
                 promoted=promoted_models(env_name, snapshots, target=target, base=base,
-                                         include_unmodified=options.include_unmodified or config.include_unmodified))
+                                         include_unmodified=options.include_unmodified or config.include_unmodified),
+                before_all=tuple(config.before_all), after_all=tuple(config.after_all))
 
 
 def _stored_snapshots(state: StateReader, base: Environment | None, fingerprints: Mapping[str, Fingerprint]

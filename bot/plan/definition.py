@@ -12,6 +12,8 @@ from bot.state.api import Environment, Interval
 
 # (message, done, total): what apply and run report while they compute batches
 ProgressCallback = Callable[[str, int, int], None]
+# one line when an apply stage starts and one when it ends, with its elapsed time (for logs: no terminal)
+StageCallback = Callable[[str], None]
 
 
 class ChangeType(str, Enum):
@@ -100,6 +102,9 @@ class Plan:
     audit_only: tuple[SnapshotId, ...] = ()
     # the models the environment holds views for (its promoted models); None: all (prod, include_unmodified)
     promoted: frozenset[str] | None = None
+    # the config's before_all and after_all statements, run around the apply (bot.plan.env_statements)
+    before_all: tuple[str, ...] = ()
+    after_all: tuple[str, ...] = ()
 
     @property
     def has_changes(self) -> bool:

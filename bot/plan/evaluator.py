@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import threading
-from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from bot.errors import BotError, ConflictError, EngineError, PlanError, QualityError
 from bot.faults import checkpoint
@@ -14,17 +16,19 @@ from bot.intervals import subtract
 from bot.plan.batch import BatchRunner, BatchWriter, fmt_interval as _fmt, first_line as _first_line, model_failed
 from bot.plan.claims import Claims, describe_holder, environment_key, version_key
 from bot.quality.api import AuditResult, audit_error
-from bot.plan.definition import BackfillKind, Plan, ProgressCallback
+from bot.plan.definition import BackfillKind, Plan, ProgressCallback, StageCallback
 from bot.plan.drift import local_source
 from bot.plan.ownership import claim_schemas, forget_missing_tables
 from bot.plan.parents import ParentCheck, require_parents
-from bot.plan.stages import APPLY_STAGES, PROMOTE_STAGES, Stage
+from bot.plan.stages import (AfterAll, AuditExisting, Backfill, BeforeAll, CheckNames, CheckParents, ClaimSchemas,
+                             CreateTables, Finalize, FinishPromotion, Promote, PushSnapshots, Restate, Stage,
+                             StopIfFailed, SwapViews, draft_environment, plan_stages)
 from bot.plan.schedule import run_tasks
 from bot.project.dag import reachable, topological_order, upstream_of
 from bot.project.timeutil import now_ms, to_ms
 from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, view_name
-from bot.state.api import Environment, EnvironmentSnapshot, Lease, StateSync
+from bot.state.api import Environment, Lease, StateSync
 
 _VALID_NAME = re.compile(r"^\w+$", re.ASCII)   # Spark's SessionCatalog.validateName
 
@@ -76,6 +80,7 @@ class PlanEvaluator:
     claims: Claims | None = None         # leases: one applier per environment, one writer per batch
     before_all: Callable[[str], None] | None = None   # the config's before_all statements, for an environment
     after_all: Callable[[str], None] | None = None
+    stage_log: StageCallback | None = None   # a line as each stage starts and ends (logs without a terminal)
 
     def apply(self, plan: Plan) -> ApplyLog:
         """The stages in order, with every step that can fail on the project's input before the state write.
@@ -134,60 +139,118 @@ class PlanEvaluator:
                                 "plan again")
 
     def _apply(self, plan: Plan) -> ApplyLog:
-        """Run bot.plan.stages' list for `plan`, each stage's fault checkpoint at its end."""
-        return self._run(APPLY_STAGES, _Apply(plan=plan, mapping=plan.tables()))
+        """Run `plan`'s stages (bot.plan.stages.plan_stages), each stage's fault checkpoint at its end."""
+        return self.run(plan_stages(plan), plan)
 
-    def promote_snapshots(self, plan: Plan, environment: Environment, *, stored: Environment | None) -> ApplyLog:
-        """Serve `environment` (snapshots whose tables already hold their data) through the apply's own
-        promote, swap_views and finalize stages: a rollback. `plan` carries its plan id and the row it
-        replaces (`stored`, finalized); the caller holds the environment's lease."""
-        return self._run(PROMOTE_STAGES, _Apply(plan=plan, mapping={}, stored=stored, environment=environment))
-
-    def _run(self, stages: Iterable[Stage], work: "_Apply") -> ApplyLog:
-        steps: dict[str, Callable[[_Apply], None]] = {
-            "finish_promotion": self._finish_promotion, "before_all": self._before_all,
-            "check_names": lambda w: self._check_view_names(w.plan),
-            "check_parents": lambda w: self._check_parents(w.plan, w.mapping),
-            "claim_schemas": lambda w: claim_schemas(w.plan, w.mapping, state=self.state, runner=self.runner),
-            "push_snapshots": lambda w: self.state.push_snapshots(w.plan.new_snapshots),
-            "create_tables": self._create_tables,
-            "restate": lambda w: self._restate(w.plan),
-            "backfill": self._backfill,
-            "stop_if_failed": self._stop_if_failed,
-            "audit_existing": lambda w: self._audit_existing(w.plan, w.mapping, w.log),
-            "promote": self._promote, "swap_views": self._swap_or_revert,
-            "finalize": lambda w: self.state.finalize(w.plan.environment, w.plan.plan_id),
-            "after_all": self._after_all,
-        }
-        for stage in stages:
-            if stage.runs_for(work.plan):
-                steps[stage.name](work)
+    def run(self, stages: Sequence[Stage], plan: Plan, *, environment: Environment | None = None,
+            stored: Environment | None = None) -> ApplyLog:
+        """Run `stages` for `plan` in order. A rollback passes its own promotion stages with the row it
+        serves (`environment`) and the row it replaces (`stored`, finalized); the caller holds the lease."""
+        work = _Apply(plan=plan, mapping=plan.tables(), stored=stored, environment=environment)
+        for index, stage in enumerate(stages, start=1):
+            with self._reported(stage, f"{index}/{len(stages)}"):
+                self.run_stage(stage, work)
             if stage.checkpoint:
                 checkpoint(stage.checkpoint)
         return work.log
 
-    def _finish_promotion(self, work: "_Apply") -> None:
-        work.stored = finish_promotion(self.state, self.runner, work.plan.environment)
+    @contextlib.contextmanager
+    def _reported(self, stage: Stage, position: str) -> Iterator[None]:
+        """A line when the stage starts and one when it ends, with its elapsed time (`stage_log`)."""
+        if self.stage_log is None:
+            yield
+            return
+        detail = stage.detail()
+        self.stage_log(f"Stage {position} {stage.name}: started{f' ({detail})' if detail else ''}")
+        started = time.monotonic()
+        try:
+            yield
+        except BaseException:
+            self.stage_log(f"Stage {position} {stage.name}: failed after {time.monotonic() - started:.1f} s")
+            raise
+        self.stage_log(f"Stage {position} {stage.name}: done in {time.monotonic() - started:.1f} s")
 
-    def _before_all(self, work: "_Apply") -> None:
+    @functools.singledispatchmethod
+    def run_stage(self, stage: Stage, work: _Apply) -> None:
+        """Run one stage: each stage type has its own method below."""
+        raise TypeError(f"the evaluator has no method for stage `{stage.name}`")
+
+    @run_stage.register
+    def _finish_promotion(self, stage: FinishPromotion, work: _Apply) -> None:
+        work.stored = finish_promotion(self.state, self.runner, stage.environment)
+
+    @run_stage.register
+    def _before_all(self, stage: BeforeAll, work: _Apply) -> None:
         if self.before_all is not None:
             self.before_all(work.plan.environment)
 
-    def _after_all(self, work: "_Apply") -> None:
-        if self.after_all is not None:
-            self.after_all(work.plan.environment)
+    @run_stage.register
+    def _check_names(self, stage: CheckNames, work: _Apply) -> None:
+        self._check_view_names(work.plan)
 
-    def _promote(self, work: "_Apply") -> None:
+    @run_stage.register
+    def _check_parents_stage(self, stage: CheckParents, work: _Apply) -> None:
+        self._check_parents(work.plan, work.mapping)
+
+    @run_stage.register
+    def _claim_schemas(self, stage: ClaimSchemas, work: _Apply) -> None:
+        claim_schemas(work.plan, work.mapping, state=self.state, runner=self.runner)
+
+    @run_stage.register
+    def _push_snapshots(self, stage: PushSnapshots, work: _Apply) -> None:
+        self.state.push_snapshots(work.plan.new_snapshots)
+
+    @run_stage.register
+    def _create_tables_stage(self, stage: CreateTables, work: _Apply) -> None:
+        self._create_tables(work)
+
+    @run_stage.register
+    def _restate(self, stage: Restate, work: _Apply) -> None:
+        for restated in stage.intervals:
+            snapshot = work.plan.snapshots[restated.model]
+            self.state.remove_intervals(snapshot.name, snapshot.version, restated.interval)
+
+    @run_stage.register
+    def _backfill_stage(self, stage: Backfill, work: _Apply) -> None:
+        self._backfill(stage, work)
+
+    @run_stage.register
+    def _stop_if_failed(self, stage: StopIfFailed, work: _Apply) -> None:
+        """One error naming every failed model with its error and every model it kept from being
+        built; nothing is promoted (SQLMesh 0.236.4: "Plan application failed.", exit 1)."""
+        if not work.failed:
+            return
+        order = {s.name: i for i, s in enumerate(order_snapshots(work.plan.snapshots.values()))}
+        failed = sorted(work.failed, key=lambda item: order.get(item[0], len(order)))
+        raise_failures(failed, sorted(work.skipped, key=lambda name: order.get(name, len(order))))
+
+    @run_stage.register
+    def _audit_existing_stage(self, stage: AuditExisting, work: _Apply) -> None:
+        self._audit_existing(work.plan, [work.plan.snapshots[name] for name in stage.models],
+                             work.mapping, work.log)
+
+    @run_stage.register
+    def _promote(self, stage: Promote, work: _Apply) -> None:
         if work.environment is None:
             work.environment = self.environment_for(work.plan)
         self.state.promote(work.environment, expected_plan_id=work.plan.expected_plan_id,
                            source=work.plan.options.source or local_source())
 
-    def _swap_or_revert(self, work: "_Apply") -> None:
+    @run_stage.register
+    def _swap_or_revert(self, stage: SwapViews, work: _Apply) -> None:
         try:
-            work.log.views_created = self._swap_views(work.plan, work.environment)
+            work.log.views_created = self._swap_views(stage, work.environment)
         except Exception as exc:  # noqa: BLE001 - any failure must put the previous views back
             self._revert_promotion(work.plan, work.environment, work.stored, exc)
+
+    @run_stage.register
+    def _finalize(self, stage: Finalize, work: _Apply) -> None:
+        self.state.finalize(stage.environment, work.plan.plan_id)
+
+    @run_stage.register
+    def _after_all(self, stage: AfterAll, work: _Apply) -> None:
+        if self.after_all is not None:
+            self.after_all(work.plan.environment)
 
     def _check_view_names(self, plan: Plan) -> None:
         """Spark's catalog accepts only letters, digits and `_` in schema and table names: a model
@@ -245,22 +308,9 @@ class PlanEvaluator:
                           "environment and its views were left as before this plan; re-run it") from exc
 
     def environment_for(self, plan: Plan) -> Environment:
-        mapping = plan.tables()
-        previous = plan.previous_environment
-        return Environment(
-            name=plan.environment,
-            snapshots=tuple(
-                EnvironmentSnapshot(name=s.name, identifier=s.identifier, version=s.version,
-                                    kind=s.kind, table_name=mapping[s.name], promoted=plan.is_promoted(s.name))
-                for s in sorted(plan.snapshots.values(), key=lambda s: s.name)
-                if s.kind != KindName.EMBEDDED.value
-            ),
-            plan_id=plan.plan_id,
-            previous_plan_id=previous.plan_id if previous else None,
-            expiration_ts=None if plan.environment == "prod"
-            else to_ms(self.environment_ttl, relative_base=now_ms()),   # from today's midnight, as SQLMesh
-            previous_snapshots=previous.snapshots if previous else (),
-        )
+        """The row `plan` promotes; a dev environment expires `environment_ttl` from today's midnight, as SQLMesh."""
+        expiration = None if plan.environment == "prod" else to_ms(self.environment_ttl, relative_base=now_ms())
+        return replace(draft_environment(plan), expiration_ts=expiration)
 
     def _create_tables(self, work: "_Apply") -> None:
         """Create the physical tables, up to `concurrent_tasks` at once; a table is created after its
@@ -333,22 +383,17 @@ class PlanEvaluator:
         if self.progress:
             self.progress(line, 0, 0)
 
-    def _restate(self, plan: Plan) -> None:
-        for snapshot_id, interval in plan.restatements.items():
-            snapshot = plan.snapshots.get(snapshot_id.name)
-            if snapshot is not None:
-                self.state.remove_intervals(snapshot.name, snapshot.version, interval)
-
-    def _backfill(self, apply: "_Apply") -> None:
+    def _backfill(self, stage: Backfill, apply: "_Apply") -> None:
         """Each model's batches in order; independent models run concurrently (`concurrent_tasks`),
         a model only after every model upstream of it finished all its batches. A failed model stops
         its downstream; independent models go on (so do models independent of one whose table could
         not be created). State writes go through one lock."""
         plan, mapping, log = apply.plan, apply.mapping, apply.log
         by_id = {s.snapshot_id: s for s in plan.snapshots.values()}
+        planned = {by_id[b.snapshot_id].name: b for b in plan.backfills if b.snapshot_id in by_id}
         gone = apply.skipped | {name for name, _ in apply.failed}
-        work = {by_id[b.snapshot_id].name: (by_id[b.snapshot_id], b)
-                for b in plan.backfills if b.snapshot_id in by_id and by_id[b.snapshot_id].name not in gone}
+        work = {m.model: (plan.snapshots[m.model], replace(planned[m.model], batches=m.batches))
+                for m in stage.batches if m.model not in gone}
         names = [s.name for s in self._ordered(plan, [s for s, _ in work.values()])]
         total = sum(len(b.batches) for _, b in work.values())
         lock = threading.Lock()
@@ -392,24 +437,11 @@ class PlanEvaluator:
         if outcome.failed:
             apply.fail(outcome.failed, outcome.skipped)
 
-    @staticmethod
-    def _stop_if_failed(work: "_Apply") -> None:
-        """One error naming every failed model with its error and every model it kept from being
-        built; nothing is promoted (SQLMesh 0.236.4: "Plan application failed.", exit 1)."""
-        if not work.failed:
-            return
-        order = {s.name: i for i, s in enumerate(order_snapshots(work.plan.snapshots.values()))}
-        failed = sorted(work.failed, key=lambda item: order.get(item[0], len(order)))
-        raise_failures(failed, sorted(work.skipped, key=lambda name: order.get(name, len(order))))
-
-    def _audit_existing(self, plan: Plan, mapping: Mapping[str, str], log: ApplyLog) -> None:
+    def _audit_existing(self, plan: Plan, targets: Sequence[Snapshot], mapping: Mapping[str, str],
+                        log: ApplyLog) -> None:
         """Changed audits of snapshots this plan does not backfill run on the data their table already
         holds (all recorded intervals; views as they are); a blocking failure stops the plan here,
         before promotion. Tables with nothing recorded yet have no data to audit."""
-        by_id = {s.snapshot_id: s for s in plan.snapshots.values()}
-        targets = [by_id[i] for i in plan.audit_only if i in by_id]
-        if not targets:
-            return
         recorded = self.state.get_intervals([(s.name, s.version) for s in targets])
         for snapshot in targets:
             spans = recorded.get((snapshot.name, snapshot.version))
@@ -426,30 +458,14 @@ class PlanEvaluator:
                 raise error
             log.audit_warnings.extend(r for r in results if not r.passed)
 
-    def _swap_views(self, plan: Plan, environment: Environment) -> int:
+    def _swap_views(self, stage: SwapViews, environment: Environment) -> int:
+        """Write the stage's views, and those it keeps that the catalog lacks; drop the stale ones."""
         views = environment.views()
-        self.runner.replace_views(self._views_to_write(plan, environment, views))
-        self.runner.drop_views(environment.stale_views())
-        return len(views)
-
-    def _views_to_write(self, plan: Plan, environment: Environment,
-                        views: Mapping[str, str]) -> dict[str, str]:
-        """The views to (re)create: all but those of snapshots the finalized previous environment
-        already had, with the same identifier and table, whose view exists.
-
-        A view stores its columns when created, so a changed identifier (e.g. a forward-only schema
-        change on the same table) rewrites it; an unfinalized previous environment (a crash while
-        swapping views) rewrites everything.
-        """
-        previous = plan.previous_environment
         existing = getattr(self.runner, "existing_views", None)
-        if previous is None or previous.finalized_ts is None or existing is None:
-            return dict(views)
-        before = {s.name: (s.identifier, s.table_name) for s in previous.snapshots if s.promoted}
-        same = {view_name(s.name, plan.environment) for s in environment.snapshots
-                if before.get(s.name) == (s.identifier, s.table_name)}
-        present = existing([view for view in views if view in same]) if same else set()
-        return {view: table for view, table in views.items() if view not in present}
+        present = existing(list(stage.keep)) if stage.keep and existing is not None else set()
+        self.runner.replace_views({view: table for view, table in views.items() if view not in present})
+        self.runner.drop_views(stage.drop)
+        return len(views)
 
     def _ordered(self, plan: Plan, snapshots: Iterable[Snapshot]) -> list[Snapshot]:
         return order_snapshots(snapshots)

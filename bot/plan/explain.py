@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from bot.intervals import IntervalUnit, format_interval, inclusive_end_date, interval_unit, merge
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, Plan
-from bot.plan.stages import stages_for
+from bot.plan.stages import plan_stages
 from bot.snapshot import view_name
 
 _SECTIONS = (
@@ -143,4 +143,4 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
         })
     return {"environment": plan.environment, "new_environment": plan.new_environment,
             "plan_id": plan.plan_id, "models": models,
-            "stages": [stage.name for stage in stages_for(plan)]}
+            "stages": [stage.to_json() for stage in plan_stages(plan)]}

@@ -12,8 +12,8 @@ from bot.plan.claims import environment_key
 from bot.plan.definition import Plan, PlanOptions
 from bot.plan.drift import local_source
 from bot.plan.evaluator import PlanEvaluator, finish_promotion
+from bot.plan.stages import promotion_stages
 from bot.state.api import Environment, EnvironmentSnapshot, HistoryEntry, StateReader, require_environment
-
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def rollback(evaluator: PlanEvaluator, environment: str, *, to_plan_id: str | No
                     expected_plan_id=current.plan_id, previous_environment=current, snapshots={},
                     new_snapshots=(), changes=(), backfills=(),
                     options=PlanOptions(source=local_source(f"rollback to {target.plan_id[:12]}")))
-        evaluator.promote_snapshots(plan, served, stored=current)
+        evaluator.run(promotion_stages(served, current), plan, environment=served, stored=current)
     return RollbackResult(environment=environment, plan_id=plan_id, from_plan_id=current.plan_id,
                           to_plan_id=target.plan_id, repointed=repointed(current.snapshots, target.snapshots),
                           seconds=time.monotonic() - started)
