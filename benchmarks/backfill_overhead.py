@@ -31,7 +31,7 @@ from bot.context import Context  # noqa: E402
 from bot.plan.definition import BackfillKind, Plan, PlanOptions  # noqa: E402
 from bot.plan.evaluator import order_snapshots  # noqa: E402
 from bot.project.render import render_sql  # noqa: E402
-from bot.project.timeutil import to_ms  # noqa: E402
+from bot.timeline.times import to_ms  # noqa: E402
 from bot.spark.sql import quote_table  # noqa: E402
 
 START = "2024-01-01"

@@ -17,7 +17,7 @@ from bot.plan.janitor import JanitorResult, clean_environment, destroy_all, expi
 from bot.plan.workspace import Workspace
 from bot.project.cache import paused_gc
 from bot.project.model import Model
-from bot.project.timeutil import exclusive_end_ms, execution_ms, now_ms, to_ms, user_range
+from bot.timeline.times import exclusive_end_ms, execution_ms, now_ms, to_ms, user_range
 from bot.snapshot import normalize_environment, view_name, view_names
 from bot.state.api import Environment, HistoryEntry, require_environment
 

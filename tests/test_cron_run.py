@@ -8,12 +8,12 @@ import pytest
 
 from bot.context import Context
 from bot.errors import PlanError
-from bot.intervals import Interval
+from bot.timeline.intervals import Interval
 from bot.plan.claims import Claims, environment_key
 from bot.plan.definition import PlanOptions
 from bot.plan.cron_run import due_batches
 from bot.project.model import Kind, KindName, Model
-from bot.project.timeutil import to_ms
+from bot.timeline.times import to_ms
 from ops_project import write_ops_project
 
 HOUR = 3_600_000

@@ -8,7 +8,7 @@ import pytest
 
 import bot.plan.explain as explain
 from bot.plan.explain import plan_summary_text, plan_to_json
-from bot.project.timeutil import to_ms
+from bot.timeline.times import to_ms
 from test_plan_builder import DAY, INCR, NOW, apply, config, make, plan_for, project, state  # noqa: F401
 
 DEV_GOLDEN = """\

@@ -6,10 +6,10 @@ import doctest
 
 import pytest
 
-import bot.intervals as intervals
-from bot.intervals import (IntervalUnit, batches, cron_floor, expand, format_interval,
+import bot.timeline.intervals as intervals
+from bot.timeline.intervals import (IntervalUnit, batches, cron_floor, expand, format_interval,
                            interval_unit, merge, missing_intervals, subtract)
-from bot.project.timeutil import to_ms
+from bot.timeline.times import to_ms
 
 DAY = 86_400_000
 HOUR = 3_600_000

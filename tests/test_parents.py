@@ -9,7 +9,7 @@ import pytest
 from bot.errors import PlanError
 from bot.plan.parents import ParentCheck, require_parents
 from bot.project.model import Kind, KindName, Model
-from bot.project.timeutil import to_ms
+from bot.timeline.times import to_ms
 from bot.snapshot import Fingerprint, Snapshot, SnapshotId
 
 INCREMENTAL = Kind(KindName.INCREMENTAL_BY_TIME_RANGE, time_column="ds")

@@ -16,7 +16,7 @@ from bot.project.config import ModelDefaults, ProjectConfig
 from bot.project.dag import DAG
 from bot.project.model import Kind, KindName, Model
 from bot.project.render import normalized_query_sql
-from bot.project.timeutil import to_ms
+from bot.timeline.times import to_ms
 from bot.snapshot import ChangeCategory
 from bot.state.api import Environment, EnvironmentSnapshot
 

@@ -10,7 +10,7 @@ import pytest
 from bot.context import Context
 from bot.errors import PlanError
 from bot.plan.definition import BackfillKind, PlanOptions
-from bot.project.timeutil import to_ms
+from bot.timeline.times import to_ms
 from bot.snapshot import ChangeCategory
 from project_files import LOCAL_SPARK_SQLITE_CONFIG
 

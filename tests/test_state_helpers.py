@@ -6,8 +6,9 @@ import doctest
 
 import pytest
 
-from bot.state import _interval_math, _util
-from bot.state._interval_math import merge, replay, subtract
+from bot.state import _util
+from bot.timeline import intervals as _interval_math
+from bot.timeline.intervals import merge, replay, subtract
 
 
 @pytest.mark.parametrize("module", [_interval_math, _util])

@@ -114,14 +114,14 @@ def test_a_machine_whose_clock_runs_ahead_cannot_take_a_live_lease_on_postgresql
                                                                                  monkeypatch):
     """Leases are timed by the database's clock: a teammate's machine ten minutes ahead sees a lease
     with a minute to live as live, not as expired."""
-    import bot.project.timeutil as timeutil
+    from bot.timeline import times
     from bot.state import leases
 
     state = connect_state(StateConnection(**postgres_schema), project_root=tmp_path)
     try:
         held = state.acquire_lease("environment:prod", owner="a", purpose="plan of `prod`", ttl_ms=TTL)
         assert held.granted
-        ahead = timeutil.now_ms() + 600_000
+        ahead = times.now_ms() + 600_000
         monkeypatch.setattr(leases, "now_ms", lambda: ahead)
         assert not state.acquire_lease("environment:prod", owner="b", purpose="run of `prod`", ttl_ms=TTL).granted
         assert set(state.live_leases()) == {"environment:prod"}

@@ -95,7 +95,7 @@ def check_range(start: str | None, end: str | None) -> None:
     """
     if not start or not end:
         return
-    from bot.project.timeutil import now_ms, to_ms
+    from bot.timeline.times import now_ms, to_ms
 
     now = now_ms()   # one base for relative phrases such as `2 days ago`
     if to_ms(start, relative_base=now) > to_ms(end, relative_base=now):
@@ -110,7 +110,7 @@ def iso(ms: int | None) -> str | None:
     """Epoch milliseconds as an ISO-8601 UTC timestamp (None stays None)."""
     if ms is None:
         return None
-    from bot.project.timeutil import to_datetime
+    from bot.timeline.times import to_datetime
 
     return to_datetime(ms).isoformat(timespec="seconds")
 

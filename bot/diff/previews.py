@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterable, Protocol
 
 from bot.diff.table_diff import DiffSide, ModelDataDiff, count_rows, table_diff
 from bot.errors import PlanError
-from bot.project.timeutil import MS_PER_DAY, to_datetime
+from bot.timeline.times import MS_PER_DAY, to_datetime
 
 if TYPE_CHECKING:
     from bot.spark.engine import SparkEngine

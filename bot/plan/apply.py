@@ -39,7 +39,7 @@ def apply_plan(plan: Plan, work: SparkWork, *, statements: tuple[EnvironmentStat
     """Apply `plan` (its stages in order: tables, backfill unless skipped, promotion, views, with the
     config's before_all and after_all `statements`), then, unless the backfill is skipped, the
     standalone audits on the environment's tables. `stage_log` gets a line as each stage starts and ends."""
-    from bot.project.timeutil import to_ms
+    from bot.timeline.times import to_ms
     from bot.quality.audit_report import standalone_warnings
 
     evaluator, runner = work.evaluator(statements=statements, progress=progress), work.runner

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 from bot.errors import PlanError
-from bot.intervals import (Interval, batches, cron_floor, cron_prev, format_interval, interval_unit,
+from bot.timeline.intervals import (Interval, batches, cron_floor, cron_prev, format_interval, interval_unit,
                            merge, missing_intervals, subtract)
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, PlanOptions
 from bot.project.config import ProjectConfig
 from bot.project.dag import DAG, select_models, topological_order
 from bot.project.model import KindName, Model
-from bot.project.timeutil import exclusive_end_ms, to_ms
+from bot.timeline.times import exclusive_end_ms, to_ms
 from bot.snapshot import ChangeCategory, Snapshot, SnapshotId
 from bot.state.api import Environment, SnapshotIntervals, StateReader
 

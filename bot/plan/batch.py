@@ -10,7 +10,7 @@ from typing import Iterable, Mapping, Protocol, Sequence
 
 from bot.errors import BotError, EngineError
 from bot.faults import checkpoint
-from bot.intervals import subtract
+from bot.timeline.intervals import subtract
 from bot.plan.claims import Claims, Notice, version_key
 from bot.project.model import KindName, Model
 from bot.quality.api import AuditResult, audit_error

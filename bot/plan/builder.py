@@ -20,7 +20,7 @@ from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
 from bot.project.cache import paused_gc
 from bot.project.config import ProjectConfig
 from bot.project.dag import DAG
-from bot.project.timeutil import now_ms as wall_clock_ms
+from bot.timeline.times import now_ms as wall_clock_ms
 from bot.project.model import KindName, Model
 from bot.project.output_columns import expand_star, projection_names
 from bot.project.serialize import model_to_dict

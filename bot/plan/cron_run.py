@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from bot.errors import PlanError
-from bot.intervals import Interval, format_interval, interval_unit, missing_intervals
+from bot.timeline.intervals import Interval, format_interval, interval_unit, missing_intervals
 from bot.plan.backfill import due_batches_of
 from bot.plan.batch import BatchRunner, BatchWriter
 from bot.plan.claims import Claims, LeaseBusy, environment_key
@@ -20,7 +20,7 @@ from bot.plan.snapshot_models import SnapshotModels
 from bot.project.dag import upstream_of
 from bot.project.model import KindName, Model
 from bot.project.render import render_sql
-from bot.project.timeutil import exclusive_end_ms, execution_ms
+from bot.timeline.times import exclusive_end_ms, execution_ms
 from bot.quality.api import AuditResult
 from bot.snapshot import Snapshot, view_name
 from bot.spark.engine import SparkEngine

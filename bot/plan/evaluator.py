@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from bot.errors import BotError, ConflictError, EngineError, PlanError, QualityError
 from bot.faults import checkpoint
-from bot.intervals import subtract
+from bot.timeline.intervals import subtract
 from bot.plan.batch import BatchRunner, BatchWriter, fmt_interval as _fmt, first_line as _first_line, model_failed
 from bot.plan.claims import Claims, describe_holder, environment_key, version_key
 from bot.quality.api import AuditResult, audit_error
@@ -25,7 +25,7 @@ from bot.plan.stages import (AfterAll, AuditExisting, Backfill, BeforeAll, Check
                              StopIfFailed, SwapViews, draft_environment, plan_stages)
 from bot.plan.schedule import run_tasks
 from bot.project.dag import reachable, topological_order, upstream_of
-from bot.project.timeutil import now_ms, to_ms
+from bot.timeline.times import now_ms, to_ms
 from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, view_name
 from bot.state.api import Environment, Lease, StateSync

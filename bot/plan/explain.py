@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from bot.intervals import IntervalUnit, format_interval, inclusive_end_date, interval_unit, merge
+from bot.timeline.intervals import IntervalUnit, format_interval, inclusive_end_date, interval_unit, merge
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, Plan
 from bot.plan.stages import plan_stages
 from bot.snapshot import view_name

@@ -9,7 +9,7 @@ from bot.errors import PlanError
 from bot.faults import checkpoint
 from bot.plan.claims import JANITOR_KEY, Claims, Notice, environment_key
 from bot.project.model import KindName
-from bot.project.timeutil import now_ms as _now_ms
+from bot.timeline.times import now_ms as _now_ms
 from bot.snapshot import Snapshot, SnapshotId
 from bot.spark.engine import SWAP_SUFFIX
 from bot.state.api import Environment, PendingDrop, require_environment

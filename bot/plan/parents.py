@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from bot.errors import PlanError
-from bot.intervals import (Interval, format_interval, interval_unit, merge, missing_intervals,
+from bot.timeline.intervals import (Interval, format_interval, interval_unit, merge, missing_intervals,
                            subtract)
 from bot.project.model import KindName, Model
-from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, midnight, now_ms, to_ms
+from bot.timeline.times import MS_PER_DAY, exclusive_end_ms, midnight, now_ms, to_ms
 from bot.snapshot import Snapshot
 from bot.state.api import SnapshotIntervals
 

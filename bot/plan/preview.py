@@ -12,13 +12,13 @@ from typing import Callable, Iterator, Mapping, Sequence
 from sqlglot import exp
 
 from bot.errors import BotError, ConfigError, PlanError
-from bot.intervals import Interval
+from bot.timeline.intervals import Interval
 from bot.plan.definition import ChangeType, ModelChange, Plan
 from bot.plan.evaluator import order_snapshots
 from bot.plan.cron_run import model_start, query_sql
 from bot.project.dag import children_of, reachable
 from bot.project.model import KindName, Model
-from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms
+from bot.timeline.times import MS_PER_DAY, exclusive_end_ms
 from bot.snapshot import ChangeCategory, Snapshot, view_name
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors

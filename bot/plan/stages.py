@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Iterable
 
 from bot.plan.definition import Plan
-from bot.project.timeutil import to_ts
+from bot.timeline.times import to_ts
 from bot.snapshot import NO_PHYSICAL_TABLE, view_name
 from bot.state.api import Environment, EnvironmentSnapshot, Interval
 

@@ -12,7 +12,7 @@ from bot.errors import ConfigError
 from bot.project.catalogs import Catalogs, catalogs_of
 from bot.project.files import read_text, read_yaml, render_env_vars
 from bot.project.notifications import NotificationTarget, parse_notification_targets
-from bot.project.timeutil import TimeParseError, check_ttl, to_ms
+from bot.timeline.times import TimeParseError, check_ttl, to_ms
 from bot.redact import register, register_setting, register_url
 
 IGNORE_PATTERNS = (".ipynb_checkpoints/*",)   # SQLMesh's default; config.yaml's ignore_patterns add to it

@@ -21,7 +21,7 @@ from bot.project.warn import project_warning
 from bot.project.sqltext import braced_text, fill_braced, has_braced
 from bot.project.sqltext import macro_call_name as macro_name
 from bot.project.sqltext import parse_sql
-from bot.project.timeutil import to_datetime, to_ds, to_ts
+from bot.timeline.times import to_datetime, to_ds, to_ts
 
 _MACRO_ATTR = "__meshbot_macro__"
 

@@ -29,7 +29,7 @@ from bot.project.limits import SEED
 from bot.project.model import AuditRef, KindName, Model
 from bot.project.render import REFERENCE_END, REFERENCE_START
 from bot.project.sqltext import (line_at, macro_call_name, normalize_name, table_references, to_sql)
-from bot.project.timeutil import TimeParseError, to_ms
+from bot.timeline.times import TimeParseError, to_ms
 
 BUILTIN_MACRO_VARIABLES = frozenset(
     f"{prefix}_{suffix}"

@@ -23,7 +23,7 @@ from bot.project.kinds import na_values_setting
 from bot.project.model import KIND_ALIASES, AuditRef, Kind, KindName, Model, OnDestructiveChange
 from bot.project.sqlmesh_shim import project_imports, project_root, sqlmesh_shim, unsupported_import
 from bot.project.sqltext import normalize_name, parse_sql, table_references
-from bot.project.timeutil import REFERENCE_END, REFERENCE_START
+from bot.timeline.times import REFERENCE_END, REFERENCE_START
 from bot.project.warn import project_warning
 
 _MODEL_ATTR = "__meshbot_model__"

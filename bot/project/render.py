@@ -21,7 +21,7 @@ from bot.project.python_model import resolve_sql_function, sql_function_query
 from bot.project.sqltext import normalize_name, parse_sql
 from bot.project.floats import keep_float32_arithmetic
 from bot.project.windows import order_all_peers
-from bot.project.timeutil import REFERENCE_END, REFERENCE_START  # noqa: F401 - the reference interval's home for renders
+from bot.timeline.times import REFERENCE_END, REFERENCE_START  # noqa: F401 - the reference interval's home for renders
 
 
 _MAPPED = "meshbot_mapped"          # meta flag: this table is already a physical/virtual name

@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from bot.project import timeutil
-from bot.project.timeutil import TimeLike
+from bot.timeline import times
+from bot.timeline.times import TimeLike
 
 UTC = timezone.utc
 DATE_INT_FMT = "%Y%m%d"
@@ -28,7 +28,7 @@ __all__ = [
 
 
 def _base_ms(relative_base: datetime | None) -> int | None:
-    return timeutil.from_datetime(relative_base) if relative_base is not None else None
+    return times.from_datetime(relative_base) if relative_base is not None else None
 
 
 def to_datetime(value: TimeLike, relative_base: datetime | None = None) -> datetime:
@@ -37,12 +37,12 @@ def to_datetime(value: TimeLike, relative_base: datetime | None = None) -> datet
     >>> to_datetime("2024-01-02 03:04:05")
     datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
     """
-    return timeutil.to_datetime(timeutil.to_ms(value, relative_base=_base_ms(relative_base)))
+    return times.to_datetime(times.to_ms(value, relative_base=_base_ms(relative_base)))
 
 
 def to_timestamp(value: TimeLike, relative_base: datetime | None = None) -> int:
     """Epoch milliseconds."""
-    return timeutil.from_datetime(to_datetime(value, relative_base))
+    return times.from_datetime(to_datetime(value, relative_base))
 
 
 def to_date(value: TimeLike, relative_base: datetime | None = None) -> date:
@@ -168,7 +168,7 @@ def is_categorical_relative_expression(expression: str) -> bool:
     text = expression.strip().lower()
     if text in _DAY_WORDS:
         return True
-    if timeutil.relative_ms(text, 0) is None:
+    if times.relative_ms(text, 0) is None:
         return False
     return not any(unit in text for unit in _CLOCK_UNITS)
 

@@ -16,7 +16,7 @@ from sqlglot import exp
 from bot.errors import ConfigError, EngineError
 from bot.project.model import Model
 from bot.project.render import render_query
-from bot.project.timeutil import MS_PER_DAY, exclusive_end_ms, to_datetime, to_ms
+from bot.timeline.times import MS_PER_DAY, exclusive_end_ms, to_datetime, to_ms
 from bot.quality.api import TestResult, TestSuiteResult
 from bot.quality.compare import compare_rows, describe
 from bot.quality.unit_test_files import TestData, UnitTest, load_test_files

@@ -13,7 +13,7 @@ from sqlglot.errors import SqlglotError
 
 from bot.errors import EngineError
 from bot.project.model import Kind, KindName
-from bot.project.timeutil import to_datetime, to_ms
+from bot.timeline.times import to_datetime, to_ms
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors
 from bot.spark.python_eval import is_pandas_df, is_spark_df

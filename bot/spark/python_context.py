@@ -13,7 +13,7 @@ from bot.project.blueprints import python_values
 from bot.project.render import model_variables
 from bot.project.model import Model
 from bot.project.python_model import resolve_python_model
-from bot.project.timeutil import to_datetime
+from bot.timeline.times import to_datetime
 from bot.spark.engine import SparkEngine
 from bot.spark.python_eval import to_spark_df
 from bot.spark.sql import portable_table

@@ -7,8 +7,8 @@ from typing import Iterable, Sequence
 
 import sqlalchemy as sa
 
-from bot.project.timeutil import now_ms
-from bot.state._interval_math import replay
+from bot.timeline.times import now_ms
+from bot.timeline.intervals import replay
 from bot.state._util import chunks, write_transaction
 from bot.state.api import BatchTimes, Interval, SnapshotIntervals
 from bot.state.tables import Tables

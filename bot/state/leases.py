@@ -9,7 +9,7 @@ from typing import Iterable
 
 import sqlalchemy as sa
 
-from bot.project.timeutil import now_ms
+from bot.timeline.times import now_ms
 from bot.state._util import chunks, write_transaction
 from bot.state.api import Lease, LeaseHolder
 from bot.state.tables import Tables

@@ -6,7 +6,7 @@ from typing import Iterable
 
 import sqlalchemy as sa
 
-from bot.project.timeutil import now_ms
+from bot.timeline.times import now_ms
 from bot.snapshot import SnapshotId
 from bot.state._util import chunks, write_transaction
 from bot.state.api import PendingDrop

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import sqlalchemy as sa
 
 from bot.errors import StateError
-from bot.project.timeutil import TimeParseError, expires_ms
+from bot.timeline.times import TimeParseError, expires_ms
 from bot.snapshot import DEV_TABLE_SUFFIX, Snapshot, SnapshotId
 from bot.state._util import chunks, write_transaction
 from bot.state.serialize import row_to_snapshot, snapshot_to_row

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from bot.errors import StateError
 from bot.fingerprint import FINGERPRINT_SCHEME
-from bot.project import timeutil
+from bot.timeline import times
 from bot.snapshot import Snapshot, SnapshotId
 from bot.state import versions
 from bot.state._util import write_transaction
@@ -217,7 +217,7 @@ class SqlStateSync:
 
     def promote(self, environment: Environment, *, expected_plan_id: str | None, source: str = "") -> None:
         self._current()
-        self._environments.promote(environment, expected_plan_id=expected_plan_id, now_ms=timeutil.now_ms(),
+        self._environments.promote(environment, expected_plan_id=expected_plan_id, now_ms=times.now_ms(),
                                    source=source)
 
     def restore_environment(self, name: str, previous: Environment | None, *,
@@ -227,11 +227,11 @@ class SqlStateSync:
 
     def finalize(self, environment_name: str, plan_id: str) -> None:
         self._current()
-        self._environments.finalize(environment_name, plan_id, now_ms=timeutil.now_ms())
+        self._environments.finalize(environment_name, plan_id, now_ms=times.now_ms())
 
     def invalidate_environment(self, name: str) -> None:
         self._current()
-        self._environments.invalidate(name, now_ms=timeutil.now_ms())
+        self._environments.invalidate(name, now_ms=times.now_ms())
 
     def expired_environments(self, now_ms: int) -> list[Environment]:
         self._current()

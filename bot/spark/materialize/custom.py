@@ -8,7 +8,7 @@ from typing import Any
 from bot.errors import BotError, EngineError
 from bot.project.materializations import CustomMaterialization, MaterializedModel, find_materialization, kind_type
 from bot.project.model import Kind, Model
-from bot.project.timeutil import to_datetime
+from bot.timeline.times import to_datetime
 from bot.spark.adapter import SparkAdapter
 from bot.spark.engine import SparkEngine
 from bot.spark.materialize import full

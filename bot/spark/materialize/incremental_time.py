@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from bot.errors import EngineError
 from bot.project.model import Kind
-from bot.project.timeutil import from_datetime, to_datetime
+from bot.timeline.times import from_datetime, to_datetime
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors
 from bot.spark.sql import spark_sql, table_expression

@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from bot.errors import EngineError
 from bot.project.model import Kind, KindName
-from bot.project.timeutil import to_datetime
+from bot.timeline.times import to_datetime
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors
 from bot.spark.sql import spark_sql, table_expression

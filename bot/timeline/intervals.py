@@ -9,7 +9,7 @@ from typing import Iterable, Sequence
 
 from croniter import croniter
 
-from bot.project.timeutil import add_months, from_datetime, to_datetime
+from bot.timeline.times import add_months, from_datetime, to_datetime
 
 Interval = tuple[int, int]  # [start, end) in epoch milliseconds, UTC
 
@@ -267,3 +267,15 @@ def format_interval(interval: Interval, unit: IntervalUnit) -> str:
 def inclusive_end_date(interval: Interval) -> tuple[str, str]:
     """(`YYYY-MM-DD` of the start, `YYYY-MM-DD` of the last millisecond), as plan JSON lists them."""
     return f"{to_datetime(interval[0]):%Y-%m-%d}", f"{to_datetime(interval[1] - 1):%Y-%m-%d}"
+
+
+def replay(records: Iterable[tuple[int, int, bool]]) -> list[Interval]:
+    """Fold append-only (start, end, is_removed) records, oldest first, into merged intervals (state's rows).
+
+    >>> replay([(0, 10, False), (0, 5, True), (0, 3, False)])
+    [(0, 3), (5, 10)]
+    """
+    current: list[Interval] = []
+    for start, end, is_removed in records:
+        current = subtract(current, [(start, end)]) if is_removed else merge([*current, (start, end)])
+    return current

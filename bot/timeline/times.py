@@ -220,7 +220,7 @@ def to_ms(value: TimeLike, *, relative_base: int | None = None, floor_days: bool
     >>> to_ms('soon')  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     ...
-    bot.project.timeutil.TimeParseError: cannot understand the time 'soon'
+    bot.timeline.times.TimeParseError: cannot understand the time 'soon'
     """
     if isinstance(value, bool):
         raise TimeParseError(f"cannot understand the time {value!r}: expected a date, not a boolean")
@@ -268,7 +268,7 @@ def check_ttl(ttl: str) -> None:
     >>> check_ttl("1 week")
     Traceback (most recent call last):
     ...
-    bot.project.timeutil.TimeParseError: the TTL '1 week' is in the past; write a future span such as 'in 1 week'
+    bot.timeline.times.TimeParseError: the TTL '1 week' is in the past; write a future span such as 'in 1 week'
     """
     now = now_ms() // 60_000 * 60_000
     if to_ms(ttl, relative_base=now) < now:

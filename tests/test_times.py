@@ -1,4 +1,4 @@
-"""Tests for bot.project.timeutil: parsing dates and relative phrases to epoch ms, formatting."""
+"""Tests for bot.timeline.times: parsing dates and relative phrases to epoch ms, formatting."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from datetime import date, datetime, timezone
 import pytest
 
 from bot.errors import ConfigError
-from bot.project import timeutil
-from bot.project.timeutil import (check_ttl, exclusive_end_ms, expires_ms, inclusive_end, now_ms, to_datetime,
+from bot.timeline import times
+from bot.timeline.times import (check_ttl, exclusive_end_ms, expires_ms, inclusive_end, now_ms, to_datetime,
                                   to_ds, to_ms, to_ts)
 
 JAN1 = 1_704_067_200_000  # 2024-01-01 00:00:00 UTC
@@ -17,7 +17,7 @@ DAY = 86_400_000
 
 
 def test_doctests() -> None:
-    assert doctest.testmod(timeutil, optionflags=doctest.ELLIPSIS).failed == 0
+    assert doctest.testmod(times, optionflags=doctest.ELLIPSIS).failed == 0
 
 
 @pytest.mark.parametrize("value", [

@@ -1,0 +1,1 @@
+"""Time and interval arithmetic: parsing and formatting instants (times), interval units, crons and spans (intervals)."""
