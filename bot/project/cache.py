@@ -27,6 +27,7 @@ from bot.project.audit_parser import AuditDefinition
 from bot.project.meshbot_dir import checked
 from bot.project.model import AuditRef, Kind, Model
 from bot.project.model_parser import MacroRef, ParsedModel
+from bot.project.printed_sql import SQL_ATTRIBUTE
 from bot.project.serialize import _kind_from_dict, model_to_dict
 from bot.project.sqltext import parse_sql, selects_star, strip_comments, to_sql, written_output_names
 
@@ -38,7 +39,211 @@ CHANGES_FILE = CACHE_FILE.with_name("models.changes.json")   # entries that diff
 # build stays part of every cache key (cache_context) so that a cache never mixes the two.
 COMPILED_SQLGLOT = hasattr(exp.Expression, "__mypyc_attrs__")
 _AST_FIELDS = ("query", "pre_statements", "post_statements")
-_SQL = "_meshbot_ast_sql"   # to_sql of query/pre/post: the cached ASTs, and storing a snapshot needs no AST
+_SQL = SQL_ATTRIBUTE   # to_sql of query/pre/post (bot.project.printed_sql)
+_FACTS = "_meshbot_query_facts"   # (written output names, selects a star), so column checks need no AST
+
+
+# Shapes of the JSON read back, as predicates. JSON gives exactly str, int, float, bool, None, list
+# and dict, so an exact type test also keeps `true` out of an int field.
+Shape = Callable[[Any], bool]
+
+
+class _Types:
+    """The shape `a value of exactly one of these types`; records and lists test it inline, without a call."""
+
+    __slots__ = ("allowed",)
+
+    def __init__(self, allowed: frozenset[type]) -> None:
+        self.allowed = allowed
+
+    def __call__(self, value: Any) -> bool:
+        return type(value) in self.allowed
+
+
+def _is(*types: type | None) -> _Types:
+    return _Types(frozenset(type(None) if t is None else t for t in types))
+
+
+def _list_of(item: Shape) -> Shape:
+    if isinstance(item, _Types):   # all in C: no call per item
+        contains = item.allowed.__contains__
+        return lambda value: type(value) is list and all(map(contains, map(type, value)))
+    return lambda value: type(value) is list and all(map(item, value))
+
+
+def _either(*shapes: Shape) -> Shape:
+    return lambda value: any(shape(value) for shape in shapes)
+
+
+def _row(*items: Shape | type) -> Shape:
+    """A list of exactly these shapes (or exact types), in order."""
+    if all(isinstance(item, type) for item in items):
+        types = tuple(items)
+        return lambda value: type(value) is list and tuple(map(type, value)) == types
+    shapes = tuple(_is(item) if isinstance(item, type) else item for item in items)
+    return lambda value: type(value) is list and len(value) == len(shapes) and \
+        all(shape(v) for shape, v in zip(shapes, value))
+
+
+def _record(required: dict[str, Shape], optional: dict[str, Shape] | None = None) -> Shape:
+    """A dict with every `required` key, and no key that is neither required nor `optional`.
+
+    The keys and the exact types of the values decide every leaf field (`_is`): a signature seen
+    before needs only its other fields checked (10,000 cached models share a few signatures).
+    """
+    every = {**required, **(optional or {})}
+    needed = required.keys()
+    leaves = {key: shape.allowed for key, shape in every.items() if isinstance(shape, _Types)}
+    others = {key: shape for key, shape in every.items() if not isinstance(shape, _Types)}
+    known: dict[tuple[tuple[Any, ...], tuple[type, ...]], tuple[str, ...]] = {}   # signature -> its other keys
+
+    def rest_of(keys: tuple[Any, ...], types: tuple[type, ...]) -> tuple[str, ...] | None:
+        if not needed <= set(keys):
+            return None
+        for key, kind in zip(keys, types):
+            allowed = leaves.get(key)
+            if allowed is None and key not in others or allowed is not None and kind not in allowed:
+                return None
+        rest = tuple(key for key in keys if key in others)
+        if len(known) < 256:   # bounded: a crafted file cannot grow it without end
+            known[keys, types] = rest
+        return rest
+
+    def fits(value: Any) -> bool:
+        if type(value) is not dict:
+            return False
+        keys, types = tuple(value), tuple(map(type, value.values()))
+        rest = known.get((keys, types))
+        if rest is None:
+            rest = rest_of(keys, types)
+            if rest is None:
+                return False
+        for key in rest:
+            if not others[key](value[key]):
+                return False
+        return True
+    return fits
+
+
+_STR, _INT, _BOOL, _OPT_STR = _is(str), _is(int), _is(bool), _is(str, None)
+_STRS = _list_of(_STR)
+_PAIRS = _list_of(_row(str, str))
+# An entry leaves out every value equal to the default its reader fills in (`_sparse`): a warm load
+# of 10,000 models decodes, checks and builds only the values a model sets.
+_KIND = _record({"name": _STR}, {
+    "time_column": _OPT_STR, "time_column_format": _STR, "batch_size": _is(int, None),
+    "lookback": _INT, "forward_only": _BOOL, "disable_restatement": _BOOL, "on_destructive_change": _STR,
+    "unique_key": _STRS, "valid_from_name": _STR, "valid_to_name": _STR, "updated_at_name": _STR,
+    "scd_columns": _STRS, "invalidate_hard_deletes": _BOOL, "materialized": _BOOL, "seed_path": _OPT_STR,
+    "csv_settings": _list_of(_row(str, _is(str, int, float, bool))),
+    "insert_overwrite": _BOOL, "materialization": _STR, "materialization_properties": _STR})
+_MODEL = _record({"name": _STR, "kind": _KIND, "dialect": _STR, "path": _STR}, {   # serialize.model_to_dict's
+    "format": _INT, "query": _OPT_STR,
+    "query_text": _STR, "pre_statements": _STRS, "post_statements": _STRS, "cron": _STR,
+    "start": _OPT_STR, "end": _OPT_STR, "grains": _STRS,
+    "audits": _list_of(_record({"name": _STR, "args": _PAIRS, "blocking": _BOOL})),
+    "owner": _OPT_STR, "tags": _STRS, "description": _OPT_STR, "column_descriptions": _PAIRS,
+    "columns": _PAIRS, "partitioned_by": _STRS, "physical_properties": _PAIRS, "depends_on_explicit": _STRS,
+    "depends_on": _STRS, "enabled": _BOOL, "python_source": _OPT_STR, "python_entrypoint": _OPT_STR,
+    "seed_content_hash": _OPT_STR, "seed_abs_path": _OPT_STR, "line": _INT,
+    "session_properties": _PAIRS, "jinja_query": _STR, "jinja_line": _INT, "jinja_macros": _PAIRS,
+    "blueprint_variables": _PAIRS})
+_AUDIT = _record({"name": _STR, "query": _STR, "query_text": _STR, "path": _STR, "dialect": _STR,
+                  "blocking": _BOOL, "defaults": _PAIRS, "line": _INT, "standalone": _BOOL})
+
+
+def _facts(value: Any) -> bool:
+    """None, or [the outer SELECT's names (a list of str, or None), whether it selects a star]."""
+    return value is None or type(value) is list and len(value) == 2 and type(value[1]) is bool and \
+        (value[0] is None or _STRS(value[0]))
+
+
+_ENTRY = _record({"model": _MODEL}, {"facts": _facts,
+                                     "macro_refs": _list_of(_row(str, str, int)), "audits": _list_of(_AUDIT),
+                                     "warnings": _list_of(_row(str, int)), "cacheable": _BOOL})
+_ENTRIES = _list_of(_ENTRY)
+_CACHE = _record({"format": _INT,   # entries: file key -> [content digest, data], checked on a hit
+                  "entries": lambda value: type(value) is dict and all(map(_row(str, list), value.values()))})
+
+
+class _LazyAst:
+    """Non-data descriptor: parses one AST field from the cached SQL text on first access and stores it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return Model.__dataclass_fields__[self.name].default
+        query, pre, post = obj.__dict__[_SQL]
+        if self.name == "query":
+            value = _loads_ast(query, obj) if query is not None else None
+        else:
+            value = tuple(_loads_ast(sql, obj) for sql in (pre if self.name == "pre_statements" else post))
+        obj.__dict__[self.name] = value   # later reads find it in __dict__, without this descriptor
+        return value
+
+
+class _LazyPath:
+    """Non-data descriptor: a path field kept as its cached text until first read (most are never read)."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.text = name, f"_meshbot_{name}_text"
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return Model.__dataclass_fields__[self.name].default
+        text = obj.__dict__.get(self.text)
+        value = obj.__dict__[self.name] = Path(text) if text is not None else None
+        return value
+
+
+class LazyModel(Model):
+    """A Model read from the cache: its ASTs are parsed from their SQL text when first read, so a plan
+    that only compares fingerprints (cached renders) never builds them. Behaves exactly like Model.
+
+    Only the fields an entry sets are in the instance: the others are the class defaults below."""
+
+    query = _LazyAst("query")
+    pre_statements = _LazyAst("pre_statements")
+    post_statements = _LazyAst("post_statements")
+    path = _LazyPath("path")
+    seed_abs_path = _LazyPath("seed_abs_path")
+    depends_on = frozenset()   # type: ignore[assignment]  # Model's default_factory leaves no class attribute
+
+
+def _loads_ast(sql: str, model: Model) -> exp.Expression:
+    with paused_gc():
+        parsed = parse_sql(sql, model.dialect)
+    if len(parsed) != 1:   # only an edited cache file gets here: its shape was right, its SQL is not
+        raise ConfigError(f"the parse cache {CACHE_FILE} holds SQL of model {model.name} that does not parse"
+                          " again; delete .meshbot/cache", path=model.path)
+    strip_comments(parsed)   # as the loader does: no comments, no token positions
+    return parsed[0]
+
+
+def with_fields(model: Model, **fields: Any) -> Model:
+    """`model` with `fields` set (ones no AST or text depends on, such as `project`), as dataclasses.replace
+    gives it but without building a cached model's ASTs, and keeping its printed SQL and query facts."""
+    copy = object.__new__(type(model))
+    copy.__dict__.update(model.__dict__)
+    copy.__dict__.update(fields)
+    return copy
+
+
+def has_query(model: Model) -> bool:
+    """`model.query is not None`, without parsing a cached model's query."""
+    sql = model.__dict__.get(_SQL)
+    if sql is not None and "query" not in model.__dict__:
+        return sql[0] is not None
+    return model.query is not None
+
+
+# With `sqlglotc` installed, sqlglot's node classes are compiled (mypyc). Parses are the same, but the
+# build stays part of every cache key (cache_context) so that a cache never mixes the two.
+COMPILED_SQLGLOT = hasattr(exp.Expression, "__mypyc_attrs__")
+_AST_FIELDS = ("query", "pre_statements", "post_statements")
+_SQL = SQL_ATTRIBUTE   # to_sql of query/pre/post (bot.project.printed_sql)
 _FACTS = "_meshbot_query_facts"   # (written output names, selects a star), so column checks need no AST
 
 

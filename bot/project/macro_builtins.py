@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, MutableMapping, Protocol
 
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 
 from bot.project.sqltext import braced_text, fill_braced, has_braced
 
-if TYPE_CHECKING:
-    from bot.project.macros import MacroEvaluator
+
+class MacroScope(Protocol):
+    """What a built-in asks of the evaluator calling it (bot.project.macros.MacroEvaluator is one)."""
+
+    dialect: str
+    locals: MutableMapping[str, Any]
+    columns_of: Callable[[str], Any]
+
+    def var(self, name: str, default: Any = None) -> Any: ...
+    def blueprint_var(self, name: str, default: Any = None) -> Any: ...
+    def parse_one(self, text: str) -> exp.Expression: ...
+    def error(self, message: str) -> Exception: ...
+    def transform(self, expression: exp.Expression) -> Any: ...
 
 
 def to_expression(value: Any) -> exp.Expression:
@@ -28,20 +39,20 @@ def to_expression(value: Any) -> exp.Expression:
     return exp.convert(value)
 
 
-def _name_of(ev: MacroEvaluator, node: exp.Expression, macro: str) -> str:
+def _name_of(ev: MacroScope, node: exp.Expression, macro: str) -> str:
     if isinstance(node, (exp.Column, exp.Identifier, exp.Literal, exp.Var)) or (
             isinstance(node, exp.Parameter) and node.this is not None):
         return node.name
     raise ev.error(f"@{macro} expects a name as first argument, got {node.sql(ev.dialect)!r}")
 
 
-def def_(ev: MacroEvaluator, name: exp.Expression, value: exp.Expression) -> None:
+def def_(ev: MacroScope, name: exp.Expression, value: exp.Expression) -> None:
     """@DEF(name, value): define @name for the rest of the model; the statement disappears."""
     ev.locals[_name_of(ev, name, "DEF").lower()] = value
     return None
 
 
-def _truthy(ev: MacroEvaluator, cond: exp.Expression) -> bool:
+def _truthy(ev: MacroScope, cond: exp.Expression) -> bool:
     value = simplify(cond.copy())
     if isinstance(value, exp.Boolean):
         return bool(value.this)
@@ -56,7 +67,7 @@ def _truthy(ev: MacroEvaluator, cond: exp.Expression) -> bool:
     raise ev.error(f"@IF condition {cond.sql(ev.dialect)!r} does not evaluate to true or false")
 
 
-def if_(ev: MacroEvaluator, cond: exp.Expression, true: Any, false: Any = None) -> Any:
+def if_(ev: MacroScope, cond: exp.Expression, true: Any, false: Any = None) -> Any:
     """@IF(cond, a[, b]): a when cond is true, else b (or nothing)."""
     return true if _truthy(ev, cond) else false
 
@@ -88,7 +99,7 @@ def _substitute(body: exp.Expression, names: dict[str, exp.Expression], dialect:
     return body.transform(swap, copy=True)
 
 
-def each(ev: MacroEvaluator, items: exp.Expression, func: exp.Expression) -> list[exp.Expression]:
+def each(ev: MacroScope, items: exp.Expression, func: exp.Expression) -> list[exp.Expression]:
     """@EACH([a, b], x -> f(x)): f applied to each item; returns several expressions."""
     if not isinstance(func, exp.Lambda):
         raise ev.error("@EACH expects a lambda like `x -> x + 1` as second argument, "
@@ -102,7 +113,7 @@ def each(ev: MacroEvaluator, items: exp.Expression, func: exp.Expression) -> lis
     return out
 
 
-def var(ev: MacroEvaluator, name: exp.Expression, default: exp.Expression | None = None) -> Any:
+def var(ev: MacroScope, name: exp.Expression, default: exp.Expression | None = None) -> Any:
     """@VAR('name'[, default]): a project variable; its default when unset (NULL without one)."""
     key = _name_of(ev, name, "VAR")
     value = ev.var(key)
@@ -111,7 +122,7 @@ def var(ev: MacroEvaluator, name: exp.Expression, default: exp.Expression | None
     return to_expression(value)
 
 
-def blueprint_var(ev: MacroEvaluator, name: exp.Expression, default: exp.Expression | None = None) -> Any:
+def blueprint_var(ev: MacroScope, name: exp.Expression, default: exp.Expression | None = None) -> Any:
     """@BLUEPRINT_VAR('name'[, default]): a variable of the model's blueprint; its default (or NULL) when unset."""
     value = ev.blueprint_var(_name_of(ev, name, "BLUEPRINT_VAR"))
     if value is None:
@@ -119,7 +130,7 @@ def blueprint_var(ev: MacroEvaluator, name: exp.Expression, default: exp.Express
     return to_expression(value).copy()
 
 
-def sql(ev: MacroEvaluator, text: exp.Expression, *_: Any) -> exp.Expression:
+def sql(ev: MacroScope, text: exp.Expression, *_: Any) -> exp.Expression:
     """@SQL('text'): the text parsed as SQL of the model's dialect."""
     if not (isinstance(text, exp.Literal) and text.is_string):
         raise ev.error(f"@SQL expects a string, got {text.sql(ev.dialect)!r}")
@@ -130,7 +141,7 @@ def _list_names(node: exp.Expression | None) -> list[str]:
     return [item.name.lower() for item in _items(node)] if node is not None else []
 
 
-def star(ev: MacroEvaluator, relation: exp.Expression, alias: exp.Expression | None = None,
+def star(ev: MacroScope, relation: exp.Expression, alias: exp.Expression | None = None,
          exclude: exp.Expression | None = None, prefix: exp.Expression | None = None,
          suffix: exp.Expression | None = None, **_: Any) -> list[exp.Expression]:
     """@STAR(relation, exclude := [..], prefix := 'p_'): the relation's declared columns, cast to their types."""
@@ -148,7 +159,7 @@ def star(ev: MacroEvaluator, relation: exp.Expression, alias: exp.Expression | N
     ]
 
 
-def generate_surrogate_key(ev: MacroEvaluator, *columns: exp.Expression) -> exp.Expression:
+def generate_surrogate_key(ev: MacroScope, *columns: exp.Expression) -> exp.Expression:
     """@GENERATE_SURROGATE_KEY(a, b): MD5 of the columns' text, NULL-safe, `|`-separated."""
     parts: list[exp.Expression] = []
     for index, column in enumerate(columns):
@@ -159,7 +170,7 @@ def generate_surrogate_key(ev: MacroEvaluator, *columns: exp.Expression) -> exp.
     return exp.func("MD5", exp.Concat(expressions=parts))
 
 
-def safe_div(ev: MacroEvaluator, numerator: exp.Expression, denominator: exp.Expression) -> exp.Expression:
+def safe_div(ev: MacroScope, numerator: exp.Expression, denominator: exp.Expression) -> exp.Expression:
     """@SAFE_DIV(a, b): a / NULLIF(b, 0)."""
     return exp.Div(this=numerator, expression=exp.Nullif(this=denominator, expression=exp.Literal.number(0)))
 

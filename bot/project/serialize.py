@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.project.model import AuditRef, Kind, KindName, Model, OnDestructiveChange
+from bot.project.printed_sql import cached_sql, remember_sql   # a model from the parse cache carries its SQL
 from bot.project.sqltext import parse_sql, to_sql
 
 FORMAT_VERSION = 1
@@ -14,8 +15,6 @@ FORMAT_VERSION = 1
 
 def model_to_dict(model: Model) -> dict[str, Any]:
     """Every field of `model` as JSON-safe values; expressions as SQL text (`@var` kept as written)."""
-    from bot.project.cache import cached_sql, remember_sql   # models read from the parse cache carry their SQL text
-
     sql = cached_sql(model)
     if sql is None:
         sql = (to_sql(model.query, model.dialect) if model.query is not None else None,
