@@ -19,13 +19,13 @@ from bot.project.cache import paused_gc
 from bot.project.model import Model
 from bot.timeline.times import exclusive_end_ms, execution_ms, now_ms, to_ms, user_range
 from bot.snapshot import normalize_environment, view_name, view_names
-from bot.state.api import Environment, HistoryEntry, require_environment
+from bot.state.protocol import Environment, HistoryEntry, require_environment
 
 if TYPE_CHECKING:
     from bot.fingerprint import HashCache
     from bot.diff.review import ReviewOptions, ReviewResult
     from bot.diff.table_diff import TableDiffResult
-    from bot.quality.api import AuditReport, TestSuiteResult
+    from bot.quality.results import AuditReport, TestSuiteResult
     from bot.quality.lint.runner import LintResult
     from bot.plan.rollback import RollbackResult
     from bot.plan.cron_run import RunResult
@@ -251,7 +251,7 @@ class Context(Workspace):
         Rows join on the model's grain, else its unique_key; without either only counts and schema.
         """
         from bot.diff.review import ReviewOptions, review
-        from bot.plan.preview import PreviewScope, preview_relations
+        from bot.plan.preview_queries import PreviewScope, preview_relations
 
         options = options or ReviewOptions()
         if options.concurrent_tasks is None:

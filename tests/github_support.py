@@ -43,9 +43,9 @@ from bot.plan.estimate import BackfillEstimate, estimate_backfills
 from bot.plan.rollback import RollbackResult
 from bot.plan.cron_run import RunResult
 from bot.project.config import ModelDefaults, ProjectConfig, UserConfig
-from bot.quality.api import TestResult, TestSuiteResult
+from bot.quality.results import TestResult, TestSuiteResult
 from bot.snapshot import ChangeCategory, Fingerprint, Snapshot
-from bot.state.api import BatchTimes, Environment
+from bot.state.protocol import BatchTimes, Environment
 
 GITHUB_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github"   # see SOURCE.md there
 SPEC_PATH = GITHUB_FIXTURES / "github-openapi-subset.json"

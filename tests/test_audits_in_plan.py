@@ -9,7 +9,7 @@ import pytest
 from bot.context import Context
 from bot.errors import QualityError
 from bot.plan.definition import PlanOptions
-from bot.plan.explain import plan_summary_text
+from bot.plan.summary import plan_summary_text
 
 OPTIONS = PlanOptions(execution_time="2024-01-03")
 

@@ -18,7 +18,7 @@ from bot.plan.batch import BatchWriter
 from bot.plan.definition import Backfill, BackfillKind, Plan
 from bot.plan.estimate import estimate_backfills, history_names, recorded_times, total_seconds
 from bot.snapshot import Fingerprint, Snapshot
-from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.protocol import Environment, EnvironmentSnapshot
 
 DAY = 86_400_000
 

@@ -263,7 +263,7 @@ def test_a_plan_built_against_state_carries_what_the_impact_needs(tmp_path):
     from bot.project.config import ModelDefaults, ProjectConfig, StateConnection
     from bot.project.model import Kind, KindName, Model
     from bot.project.render import normalized_query_sql
-    from bot.state.api import Environment, EnvironmentSnapshot
+    from bot.state.protocol import Environment, EnvironmentSnapshot
     from bot.state.connect import connect_state
 
     def make(name: str, sql: str, **fields) -> Model:

@@ -10,7 +10,7 @@ import pytest
 
 from bot.context import Context
 from bot.plan.definition import PlanOptions
-from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.protocol import Environment, EnvironmentSnapshot
 from bot.state.serialize import environment_to_row, row_to_environment
 from project_files import LOCAL_SPARK_SQLITE_CONFIG, write_files
 

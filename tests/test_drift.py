@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from bot.plan.drift import deploy_source, find_drift, is_default_branch_deploy
 from bot.report.markdown import render
-from bot.state.api import Environment, EnvironmentSnapshot, HistoryEntry
+from bot.state.protocol import Environment, EnvironmentSnapshot, HistoryEntry
 
 
 def _snaps(**identifiers: str) -> tuple[EnvironmentSnapshot, ...]:

@@ -6,8 +6,8 @@ import doctest
 
 import pytest
 
-import bot.plan.explain as explain
-from bot.plan.explain import plan_summary_text, plan_to_json
+import bot.plan.summary as explain
+from bot.plan.summary import plan_summary_text, plan_to_json
 from bot.timeline.times import to_ms
 from test_plan_builder import DAY, INCR, NOW, apply, config, make, plan_for, project, state  # noqa: F401
 

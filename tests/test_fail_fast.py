@@ -16,7 +16,7 @@ from bot.context import Context
 from bot.plan.definition import PlanOptions
 from bot.plan.workspace import Workspace
 from bot.project.example import write_example
-from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.protocol import Environment, EnvironmentSnapshot
 
 
 @pytest.fixture

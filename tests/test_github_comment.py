@@ -15,7 +15,7 @@ import pytest
 
 from bot.errors import ConfigError
 from bot.github.action import Invocation, main
-from bot.quality.api import TestResult, TestSuiteResult
+from bot.quality.results import TestResult, TestSuiteResult
 from github_support import FakeEngine, bot, no_waiting, payload, pr_comment_event  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.usefixtures("no_waiting")
@@ -159,7 +159,7 @@ def test_the_prod_preview_shows_intervals_batches_and_an_estimate_from_recorded_
     """Each backfilled model's intervals and batches, and how long its backfill should take from the wall time
     recorded with earlier batches of the model, and its executor time from those that kept Spark's task time;
     without any, the comment says there is no estimate (or no executor time) yet."""
-    from bot.state.api import BatchTimes
+    from bot.state.protocol import BatchTimes
 
     b = bot()
     b.engine.batches, b.engine.batch_days = 3, 2

@@ -159,7 +159,7 @@ def test_a_backfill_above_the_executor_hours_limit_needs_a_required_approvers_ex
     """cicd_bot.max_backfill_executor_hours: a deploy whose backfill is estimated (from recorded task time) above
     the limit is refused naming each model's estimate and the limit, unless a required approver comments
     `/deploy --allow-large-backfill`; a model without recorded task time counts as none."""
-    from bot.state.api import BatchTimes
+    from bot.state.protocol import BatchTimes
 
     bot = scenario({"max_backfill_executor_hours": 1, "required_approvers": ["ann-gh"]})
     bot.engine.batches = 3

@@ -232,7 +232,7 @@ class LeakyEngine(FakeEngine):
     """A unit test whose failure message quotes a connection string with its password and token."""
 
     def test(self, *, patterns=(), files=()):
-        from bot.quality.api import TestResult, TestSuiteResult
+        from bot.quality.results import TestResult, TestSuiteResult
 
         return TestSuiteResult(results=(TestResult(
             name="test_orders", file=Path("tests/test_orders.yaml"), model="shop.orders", passed=False,

@@ -13,7 +13,7 @@ from bot.report.comment_state import comment_marker, recorded_plan_digest, secti
 from bot.github.views import (COMMENT_LIMIT, BackfillView, ChangeView, CommentView, DiffView, FailureView,
                               PlanView, TestsView, plan_view, render_comment, truncate_markdown)
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions
-from bot.quality.api import TestResult, TestSuiteResult
+from bot.quality.results import TestResult, TestSuiteResult
 from bot.report.markdown import TemplateError, render
 from bot.snapshot import ChangeCategory, Fingerprint, Snapshot
 

@@ -560,7 +560,7 @@ def test_action_restores_the_installed_environment_by_exact_key_and_saves_it_fro
     for part in ("RUNNER_OS", "ImageOS", "PYTHON_FULL_VERSION", "version", "extra", "deps"):
         assert "${" + part in choose["run"].split("key=", 1)[1], part
     assert choose["env"]["PYTHON_FULL_VERSION"] == "${{ steps.python.outputs.python-version }}"
-    assert 'python -I "$GITHUB_ACTION_PATH/bot/spark/extra.py"' in choose["run"]
+    assert 'python -I "$GITHUB_ACTION_PATH/bot/spark/pip_extra.py"' in choose["run"]
     assert "inputs.command != 'authorize-deploy'" in restore["if"]
     assert install["if"] == "steps.venv-restore.outputs.cache-hit != 'true'"
     # the locked versions, each file checked against its hash, then meshbot's own code resolving nothing
@@ -587,13 +587,13 @@ def test_action_restores_the_installed_environment_by_exact_key_and_saves_it_fro
 
 
 def test_the_action_picks_the_pyspark_extra_from_the_config_as_data(tmp_path):
-    """bot/spark/extra.py as the action runs it: `python -I`, the standard library only, from any directory."""
+    """bot/spark/pip_extra.py as the action runs it: `python -I`, the standard library only, from any directory."""
     from bot.project.example import write_example
 
     write_example(tmp_path / "shop")
 
     def extra(*args: str) -> str:
-        result = subprocess.run([sys.executable, "-I", str(ROOT / "bot/spark/extra.py"), *args],
+        result = subprocess.run([sys.executable, "-I", str(ROOT / "bot/spark/pip_extra.py"), *args],
                                 cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
         return result.stdout.strip()
@@ -645,7 +645,7 @@ def test_the_environment_key_changes_with_the_lock_file_it_installs(tmp_path):
     the lock file of the extra, and only that one (a new pyspark-client pin leaves a `spark` environment be)."""
     action = tmp_path / "action"
     (action / "bot" / "spark").mkdir(parents=True)
-    shutil.copy(ROOT / "bot/spark/extra.py", action / "bot/spark/extra.py")
+    shutil.copy(ROOT / "bot/spark/pip_extra.py", action / "bot/spark/pip_extra.py")
     shutil.copy(ROOT / "bot/__init__.py", action / "bot/__init__.py")   # the version the key holds
     shutil.copy(ROOT / "pyproject.toml", action / "pyproject.toml")
     shutil.copytree(ROOT / "requirements", action / "requirements")

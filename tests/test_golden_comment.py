@@ -23,7 +23,7 @@ from bot.diff.table_diff import ModelDataDiff
 from bot.diff.rows import ColumnProfile, RowDiff
 from bot.diff.schema import schema_diff
 from bot.github.action import Invocation, main
-from bot.state.api import BatchTimes
+from bot.state.protocol import BatchTimes
 from github_support import (FakeEngine, FakeRepository, default_branch_config, git_checkout, git_commit, install,
                             payload, pr_comment_event)
 

@@ -131,7 +131,7 @@ def test_cli_run_failure_reaches_each_target_and_failing_targets_only_warn(tmp_p
 
 def test_audit_failures_in_an_apply_are_their_own_event(receiver):
     from bot.errors import QualityError
-    from bot.quality.api import AuditResult
+    from bot.quality.results import AuditResult
 
     target = NotificationTarget("webhook", frozenset({"audit_failure", "apply_failure"}), url=f"{receiver.base}/json")
     failed = AuditResult(audit="not_null", model="shop.orders", blocking=True, violation_count=3)

@@ -18,7 +18,7 @@ from bot.project.model import Kind, KindName, Model
 from bot.project.render import normalized_query_sql
 from bot.timeline.times import to_ms
 from bot.snapshot import ChangeCategory
-from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.protocol import Environment, EnvironmentSnapshot
 
 DAY = 86_400_000
 NOW = to_ms("2024-02-01 10:00:00")

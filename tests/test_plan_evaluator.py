@@ -5,7 +5,7 @@ from __future__ import annotations
 from bot.plan.evaluator import PlanEvaluator, order_snapshots
 from bot.plan.stages import promotion_stages
 from bot.snapshot import Fingerprint, Snapshot, SnapshotId
-from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.protocol import Environment, EnvironmentSnapshot
 
 
 class RecordingRunner:

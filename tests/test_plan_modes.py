@@ -72,7 +72,7 @@ def test_forward_only_prod_keeps_history_and_dev_previews_in_dev_table(tmp_path,
     change = preview.change_for("pm.events")
     assert change.category is ChangeCategory.FORWARD_ONLY
     assert preview.snapshots["pm.events"].version == version
-    from bot.plan.explain import plan_summary_text
+    from bot.plan.summary import plan_summary_text
     assert "pm__dev.events (preview): [2024-01-01 - 2024-01-03]" in plan_summary_text(preview)
     dev.apply(preview)
     assert dev.table_in("dev", "pm.events").endswith(f"__{version}__dev")

@@ -10,7 +10,7 @@ import doctest
 import pytest
 
 import bot.diff.plan_regressions as plan_regressions
-import bot.spark.explain as spark_explain
+import bot.spark.physical_plan as spark_explain
 from bot.context import Context
 from bot.diff.plan_regressions import (NESTED_LOOP, PRUNING, PUSHDOWN, SHUFFLES, PlanComparison, parse_level,
                                        regressions)
@@ -19,7 +19,7 @@ from bot.errors import ConfigError, EngineError
 from bot.github.settings import load_settings
 from bot.plan.definition import PlanOptions
 from bot.project.example import write_example
-from bot.spark.explain import NESTED_LOOP_JOINS, PlanSummary, ScanSummary, explain
+from bot.spark.physical_plan import NESTED_LOOP_JOINS, PlanSummary, ScanSummary, explain
 from github_support import FakeEngine
 from test_data_diff_gates import CHECK, _diff, _run_bot
 
@@ -250,7 +250,7 @@ import json, sys, uuid
 from pathlib import Path
 from bot.project.config import SparkConnection
 from bot.spark.engine import SparkEngine
-from bot.spark.explain import explain
+from bot.spark.physical_plan import explain
 from bot.spark.session import get_session
 
 engine = SparkEngine(get_session(SparkConnection(remote=sys.argv[1]), state_dir=Path(sys.argv[2])))

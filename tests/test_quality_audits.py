@@ -11,7 +11,7 @@ from bot.spark.engine import SparkEngine
 from bot.project.config import load_config
 from bot.project.loader import load_audits
 from bot.project.model import AuditRef, Kind, KindName, Model
-from bot.quality.api import raise_for_audits
+from bot.quality.results import raise_for_audits
 from bot.quality.audits import run_audits
 
 ROWS = """

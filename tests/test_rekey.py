@@ -20,7 +20,7 @@ from bot.errors import StateError
 from bot.plan.definition import PlanOptions
 from bot.project.example import write_example
 from bot.snapshot import SnapshotId
-from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.protocol import Environment, EnvironmentSnapshot
 from bot.state.rekey import rekey_snapshots
 from tests.test_golden_fingerprints import PROJECTS
 

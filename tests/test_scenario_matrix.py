@@ -10,7 +10,7 @@ import pytest
 
 from bot.context import Context
 from bot.plan.definition import BackfillKind, ChangeType, Plan, PlanOptions
-from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.protocol import Environment, EnvironmentSnapshot
 
 OPTIONS = PlanOptions(execution_time="2024-01-03")
 HEADER = "MODEL (name db.{name}, kind FULL, start '2024-01-01'{extra});\n"

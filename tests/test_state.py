@@ -188,7 +188,7 @@ def test_migrations_are_numbered_without_gaps():
 def test_version_9_state_migrates_to_10_and_its_history_has_no_source(connection, tmp_path):
     """v0010 adds `source` to environment_history: plans promoted before have none (never taken for a deploy
     of the default branch by drift detection); promotions after record theirs."""
-    from bot.state.api import Environment
+    from bot.state.protocol import Environment
 
     engine = raw_engine(connection)
     with engine.begin() as conn:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from bot.cli import cli
 from bot.errors import StateError
 from bot.project.config import StateConnection
-from bot.state.api import Environment
+from bot.state.protocol import Environment
 from bot.state.connect import connect_state
 from conftest import POSTGRES
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from bot.errors import ConflictError, StateError
 from bot.snapshot import ChangeCategory, Fingerprint, Snapshot, SnapshotId
 from bot.state._util import CHUNK
-from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.protocol import Environment, EnvironmentSnapshot
 from bot.state.connect import connect_state
 
 DAY = 86_400_000
@@ -299,7 +299,7 @@ def test_expired_snapshots_versions_in_use_and_delete(state):
 
 
 def test_expiring_snapshots_records_the_drops_of_unshared_versions_in_the_same_transaction(state):
-    from bot.state.api import PendingDrop
+    from bot.state.protocol import PendingDrop
 
     gone = make_snapshot("db.b", 2)
     orphan = make_snapshot("db.d", 4)

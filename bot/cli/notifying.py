@@ -11,7 +11,7 @@ from bot.errors import BotError
 from bot.plan.apply import ApplyResult
 from bot.plan.definition import Plan, ProgressCallback, StageCallback
 from bot.plan.cron_run import RunResult
-from bot.quality.api import AuditReport, TestSuiteResult
+from bot.quality.results import AuditReport, TestSuiteResult
 
 if TYPE_CHECKING:   # the sender (and Jinja) load only when something is to be told
     from bot.report.notify import Notifier

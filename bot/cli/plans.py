@@ -83,7 +83,7 @@ def render(ctx: click.Context, model: str, start: str | None, end: str | None, e
 def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, auto_apply: bool,
          no_prompts: bool, **flags: Any) -> None:
     """Plan ENVIRONMENT (default prod) against the project, and apply it."""
-    from bot.plan.explain import plan_summary_text, plan_to_json
+    from bot.plan.summary import plan_summary_text, plan_to_json
 
     check_range(flags["start"], flags["end"])
     context = context_of(ctx)

@@ -7,9 +7,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Protocol
 
-from bot.diff.previews import window_text
+from bot.diff.prod_vs_pr import window_text
 from bot.errors import BotError, ConfigError
-from bot.spark.explain import NESTED_LOOP_JOINS, PlanSummary, ScanSummary, explain
+from bot.spark.physical_plan import NESTED_LOOP_JOINS, PlanSummary, ScanSummary, explain
 
 if TYPE_CHECKING:
     from bot.spark.engine import SparkEngine
@@ -32,7 +32,7 @@ class PlanComparison:
     """One directly modified model's plans, prod's version and the PR's; `note` says why there is none."""
 
     model: str
-    window: str = ""                       # as bot.diff.previews.window_text
+    window: str = ""                       # as bot.diff.prod_vs_pr.window_text
     prod: PlanSummary | None = None
     pr: PlanSummary | None = None
     regressions: tuple[PlanRegression, ...] = ()
@@ -44,7 +44,7 @@ class PlanComparison:
 
 
 class QueryPair(Protocol):
-    """Prod's and the PR's SQL of one model over the same window and tables (bot.plan.preview.PlanQueries)."""
+    """Prod's and the PR's SQL of one model over the same window and tables (bot.plan.preview_queries.PlanQueries)."""
 
     @property
     def prod_sql(self) -> str: ...
@@ -55,7 +55,7 @@ class QueryPair(Protocol):
 
 
 class ExplainedModel(Protocol):
-    """A preview target with its queries (bot.plan.preview.PreviewTarget, asked with plan_queries=True)."""
+    """A preview target with its queries (bot.plan.preview_queries.PreviewTarget, asked with plan_queries=True)."""
 
     @property
     def name(self) -> str: ...
@@ -66,7 +66,7 @@ class ExplainedModel(Protocol):
 
 
 def compare_plans(engine: "SparkEngine", targets: Iterable[ExplainedModel]) -> tuple[PlanComparison, ...]:
-    """EXPLAIN both queries of each target that has them (bot.plan.preview.PlanQueries) and compare."""
+    """EXPLAIN both queries of each target that has them (bot.plan.preview_queries.PlanQueries) and compare."""
     out: list[PlanComparison] = []
     for target in targets:
         queries = target.queries

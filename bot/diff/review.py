@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Protocol
 
 from bot.diff.plan_regressions import ExplainedModel, PlanComparison, compare_plans
-from bot.diff.previews import ComparedModel, compare_models
+from bot.diff.prod_vs_pr import ComparedModel, compare_models
 from bot.diff.table_diff import ModelDataDiff
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class ReviewResult:
 
 class ReviewedModel(ComparedModel, ExplainedModel, Protocol):
     """A changed model's preview: both sides of its rows and, when asked, both versions' queries
-    (bot.plan.preview.PreviewTarget)."""
+    (bot.plan.preview_queries.PreviewTarget)."""
 
 
 def review(engine: "SparkEngine", targets: Iterable[ReviewedModel], options: ReviewOptions) -> ReviewResult:

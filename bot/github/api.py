@@ -13,7 +13,7 @@ from bot.plan.definition import Plan, PlanOptions, ProgressCallback
 from bot.plan.drift import Drift
 from bot.plan.janitor import JanitorResult
 from bot.project.config import ProjectConfig
-from bot.quality.api import TestSuiteResult
+from bot.quality.results import TestSuiteResult
 
 if TYPE_CHECKING:   # types only: the GitHub layer reaches state and Spark through the context
     from bot.plan.estimate import BackfillEstimate

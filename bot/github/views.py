@@ -15,7 +15,7 @@ from bot.github.checks import CheckName
 from bot.plan.definition import BackfillKind, Plan
 from bot.plan.estimate import BackfillEstimate, format_seconds, total_seconds
 from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, ModelImpact, ValueChange, column_impact
-from bot.quality.api import TestSuiteResult
+from bot.quality.results import TestSuiteResult
 from bot.timeline.times import to_datetime
 from bot.report.comment_state import (SECTION_ORDER, CheckState, Marker, checks_marker, kept_sections,
                                       plan_digest_marker)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Mapping
 
 from bot.plan.definition import Plan, ProgressCallback, StageCallback
-from bot.quality.api import AuditResult
+from bot.quality.results import AuditResult
 
 if TYPE_CHECKING:
     from bot.plan.batch_runner import SparkWork

@@ -15,7 +15,7 @@ from bot.project.dag import DAG, select_models, topological_order
 from bot.project.model import KindName, Model
 from bot.timeline.times import exclusive_end_ms, to_ms
 from bot.snapshot import ChangeCategory, Snapshot, SnapshotId
-from bot.state.api import Environment, SnapshotIntervals, StateReader
+from bot.state.protocol import Environment, SnapshotIntervals, StateReader
 
 @dataclass(frozen=True)
 class BackfillInputs:

@@ -13,9 +13,9 @@ from bot.faults import checkpoint
 from bot.timeline.intervals import subtract
 from bot.plan.claims import Claims, Notice, version_key
 from bot.project.model import KindName, Model
-from bot.quality.api import AuditResult, audit_error
+from bot.quality.results import AuditResult, audit_error
 from bot.snapshot import Snapshot
-from bot.state.api import Interval, StateSync
+from bot.state.protocol import Interval, StateSync
 
 
 class BatchRunner(Protocol):

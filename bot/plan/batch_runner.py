@@ -18,7 +18,7 @@ from bot.project.loader import AuditDefinition
 from bot.project.model import KindName, Model
 from bot.project.render import render_expression, render_sql, render_statements
 from bot.plan.snapshot_models import SnapshotModels
-from bot.quality.api import AuditResult
+from bot.quality.results import AuditResult
 from bot.quality.audits import run_audits
 from bot.snapshot import Snapshot
 from bot.spark import materialize
@@ -27,7 +27,7 @@ from bot.spark.python_context import python_model_frame, session_properties
 from bot.spark.schema_owner import claim_schema, schema_owner
 from bot.spark.sql import quote_table
 from bot.spark.usage import JobUsage, measured
-from bot.state.api import Interval, StateSync
+from bot.state.protocol import Interval, StateSync
 
 VIEW_THREADS = 4      # the default of connection.concurrent_tasks
 

@@ -29,7 +29,7 @@ from bot.project.windows import check_ordered_windows
 from bot.project.sqltext import as_written_macros, parse_sql, selects_star, to_sql
 from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
                           physical_schema_name)
-from bot.state.api import Environment, StateReader
+from bot.state.protocol import Environment, StateReader
 
 _SEED_CONTENT_LIMIT = 1_000_000  # bytes of CSV kept in state for seed categorization
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 from bot.errors import PlanError
-from bot.state.api import Lease, LeaseHolder, StateSync
+from bot.state.protocol import Lease, LeaseHolder, StateSync
 
 DEFAULT_TTL_S = 120.0      # a killed holder blocks others at most this long
 DEFAULT_WAIT_S = 1800.0    # how long to wait for another holder before giving up

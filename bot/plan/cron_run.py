@@ -21,13 +21,13 @@ from bot.project.dag import upstream_of
 from bot.project.model import KindName, Model
 from bot.project.render import render_sql
 from bot.timeline.times import exclusive_end_ms, execution_ms
-from bot.quality.api import AuditResult
+from bot.quality.results import AuditResult
 from bot.snapshot import Snapshot, view_name
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors
 from bot.spark.python_context import python_model_frame
-from bot.state import api as state_api
-from bot.state.api import Environment, StateSync
+from bot.state import protocol as state_protocol
+from bot.state.protocol import Environment, StateSync
 
 if TYPE_CHECKING:
     from bot.plan.batch_runner import SparkWork
@@ -128,7 +128,7 @@ def nothing_due(state: StateSync, environment: Environment, models: Mapping[str,
 
 
 def require_environment(state: StateSync, name: str) -> Environment:
-    return state_api.require_environment(state, name, hint=f"run `meshbot plan {name}` first")
+    return state_protocol.require_environment(state, name, hint=f"run `meshbot plan {name}` first")
 
 
 def run_environment(*, state: StateSync, runner: BatchRunner, models_for: Callable[[Snapshot], Model],

@@ -7,7 +7,7 @@ from enum import Enum
 from typing import Callable, Iterable
 
 from bot.snapshot import ChangeCategory, Snapshot, SnapshotId
-from bot.state.api import Environment, Interval
+from bot.state.protocol import Environment, Interval
 
 
 # (message, done, total): what apply and run report while they compute batches

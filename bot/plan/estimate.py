@@ -7,7 +7,7 @@ from typing import Callable, Collection, Mapping
 
 from bot.plan.definition import Backfill, BackfillKind, Plan
 from bot.snapshot import Snapshot
-from bot.state.api import BatchTimes
+from bot.state.protocol import BatchTimes
 
 
 @dataclass(frozen=True)

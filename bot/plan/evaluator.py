@@ -15,7 +15,7 @@ from bot.faults import checkpoint
 from bot.timeline.intervals import subtract
 from bot.plan.batch import BatchRunner, BatchWriter, fmt_interval as _fmt, first_line as _first_line, model_failed
 from bot.plan.claims import Claims, describe_holder, environment_key, version_key
-from bot.quality.api import AuditResult, audit_error
+from bot.quality.results import AuditResult, audit_error
 from bot.plan.definition import BackfillKind, Plan, ProgressCallback, StageCallback
 from bot.plan.drift import local_source
 from bot.plan.ownership import claim_schemas, forget_missing_tables
@@ -28,7 +28,7 @@ from bot.project.dag import reachable, topological_order, upstream_of
 from bot.timeline.times import now_ms, to_ms
 from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, view_name
-from bot.state.api import Environment, Lease, StateSync
+from bot.state.protocol import Environment, Lease, StateSync
 
 _VALID_NAME = re.compile(r"^\w+$", re.ASCII)   # Spark's SessionCatalog.validateName
 

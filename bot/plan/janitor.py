@@ -12,7 +12,7 @@ from bot.project.model import KindName
 from bot.timeline.times import now_ms as _now_ms
 from bot.snapshot import Snapshot, SnapshotId
 from bot.spark.engine import SWAP_SUFFIX
-from bot.state.api import Environment, PendingDrop, require_environment
+from bot.state.protocol import Environment, PendingDrop, require_environment
 
 if TYPE_CHECKING:
     from bot.spark.engine import SparkEngine

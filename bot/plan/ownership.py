@@ -9,7 +9,7 @@ from bot.errors import PlanError
 from bot.plan.definition import Plan
 from bot.project.model import KindName
 from bot.snapshot import Snapshot
-from bot.state.api import StateSync
+from bot.state.protocol import StateSync
 
 
 

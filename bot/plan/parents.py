@@ -18,7 +18,7 @@ from bot.timeline.intervals import (Interval, format_interval, interval_unit, me
 from bot.project.model import KindName, Model
 from bot.timeline.times import MS_PER_DAY, exclusive_end_ms, midnight, now_ms, to_ms
 from bot.snapshot import Snapshot
-from bot.state.api import SnapshotIntervals
+from bot.state.protocol import SnapshotIntervals
 
 
 def model_start(model: Model, *, default_start: str | None, execution_time: int, now: int | None = None) -> int:

@@ -13,7 +13,7 @@ from bot.plan.definition import Plan, PlanOptions
 from bot.plan.drift import local_source
 from bot.plan.evaluator import PlanEvaluator, finish_promotion
 from bot.plan.stages import promotion_stages
-from bot.state.api import Environment, EnvironmentSnapshot, HistoryEntry, StateReader, require_environment
+from bot.state.protocol import Environment, EnvironmentSnapshot, HistoryEntry, StateReader, require_environment
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Iterable
 from bot.plan.definition import Plan
 from bot.timeline.times import to_ts
 from bot.snapshot import NO_PHYSICAL_TABLE, view_name
-from bot.state.api import Environment, EnvironmentSnapshot, Interval
+from bot.state.protocol import Environment, EnvironmentSnapshot, Interval
 
 ENVIRONMENT_LEASE = "`environment:<name>`, held from the first stage to the last"
 _SHOWN = 3   # names a line of `--explain` shows before "and N more"

@@ -9,7 +9,7 @@ from bot.project.dag import DAG
 from bot.project.loader import Project
 from bot.project.serialize import model_from_dict
 from bot.snapshot import SnapshotId
-from bot.state.api import StateReader
+from bot.state.protocol import StateReader
 
 
 def with_unloaded_repositories(project: Project, state: Callable[[], StateReader]) -> Project:

@@ -6,11 +6,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from bot.project.loader import AuditDefinition
 from bot.project.model import Model
-from bot.quality.api import AuditReport, AuditResult, raise_for_audits
+from bot.quality.results import AuditReport, AuditResult, raise_for_audits
 from bot.quality.audits import run_audits, run_standalone_audits
 from bot.snapshot import SnapshotId
 from bot.spark.engine import SparkEngine
-from bot.state.api import StateSync
+from bot.state.protocol import StateSync
 
 
 def audit_environment(engine: SparkEngine, *, models: Mapping[str, Model], names: Sequence[str],

@@ -14,7 +14,7 @@ from bot.project.loader import AuditDefinition
 from bot.project.model import AuditRef, KindName, Model
 from bot.project.render import render_expression
 from bot.project.sqltext import parse_sql
-from bot.quality.api import AuditResult, BuiltInAudit
+from bot.quality.results import AuditResult, BuiltInAudit
 from bot.quality.checks import BY_NAME
 from bot.quality.checks._args import is_true
 from bot.spark.engine import SparkEngine
@@ -53,7 +53,7 @@ def run_audits(*, engine: SparkEngine, model: Model,
     interval just computed: for an INCREMENTAL_BY_TIME_RANGE model `@this_model` is only the rows of
     [start, end). One query counts every audit's violations; the sample (≤5 rows) is fetched
     only when count > 0.
-    Raises nothing for failed audits (see bot.quality.api.raise_for_audits); a Spark error is an
+    Raises nothing for failed audits (see bot.quality.results.raise_for_audits); a Spark error is an
     EngineError naming the audit and model.
 
     `table_mapping` maps model names to the tables of the environment being planned: a custom

@@ -9,7 +9,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
-from bot.quality.api import format_rows, indent
+from bot.quality.results import format_rows, indent
 
 REL_TOL = 1e-6
 ABS_TOL = 1e-9

@@ -17,7 +17,7 @@ from bot.errors import ConfigError, EngineError
 from bot.project.model import Model
 from bot.project.render import render_query
 from bot.timeline.times import MS_PER_DAY, exclusive_end_ms, to_datetime, to_ms
-from bot.quality.api import TestResult, TestSuiteResult
+from bot.quality.results import TestResult, TestSuiteResult
 from bot.quality.compare import compare_rows, describe
 from bot.quality.unit_test_files import TestData, UnitTest, load_test_files
 from bot.spark.casts import fitting_cast_sql, guarded_sql, is_checked

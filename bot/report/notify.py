@@ -13,7 +13,7 @@ import requests
 from bot.plan.definition import Plan
 from bot.project.config import ProjectConfig
 from bot.project.notifications import NotificationTarget
-from bot.quality.api import AuditResult, TestResult
+from bot.quality.results import AuditResult, TestResult
 from bot.redact import redact
 from bot.report.markdown import render
 from bot.report.media import Medium

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 
 from bot.errors import ConflictError, StateError
 from bot.state._util import write_transaction
-from bot.state.api import Environment, HistoryEntry
+from bot.state.protocol import Environment, HistoryEntry
 from bot.state.serialize import environment_to_row, history_to_row, row_to_environment, row_to_history
 from bot.state.tables import Tables
 

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from bot.timeline.times import now_ms
 from bot.timeline.intervals import replay
 from bot.state._util import chunks, write_transaction
-from bot.state.api import BatchTimes, Interval, SnapshotIntervals
+from bot.state.protocol import BatchTimes, Interval, SnapshotIntervals
 from bot.state.tables import Tables
 
 

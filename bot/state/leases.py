@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from bot.timeline.times import now_ms
 from bot.state._util import chunks, write_transaction
-from bot.state.api import Lease, LeaseHolder
+from bot.state.protocol import Lease, LeaseHolder
 from bot.state.tables import Tables
 
 PURPOSE_LENGTH = 500

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from bot.timeline.times import now_ms
 from bot.snapshot import SnapshotId
 from bot.state._util import chunks, write_transaction
-from bot.state.api import PendingDrop
+from bot.state.protocol import PendingDrop
 from bot.state.intervals import IntervalState
 from bot.state.snapshots import SnapshotState
 from bot.state.tables import Tables

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Mapping
 
 from bot.errors import StateError
 from bot.snapshot import ChangeCategory, Fingerprint, Snapshot, SnapshotId
-from bot.state.api import Environment, EnvironmentSnapshot, HistoryEntry
+from bot.state.protocol import Environment, EnvironmentSnapshot, HistoryEntry
 
 
 def snapshot_to_row(snapshot: Snapshot) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from bot.state.serialize import row_to_snapshot, snapshot_to_row
 from bot.state.tables import Tables
 
 if TYPE_CHECKING:
-    from bot.state.api import EnvironmentSnapshot
+    from bot.state.protocol import EnvironmentSnapshot
 
 
 class SnapshotState:

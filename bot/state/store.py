@@ -12,7 +12,7 @@ from bot.timeline import times
 from bot.snapshot import Snapshot, SnapshotId
 from bot.state import versions
 from bot.state._util import write_transaction
-from bot.state.api import (BatchTimes, Environment, EnvironmentSnapshot, HistoryEntry, Interval, Lease, LeaseHolder,
+from bot.state.protocol import (BatchTimes, Environment, EnvironmentSnapshot, HistoryEntry, Interval, Lease, LeaseHolder,
                            PendingDrop, SnapshotIntervals)
 from bot.state.environments import EnvironmentState
 from bot.state.intervals import IntervalState

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.quality.api import BuiltInAudit
+from bot.quality.results import BuiltInAudit
 from bot.quality.checks import (accepted_range, accepted_values, at_least_one, forall, not_accepted_values,
                                 not_constant, not_empty_string, not_null, number_of_rows,
                                 unique_combination_of_columns, unique_values)

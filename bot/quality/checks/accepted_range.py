@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from bot.quality.api import BuiltInAudit
+from bot.quality.results import BuiltInAudit
 from bot.quality.checks._args import column as column_arg, is_true, select_where
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from bot.quality.api import BuiltInAudit
+from bot.quality.results import BuiltInAudit
 
 
 def number_of_rows(relation: exp.Expression, *, threshold: exp.Expression) -> exp.Select:

@@ -27,7 +27,7 @@ from bot.spark.sql import parse_query, quote_table
 from bot.spark.materialize.incremental_time import interval_condition, time_column
 from bot.spark.materialize.seed import read_seed
 from bot.spark.python_context import python_model_frame
-from bot.state.api import StateReader
+from bot.state.protocol import StateReader
 
 FULL_SCOPES = ("whole", "skip")
 DIRECT = "directly modified"

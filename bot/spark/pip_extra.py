@@ -4,7 +4,7 @@ meshbot's PySpark comes in one of two extras (pyproject.toml): `connect`, the Sp
 (pyspark-client: PySpark's Python code without its jars), and `spark`, the full PySpark that also runs
 Spark in the process (local and cluster masters). The GitHub Action runs this file with `python -I`
 before meshbot (or PyYAML) is installed, to pick the extra to install and the installed environment to
-restore: `python -I bot/spark/extra.py PROJECT_DIR [GATEWAY]` prints `connect` or `spark`.
+restore: `python -I bot/spark/pip_extra.py PROJECT_DIR [GATEWAY]` prints `connect` or `spark`.
 
 It reads a small block-style subset of YAML: `default_gateway` and, under `gateways`, the chosen
 gateway's `connection` and `test_connection`. The answer is `connect` only when it is sure that every
@@ -63,7 +63,7 @@ def block_mapping(text: str) -> dict:
     {'a': {'b': '1', 'c': '[...]'}, 'd': 'q'}
     >>> block_mapping("gateways: {ci: {connection: {remote: sc://h}}}")
     Traceback (most recent call last):
-    bot.spark.extra.Unsure: a flow or block value: {ci: {connection: {r
+    bot.spark.pip_extra.Unsure: a flow or block value: {ci: {connection: {r
     """
     if "\t" in text or _UNSURE.search(text):
         raise Unsure("tabs, documents, anchors, aliases, tags, merge keys or Jinja blocks")

@@ -17,7 +17,7 @@ NO_KEY_NOTE = ("rows not compared one by one: the model has neither a grain nor 
 
 
 class ComparedModel(Protocol):
-    """Where one changed model's prod rows (base) and PR rows (change) are (bot.plan.preview.PreviewTarget)."""
+    """Where one changed model's prod rows (base) and PR rows (change) are (bot.plan.preview_queries.PreviewTarget)."""
 
     @property
     def name(self) -> str: ...
