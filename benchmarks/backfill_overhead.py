@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.context import Context  # noqa: E402
 from bot.plan.definition import BackfillKind, Plan, PlanOptions  # noqa: E402
-from bot.plan.evaluator import order_snapshots  # noqa: E402
+from bot.plan.execution import order_snapshots  # noqa: E402
 from bot.project.render import render_sql  # noqa: E402
 from bot.timeline.times import to_ms  # noqa: E402
 from bot.spark.sql import quote_table  # noqa: E402

@@ -174,7 +174,7 @@ class Context(Workspace):
 
     def migrate(self) -> Migrated:
         """Upgrade the state schema, and re-key its snapshots if this meshbot fingerprints differently."""
-        from bot.plan.builder import stored_forms
+        from bot.plan.snapshot_models import stored_forms
         return self.state.migrate(lambda: stored_forms(self.models, self.rendered_queries()))
 
     def destroy(self, *, notice: Callable[[str], None] | None = None) -> JanitorResult:

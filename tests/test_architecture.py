@@ -53,3 +53,109 @@ def test_every_github_module_has_a_test_file_named_after_it_or_says_where_it_is_
     assert sorted(set(GITHUB_TESTED_ELSEWHERE) & files) == [] and set(GITHUB_TESTED_ELSEWHERE) <= set(modules)
     assert all((ROOT / "tests" / f).is_file() for where in GITHUB_TESTED_ELSEWHERE.values() for f in where)
     assert sorted(files - set(modules)) == sorted(GITHUB_SCENARIOS)
+
+
+# Sizes and cycles that are over the house limits today, in rooms other engineers are changing now.
+# They may only shrink: an entry is removed once it is within the limit, and no entry is added.
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+LONG_MODULES = {
+    "bot/github/gate.py": 408, "bot/github/views.py": 698, "bot/project/cache.py": 640,
+    "bot/project/config.py": 656, "bot/project/loader.py": 555, "bot/project/macros.py": 431,
+    "bot/project/sqltext.py": 403, "bot/spark/engine.py": 543, "bot/spark/local_server.py": 455,
+    "bot/spark/session.py": 481,
+    # not split yet in the engine's own rooms
+    "bot/plan/impact.py": 685, "bot/report/dag_html.py": 432,
+}
+LONG_FUNCTIONS = {
+    "bot/github/action.py:build_run": 97, "bot/github/runners/deploy.py:deploy_production": 78,
+    "bot/github/settings.py:load_settings": 72, "bot/project/loader.py:_load_sql_models": 69,
+    # not split yet in the engine's own rooms
+    "bot/plan/impact.py:impact": 96, "bot/plan/schedule.py:run_tasks": 79, "bot/state/tables.py:build_tables": 88,
+}
+IMPORT_CYCLES: set[frozenset[str]] = set()
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted((ROOT / "bot").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def test_no_module_over_400_lines_and_no_function_over_60_beyond_todays_exceptions():
+    long_modules, long_functions = {}, {}
+    for path in _modules().values():
+        name, text = str(path.relative_to(ROOT)), path.read_text()
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            long_modules[name] = len(text.splitlines())
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long_functions[f"{name}:{node.name}"] = length
+    for found, allowed, what in ((long_modules, LONG_MODULES, "lines"), (long_functions, LONG_FUNCTIONS, "lines")):
+        grown = {name: size for name, size in found.items() if size > allowed.get(name, 0)}
+        assert grown == {}, f"over the limit ({what}; split by idea): {grown}"
+
+
+def _imports(tree: ast.AST, module: str, is_package: bool, modules: dict[str, Path]) -> set[str]:
+    """The bot modules `module` imports anywhere (functions too), leaving out `if TYPE_CHECKING:` blocks."""
+    found: set[str] = set()
+    package = module if is_package else module.rpartition(".")[0]
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                found.add(target if target in modules else base)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return {name for name in found if name in modules and name != module}
+
+
+def test_no_import_cycle_even_through_imports_inside_functions():
+    modules = _modules()
+    graph = {name: _imports(ast.parse(path.read_text()), name, path.name == "__init__.py", modules)
+             for name, path in modules.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: set[frozenset[str]] = set()
+
+    def strongly_connected(node: str) -> None:   # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in index:
+                strongly_connected(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.add(frozenset(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for name in graph:
+        if name not in index:
+            strongly_connected(name)
+    assert cycles - IMPORT_CYCLES == set(), sorted(sorted(c) for c in cycles - IMPORT_CYCLES)

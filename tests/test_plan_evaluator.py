@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bot.plan.evaluator import PlanEvaluator, order_snapshots
+from bot.plan.evaluator import PlanEvaluator
+from bot.plan.execution import order_snapshots
 from bot.plan.stages import promotion_stages
 from bot.snapshot import Fingerprint, Snapshot, SnapshotId
 from bot.state.protocol import Environment, EnvironmentSnapshot

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import csv
-import difflib
 import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
-
-import sqlglot
 
 from bot.errors import PlanError
 from bot.fingerprint import HashCache, fingerprint_models
@@ -17,21 +14,21 @@ from bot.plan.categorize import categorize, categorize_seed, indirect_category
 from bot.plan.columns import check_columns
 from bot.plan.destructive import check_destructive
 from bot.plan.definition import ChangeType, ModelChange, Plan, PlanOptions
+from bot.plan.query_diff import source_diff, unified_diff
+from bot.plan.snapshot_models import model_definition
 from bot.project.cache import paused_gc
 from bot.project.config import ProjectConfig
 from bot.project.dag import DAG
 from bot.timeline.times import now_ms as wall_clock_ms
 from bot.project.model import KindName, Model
 from bot.project.output_columns import expand_star, projection_names
-from bot.project.serialize import model_to_dict
 from bot.project.seed_csv import check_seed
 from bot.project.windows import check_ordered_windows
-from bot.project.sqltext import as_written_macros, parse_sql, selects_star, to_sql
+from bot.project.sqltext import selects_star
 from bot.snapshot import (ChangeCategory, Fingerprint, Snapshot, SnapshotId, normalize_environment,
                           physical_schema_name)
 from bot.state.protocol import Environment, StateReader
 
-_SEED_CONTENT_LIMIT = 1_000_000  # bytes of CSV kept in state for seed categorization
 
 
 @dataclass(frozen=True)
@@ -351,57 +348,6 @@ def _new_snapshot(ctx: _Diff, name: str, *, category: ChangeCategory, prev: Snap
         physical_schema=physical_schema_name(name, ctx.config.physical_schema_mapping),
         created_ts=wall_clock_ms(), updated_ts=wall_clock_ms(), ttl=ctx.config.snapshot_ttl,
         columns=model.columns)
-
-
-def stored_forms(models: Mapping[str, Model], rendered: Mapping[str, str]) -> dict[str, tuple[dict[str, Any], str]]:
-    """Each model's definition and rendered query as a new snapshot of it stores them (a migration's re-key
-    compares stored snapshots with these)."""
-    return {name: (model_definition(model), rendered.get(name, "")) for name, model in models.items()}
-
-
-def model_definition(model: Model) -> dict[str, Any]:
-    """The model as stored with its snapshot; small seeds keep their CSV so later plans can categorize."""
-    definition = model_to_dict(model)
-    if model.seed_abs_path is not None:
-        try:
-            if model.seed_abs_path.stat().st_size <= _SEED_CONTENT_LIMIT:
-                definition["seed_content"] = model.seed_abs_path.read_text(encoding="utf-8")
-        except OSError:
-            pass
-    return definition
-
-
-def unified_diff(old_sql: str, new_sql: str, name: str) -> str:
-    """Unified diff of two queries, pretty-printed so each clause sits on its own line."""
-    old_lines, new_lines = _pretty(old_sql).splitlines(), _pretty(new_sql).splitlines()
-    lines = difflib.unified_diff(old_lines, new_lines, fromfile=f"{name} (old)",
-                                 tofile=f"{name} (new)", lineterm="")
-    return "\n".join(lines)
-
-
-def source_diff(prev: Snapshot, model: Model, name: str) -> str:
-    """Unified diff of the queries as written (macros kept), which is what a reviewer recognises."""
-    old_text, new_text = prev.definition.get("query"), model_definition(model).get("query")
-    if not old_text or not new_text:
-        return ""
-    dialect = model.dialect
-    try:
-        old = to_sql(parse_sql(old_text, prev.definition.get("dialect") or dialect)[0], dialect, pretty=True)
-        new = to_sql(parse_sql(new_text, dialect)[0], dialect, pretty=True)
-    except (sqlglot.errors.SqlglotError, IndexError):
-        return ""
-    lines = difflib.unified_diff(as_written_macros(old).splitlines(), as_written_macros(new).splitlines(),
-                                 fromfile=f"{name} (old)", tofile=f"{name} (new)", lineterm="")
-    return "\n".join(lines)
-
-
-def _pretty(sql: str) -> str:
-    if not sql:
-        return ""
-    try:
-        return sqlglot.parse_one(sql, read="spark").sql(dialect="spark", pretty=True)
-    except sqlglot.errors.SqlglotError:
-        return sql
 
 
 def _with_children(changes: tuple[ModelChange, ...], dag: DAG) -> tuple[ModelChange, ...]:

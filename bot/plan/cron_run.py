@@ -13,7 +13,7 @@ from bot.plan.backfill import due_batches_of
 from bot.plan.batch import BatchRunner, BatchWriter
 from bot.plan.claims import Claims, LeaseBusy, environment_key
 from bot.plan.definition import ProgressCallback
-from bot.plan.evaluator import raise_failures, task_scope_for, finish_promotion, order_snapshots
+from bot.plan.execution import finish_promotion, order_snapshots, raise_failures, task_scope_for
 from bot.plan.parents import ParentCheck, model_start, require_parents
 from bot.plan.schedule import run_tasks
 from bot.plan.snapshot_models import SnapshotModels

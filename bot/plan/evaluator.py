@@ -10,21 +10,22 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
-from bot.errors import BotError, ConflictError, EngineError, PlanError, QualityError
+from bot.errors import BotError, ConflictError, EngineError, PlanError
 from bot.faults import checkpoint
-from bot.timeline.intervals import subtract
-from bot.plan.batch import BatchRunner, BatchWriter, fmt_interval as _fmt, first_line as _first_line, model_failed
+from bot.plan.batch import BatchRunner, BatchWriter, fmt_interval as _fmt, first_line as _first_line
 from bot.plan.claims import Claims, describe_holder, environment_key, version_key
 from bot.quality.results import AuditResult, audit_error
 from bot.plan.definition import BackfillKind, Plan, ProgressCallback, StageCallback
 from bot.plan.drift import local_source
-from bot.plan.ownership import claim_schemas, forget_missing_tables
-from bot.plan.parents import ParentCheck, require_parents
+from bot.plan.ownership import claim_schemas
+from bot.plan.parents import check_plan_parents
 from bot.plan.stages import (AfterAll, AuditExisting, Backfill, BeforeAll, CheckNames, CheckParents, ClaimSchemas,
                              CreateTables, Finalize, FinishPromotion, Promote, PushSnapshots, Restate, Stage,
                              StopIfFailed, SwapViews, draft_environment, plan_stages)
 from bot.plan.schedule import run_tasks
-from bot.project.dag import reachable, topological_order, upstream_of
+from bot.plan.execution import finish_promotion, order_snapshots, parents_in, raise_failures, task_scope_for
+from bot.plan.table_creation import create_tables
+from bot.project.dag import reachable, upstream_of
 from bot.timeline.times import now_ms, to_ms
 from bot.project.model import KindName, Model
 from bot.snapshot import Snapshot, view_name
@@ -189,8 +190,9 @@ class PlanEvaluator:
         self._check_view_names(work.plan)
 
     @run_stage.register
-    def _check_parents_stage(self, stage: CheckParents, work: _Apply) -> None:
-        self._check_parents(work.plan, work.mapping)
+    def _check_parents(self, stage: CheckParents, work: _Apply) -> None:
+        check_plan_parents(work.plan, work.mapping, state=self.state, models_for=self.models_for,
+                           default_start=self.default_start)
 
     @run_stage.register
     def _claim_schemas(self, stage: ClaimSchemas, work: _Apply) -> None:
@@ -201,18 +203,19 @@ class PlanEvaluator:
         self.state.push_snapshots(work.plan.new_snapshots)
 
     @run_stage.register
-    def _create_tables_stage(self, stage: CreateTables, work: _Apply) -> None:
-        self._create_tables(work)
+    def _create_tables(self, stage: CreateTables, work: _Apply) -> None:
+        """The missing tables, a few at once (bot.plan.table_creation); a failed model skips its descendants."""
+        outcome = create_tables(work.plan, work.mapping, runner=self.runner, state=self.state,
+                                models_for=self.models_for, lease=lambda s: self._version_lease(work.plan, s),
+                                threads=self.concurrent_tasks)
+        if outcome.failed:
+            work.fail(outcome.failed, outcome.skipped)
 
     @run_stage.register
     def _restate(self, stage: Restate, work: _Apply) -> None:
         for restated in stage.intervals:
             snapshot = work.plan.snapshots[restated.model]
             self.state.remove_intervals(snapshot.name, snapshot.version, restated.interval)
-
-    @run_stage.register
-    def _backfill_stage(self, stage: Backfill, work: _Apply) -> None:
-        self._backfill(stage, work)
 
     @run_stage.register
     def _stop_if_failed(self, stage: StopIfFailed, work: _Apply) -> None:
@@ -266,25 +269,6 @@ class PlanEvaluator:
                                 f"and _ in schema and table names, so the view `{view}` cannot be "
                                 "created; rename the model")
 
-    def _check_parents(self, plan: Plan, mapping: Mapping[str, str]) -> None:
-        """Every backfill batch's parents hold its interval, from state or earlier in this plan."""
-        by_id = {s.snapshot_id: s for s in plan.snapshots.values()}
-        planned = {by_id[b.snapshot_id].name: b for b in plan.backfills if b.snapshot_id in by_id}
-        snapshots = dict(plan.snapshots)
-        recorded = self.state.get_intervals({(s.name, s.version) for s in snapshots.values()})
-        for snapshot_id, interval in plan.restatements.items():   # restated spans count as empty
-            snapshot = snapshots.get(snapshot_id.name)
-            if snapshot is not None and (snapshot.name, snapshot.version) in recorded:
-                found = recorded[(snapshot.name, snapshot.version)]
-                found.intervals = subtract(found.intervals, [interval])
-        check = ParentCheck.from_state(snapshots=snapshots, tables=mapping, recorded=recorded,
-                                       models_for=self.models_for,
-                                       execution_time=plan.execution_time,
-                                       default_start=self.default_start)
-        work = [(s, planned[s.name].batches, planned[s.name].intervals)
-                for s in order_snapshots(snapshots.values()) if s.name in planned]
-        require_parents(check, work)
-
     def _revert_promotion(self, plan: Plan, environment: Environment, previous: Environment | None,
                           exc: Exception) -> None:
         """Views failed after promotion: restore the previous views and the exact previous row, then raise.
@@ -312,67 +296,6 @@ class PlanEvaluator:
         expiration = None if plan.environment == "prod" else to_ms(self.environment_ttl, relative_base=now_ms())
         return replace(draft_environment(plan), expiration_ts=expiration)
 
-    def _create_tables(self, work: "_Apply") -> None:
-        """Create the physical tables, up to `concurrent_tasks` at once; a table is created after its
-        parents' (its columns may come from analyzing a query that reads them). A model whose table
-        cannot be created (Spark rejects its query) fails alone, as in SQLMesh: its descendants get no
-        table and no batch, independent models go on, and the plan stops before promotion."""
-        plan, mapping = work.plan, work.mapping
-        physical = [s for s in plan.snapshots.values() if s.is_physical]
-        self.runner.ensure_schemas({mapping[s.name].rsplit(".", 1)[0] for s in physical})
-        exists = getattr(self.runner, "table_exists", None)
-        settle = getattr(self.runner, "settle_table", None)
-
-        def there_now(snapshot: Snapshot, table: str) -> bool:
-            with self._version_lease(plan, snapshot):
-                return settle(table)
-
-        if exists is not None:
-            forget_missing_tables(plan, mapping, state=self.state, exists=exists,
-                                  settle=there_now if settle is not None else None)
-            # a table the listing has needs nothing more, and its snapshot's row no read: a PR plan of
-            # 10,000 models creates a handful of tables
-            present = {s.name for s in physical if exists(mapping[s.name])}
-            physical = [s for s in physical if s.name not in present]
-        else:
-            present = set()
-        targets = {s.name: (s, mapping[s.name]) for s in self._ordered(plan, physical)}
-        recorded_parents = _parents_in(plan)
-        new = {s.snapshot_id for s in plan.new_snapshots}
-        # A table to create of a version already recorded: its table went missing. A VIEW model's physical
-        # view that is still listed may read it, and what reads that view must wait for it.
-        through_views = any(s.snapshot_id not in new for s, _ in targets.values())
-
-        def parents(name: str) -> list[str]:
-            # The walk for the nearest tables to create first stops at a table already there (and reads no
-            # row beyond it): nothing of this apply changes what it reads. It goes on through EMBEDDED
-            # models, and through listed VIEW models' views when a recorded version's table is rebuilt.
-            if name in present and not (through_views and plan.snapshots[name].kind == KindName.VIEW.value):
-                return []
-            return recorded_parents(name)
-
-        def create(name: str, _slot: int) -> None:
-            snapshot, table = targets[name]
-            model = self.models_for(snapshot)
-            try:
-                if exists is None or settle is None or exists(table):
-                    self.runner.create_physical(snapshot, model, table=table, table_mapping=mapping)
-                    return
-                # Absent from this process's listing. Another process may be swapping the table's rows
-                # in: between its drop and rename the name is absent, and a table created then would
-                # take the swap's place, empty, with the version's intervals still recorded. Writers
-                # swap under the version's lease, so the table is looked at again and created under it.
-                with self._version_lease(plan, snapshot):
-                    if not settle(table):
-                        self.runner.create_physical(snapshot, model, table=table, table_mapping=mapping)
-            except EngineError as error:
-                raise model_failed(model, "could not have its table created", error) from error
-
-        names = list(targets)
-        outcome = run_tasks(names, upstream_of(names, parents), create, threads=self.concurrent_tasks)
-        if outcome.failed:
-            work.fail(outcome.failed, outcome.skipped)
-
     def _version_lease(self, plan: Plan, snapshot: Snapshot) -> contextlib.AbstractContextManager:
         if self.claims is None:
             return contextlib.nullcontext()
@@ -383,7 +306,8 @@ class PlanEvaluator:
         if self.progress:
             self.progress(line, 0, 0)
 
-    def _backfill(self, stage: Backfill, apply: "_Apply") -> None:
+    @run_stage.register
+    def _backfill(self, stage: Backfill, apply: _Apply) -> None:
         """Each model's batches in order; independent models run concurrently (`concurrent_tasks`),
         a model only after every model upstream of it finished all its batches. A failed model stops
         its downstream; independent models go on (so do models independent of one whose table could
@@ -394,7 +318,7 @@ class PlanEvaluator:
         gone = apply.skipped | {name for name, _ in apply.failed}
         work = {m.model: (plan.snapshots[m.model], replace(planned[m.model], batches=m.batches))
                 for m in stage.batches if m.model not in gone}
-        names = [s.name for s in self._ordered(plan, [s for s, _ in work.values()])]
+        names = [s.name for s in order_snapshots([s for s, _ in work.values()])]
         total = sum(len(b.batches) for _, b in work.values())
         lock = threading.Lock()
         stop = threading.Event()
@@ -429,7 +353,7 @@ class PlanEvaluator:
 
         order = {name: i for i, name in enumerate(names)}
         try:
-            outcome = run_tasks(names, upstream_of(names, _parents_in(plan)), backfill,
+            outcome = run_tasks(names, upstream_of(names, parents_in(plan)), backfill,
                                 threads=self.concurrent_tasks, stop=stop)
         finally:
             log.evaluated.sort(key=lambda item: (order[item[0]], item[1]))
@@ -466,58 +390,3 @@ class PlanEvaluator:
         self.runner.replace_views({view: table for view, table in views.items() if view not in present})
         self.runner.drop_views(stage.drop)
         return len(views)
-
-    def _ordered(self, plan: Plan, snapshots: Iterable[Snapshot]) -> list[Snapshot]:
-        return order_snapshots(snapshots)
-
-
-def finish_promotion(state: StateSync, runner: BatchRunner, name: str) -> Environment | None:
-    """Complete a promotion a killed plan left unfinished: write every view of the stored row, then
-    finalize it. Returns the environment's row as stored afterwards (None when there is none).
-
-    Plans and runs call this before anything else, so an environment row never stays unserved.
-    """
-    env = state.get_environment(name)
-    if env is None or env.finalized_ts is not None:
-        return env
-    runner.replace_views(env.views())
-    runner.drop_views(env.stale_views())
-    state.finalize(name, env.plan_id)
-    return state.get_environment(name)
-
-
-def order_snapshots(snapshots: Iterable[Snapshot]) -> list[Snapshot]:
-    """Parents before children, following the snapshots' recorded parents (bot.project.dag's order)."""
-    by_name = {s.name: s for s in snapshots}
-    return [by_name[name] for name in topological_order(
-        {name: [p.name for p in s.parents] for name, s in by_name.items()})]
-
-
-def _parents_in(plan: Plan) -> Callable[[str], list[str]]:
-    """Model name -> its parents' names, as the plan's snapshots record them."""
-    def parents(name: str) -> list[str]:
-        snapshot = plan.snapshots.get(name)
-        return [p.name for p in snapshot.parents] if snapshot is not None else []
-    return parents
-
-
-def task_scope_for(runner: object, threads: int) -> Callable[[int], contextlib.AbstractContextManager]:
-    """Slot -> the context a concurrent task runs in (the runner's, e.g. a Spark scheduler pool);
-    nothing when tasks run one at a time on the calling thread."""
-    factory = getattr(runner, "task_scope", None)
-    if threads <= 1 or factory is None:
-        return lambda _slot: contextlib.nullcontext()
-    return factory()
-
-
-def raise_failures(failed: Sequence[tuple[str, BotError]], skipped: Sequence[str]) -> None:
-    """One error for every failed model (named with Spark's message) and the models it stopped."""
-    messages = [str(error) if f"`{name}`" in str(error) else f"model `{name}` failed: {error}"
-                for name, error in failed]
-    text = "; ".join(messages)
-    if skipped:
-        text += "; not evaluated because an upstream model failed: " + ", ".join(f"`{n}`" for n in skipped)
-    first = failed[0][1]
-    if isinstance(first, QualityError):
-        raise QualityError(text, failures=first.failures) from first
-    raise EngineError(text) from first

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from bot.errors import PlanError
+from bot.plan.definition import Plan
+from bot.plan.execution import order_snapshots
 from bot.timeline.intervals import (Interval, format_interval, interval_unit, merge, missing_intervals,
                            subtract)
 from bot.project.model import KindName, Model
 from bot.timeline.times import MS_PER_DAY, exclusive_end_ms, midnight, now_ms, to_ms
 from bot.snapshot import Snapshot
-from bot.state.protocol import SnapshotIntervals
+from bot.state.protocol import SnapshotIntervals, StateReader
 
 
 def model_start(model: Model, *, default_start: str | None, execution_time: int, now: int | None = None) -> int:
@@ -124,3 +126,24 @@ def require_parents(check: ParentCheck, work: Sequence[tuple[Snapshot, Sequence[
                         + "; ".join(problems[:5]) + more
                         + ". Fill the parents first (e.g. `meshbot plan` or `meshbot run` on the "
                         "environment that owns them) or narrow --start/--end")
+
+
+def check_plan_parents(plan: Plan, mapping: Mapping[str, str], *, state: StateReader,
+                       models_for: Callable[[Snapshot], Model], default_start: str | None) -> None:
+    """Every backfill batch's parents hold its interval, from state or earlier in this plan."""
+    by_id = {s.snapshot_id: s for s in plan.snapshots.values()}
+    planned = {by_id[b.snapshot_id].name: b for b in plan.backfills if b.snapshot_id in by_id}
+    snapshots = dict(plan.snapshots)
+    recorded = state.get_intervals({(s.name, s.version) for s in snapshots.values()})
+    for snapshot_id, interval in plan.restatements.items():   # restated spans count as empty
+        snapshot = snapshots.get(snapshot_id.name)
+        if snapshot is not None and (snapshot.name, snapshot.version) in recorded:
+            found = recorded[(snapshot.name, snapshot.version)]
+            found.intervals = subtract(found.intervals, [interval])
+    check = ParentCheck.from_state(snapshots=snapshots, tables=mapping, recorded=recorded,
+                                   models_for=models_for,
+                                   execution_time=plan.execution_time,
+                                   default_start=default_start)
+    work = [(s, planned[s.name].batches, planned[s.name].intervals)
+            for s in order_snapshots(snapshots.values()) if s.name in planned]
+    require_parents(check, work)

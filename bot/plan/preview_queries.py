@@ -14,7 +14,7 @@ from sqlglot import exp
 from bot.errors import BotError, ConfigError, PlanError
 from bot.timeline.intervals import Interval
 from bot.plan.definition import ChangeType, ModelChange, Plan
-from bot.plan.evaluator import order_snapshots
+from bot.plan.execution import order_snapshots
 from bot.plan.cron_run import model_start, query_sql
 from bot.project.dag import children_of, reachable
 from bot.project.model import KindName, Model

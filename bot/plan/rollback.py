@@ -11,7 +11,8 @@ from bot.errors import PlanError
 from bot.plan.claims import environment_key
 from bot.plan.definition import Plan, PlanOptions
 from bot.plan.drift import local_source
-from bot.plan.evaluator import PlanEvaluator, finish_promotion
+from bot.plan.evaluator import PlanEvaluator
+from bot.plan.execution import finish_promotion
 from bot.plan.stages import promotion_stages
 from bot.state.protocol import Environment, EnvironmentSnapshot, HistoryEntry, StateReader, require_environment
 

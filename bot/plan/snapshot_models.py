@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 from bot.project.model import Model
 from bot.project.serialize import model_from_dict, model_to_dict
@@ -25,3 +25,24 @@ class SnapshotModels:
             else:
                 self._built[snapshot.identifier] = model_from_dict(snapshot.definition)
         return self._built[snapshot.identifier]
+
+
+_SEED_CONTENT_LIMIT = 1_000_000  # bytes of CSV kept in state for seed categorization
+
+
+def stored_forms(models: Mapping[str, Model], rendered: Mapping[str, str]) -> dict[str, tuple[dict[str, Any], str]]:
+    """Each model's definition and rendered query as a new snapshot of it stores them (a migration's re-key
+    compares stored snapshots with these)."""
+    return {name: (model_definition(model), rendered.get(name, "")) for name, model in models.items()}
+
+
+def model_definition(model: Model) -> dict[str, Any]:
+    """The model as stored with its snapshot; small seeds keep their CSV so later plans can categorize."""
+    definition = model_to_dict(model)
+    if model.seed_abs_path is not None:
+        try:
+            if model.seed_abs_path.stat().st_size <= _SEED_CONTENT_LIMIT:
+                definition["seed_content"] = model.seed_abs_path.read_text(encoding="utf-8")
+        except OSError:
+            pass
+    return definition
