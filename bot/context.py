@@ -43,6 +43,7 @@ class Context(Workspace):
     imported inside the methods that use them.
     """
 
+    stage_log: StageCallback | None = None   # a line as each apply stage starts and ends (logs: no terminal)
     # -- plans --------------------------------------------------------------------------
     def plan(self, environment: str = "prod", *, options: PlanOptions = PlanOptions()) -> Plan:
         """Compute (never apply) the plan that brings `environment` to the project's state."""
@@ -95,14 +96,13 @@ class Context(Workspace):
                                  macro_files=project.macro_files, read_cache=self.read_cache,
                                  early=project.early_renders, held=project.held_renders)
 
-    def apply(self, plan: Plan, *, progress: ProgressCallback | None = None,
-              stage_log: StageCallback | None = None) -> ApplyResult:
+    def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         """Apply a plan: its stages (bot.plan.stages) in order; `stage_log` gets a line as each starts and ends."""
         from bot.plan.env_statements import parse_before_and_after
         statements = parse_before_and_after(self.config, self.path)   # before Spark: a bad one changes nothing
         if catalog_only(plan, self.project.audits):
             self._start_engine_for_catalog()
-        return apply_plan(plan, self._work(), statements=statements, progress=progress, stage_log=stage_log)
+        return apply_plan(plan, self._work(), statements=statements, progress=progress, stage_log=self.stage_log)
 
     def machine_local_storage(self) -> tuple[str, ...]:
         """What the gateway keeps only on this machine (state file, embedded catalog, local warehouse)."""

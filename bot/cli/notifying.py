@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Sequence
 from bot.context import Context
 from bot.errors import BotError
 from bot.plan.apply import ApplyResult
-from bot.plan.definition import Plan, ProgressCallback, StageCallback
+from bot.plan.definition import Plan, ProgressCallback
 from bot.plan.cron_run import RunResult
 from bot.quality.results import AuditReport, TestSuiteResult
 
@@ -26,14 +26,13 @@ class NotifyingContext(Context):
 
         return Notifier.from_config(self.config, origin=Origin.from_environ(os.environ))
 
-    def apply(self, plan: Plan, *, progress: ProgressCallback | None = None,
-              stage_log: StageCallback | None = None) -> ApplyResult:
+    def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
         from bot.report.notify import evaluated_models, plan_models
 
         models = plan_models(plan)
         self.notifier.send("apply_start", plan.environment, models=models)
         try:
-            result = super().apply(plan, progress=progress, stage_log=stage_log)
+            result = super().apply(plan, progress=progress)
         except BotError as error:
             self.notifier.failed("apply", plan.environment, error, models=models)
             raise

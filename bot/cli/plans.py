@@ -144,9 +144,9 @@ def _load_project(context: Context) -> None:
 
 
 def _apply(context: Context, the_plan: Any, reporter: TerminalReporter) -> None:
-    stage_log = None if reporter.interactive else reporter.text   # logs: a line per stage, with its time
+    context.stage_log = None if reporter.interactive else reporter.text   # logs: a line per stage, with its time
     with reporter.progress("Backfilling") as progress:
-        result = context.apply(the_plan, progress=progress, stage_log=stage_log)
+        result = context.apply(the_plan, progress=progress)
     for warning in result.audit_warnings:
         reporter.warning(warning.describe())
     reporter.text(f"Environment `{result.environment}` updated: {len(result.evaluated)} batch(es) "
