@@ -53,16 +53,16 @@ class Context(Workspace):
         if not env:
             raise PlanError("environment name is empty")
         lint_warnings = self.lint().check_before_plan(self.path) if self._linted() else ()
-        # the wall clock: the plan reads a relative --execution-time ('yesterday') against it, once
         rendered = self.rendered_queries()   # with GC passes: a cold render makes much cyclic garbage
         with paused_gc():   # 10,000 models: the hash entries and state rows, scanned again and again otherwise
             hashes = self._hash_cache()
             plan = build_plan(project_models=self.models, dag=self.project.dag,
                               rendered=rendered, state=self.state, environment=env,
-                              options=options, config=self.config, now_ms=now_ms(), hash_cache=hashes)
+                              options=options, config=self.config, now_ms=now_ms(), hash_cache=hashes)   # relative times read it once
             hashes.save()
-        from bot.quality.lint.runner import check_columns_before_spark
-        check_columns_before_spark(self.project, rendered=rendered, names=[s.name for s in plan.new_snapshots])
+        from bot.quality.lint.preflight import check_columns_before_spark
+        check_columns_before_spark(self.project, rendered=rendered, names=[s.name for s in plan.new_snapshots],
+                                   read_cache=self.read_cache)
         return replace(plan, warnings=lint_warnings + plan.warnings) if lint_warnings else plan
 
     def model_versions(self) -> dict[str, str]:

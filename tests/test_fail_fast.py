@@ -133,3 +133,27 @@ def test_a_column_of_an_embedded_parent_resolves_through_it(tmp_path, no_spark):
         "MODEL (name shop.big_order_count, kind FULL);\nSELECT COUNT(order_id) AS n FROM shop.big_orders\n")
     plan = Context(root).plan("prod")
     assert "shop.big_order_count" in {s.name for s in plan.new_snapshots}
+
+
+def test_a_column_check_that_passed_is_kept_until_what_the_model_reads_changes(tmp_path, no_spark, monkeypatch):
+    """A plan does not check again a model whose rendered query and parents' columns are those it passed with
+    (.meshbot/cache/columns.json); a parent that drops a column its child reads is caught though the child's
+    file is untouched."""
+    root = tmp_path / "shop"
+    write_example(root)
+    Context(root).plan("prod")
+    import bot.quality.lint.preflight as preflight
+
+    checked: list[str] = []
+    rule = preflight.RULES[preflight.PREFLIGHT_RULE]
+    monkeypatch.setitem(preflight.RULES, preflight.PREFLIGHT_RULE,
+                        lambda source, facts: checked.append(source.model.name) or rule(source, facts))
+    Context(root).plan("prod")
+    assert checked == []
+
+    path = root / "models" / "orders.sql"
+    path.write_text(path.read_text().replace("amount,", "amount AS total,", 1))
+    result = _meshbot(root, "plan", "prod")
+    assert result.exit_code == 1
+    assert "model shop.customer_revenue: Unknown column: amount" in result.output   # its own file is as it was
+    assert "shop.orders" in checked and "shop.customer_revenue" in checked

@@ -56,7 +56,7 @@ def test_every_stored_snapshot_fingerprints_again_to_its_own_id(project, tmp_pat
     """The re-key's premise, on every project the golden fingerprints cover: a snapshot's stored definition
     and rendered query give back the fingerprint the plan gave it (seeds, Python models, Jinja, blueprints…)."""
     # fixtures/format holds queries written for `meshbot format` only: columns their parents lack
-    monkeypatch.setattr("bot.quality.lint.runner.check_columns_before_spark", lambda *_, **__: None)
+    monkeypatch.setattr("bot.quality.lint.preflight.check_columns_before_spark", lambda *_, **__: None)
     context = Context(_project(project, tmp_path / "project"), read_cache=False)
     plan, _ = _store_plan(context)
     assert plan.new_snapshots

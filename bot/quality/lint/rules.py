@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Mapping
 
 import sqlglot
@@ -32,23 +33,42 @@ class Finding:
 
 
 class ModelSource:
-    """One model as the rules see it: the model, its file text and its rendered query."""
+    """One model as the rules see it: the model, its file text and its rendered query (each read when first
+    asked for). `single_use`: one rule reads the rendered query, and may qualify it in place."""
 
-    def __init__(self, model: Model, rendered: str | None) -> None:
+    def __init__(self, model: Model, rendered: str | None, *, single_use: bool = False) -> None:
         self.model = model
+        self.rendered_sql = rendered
+        self.single_use = single_use
+        self.qualified: tuple[exp.Query | None, SqlglotError | None] | None = None   # set by _qualified
+
+    @cached_property
+    def text(self) -> str:
         try:
-            self.text = model.path.read_text(encoding="utf-8") if model.path.suffix == ".sql" else ""
+            return self.model.path.read_text(encoding="utf-8") if self.model.path.suffix == ".sql" else ""
         except OSError:
-            self.text = ""
-        found = self.text.find(model.query_text) if model.query_text else -1
-        self.query_offset = found if found >= 0 else 0
-        self.query_line = line_at(self.text, found) if found >= 0 else model.line
+            return ""
+
+    @cached_property
+    def _query_start(self) -> int:
+        return self.text.find(self.model.query_text) if self.model.query_text else -1
+
+    @property
+    def query_offset(self) -> int:
+        return max(self._query_start, 0)
+
+    @property
+    def query_line(self) -> int:
+        found = self._query_start
+        return line_at(self.text, found) if found >= 0 else self.model.line
+
+    @cached_property
+    def rendered(self) -> exp.Query | None:
         try:
-            parsed = sqlglot.parse_one(rendered, dialect="spark") if rendered else None
+            parsed = sqlglot.parse_one(self.rendered_sql, dialect="spark") if self.rendered_sql else None
         except SqlglotError:
             parsed = None
-        self.rendered = parsed if isinstance(parsed, exp.Query) else None
-        self.qualified: tuple[exp.Query | None, SqlglotError | None] | None = None   # set by _qualified
+        return parsed if isinstance(parsed, exp.Query) else None
 
     def line_of(self, word: str) -> int:
         """Line of the first `word` (whole word, any case; a dotted name may be quoted part by part) in
@@ -104,7 +124,8 @@ def _qualify(source: ModelSource, project: ProjectFacts) -> tuple[exp.Query | No
             return None, None   # a catalog-qualified name, a table function or a source of unknown columns
         schema.setdefault(table.db, {})[table.name] = {c: "STRING" for c in columns}
     try:
-        return qualify(source.rendered.copy(), schema=schema, dialect="spark"), None
+        query = source.rendered if source.single_use else source.rendered.copy()
+        return qualify(query, schema=schema, dialect="spark"), None
     except SqlglotError as error:
         return None, error
 

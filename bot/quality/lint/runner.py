@@ -103,32 +103,3 @@ def lint_project(project: Project, *, rendered: Mapping[str, str]) -> LintResult
         only=repository.models if project.parts else None)]
     return LintResult(violations=tuple(sorted(violations, key=lambda v: (str(v.path), v.line, v.rule))))
 
-
-PREFLIGHT_RULE = "ambiguousorinvalidcolumn"
-
-
-def check_columns_before_spark(project: Project, *, rendered: Mapping[str, str], names: Iterable[str]) -> None:
-    """Before Spark starts: each SQL model a plan builds (`names`), in a repository whose linter is off, must
-    have columns that resolve against its parents' known columns, else a PlanError names file, line and column.
-
-    SQLMesh's `init` turns this rule on; Spark would stop the same query, only later (after the JVM, the unit
-    tests, the tables). Nothing is checked where a parent's columns are unknown; a repository whose linter is
-    on is checked by its own configuration (where `ignored_rules` can turn this off)."""
-    wanted = set(names)
-    facts = ProjectFacts(models=project.models, columns=OutputColumns(project.models, rendered), tested=frozenset())
-    violations = []
-    for repository in project.repositories:
-        if repository.config.linter.enabled:
-            continue
-        models = repository.models if project.parts else project.models
-        for name in sorted(wanted & set(models)):
-            model = project.models[name]
-            if model.kind.name is KindName.EXTERNAL or name not in rendered:
-                continue
-            violations.extend(Violation(rule=PREFLIGHT_RULE, level="error", model=name, path=model.path,
-                                        line=f.line, message=f.message, column=f.column)
-                              for f in RULES[PREFLIGHT_RULE](ModelSource(model, rendered[name]), facts))
-    if violations:
-        lines = "\n".join(v.describe(project.root) for v in violations)
-        raise PlanError(f"{len(violations)} model(s) read a column their parents do not have (Spark would stop "
-                        f"there); nothing was run:\n{lines}")
