@@ -125,6 +125,12 @@ def pytest_configure(config):
     # default: the tests' projects start Spark in their own process instead (the run's one session, or a
     # meshbot subprocess's), or every temporary project would leave a server. test_warm_engine.py turns it on.
     os.environ["MESHBOT_WARM_ENGINE"] = "0"
+    # Every JVM the tests start (the run's session, meshbot processes' local Spark, the servers) compiles
+    # with C1 alone, with the code cache C2 would have: on two cores C2's compiler threads take the CPU
+    # the other test process needs (an example deploy in a fresh JVM: 15 s of JVM CPU instead of 22 s;
+    # five more on the warm session: 19 s instead of 36 s). meshbot keeps the JVM's "Picked up
+    # JAVA_TOOL_OPTIONS" notice off the terminal, as it does for a user who sets the variable.
+    os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m")
     # Some machines set PYTHONDONTWRITEBYTECODE: then every run compiles meshbot's modules and rewrites
     # the test modules' asserts again (half of collection: 4-5 s of CPU), and each of the ~40 meshbot
     # processes the tests start compiles meshbot again. Those processes, and this one while it collects
@@ -145,15 +151,10 @@ def pytest_configure(config):
 def _start_session(state_dir: Path):
     from bot.project.config import SparkConnection
     from bot.spark.session import get_session
-    from spark_servers import CONNECT_TEST_JVM
 
-    # C1 alone, as the Connect server's JVM (spark_servers.CONNECT_TEST_JVM): on two cores C2's compiler
-    # threads take the CPU the other test process needs; five example deploys on a warm session took
-    # 19 s of JVM CPU instead of 36 s.
     return get_session(SparkConnection(master="local[2]",
                                        config=(("spark.sql.shuffle.partitions", "2"),
-                                               ("spark.default.parallelism", "2"),
-                                               ("spark.driver.extraJavaOptions", CONNECT_TEST_JVM))),
+                                               ("spark.default.parallelism", "2"))),
                        state_dir=state_dir)
 
 
