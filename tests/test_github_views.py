@@ -36,7 +36,7 @@ def _balanced(text: str) -> bool:
 def _huge_view() -> CommentView:
     diff = "\n".join(f"-select {i} as old_{i}\n+select {i} as new_{i} ``` tricky" for i in range(400))
     changes = tuple(ChangeView(f"db.model_{i}", "directly modified", "Breaking", "FULL", diff=diff) for i in range(30))
-    backfills = tuple(BackfillView(f"db.model_{i}", "intervals", 30, "2024-01-01 00:00", "2024-01-31 00:00")
+    backfills = tuple(BackfillView(f"db.model_{i}", "INCREMENTAL_BY_TIME_RANGE", 30, "2024-01-01 00:00", "2024-01-31 00:00")
                       for i in range(300))
     plan = PlanView("shop_7", changes=changes, backfills=backfills)
     diffs = tuple(DiffView(f"db.model_{i}", prod_count=10, pr_count=10, matched=9, changed=1, prod_only=0, pr_only=0,
@@ -152,7 +152,7 @@ def test_plan_view_lists_each_change_with_its_category_and_each_backfill_with_it
         ChangeView("shop.orders", "directly modified", "Non-breaking", "INCREMENTAL_BY_TIME_RANGE", "-a\n+b",
                    ("shop.daily",)),
         ChangeView("shop.old", "removed", "", "FULL"))
-    assert view.backfills == (BackfillView("shop.orders", "intervals", 2, "2024-01-01 00:00", "2024-01-03 00:00"),)
+    assert view.backfills == (BackfillView("shop.orders", "INCREMENTAL_BY_TIME_RANGE", 2, "2024-01-01 00:00", "2024-01-03 00:00"),)
     assert view.skipped_backfill and view.environment == "prod"
 
 
@@ -169,7 +169,7 @@ def test_tests_view_counts_every_test_and_names_each_failure():
 def test_a_plan_of_thousands_of_backfills_fits_the_comment_and_the_job_summary():
     """A prod plan preview backfilling 20,000 models: the comment keeps its status, approval and the plan's
     digest record; the job summary (GitHub refuses more than 1 MiB) is shortened the same way."""
-    backfills = tuple(BackfillView(f"db.model_{i:05d}", "full_refresh", 1, "2024-01-01 00:00", "2024-01-04 00:00")
+    backfills = tuple(BackfillView(f"db.model_{i:05d}", "FULL", 1, "2024-01-01 00:00", "2024-01-04 00:00")
                       for i in range(20_000))
     plan = PlanView("prod", changes=(ChangeView("db.model_00001", "directly modified", "Breaking", "FULL"),),
                     backfills=backfills)

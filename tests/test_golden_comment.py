@@ -1,8 +1,9 @@
-"""Golden files of what meshbot writes on GitHub for one fixed scenario: a PR changing the values of
-`shop.orders.amount` (read by its breaking child `shop.customer_revenue`), a failing unit test, a data diff
-whose grain gate fails, backfill estimates, then its `/deploy`. The PR comment, the check summaries and the
-job summary are compared with tests/golden/*.md, which are reviewed like code when they change (regenerate
-with MESHBOT_UPDATE_GOLDEN=1).
+"""Golden files of what meshbot writes on GitHub for one fixed scenario, driven by real webhook payloads: a PR
+changing the values of `shop.orders.amount` (read by its breaking child `shop.customer_revenue`) is opened with
+a failing unit test, a data diff whose grain gate fails and backfill estimates; a second commit (synchronize)
+fixes the test; a required approver approves (pull_request_review); `/deploy` deploys it; the merged PR is
+closed. The PR comment at each of these stages, the check summaries and the job summary are compared with
+tests/golden/*.md, which are reviewed like code when they change (regenerate with MESHBOT_UPDATE_GOLDEN=1).
 Each file is also rendered with GitHub's Markdown engine (cmarkgfm) and checked for what a reader sees."""
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ class _Scenario:
         try:
             git_checkout(self.checkout)            # the base branch (origin/master) ...
             head = git_commit(self.checkout, {"models/orders.sql": "SELECT 2 AS orders\n"}, "pr")   # ... and the PR's commit
+            self.fixed = git_commit(self.checkout, {"tests/test_revenue.yaml": "fixed: true\n"}, "fix the test")
         finally:
             for key, value in saved.items():
                 os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
@@ -96,6 +98,8 @@ class _Scenario:
         self.opened = payload("pull_request/opened.payload.json")
         self.opened["pull_request"]["head"]["sha"] = head
         self.repo.set_pull(self.opened["pull_request"])
+        self.synced = payload("pull_request/synchronize.payload.json")
+        self.synced["pull_request"]["head"]["sha"] = self.fixed
         self.summary = tmp_path / "summary.md"
 
     def __call__(self, name: str, raw: dict) -> int:
@@ -123,20 +127,35 @@ def written(tmp_path_factory) -> dict[str, str]:
         gh = install(rsps)
         bot = _Scenario(tmp_path_factory.mktemp("golden"), gh)
         assert bot("pull_request", bot.opened) == 1     # a unit test fails
-        out = {"pr_comment.md": bot.comment, "job_summary_sync.md": bot.summary.read_text()}
+        out = {"pr_comment_opened.md": bot.comment, "job_summary_sync.md": bot.summary.read_text()}
         for check in ("Unit Tests", "Prod Plan Preview", "Data Diff", "Required Approval"):
             out[f"check_{check.lower().replace(' ', '_')}.md"] = bot.repo.check(f"meshbot - {check}")["output"]["summary"]
-        bot.repo.review("ann-gh", "APPROVED", bot.opened["pull_request"]["head"]["sha"], "2024-01-02T00:00:00Z")
+        bot.engine.failing_tests = {}                   # the second commit fixes the test
+        bot.repo.set_pull(bot.synced["pull_request"])
+        assert bot("pull_request", bot.synced) == 0     # the grain gate still fails its check
+        out["pr_comment_synced.md"] = bot.comment
+        bot.repo.review("ann-gh", "APPROVED", bot.fixed, "2024-01-02T00:00:00Z")
+        reviewed = payload("pull_request_review/submitted.payload.json")
+        reviewed["review"].update(state="approved", commit_id=bot.fixed)
+        reviewed["review"]["user"]["login"] = "ann-gh"
+        assert bot("pull_request_review", reviewed) == 0
+        out["pr_comment_approved.md"] = bot.comment
         assert bot("issue_comment", pr_comment_event("/deploy", "ann-gh")) == 0
         out["pr_comment_deployed.md"] = bot.comment
         out["check_prod_environment_synced.md"] = bot.repo.check("meshbot - Prod Environment Synced")["output"]["summary"]
+        closed = payload("pull_request/closed.payload.json")
+        closed["pull_request"].update(merged=True, merged_at="2024-01-03T00:00:00Z")
+        closed["pull_request"]["head"]["sha"] = bot.fixed
+        bot.repo.set_pull(closed["pull_request"], merged=True)
+        assert bot("pull_request", closed) == 0
+        out["pr_comment_closed.md"] = bot.comment
         assert not gh.errors, gh.errors
     return {name: _normalized(text) for name, text in out.items()}
 
 
-NAMES = ("pr_comment.md", "job_summary_sync.md", "check_unit_tests.md", "check_prod_plan_preview.md",
-         "check_data_diff.md", "check_required_approval.md", "pr_comment_deployed.md",
-         "check_prod_environment_synced.md")
+NAMES = ("pr_comment_opened.md", "pr_comment_synced.md", "pr_comment_approved.md", "pr_comment_deployed.md",
+         "pr_comment_closed.md", "job_summary_sync.md", "check_unit_tests.md", "check_prod_plan_preview.md",
+         "check_data_diff.md", "check_required_approval.md", "check_prod_environment_synced.md")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -193,10 +212,10 @@ def test_github_renders_each_file_as_a_reader_expects(name):
 
 def test_the_scenario_reads_as_intended(written):
     """The reviewer's view of the scenario, in words (the golden files hold the exact text)."""
-    comment = written["pr_comment.md"]
+    comment = written["pr_comment_opened.md"]
     assert "test_revenue_per_day" in comment and "expected 4 rows, got 14" in comment
     assert "shop.customer_revenue" in comment and ":x: shop.customer_revenue: 14 changed" in comment
     assert "`customer_id` is not unique in the PR: 14 rows hold 4 distinct values" in written["check_data_diff.md"]
-    assert "| shop.orders | intervals | 6 | 3 |" in comment and "about 2 min of compute" in comment
+    assert "| shop.orders | FULL | 6 | 3 |" in comment and "about 2 min of compute" in comment
     assert "**This PR's changes**" not in comment          # nothing of the base branch is pending
     assert "Deployed to `prod`" in written["pr_comment_deployed.md"]

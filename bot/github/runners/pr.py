@@ -193,8 +193,11 @@ def _estimates(run: BotRun, plan: Plan) -> tuple[BackfillEstimate, ...] | None:
 
 
 def approval_fields(run: BotRun, status: ApprovalStatus) -> dict[str, Any]:
-    """The comment's approval section: the verdict, its check conclusion and who can approve."""
-    return dict(approval=status.summary, approval_status=_approval_word(status),
+    """The comment's approval section: the verdict, its check conclusion ("waiting" while a required approval is
+    missing: the check fails so that branch protection holds the merge, but nothing is wrong yet) and who can
+    approve."""
+    waiting = status.required and not status.approved and not status.unavailable
+    return dict(approval=status.summary, approval_status="waiting" if waiting else _approval_word(status),
                 approvers=run.settings.required_approvers, approver_teams=run.settings.required_teams)
 
 
