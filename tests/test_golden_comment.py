@@ -219,3 +219,35 @@ def test_the_scenario_reads_as_intended(written):
     assert "| shop.orders | FULL | 6 | 3 |" in comment and "about 2 min of compute" in comment
     assert "**This PR's changes**" not in comment          # nothing of the base branch is pending
     assert "Deployed to `prod`" in written["pr_comment_deployed.md"]
+
+
+def _visible(markdown: str) -> str:
+    reader = _Reader()
+    reader.feed(cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE))
+    return "".join(reader.text)
+
+
+def test_each_stage_reads_right(written):
+    """What a reviewer reads at each stage, as GitHub renders it."""
+    opened, synced, approved = (written[f"pr_comment_{s}.md"] for s in ("opened", "synced", "approved"))
+    deployed, closed = written["pr_comment_deployed.md"], written["pr_comment_closed.md"]
+    for comment in (opened, synced):          # the approval is pending: waiting, not failed
+        assert ":hourglass_flowing_sand: [Required Approval]" in comment and ":x: [Required Approval]" not in comment
+        assert "### :hourglass_flowing_sand: Required approval" in comment
+        status = comment.split("**Checks")[0]
+        assert "Prod Plan Preview" not in status and "PR Environment Synced" not in status   # passes: once, below
+    assert "Unit Tests" not in synced.split("**Checks")[0] and ":white_check_mark: Unit tests" in synced
+    assert approved.split("\n")[3] == ":x: meshbot on 3ff9e4e: Data Diff (Data diff gate failed on 1 model) failed."
+    assert "; schema: added ds</summary>" in opened and "| name | 100.0% | 0.0% | 4 | n/a (string) |" in opened
+
+    seen = _visible(deployed)
+    assert "Prod plan preview" not in seen and "Est. time" not in seen and "How to deploy" not in seen
+    assert "Deployed to prod from 3ff9e4e as plan plan_5." in seen
+    assert "Plan plan_5 deployed 1 change from 3ff9e4e and computed 3 batches of 1 model in " in seen
+    assert "| shop.orders | FULL | 6 | 3 | 1970-01-01 00:00 | 1970-01-07 00:00 |" in deployed
+    assert "digest" not in seen and "9fd8f1ab5047f3e7" not in seen        # one id: the plan's
+    assert "Data differences against prod" in seen and "14 changed" in seen   # the diff that was reviewed
+    seen = _visible(closed)
+    assert "This PR was merged: environment hello_world_2 was removed" in seen
+    assert "Data differences against prod" in seen and "Deployed to prod" in seen
+    assert "Query the models this PR changes" not in seen
