@@ -147,7 +147,7 @@ def plan_source(run: BotRun, command: bool, pr: PullRequest | None, sha: str) ->
     if command and pr is not None:
         user = run.event.comment.user if run.event.comment else "?"
         return f"/deploy of #{pr.number} at {sha[:12]} by {user}" + (f" {where}" if where else "")
-    return deploy_source(run.event.branch or run.event.repo.default_branch, sha, where)
+    return deploy_source(run.event.branch or run.event.repo.default_branch, sha, where, tag=run.event.tag or "")
 
 
 def large_backfill(settings: BotSettings, plan: Plan,

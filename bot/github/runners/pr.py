@@ -58,7 +58,8 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | 
     s = run.settings
     options = PlanOptions(skip_backfill=s.skip_pr_backfill and not s.default_pr_start,
                           start=s.default_pr_start, skip_tests=True, forward_only=s.forward_only(pr.head_ref),
-                          include_unmodified=s.pr_include_unmodified)
+                          include_unmodified=s.pr_include_unmodified,
+                          source=f"sync of #{pr.number} at {pr.head_sha[:12]}" + (f" {run.run_url}" if run.run_url else ""))
     try:
         require_lasting_storage(run)
         existed = env in run.context.environment_names()
