@@ -528,8 +528,11 @@ class FakeEngine:
             self.deployed = True
         else:
             self.envs.add(plan.environment)
-        return ApplyResult(plan_id=plan.plan_id, environment=plan.environment, evaluated=(), views_created=0,
-                           skipped_backfill=plan.options.skip_backfill)
+        names = {snap.snapshot_id: snap.name for snap in plan.snapshots.values()}
+        evaluated = () if plan.options.skip_backfill else tuple(
+            (names[b.snapshot_id], start, end) for b in plan.backfills for start, end in b.batches)
+        return ApplyResult(plan_id=plan.plan_id, environment=plan.environment, evaluated=evaluated,
+                           views_created=0, skipped_backfill=plan.options.skip_backfill)
 
     def test(self, *, patterns: Sequence[str] = (), files: Sequence[str] = ()) -> TestSuiteResult:
         return TestSuiteResult(results=tuple(

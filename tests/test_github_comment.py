@@ -164,14 +164,14 @@ def test_the_prod_preview_shows_intervals_batches_and_an_estimate_from_recorded_
     b = bot()
     b.engine.batches, b.engine.batch_days = 3, 2
     assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
-    assert "| shop.orders | intervals | 6 | 3 | " in b.comment
+    assert "| shop.orders | FULL | 6 | 3 | " in b.comment
     assert "No estimate yet: none of these models has a timed batch recorded in the state." in b.comment
 
     b.engine.batch_times = {("shop.orders", "1"): BatchTimes("shop.orders", "1", batches=4, span_ms=4 * 86_400_000,
                                                              elapsed_ms=4 * 600_000, last_ts=1)}
     assert b("pull_request", payload("pull_request/opened.payload.json")) == 0
     # a FULL model: 10 min per recorded batch, 3 batches
-    assert re.search(r"\| shop\.orders \| intervals \| 6 \| 3 \| [^|]+ \| [^|]+ \| \\~30 min \|", b.comment), b.comment
+    assert re.search(r"\| shop\.orders \| FULL \| 6 \| 3 \| [^|]+ \| [^|]+ \| \\~30 min \|", b.comment), b.comment
     assert "about 30 min of compute one after another" in b.comment
     assert "Est. executor time" not in b.comment
     assert "No executor time yet: these batches were recorded without Spark's task time" in b.comment

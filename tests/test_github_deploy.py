@@ -80,7 +80,7 @@ def test_deploy_applies_the_pr_head_records_it_and_merges_with_merge_method(scen
     assert bot.output("deployed_sha") == HEAD and bot.output("merge_sha") == "c" * 40
     assert bot.repo.check(DEPLOY)["conclusion"] == "success" and bot.repo.check(DEPLOY)["head_sha"] == HEAD
     status = bot.comment.split("<!-- /meshbot:section status -->")[0]
-    assert f":rocket: Deployed to `prod` from {HEAD[:7]}: plan `plan_" in status and "digest `" in status
+    assert f":rocket: Deployed to `prod` from {HEAD[:7]} as plan `plan_" in status and "digest `" not in status
     assert "The PR was merged (squash) as ccccccc." in status
     assert "How to deploy" not in bot.comment
     assert "[Workflow run](https://github.com/Codertocat/Hello-World/actions/runs/7)" in bot.comment

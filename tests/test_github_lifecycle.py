@@ -201,7 +201,8 @@ def test_pull_request_lifecycle_through_the_github_api(shop, github, tmp_path):
     repo.set_pull(pushed["pull_request"], merged=True, merge_sha=MERGE_SHA)
     assert bot("push", payload("push/with-new-branch.payload.json"), head=MERGE_SHA) == 0
     assert bot.conclusion(DEPLOY) == "success" and ":rocket: Deployed to `prod`" in bot.comment
-    assert f"Deployed to `prod` from {MERGE_SHA[:7]}: plan `" in bot.comment and "digest `" in bot.comment
+    assert f"Deployed to `prod` from {MERGE_SHA[:7]} as plan `" in bot.comment and "digest `" not in bot.comment
+    assert "### Deployed to `prod`" in bot.comment and "### Prod plan preview" not in bot.comment
     assert "How to deploy" not in bot.comment and bot.outputs.values["deployed_sha"] == MERGE_SHA
     assert not Context(shop).plan("prod", options=PlanOptions(skip_tests=True)).has_changes
 

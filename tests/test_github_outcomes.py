@@ -43,7 +43,7 @@ DRIFT = PlanDrift("aaa", "bbb", ("x.y", "z.w"))
     (DeployOutcome(DeployKind.DEPLOYED, "prod", drift=DRIFT, plan_id="plan_1", changes=2, batches=5,
                    destructive=("m.a", "m.b"), allowed_by="ann", ran=RunAfterDeploy(batches=3, reused=2),
                    merge=MergeResult("squash", sha="c" * 40)),
-     ":rocket: Deployed to `prod` (plan `plan_1`): 2 change(s), 5 batch(es) computed.\n\nChanged since the "
+     ":rocket: Deployed to `prod` as plan `plan_1`: 2 changes; 5 batches computed.\n\nChanged since the "
      "approved prod plan preview (digest aaa → bbb): `x.y`, `z.w`.\n\nDestructive changes allowed for `m.a`, `m.b` "
      "by @ann.\n\nRun after the deploy: 3 batch(es) computed, 2 reused.\n\nThe PR was merged (squash) as ccccccc."),
 ])
@@ -56,7 +56,7 @@ def test_a_deploys_report(outcome, report):
 def test_a_deploys_status_line_and_exit():
     deployed = DeployOutcome(DeployKind.DEPLOYED, "prod", plan_id="plan_1", digest="dig",
                              merge=MergeResult("rebase", error="409 head moved"))
-    assert deployed.status == (":rocket: Deployed to `prod` from this commit: plan `plan_1`, digest `dig`. "
+    assert deployed.status == (":rocket: Deployed to `prod` from this commit as plan `plan_1`. "
                                ":x: The PR could not be merged (rebase): 409 head moved")
     assert deployed.conclusion == "success" and not deployed.ok
     assert not DeployOutcome(DeployKind.DEPLOYED, "prod", ran=RunAfterDeploy(error="E")).ok

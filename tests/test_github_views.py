@@ -36,7 +36,7 @@ def _balanced(text: str) -> bool:
 def _huge_view() -> CommentView:
     diff = "\n".join(f"-select {i} as old_{i}\n+select {i} as new_{i} ``` tricky" for i in range(400))
     changes = tuple(ChangeView(f"db.model_{i}", "directly modified", "Breaking", "FULL", diff=diff) for i in range(30))
-    backfills = tuple(BackfillView(f"db.model_{i}", "intervals", 30, "2024-01-01 00:00", "2024-01-31 00:00")
+    backfills = tuple(BackfillView(f"db.model_{i}", "INCREMENTAL_BY_TIME_RANGE", 30, "2024-01-01 00:00", "2024-01-31 00:00")
                       for i in range(300))
     plan = PlanView("shop_7", changes=changes, backfills=backfills)
     diffs = tuple(DiffView(f"db.model_{i}", prod_count=10, pr_count=10, matched=9, changed=1, prod_only=0, pr_only=0,
@@ -152,7 +152,7 @@ def test_plan_view_lists_each_change_with_its_category_and_each_backfill_with_it
         ChangeView("shop.orders", "directly modified", "Non-breaking", "INCREMENTAL_BY_TIME_RANGE", "-a\n+b",
                    ("shop.daily",)),
         ChangeView("shop.old", "removed", "", "FULL"))
-    assert view.backfills == (BackfillView("shop.orders", "intervals", 2, "2024-01-01 00:00", "2024-01-03 00:00"),)
+    assert view.backfills == (BackfillView("shop.orders", "INCREMENTAL_BY_TIME_RANGE", 2, "2024-01-01 00:00", "2024-01-03 00:00"),)
     assert view.skipped_backfill and view.environment == "prod"
 
 
@@ -169,7 +169,7 @@ def test_tests_view_counts_every_test_and_names_each_failure():
 def test_a_plan_of_thousands_of_backfills_fits_the_comment_and_the_job_summary():
     """A prod plan preview backfilling 20,000 models: the comment keeps its status, approval and the plan's
     digest record; the job summary (GitHub refuses more than 1 MiB) is shortened the same way."""
-    backfills = tuple(BackfillView(f"db.model_{i:05d}", "full_refresh", 1, "2024-01-01 00:00", "2024-01-04 00:00")
+    backfills = tuple(BackfillView(f"db.model_{i:05d}", "FULL", 1, "2024-01-01 00:00", "2024-01-04 00:00")
                       for i in range(20_000))
     plan = PlanView("prod", changes=(ChangeView("db.model_00001", "directly modified", "Breaking", "FULL"),),
                     backfills=backfills)
@@ -182,3 +182,46 @@ def test_a_plan_of_thousands_of_backfills_fits_the_comment_and_the_job_summary()
         assert {"status", "approval", "prod_plan"} <= set(sections(text)) and _balanced(text)
         assert "db.model_00001 | directly modified" in text.replace("\\_", "_")
     assert "db.model_00049" in full.replace("\\_", "_") and "more (see the job summary)" in body
+
+
+def test_a_diff_summary_names_schema_changes_and_profiles_say_why_a_cell_is_empty():
+    """A PR that only adds a column matches every row on the columns both sides have: the summary line still
+    says what the schema did. Min and max exist for numbers and dates, the mean for numbers only; the others
+    read "n/a (type)" rather than an empty cell."""
+    from bot.diff.rows import ColumnProfile, RowDiff
+    from bot.diff.schema import schema_diff
+    from bot.diff.table_diff import ModelDataDiff
+
+    columns = [("id", "int"), ("name", "string"), ("ds", "date"), ("amount", "double")]
+    rows = RowDiff(source_count=37, target_count=37, joined_count=37, full_match_count=37, partial_match_count=0,
+                   source_only_count=0, target_only_count=0, column_match_pct={"name": 100.0, "ds": 100.0},
+                   profiles={"name": (ColumnProfile(0, 30), ColumnProfile(0, 30)),
+                             "ds": (ColumnProfile(0, 7, "2024-01-01", "2024-01-07"),
+                                    ColumnProfile(0, 7, "2024-01-01", "2024-01-07"))})
+    result = ModelDataDiff(model="shop.orders", kind="FULL", reason="directly modified", window="whole query",
+                           previewed=True, keys=("id",), schema=schema_diff(columns, columns[:3] + [("amount", "decimal(10,2)"),
+                                                                                    ("channel", "string")]),
+                           rows=rows, source_count=37, target_count=37)
+    text = render("comment.md.j2", CommentView(marker=MARKER, status="x", diffs=(views.diff_view(result),)))
+    assert ("<summary>shop.orders: 0 changed, 0 only in prod, 0 only in PR, 37 matched; schema: added channel, "
+            "retyped amount (double → decimal(10,2))</summary>") in text
+    assert "| name | 100.0% | 0.0% | 30 | n/a (string) | n/a (string) | n/a (string) |" in text
+    assert "| ds | 100.0% | 0.0% | 7 | 2024-01-01 | 2024-01-07 | n/a (date) |" in text
+    many = replace(views.diff_view(result), schema_changes=tuple(
+        views.SchemaChangeView("added", f"c{i}", "int") for i in range(4)) + (views.SchemaChangeView("removed", "x", "int"),))
+    assert "; schema: 5 columns (4 added, 1 removed)</summary>" in render(
+        "comment.md.j2", CommentView(marker=MARKER, status="x", diffs=(many,)))
+
+
+def test_the_checks_line_shows_a_missing_required_approval_as_waiting_not_failed():
+    from bot.report.comment_state import CheckState
+
+    checks = (CheckState("Unit Tests", "success", "", "2 unit tests passed"),
+              CheckState("Required Approval", "failure", "", "0 of 1 required approval(s)."))
+    text = render("comment.md.j2", CommentView(marker=MARKER, status="", checks=checks, head_sha="a" * 40,
+                                               approval="0 of 1 required approval(s).", approval_status="waiting"))
+    assert ":hourglass_flowing_sand: meshbot on aaaaaaa: waiting for Required Approval (0 of 1 required " \
+           "approval(s))." in text
+    assert "passed" not in text.split("**Checks")[0]        # the checks line lists the passes, once
+    assert ":hourglass_flowing_sand: Required Approval" in text and ":x:" not in text
+    assert "### :hourglass_flowing_sand: Required approval" in text

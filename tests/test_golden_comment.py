@@ -1,8 +1,9 @@
-"""Golden files of what meshbot writes on GitHub for one fixed scenario: a PR changing the values of
-`shop.orders.amount` (read by its breaking child `shop.customer_revenue`), a failing unit test, a data diff
-whose grain gate fails, backfill estimates, then its `/deploy`. The PR comment, the check summaries and the
-job summary are compared with tests/golden/*.md, which are reviewed like code when they change (regenerate
-with MESHBOT_UPDATE_GOLDEN=1).
+"""Golden files of what meshbot writes on GitHub for one fixed scenario, driven by real webhook payloads: a PR
+changing the values of `shop.orders.amount` (read by its breaking child `shop.customer_revenue`) is opened with
+a failing unit test, a data diff whose grain gate fails and backfill estimates; a second commit (synchronize)
+fixes the test; a required approver approves (pull_request_review); `/deploy` deploys it; the merged PR is
+closed. The PR comment at each of these stages, the check summaries and the job summary are compared with
+tests/golden/*.md, which are reviewed like code when they change (regenerate with MESHBOT_UPDATE_GOLDEN=1).
 Each file is also rendered with GitHub's Markdown engine (cmarkgfm) and checked for what a reader sees."""
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ class _Scenario:
         try:
             git_checkout(self.checkout)            # the base branch (origin/master) ...
             head = git_commit(self.checkout, {"models/orders.sql": "SELECT 2 AS orders\n"}, "pr")   # ... and the PR's commit
+            self.fixed = git_commit(self.checkout, {"tests/test_revenue.yaml": "fixed: true\n"}, "fix the test")
         finally:
             for key, value in saved.items():
                 os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
@@ -96,6 +98,8 @@ class _Scenario:
         self.opened = payload("pull_request/opened.payload.json")
         self.opened["pull_request"]["head"]["sha"] = head
         self.repo.set_pull(self.opened["pull_request"])
+        self.synced = payload("pull_request/synchronize.payload.json")
+        self.synced["pull_request"]["head"]["sha"] = self.fixed
         self.summary = tmp_path / "summary.md"
 
     def __call__(self, name: str, raw: dict) -> int:
@@ -123,20 +127,35 @@ def written(tmp_path_factory) -> dict[str, str]:
         gh = install(rsps)
         bot = _Scenario(tmp_path_factory.mktemp("golden"), gh)
         assert bot("pull_request", bot.opened) == 1     # a unit test fails
-        out = {"pr_comment.md": bot.comment, "job_summary_sync.md": bot.summary.read_text()}
+        out = {"pr_comment_opened.md": bot.comment, "job_summary_sync.md": bot.summary.read_text()}
         for check in ("Unit Tests", "Prod Plan Preview", "Data Diff", "Required Approval"):
             out[f"check_{check.lower().replace(' ', '_')}.md"] = bot.repo.check(f"meshbot - {check}")["output"]["summary"]
-        bot.repo.review("ann-gh", "APPROVED", bot.opened["pull_request"]["head"]["sha"], "2024-01-02T00:00:00Z")
+        bot.engine.failing_tests = {}                   # the second commit fixes the test
+        bot.repo.set_pull(bot.synced["pull_request"])
+        assert bot("pull_request", bot.synced) == 0     # the grain gate still fails its check
+        out["pr_comment_synced.md"] = bot.comment
+        bot.repo.review("ann-gh", "APPROVED", bot.fixed, "2024-01-02T00:00:00Z")
+        reviewed = payload("pull_request_review/submitted.payload.json")
+        reviewed["review"].update(state="approved", commit_id=bot.fixed)
+        reviewed["review"]["user"]["login"] = "ann-gh"
+        assert bot("pull_request_review", reviewed) == 0
+        out["pr_comment_approved.md"] = bot.comment
         assert bot("issue_comment", pr_comment_event("/deploy", "ann-gh")) == 0
         out["pr_comment_deployed.md"] = bot.comment
         out["check_prod_environment_synced.md"] = bot.repo.check("meshbot - Prod Environment Synced")["output"]["summary"]
+        closed = payload("pull_request/closed.payload.json")
+        closed["pull_request"].update(merged=True, merged_at="2024-01-03T00:00:00Z")
+        closed["pull_request"]["head"]["sha"] = bot.fixed
+        bot.repo.set_pull(closed["pull_request"], merged=True)
+        assert bot("pull_request", closed) == 0
+        out["pr_comment_closed.md"] = bot.comment
         assert not gh.errors, gh.errors
     return {name: _normalized(text) for name, text in out.items()}
 
 
-NAMES = ("pr_comment.md", "job_summary_sync.md", "check_unit_tests.md", "check_prod_plan_preview.md",
-         "check_data_diff.md", "check_required_approval.md", "pr_comment_deployed.md",
-         "check_prod_environment_synced.md")
+NAMES = ("pr_comment_opened.md", "pr_comment_synced.md", "pr_comment_approved.md", "pr_comment_deployed.md",
+         "pr_comment_closed.md", "job_summary_sync.md", "check_unit_tests.md", "check_prod_plan_preview.md",
+         "check_data_diff.md", "check_required_approval.md", "check_prod_environment_synced.md")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -193,10 +212,42 @@ def test_github_renders_each_file_as_a_reader_expects(name):
 
 def test_the_scenario_reads_as_intended(written):
     """The reviewer's view of the scenario, in words (the golden files hold the exact text)."""
-    comment = written["pr_comment.md"]
+    comment = written["pr_comment_opened.md"]
     assert "test_revenue_per_day" in comment and "expected 4 rows, got 14" in comment
     assert "shop.customer_revenue" in comment and ":x: shop.customer_revenue: 14 changed" in comment
     assert "`customer_id` is not unique in the PR: 14 rows hold 4 distinct values" in written["check_data_diff.md"]
-    assert "| shop.orders | intervals | 6 | 3 |" in comment and "about 2 min of compute" in comment
+    assert "| shop.orders | FULL | 6 | 3 |" in comment and "about 2 min of compute" in comment
     assert "**This PR's changes**" not in comment          # nothing of the base branch is pending
     assert "Deployed to `prod`" in written["pr_comment_deployed.md"]
+
+
+def _visible(markdown: str) -> str:
+    reader = _Reader()
+    reader.feed(cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE))
+    return "".join(reader.text)
+
+
+def test_each_stage_reads_right(written):
+    """What a reviewer reads at each stage, as GitHub renders it."""
+    opened, synced, approved = (written[f"pr_comment_{s}.md"] for s in ("opened", "synced", "approved"))
+    deployed, closed = written["pr_comment_deployed.md"], written["pr_comment_closed.md"]
+    for comment in (opened, synced):          # the approval is pending: waiting, not failed
+        assert ":hourglass_flowing_sand: [Required Approval]" in comment and ":x: [Required Approval]" not in comment
+        assert "### :hourglass_flowing_sand: Required approval" in comment
+        status = comment.split("**Checks")[0]
+        assert "Prod Plan Preview" not in status and "PR Environment Synced" not in status   # passes: once, below
+    assert "Unit Tests" not in synced.split("**Checks")[0] and ":white_check_mark: Unit tests" in synced
+    assert approved.split("\n")[3] == ":x: meshbot on 3ff9e4e: Data Diff (Data diff gate failed on 1 model) failed."
+    assert "; schema: added ds</summary>" in opened and "| name | 100.0% | 0.0% | 4 | n/a (string) |" in opened
+
+    seen = _visible(deployed)
+    assert "Prod plan preview" not in seen and "Est. time" not in seen and "How to deploy" not in seen
+    assert "Deployed to prod from 3ff9e4e as plan plan_5." in seen
+    assert "Plan plan_5 deployed 1 change from 3ff9e4e and computed 3 batches of 1 model in " in seen
+    assert "| shop.orders | FULL | 6 | 3 | 1970-01-01 00:00 | 1970-01-07 00:00 |" in deployed
+    assert "digest" not in seen and "9fd8f1ab5047f3e7" not in seen        # one id: the plan's
+    assert "Data differences against prod" in seen and "14 changed" in seen   # the diff that was reviewed
+    seen = _visible(closed)
+    assert "This PR was merged: environment hello_world_2 was removed" in seen
+    assert "Data differences against prod" in seen and "Deployed to prod" in seen
+    assert "Query the models this PR changes" not in seen

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,9 @@ import click
 from bot.cli.common import check_range, context_of, handle_errors, iso, report_tests
 from bot.context import Context
 from bot.plan.definition import PlanOptions
+from bot.project.timeutil import to_datetime
 from bot.report.console import TerminalReporter
+from bot.cli.environment_list import applied_by, history_changes, relative
 
 
 @click.command()
@@ -155,30 +158,50 @@ def _apply(context: Context, the_plan: Any, reporter: TerminalReporter) -> None:
 
 @click.command()
 @click.argument("environment", required=False)
-@click.option("--history", is_flag=True, help="List the plans ENVIRONMENT served, newest first.")
+@click.option("--history", is_flag=True, help="List the plans ENVIRONMENT served, newest first: what each changed "
+              "and who or what applied it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the environments as JSON.")
 @click.pass_context
 @handle_errors
 def environments(ctx: click.Context, environment: str | None, history: bool, as_json: bool) -> None:
     """List environments, or with ENVIRONMENT --history the plans it served (newest first)."""
     reporter = TerminalReporter(json_mode=as_json)
+    now = int(time.time() * 1000)
     if history or environment:
         if not (history and environment):
             raise click.UsageError("give an environment and --history: `meshbot environments prod --history`")
-        current = context_of(ctx).environment_history(environment)
-        plans = [{"plan_id": e.plan_id, "promoted_at": iso(e.promoted_ts) if e.promoted_ts else None,
-                  "finalized_at": iso(e.finalized_ts), "snapshot_count": len(e.snapshots),
-                  "current": i == 0} for i, e in enumerate(current)]
+        plans = history_changes(context_of(ctx).environment_history(environment))
         if as_json:
-            reporter.json(plans)
+            reporter.json([{"plan_id": p.entry.plan_id, "promoted_at": iso(p.entry.promoted_ts) if p.entry.promoted_ts else None,
+                            "finalized_at": iso(p.entry.finalized_ts), "snapshot_count": len(p.entry.snapshots),
+                            "current": i == 0, "changed": list(p.changed), "added": list(p.added),
+                            "removed": list(p.removed), "source": p.entry.source or None,
+                            "applied_by": applied_by(p.entry.source)} for i, p in enumerate(plans)])
         else:
-            reporter.table([{**p, "plan_id": p["plan_id"][:12], "current": "*" if p["current"] else ""}
-                            for p in plans])
+            reporter.table([{"Plan": p.entry.plan_id[:12] + (" (current)" if i == 0 else ""),
+                             "Promoted": f"{_when(p.entry.promoted_ts)} ({relative(p.entry.promoted_ts, now)})",
+                             "Changes": p.summary, "Applied by": applied_by(p.entry.source)}
+                            for i, p in enumerate(plans)])
         return
     envs = context_of(ctx).state.get_environments()
-    rows = [{"name": e.name, "snapshot_count": len(e.snapshots), "expires_at": iso(e.expiration_ts),
-             "finalized_at": iso(e.finalized_ts)} for e in envs]
-    reporter.json(rows) if as_json else reporter.table(rows)
+    if as_json:
+        reporter.json([{"name": e.name, "snapshot_count": len(e.snapshots), "expires_at": iso(e.expiration_ts),
+                        "finalized_at": iso(e.finalized_ts)} for e in envs])
+        return
+    reporter.table([{"Environment": e.name, "Models": len(e.snapshots), "Plan": e.plan_id[:12],
+                     "Finalized": relative(e.finalized_ts, now, none="not yet (its plan is applying, or failed)"),
+                     "Expires": _expires(e.expiration_ts, now)} for e in envs])
+
+
+def _when(ms: int) -> str:
+    return to_datetime(ms).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _expires(ms: int | None, now: int) -> str:
+    """'in 6 days', 'never', or 'expired 2 days ago' (the janitor removes it on its next run)."""
+    if ms is None:
+        return "never"
+    return relative(ms, now) if ms > now else f"expired {relative(ms, now)}"
 
 
 @click.command()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from bot.diff.gates import Finding
@@ -93,6 +93,8 @@ class DeployOutcome:
     plan_id: str = ""
     changes: int = 0
     batches: int = 0                    # batches computed
+    models: int = 0                     # models they belong to
+    took: str = ""                      # the apply's wall time, "4 s" (bot.plan.estimate.format_seconds)
     deployed_sha: str = ""
     digest: str = ""
     destructive: tuple[str, ...] = ()   # models allowed destructive changes
@@ -124,6 +126,12 @@ class DeployOutcome:
     def report(self) -> str:
         """The summary and details, as the comment's deploy section and the job summary show them."""
         return WrittenMarkdown("\n\n".join((self.summary,) + self.details))
+
+    @property
+    def more(self) -> str:
+        """What the details say beyond the summary (drift, destructive changes, the run after), for the comment's
+        deployed section."""
+        return WrittenMarkdown("\n\n".join(replace(self, merge=None).details))   # the status line says the merge
 
     @property
     def status(self) -> str:

@@ -40,7 +40,7 @@ class ChangeView:
 @dataclass(frozen=True)
 class BackfillView:
     model: str
-    kind: str
+    kind: str                # the model's kind as SQLMesh names it (FULL, INCREMENTAL_BY_TIME_RANGE...)
     intervals: int
     start: str
     end: str
@@ -73,6 +73,20 @@ class PlanView:
     @property
     def base_changes(self) -> tuple[ChangeView, ...]:
         return tuple(c for c in self.changes if c.on_base)
+
+
+@dataclass(frozen=True)
+class DeployedView:
+    """A prod plan after its deploy: what it deployed and computed (its changes and backfills are the PlanView's)."""
+
+    environment: str
+    plan_id: str                 # the id `meshbot environments ENV --history` and `/rollback` name
+    sha: str                     # the commit deployed
+    changes: int
+    batches: int                 # batches computed
+    models: int                  # models they belong to
+    took: str                    # wall time of the apply: "4 s"
+    report: str = ""             # what else happened (drift, destructive changes, the run after, the merge)
 
 
 @dataclass(frozen=True)
@@ -122,6 +136,12 @@ class ProfileView:
     minimum: str = ""
     maximum: str = ""
     mean: str = ""
+    type: str = ""           # the PR's column type ("" when not known)
+
+    @property
+    def not_profiled(self) -> str:
+        """Why min, max or mean is empty: "n/a (string)" for a type they are not computed for, else ""."""
+        return f"n/a ({self.type})" if self.type else "n/a"
 
 
 @dataclass(frozen=True)
@@ -277,12 +297,13 @@ class CommentView:
     tests: TestsView | None = None
     pr_environment: PrEnvironmentView | None = None
     prod_plan: PlanView | None = None
+    deployed: DeployedView | None = None        # set after the deploy: `prod_plan` is what it deployed
     impact: ImpactView | None = None            # column-level impact of the prod plan
     diffs: tuple[DiffView, ...] = ()
     omitted_diffs: int = 0
     plans: tuple[PlanRegressionView, ...] = ()  # Spark plans of the directly modified models against prod
     approval: str | None = None
-    approval_status: str | None = None          # success, failure, skipped (the check's conclusion)
+    approval_status: str | None = None          # success, failure, skipped (the check's conclusion), or waiting
     deploy: str | None = None
     deploy_hint: str | None = None
     drift: str | None = None                    # prod changed by anything but the default branch's deploy
@@ -330,6 +351,12 @@ class CommentView:
         passed = tuple(c for c in self.checks if c not in failed and c not in waiting)
         return StatusView(failed=failed, waiting=waiting, passed=passed)
 
+    def check_icon(self, check: CheckState) -> str:
+        """The status a check shows on the checks line: a required approval still missing is waiting, not failed."""
+        if check in self.derived_status.waiting:
+            return "in_progress"
+        return check.conclusion or "in_progress"
+
     @property
     def checks_record(self) -> Marker:
         """The checks' hidden record, which later runs read (bot.report.comment_state.recorded_checks)."""
@@ -355,9 +382,10 @@ def plan_view(plan: Plan, estimates: tuple[BackfillEstimate, ...] | None = None,
         on_base=(origins or {}).get(c.name) is Origin.BASE)
         for c in plan.changes)
     names = {s.snapshot_id: s.name for s in plan.snapshots.values()}
+    kinds = {s.snapshot_id: s.kind for s in plan.snapshots.values()}
     timed = dict(zip((b.snapshot_id for b in plan.backfills), estimates)) if estimates is not None else {}
     backfills = tuple(BackfillView(
-        model=names.get(b.snapshot_id, b.snapshot_id.name), kind=b.kind.value,
+        model=names.get(b.snapshot_id, b.snapshot_id.name), kind=kinds.get(b.snapshot_id, ""),
         intervals=len(b.intervals), start=_ms(b.intervals[0][0]) if b.intervals else "",
         end=_ms(b.intervals[-1][1]) if b.intervals else "",
         batches=len(b.batches) if b.kind is BackfillKind.INTERVALS else 1,
@@ -369,6 +397,20 @@ def plan_view(plan: Plan, estimates: tuple[BackfillEstimate, ...] | None = None,
                     base_branch=base_branch if origins is not None else "",
                     estimate_total=_about(total_seconds(estimates) if estimates else None),
                     executor_total=_about(total_seconds(estimates, executor=True) if estimates else None))
+
+
+def deployed_plan_view(plan: Plan, evaluated: tuple[tuple[str, int, int], ...]) -> PlanView:
+    """The comment's view of `plan` once applied: its changes, and per model the batches the apply computed
+    (`evaluated`: (model, start ms, end ms) per batch) with the span they covered; no estimates."""
+    view = plan_view(plan)
+    kinds = {s.name: s.kind for s in plan.snapshots.values()}
+    planned = {b.model: b.intervals for b in view.backfills}
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for model, start, end in evaluated:
+        spans.setdefault(model, []).append((start, end))
+    return replace(view, skipped_backfill=False, backfills=tuple(BackfillView(
+        model=model, kind=kinds.get(model, ""), intervals=planned.get(model, 0), batches=len(done),
+        start=_ms(min(s for s, _ in done)), end=_ms(max(e for _, e in done))) for model, done in spans.items()))
 
 
 def _about(seconds: float | None) -> str:
@@ -399,11 +441,12 @@ def diff_view(result: ModelDataDiff, *, samples: bool = False, sample_rows: int 
                     gate_failed=any(f.level is Level.FAIL for f in findings), findings=findings)
     if rows is None:
         return view
+    types = {name.lower(): typ for name, typ in (schema.source + schema.target if schema is not None else ())}
     view = replace(view, prod_only=rows.source_only_count, pr_only=rows.target_only_count,
                    matched=rows.full_match_count, changed=rows.partial_match_count,
                    columns=tuple((str(k), float(v)) for k, v in rows.column_match_pct.items()),
                    profiles=tuple(_profile_view(name, rows.column_match_pct.get(name), source, target,
-                                                rows.source_count, rows.target_count)
+                                                rows.source_count, rows.target_count, types.get(name.lower(), ""))
                                   for name, (source, target) in rows.profiles.items()))
     if samples and rows.samples is not None:
         kinds = (("only in prod", rows.samples.source_only), ("only in PR", rows.samples.target_only),
@@ -423,7 +466,7 @@ def plan_regression_views(comparisons: tuple[PlanComparison, ...], *, level: str
 
 
 def _profile_view(column: str, match: float | None, source: ColumnProfile, target: ColumnProfile,
-                  source_rows: int, target_rows: int) -> ProfileView:
+                  source_rows: int, target_rows: int, type_: str = "") -> ProfileView:
     def share(nulls: int, total: int) -> str:
         return f"{100.0 * nulls / total:.1f}%" if total else "—"
 
@@ -435,7 +478,8 @@ def _profile_view(column: str, match: float | None, source: ColumnProfile, targe
 
     return ProfileView(column=column, match=match, nulls=both(share(source.nulls, source_rows), share(target.nulls, target_rows)),
                        distinct=both(source.distinct, target.distinct), minimum=both(source.minimum, target.minimum),
-                       maximum=both(source.maximum, target.maximum), mean=both(source.mean, target.mean))
+                       maximum=both(source.maximum, target.maximum), mean=both(source.mean, target.mean),
+                       type=type_)
 
 
 def _value(value: object) -> str:

@@ -20,13 +20,15 @@ from typing import Mapping, Protocol
 DEPLOY = "deploy "      # the prefix of a default-branch deploy's source
 
 
-def deploy_source(branch: str, sha: str, where: str = "") -> str:
-    """The source a deploy of the default branch records.
+def deploy_source(branch: str, sha: str, where: str = "", *, tag: str = "") -> str:
+    """The source a deploy of the default branch records (`tag`: the release or tag that deployed it).
 
     >>> deploy_source("main", "0123456789abcdef0123", "https://github.com/o/r/actions/runs/7")
     'deploy main@0123456789ab https://github.com/o/r/actions/runs/7'
+    >>> deploy_source("main", "0123456789abcdef0123", tag="v1.2")
+    'deploy main@0123456789ab release v1.2'
     """
-    return f"{DEPLOY}{branch}@{sha[:12]}" + (f" {where}" if where else "")
+    return f"{DEPLOY}{branch}@{sha[:12]}" + (f" release {tag}" if tag else "") + (f" {where}" if where else "")
 
 
 def is_default_branch_deploy(source: str) -> bool:

@@ -9,10 +9,15 @@ from bot.github.outcomes import CleanupKind, CleanupOutcome, JobNote, NoteKind
 from bot.github.views import CommentView
 
 # After a close the environment's section (its views), its data diffs and "How to deploy" are stale; while
-# the environment stays (kept, or its cleanup failed) only "How to deploy" is.
+# the environment stays (kept, or its cleanup failed) only "How to deploy" is. A merged PR keeps its data
+# diffs: they are what the reviewers approved, and what was deployed.
 STALE_AFTER_CLOSE = ("hint", "pr_plan", "diffs")
 _STALE = {CleanupKind.ALREADY_REMOVED: STALE_AFTER_CLOSE, CleanupKind.REMOVED: STALE_AFTER_CLOSE,
           CleanupKind.KEPT: ("hint",), CleanupKind.FAILED: ("hint",)}
+
+
+def _stale(kind: CleanupKind, merged: bool) -> tuple[str, ...]:
+    return tuple(name for name in _STALE[kind] if not (merged and name == "diffs"))
 
 
 def cleanup_pr_environment(run: BotRun) -> int:
@@ -35,7 +40,7 @@ def cleanup_pr_environment(run: BotRun) -> int:
         return 0
     outcome = _cleanup(run, env, known, merged=pr.merged)
     post_comment(run, pr.number, CommentView(marker=run.marker, status=outcome.status, gateway=run.settings.gateway,
-                                             head_sha=pr.head_sha, drop=_STALE[outcome.kind]))
+                                             head_sha=pr.head_sha, drop=_stale(outcome.kind, pr.merged)))
     return 1 if outcome.kind is CleanupKind.FAILED else 0
 
 

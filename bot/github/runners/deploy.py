@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from bot.errors import BotError, GithubError
@@ -15,10 +16,10 @@ from bot.github.checks import CheckName
 from bot.github.settings import BotSettings
 from bot.github.outcomes import (BackfillLimit, DeployKind, DeployOutcome, LargeBackfill, MergeResult, ModelBackfill,
                                  PlanDrift, RunAfterDeploy)
-from bot.github.views import CheckSummaryView, CommentView
+from bot.github.views import CheckSummaryView, CommentView, DeployedView, deployed_plan_view, impact_view
 from bot.plan.definition import Plan
 from bot.plan.drift import deploy_source
-from bot.plan.estimate import BackfillEstimate
+from bot.plan.estimate import BackfillEstimate, format_seconds
 from bot.report.comment_state import recorded_plan_record, recorded_queue
 from bot.report.notify import Notifier, evaluated_models, plan_models
 
@@ -40,13 +41,17 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
     sha = pr.head_sha if pr else (run.event.sha or run.sha or "")
     deployed_sha = pr.head_sha if command and pr else (run.event.sha or run.sha or sha)
     check = start_check(run, CheckName.PROD_DEPLOY, sha) if sha else None
+    deployed: CommentView | None = None     # the comment after a deploy, set once it is done
 
     def finish(outcome: DeployOutcome) -> int:
         if check is not None:
             finish_check(run, check, name=CheckName.PROD_DEPLOY, sha=sha, conclusion=outcome.conclusion,
                          view=CheckSummaryView(summary=outcome.summary, details=outcome.details))
         # an up-to-date push (of a PR that `/deploy` already deployed and merged) keeps the deploy report
-        if pr is not None and outcome.kind is not DeployKind.UP_TO_DATE:
+        if pr is not None and outcome.kind is DeployKind.DEPLOYED and deployed is not None:
+            # the prod plan section becomes what was deployed and computed; a refused attempt's report goes
+            post_comment(run, pr.number, replace(deployed, status=outcome.status, drop=("hint", "deploy")))
+        elif pr is not None and outcome.kind is not DeployKind.UP_TO_DATE:
             post_comment(run, pr.number, CommentView(
                 marker=run.marker, status=outcome.status, gateway=run.settings.gateway, head_sha=pr.head_sha,
                 deploy=outcome.report, drop=("hint",) if outcome.conclusion == "success" else ()))
@@ -87,6 +92,7 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
     run.outputs.set("plan_id", plan.plan_id)
     changed = plan_models(plan)
     notifier.send("apply_start", env, models=changed)
+    began = time.perf_counter()
     try:
         result = run.context.apply(plan)
     except BotError as error:
@@ -97,10 +103,31 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
     allowed_by = run.event.comment.user if run.event.comment else "a required approver"
     ran = _run_after_deploy(run, env, notifier)
     merge = _merge(run, pr) if command and pr is not None and run.settings.merge_method else None
-    return finish(DeployOutcome(
+    seconds = time.perf_counter() - began
+    took = format_seconds(seconds) if seconds >= 0.5 else "under a second"
+    outcome = DeployOutcome(
         DeployKind.DEPLOYED, env, drift=drift, plan_id=plan.plan_id, changes=len(plan.changes),
-        batches=len(result.evaluated), deployed_sha=deployed_sha, digest=digest, destructive=allow_destructive,
-        allowed_by=allowed_by if allow_destructive else "", ran=ran, merge=merge))
+        batches=len(result.evaluated), models=len({model for model, _, _ in result.evaluated}), took=took,
+        deployed_sha=deployed_sha, digest=digest, destructive=allow_destructive,
+        allowed_by=allowed_by if allow_destructive else "", ran=ran, merge=merge)
+    if pr is not None:
+        deployed = _deployed_comment(run, pr, plan, result.evaluated, outcome)
+    return finish(outcome)
+
+
+def _deployed_comment(run: BotRun, pr: PullRequest, plan: Plan, evaluated: tuple[tuple[str, int, int], ...],
+                      outcome: DeployOutcome) -> CommentView:
+    """The PR comment after `plan` was deployed: its prod plan section in the past tense (the changes, the
+    batches computed and how long the apply took, the column impact), one id (the plan's), and the digest
+    only in the hidden record later deploys compare with."""
+    digest, models = plan_digest(plan)
+    return CommentView(
+        marker=run.marker, status=outcome.status, gateway=run.settings.gateway, head_sha=pr.head_sha,
+        prod_plan=deployed_plan_view(plan, evaluated), impact=impact_view(plan, run.settings.exposures),
+        deployed=DeployedView(environment=outcome.environment, plan_id=outcome.plan_id, sha=outcome.deployed_sha,
+                              changes=outcome.changes, batches=outcome.batches, models=outcome.models,
+                              took=outcome.took, report=outcome.more),
+        plan_digest=digest, plan_models=models)
 
 
 def undone_drift(run: BotRun, environment: str, plan: Plan) -> tuple[str, ...]:
@@ -120,7 +147,7 @@ def plan_source(run: BotRun, command: bool, pr: PullRequest | None, sha: str) ->
     if command and pr is not None:
         user = run.event.comment.user if run.event.comment else "?"
         return f"/deploy of #{pr.number} at {sha[:12]} by {user}" + (f" {where}" if where else "")
-    return deploy_source(run.event.branch or run.event.repo.default_branch, sha, where)
+    return deploy_source(run.event.branch or run.event.repo.default_branch, sha, where, tag=run.event.tag or "")
 
 
 def large_backfill(settings: BotSettings, plan: Plan,

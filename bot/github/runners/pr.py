@@ -58,7 +58,8 @@ def environment_step(run: BotRun, pr: PullRequest) -> tuple[PrEnvironmentView | 
     s = run.settings
     options = PlanOptions(skip_backfill=s.skip_pr_backfill and not s.default_pr_start,
                           start=s.default_pr_start, skip_tests=True, forward_only=s.forward_only(pr.head_ref),
-                          include_unmodified=s.pr_include_unmodified)
+                          include_unmodified=s.pr_include_unmodified,
+                          source=f"sync of #{pr.number} at {pr.head_sha[:12]}" + (f" {run.run_url}" if run.run_url else ""))
     try:
         require_lasting_storage(run)
         existed = env in run.context.environment_names()
@@ -193,8 +194,11 @@ def _estimates(run: BotRun, plan: Plan) -> tuple[BackfillEstimate, ...] | None:
 
 
 def approval_fields(run: BotRun, status: ApprovalStatus) -> dict[str, Any]:
-    """The comment's approval section: the verdict, its check conclusion and who can approve."""
-    return dict(approval=status.summary, approval_status=_approval_word(status),
+    """The comment's approval section: the verdict, its check conclusion ("waiting" while a required approval is
+    missing: the check fails so that branch protection holds the merge, but nothing is wrong yet) and who can
+    approve."""
+    waiting = status.required and not status.approved and not status.unavailable
+    return dict(approval=status.summary, approval_status="waiting" if waiting else _approval_word(status),
                 approvers=run.settings.required_approvers, approver_teams=run.settings.required_teams)
 
 
