@@ -23,9 +23,10 @@ _hook: Callable[[str], None] | None = None
 
 # A setting or URL parameter whose name says it holds a secret: a name (or a dotted segment of it)
 # ending in one of these words (token, sslpassword, access.key, keyPassword, client_secret...).
-_SECRET_NAME = re.compile(r"(password|passwd|pwd|secret|token|key|keyfile|credentials?)$", re.I)
+_SECRET_NAME = re.compile(r"(password|passwd|pwd|secret|token|key|keyfile|credentials?|authorization|bearer)$", re.I)
 _PARAM = re.compile(r"([?&;])([\w.-]+)=([^&;#\s]*)")
-_USERINFO = re.compile(r"(://)([^/?#\s:@]*):([^/?#\s]*)@")
+# `user:password@`: the password runs to the URL's last `@` (one written unencoded may hold `/`, `?`, `#`, `@`)
+_USERINFO = re.compile(r"(://)([^/?#\s:@]*):(\S*?)@(?=[^@\s]*(?:\s|$))")
 
 
 def register(value: object) -> None:
@@ -127,6 +128,8 @@ def url_credentials(url: str) -> tuple[str, ...]:
     ('abc123',)
     >>> url_credentials("postgresql://bot:p%40ss@db:5432/m?sslmode=require&sslpassword=kp1")
     ('p%40ss', 'p@ss', 'kp1')
+    >>> url_credentials("postgresql://bot:pa/ss#1@db/m"), url_credentials("https://h/hook?Authorization=Bearer-x1")
+    (('pa/ss#1',), ('Bearer-x1',))
     """
     found: list[str] = []
     for match in _USERINFO.finditer(url):

@@ -7,7 +7,11 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 import pytest
 from click.testing import CliRunner
@@ -181,3 +185,17 @@ def test_a_planted_symlink_at_a_temporary_name_is_not_written_through(shop, tmp_
     assert not (shop / CACHE_FILE).exists()
     write_atomically(shop / CACHE_FILE, "{}")
     assert victim.read_text() == "untouched" and (shop / CACHE_FILE).read_text() == "{}"
+
+
+def test_the_actions_symlink_check_prints_one_workflow_command_whatever_the_link_holds(tmp_path):
+    """The action runs bot/project/meshbot_dir.py before anything is classified, fork PRs included: a link
+    whose name and target hold line breaks forges no second `::warning::` or `::add-mask::` line."""
+    project = tmp_path / "project"
+    (project / ".meshbot").mkdir(parents=True)
+    (project / ".meshbot" / "cache").symlink_to("/x\n::warning file=a.sql::approved by @admin\n::add-mask::meshbot")
+    result = subprocess.run([sys.executable, "-I", str(ROOT / "bot/project/meshbot_dir.py"), "project"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("::error title=meshbot::`project/.meshbot/cache` is a symlink")
+    assert "%0A::warning" in lines[0]

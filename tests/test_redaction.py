@@ -180,3 +180,28 @@ def test_unexpected_exception_in_a_command_is_printed_redacted(tmp_path, monkeyp
     assert result.exit_code == 1
     assert "Traceback" in result.output and "RuntimeError: driver said: bad token ***" in result.output
     assert_hidden(result.output, token)
+
+
+def test_a_secret_is_masked_before_it_is_escaped_for_markdown_and_the_job_summary(tmp_path, monkeypatch):
+    """A secret holding Markdown's special characters no longer equals itself once escaped: every value a
+    template shows (a data-diff row, a profile's min), and every text of the job summary, is redacted first."""
+    from bot.github.local import StepOutputs
+    from bot.report.markdown import render
+
+    secret = unique("s3cr_*t<") + "&pw"
+    register(secret)
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "probe.md.j2").write_text("| {{ view.value }} | {{ view.other }} |\n")
+    monkeypatch.setenv("MESHBOT_TEMPLATES_DIR", str(tmp_path / "templates"))
+    shown = str(render("probe.md.j2", {"value": f"row {secret}", "other": "plain_value"}))
+    assert shown == "| row \\*\\*\\* | plain\\_value |\n"   # GitHub shows `| row *** | plain_value |`
+    outputs = StepOutputs.in_folder(tmp_path / "out")
+    outputs.summary(f"rows: {secret}")
+    assert outputs.summary_file.read_text() == "rows: \\*\\*\\*\n"
+
+
+def test_a_url_password_is_found_up_to_the_urls_last_at_sign():
+    assert url_credentials("postgresql://bot:pa/ss?x#1@db/m") == ("pa/ss?x#1",)
+    assert url_credentials("postgresql://bot:p@ss@db/m") == ("p@ss",)
+    assert url_credentials("https://hooks.example.com/x?Authorization=Bearer-abc1") == ("Bearer-abc1",)
+    assert mask_url("postgresql://bot:pa/ss@db/m") == "postgresql://bot:***@db/m"

@@ -176,7 +176,7 @@ class StepOutputs:
         if self.output_file is None:
             return
         with self.output_file.open("a", encoding="utf-8") as handle:
-            if "\n" in value:
+            if "\n" in value or "\r" in value:   # a lone CR ends a line for the runner's parser too
                 delimiter = f"MESHBOT_{uuid.uuid4().hex}"
                 handle.write(f"{key}<<{delimiter}\n{value}\n{delimiter}\n")
             else:
@@ -184,7 +184,7 @@ class StepOutputs:
 
     def summary(self, text: str) -> None:
         """Append to the job summary (GitHub Markdown): text not rendered for Markdown is shown as text."""
-        text = redact(text if isinstance(text, WrittenMarkdown) else markdown_text(text))
+        text = redact(text) if isinstance(text, WrittenMarkdown) else markdown_text(redact(text))
         if self.summary_file is not None:
             with self.summary_file.open("a", encoding="utf-8") as handle:
                 handle.write(text.rstrip("\n") + "\n")

@@ -91,7 +91,8 @@ def main(argv: list[str]) -> int:
             relative = project
         link = symlink_on_the_way(workspace, relative) or symlink_in(workspace / relative)
         if link is not None:
-            print(f"::error title=meshbot::{refusal(link, workspace).replace('%', '%25')}", flush=True)
+            message = refusal(link, workspace).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+            print(f"::error title=meshbot::{message}", flush=True)   # a path's line break starts no command
             return 1
     return 0
 

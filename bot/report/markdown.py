@@ -13,6 +13,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
 from bot.errors import BotError
+from bot.redact import redact
 from bot.report.comment_state import has_comment_marker, section_close, section_open
 from bot.report.media import (ESCAPE, WRITTEN, Medium, Written, github_mention, markdown_code, markdown_fence,
                               markdown_html, markdown_text, markdown_url, medium_of, plain_text, slack_code,
@@ -56,8 +57,9 @@ def _templates_dir() -> Path:
 
 
 def _finalize(medium: Medium) -> Callable[[object], Markup]:
-    """Jinja's finalize for `medium`: every interpolated value is escaped for it, except what this
-    environment produced itself (its macros' and filters' Markup) and `Written` text of the same medium."""
+    """Jinja's finalize for `medium`: every interpolated value has the known secrets redacted and is escaped
+    for it, except what this environment produced itself (its macros' and filters' Markup) and `Written` text
+    of the same medium."""
     escape = ESCAPE[medium]
 
     def finalize(value: object) -> Markup:
@@ -65,7 +67,9 @@ def _finalize(medium: Medium) -> Callable[[object], Markup]:
             return Markup(value) if value.medium is medium else Markup(escape(str(value)))
         if isinstance(value, Markup):
             return value
-        return Markup(escape(value))
+        text = str(value)
+        masked = redact(text)   # before escaping: an escaped secret (`s3cr3t\\_pw`) no longer matches itself
+        return Markup(escape(masked if masked != text else value))
     return finalize
 
 
