@@ -324,6 +324,10 @@ class FakeRepository:
         self.pull.update(state="closed", merged_at="2024-01-09T00:00:00Z", merge_commit_sha="c" * 40)
         return item
 
+    def previewed(self, head: str, *, gateway: str | None = None) -> None:
+        """The bot's PR comment as a sync of `head` leaves it (what `/deploy` requires): see previewed_comment."""
+        self._create_comment("", {"body": previewed_comment(head, gateway=gateway)})
+
     def set_pull(self, raw: dict[str, Any], *, merged: bool = False, merge_sha: str | None = None,
                  **fields: Any) -> None:
         """The pull request GET /pulls/{n} answers: the spec example with the webhook's identity (and
@@ -685,6 +689,15 @@ def opened_payload(head: str) -> dict:
     raw = copy.deepcopy(payload("pull_request/opened.payload.json"))
     raw["pull_request"]["head"]["sha"] = head
     return raw
+
+
+def previewed_comment(head: str, *, gateway: str | None = None) -> str:
+    """The bot's PR comment as a sync of `head` leaves it: its checks recorded for that commit and a prod plan
+    preview with its digest (what `/deploy` requires before it deploys)."""
+    from bot.report.comment_state import checks_marker, comment_marker, plan_digest_marker, section_close, section_open
+
+    return (f"{comment_marker(gateway)}\n{checks_marker(head, ())}\n{section_open('prod_plan')}\n"
+            f"{plan_digest_marker('d1g35t', 'shop.orders@1')}\nProd plan preview\n{section_close('prod_plan')}\n")
 
 
 def pull_payload(head: str, **changes) -> dict:

@@ -92,6 +92,7 @@ def test_the_push_of_a_pr_deployed_and_merged_by_deploy_keeps_its_report(scenari
     it applies nothing and leaves the PR comment's deploy report as it was."""
     bot = scenario({"merge_method": "squash"})
     bot.repo.set_pull(pull_payload(bot.head))
+    bot.repo.previewed(bot.head)   # the PR's sync previewed its head
     assert bot(pr_comment_event()) == 0
     report = bot.comment
     merge = bot.commit("the squashed merge")           # the push job checks out the merge commit
@@ -108,6 +109,7 @@ def test_the_push_of_a_pr_deployed_and_merged_by_deploy_keeps_its_report(scenari
 def test_a_refused_merge_after_a_deploy_is_reported_and_fails_the_step(scenario):
     bot = scenario({"merge_method": "rebase"})
     bot.repo.set_pull(pull_payload(bot.head))
+    bot.repo.previewed(bot.head)   # the PR's sync previewed its head
     bot.repo.refuse_merges(405, "Rebase merges are not allowed on this repository.")
     assert bot(pr_comment_event()) == 1
     assert bot.engine.applied == ["prod"]
@@ -117,6 +119,7 @@ def test_a_refused_merge_after_a_deploy_is_reported_and_fails_the_step(scenario)
 def test_without_merge_method_a_deploy_does_not_merge(scenario):
     bot = scenario()
     bot.repo.set_pull(pull_payload(bot.head))
+    bot.repo.previewed(bot.head)   # the PR's sync previewed its head
     assert bot(pr_comment_event()) == 0
     assert bot.repo.merges == [] and bot.engine.applied == ["prod"]
     assert not bot.gh.sent("PUT", r"/merge$")
@@ -129,6 +132,7 @@ def test_a_large_backfill_needs_a_required_approvers_explicit_yes(scenario):
     bot.engine.batches = 3
     bot.repo.permissions.update({"ann-gh": "write"})
     bot.repo.set_pull(pull_payload(bot.head))
+    bot.repo.previewed(bot.head)   # the PR's sync previewed its head
     bot.repo.review("ann-gh", "APPROVED", bot.head, "2024-01-02T00:00:00Z")
     assert bot(pr_comment_event()) == 1 and bot.engine.applied == []
     check = bot.repo.check(DEPLOY)
@@ -149,6 +153,7 @@ def test_max_backfill_intervals_counts_intervals_whatever_the_batch_size(scenari
     bot = scenario({"max_backfill_batches": 2, "max_backfill_intervals": 7})
     bot.engine.batches, bot.engine.batch_days = 2, 5
     bot.repo.set_pull(pull_payload(bot.head))
+    bot.repo.previewed(bot.head)   # the PR's sync previewed its head
     assert bot(pr_comment_event()) == 1 and bot.engine.applied == []
     summary = bot.repo.check(DEPLOY)["output"]["summary"]
     assert "the plan computes 10 intervals, more than cicd_bot.max_backfill_intervals (7)." in summary
@@ -165,6 +170,7 @@ def test_a_backfill_above_the_executor_hours_limit_needs_a_required_approvers_ex
     bot.engine.batches = 3
     bot.repo.permissions.update({"ann-gh": "write"})
     bot.repo.set_pull(pull_payload(bot.head))
+    bot.repo.previewed(bot.head)   # the PR's sync previewed its head
     bot.repo.review("ann-gh", "APPROVED", bot.head, "2024-01-02T00:00:00Z")
     # no executor time recorded (batches from before schema 8, or Spark Connect): nothing to hold it back
     bot.engine.batch_times = {("shop.orders", "1"): BatchTimes("shop.orders", "1", batches=4, span_ms=4 * DAY,
@@ -217,6 +223,7 @@ def test_check_if_blocked_on_deploy_to_prod_false_deploys_a_pr_branch_protection
     """SQLMesh's setting: with it off, `mergeable_state: blocked` no longer refuses /deploy (other gates stay)."""
     bot = scenario({"check_if_blocked_on_deploy_to_prod": check})
     bot.repo.set_pull(pull_payload(bot.head), mergeable=True, mergeable_state="blocked")
+    bot.repo.previewed(bot.head)   # the PR's sync previewed its head
     if check:
         assert bot(pr_comment_event()) == 1 and bot.engine.applied == []
         assert "check_if_blocked_on_deploy_to_prod: false deploys anyway" in shown(bot.replies[-1])
@@ -287,6 +294,7 @@ def test_a_deploy_that_would_undo_prod_drift_needs_deploy_allow_drift_by_a_requi
     bot = scenario({"required_approvers": ["writer"]})
     bot.engine.drifted = {"shop.orders": ("1", "local")}
     bot.repo.set_pull(pull_payload(bot.head))
+    bot.repo.previewed(bot.head)   # the PR's sync previewed its head
     bot.repo.review("writer", "APPROVED", bot.head, "2024-01-08T00:00:00Z")
     bot.repo.pull["user"]["login"] = "author"
     assert bot(pr_comment_event()) == 1

@@ -34,6 +34,9 @@ def test_authorize_deploy_outputs_the_head_to_check_out(tmp_path):
                                    event_name="issue_comment"),
                         env={**API_ENV, "GITHUB_OUTPUT": str(outputs)}, context_factory=None, out=lambda line: None)
 
+        assert authorize("writer") == 1   # no preview of the head yet (or the PR workflow uses another gateway)
+        assert "has no prod plan preview for its head" in repo.comments[-1]["body"]
+        repo.previewed(pull["head"]["sha"])
         assert authorize("writer") == 0
         values = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
         assert values == {"authorized": "true", "sha": pull["head"]["sha"], "pr_number": "2"}

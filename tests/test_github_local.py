@@ -9,7 +9,7 @@ import pytest
 
 from bot.github.action import Invocation, main
 from github_support import (COMMENT_EVENT, FakeEngine, NoEngine, default_branch_config, git_checkout, payload,
-                            pr_comment_event, pull_payload, write_event)
+                            pr_comment_event, previewed_comment, pull_payload, write_event)
 
 
 def test_unknown_pull_request_in_local_mode_is_a_clear_error(tmp_path):
@@ -58,12 +58,16 @@ def test_deploy_command_rehearsed_offline_from_an_answers_file(tmp_path):
     code, lines = run(permissions={"writer": "write"})
     assert code == 1 and "pull request #2 is unknown in local mode" in lines[-1] and "--answers" in lines[-1]
     code, _ = run(pulls=[pull], permissions={"writer": "write"})
+    assert code == 1 and engine.applied == []                           # no preview of the head yet
+    assert "has no prod plan preview for its head" in (tmp_path / "out" / "summary.md").read_text()
+    (tmp_path / "out" / "comment.md").write_text(previewed_comment(head))      # as the PR's sync leaves it
+    code, _ = run(pulls=[pull], permissions={"writer": "write"})
     assert code == 1 and engine.applied == []                           # no approval yet
-    assert "required approval is missing" in (tmp_path / "out" / "comment.md").read_text()
+    assert "required approval is missing" in (tmp_path / "out" / "replies.md").read_text()
     approval = {"user": {"login": "ann-gh"}, "state": "APPROVED", "commit_id": head,
                 "submitted_at": "2024-01-02T00:00:00Z"}
     code, _ = run(pulls=[pull], permissions={"writer": "write"}, reviews={"2": [approval]})
-    assert code == 0 and engine.applied == ["prod"]
+    assert code == 0 and engine.applied == ["prod"], (tmp_path / "out" / "comment.md").read_text() + (tmp_path / "out" / "summary.md").read_text()
     assert "Deployed to `prod`" in (tmp_path / "out" / "comment.md").read_text()
 
 

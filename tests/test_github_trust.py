@@ -22,7 +22,7 @@ import responses
 from rendered import shown
 from bot.github.action import Invocation, main
 from github_support import (FakeEngine, FakeRepository, default_branch_config, git_checkout, install,  # noqa: F401
-                            no_waiting, payload, pr_comment_event, write_event)
+                            no_waiting, payload, pr_comment_event, previewed_comment, write_event)
 
 API_ENV = {"GITHUB_ACTIONS": "true", "GITHUB_TOKEN": "ghs_trust_token", "GITHUB_API_URL": "https://api.github.com"}
 FORK = "someone/Hello-World"
@@ -104,10 +104,12 @@ def test_a_pr_that_drops_the_required_approvers_is_still_refused(tmp_path):
     answers.write_text(json.dumps({"pulls": [{**pull, "mergeable": True, "mergeable_state": "clean"}],
                                    "permissions": {"writer": "write"}}))
     out = tmp_path / "out"
+    out.mkdir()
+    (out / "comment.md").write_text(previewed_comment(head))   # the PR's sync previewed its head
     code = main(Invocation(event_name="issue_comment", event_path=write_event(tmp_path, pr_comment_event("/deploy", "writer")),
                            output_dir=str(out), answers=str(answers), project_path=str(checkout)), env={})
     assert code == 1
-    assert "required approval is missing" in (out / "comment.md").read_text()
+    assert "required approval is missing" in (out / "replies.md").read_text()
     assert not (checkout / ".meshbot").exists()
 
 
@@ -136,7 +138,7 @@ def test_gate_settings_never_come_from_the_checkout(tmp_path):
     code = main(Invocation(event_name="issue_comment", event_path=write_event(tmp_path, pr_comment_event("/deploy", "writer")),
                            output_dir=str(out), answers=str(answers), project_path=str(checkout)),
                 env={}, context_factory=no_project)
-    assert code == 0 and "is disabled" in (out / "comment.md").read_text()
+    assert code == 0 and "is disabled" in (out / "replies.md").read_text()
 
 
 def test_a_deploy_checks_out_exactly_the_authorized_head(tmp_path):
@@ -151,6 +153,7 @@ def test_a_deploy_checks_out_exactly_the_authorized_head(tmp_path):
         moved = copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"])
         moved["head"]["sha"] = "e" * 40          # pushed after the authorize job, or a checkout of another ref
         repo.set_pull(moved, mergeable=True, mergeable_state="clean")
+        repo.previewed(moved["head"]["sha"])
         code = main(Invocation(event_name="issue_comment", project_path=str(checkout),
                                event_path=write_event(tmp_path, pr_comment_event("/deploy", "writer"))),
                     env=API_ENV, context_factory=lambda p, g: engine, out=lambda line: None)
@@ -355,6 +358,7 @@ def test_a_deploy_of_a_head_behind_its_base_is_refused(tmp_path):
         pull = copy.deepcopy(payload("pull_request/opened.payload.json")["pull_request"])
         pull["head"]["sha"] = head
         repo.set_pull(pull, mergeable=True, mergeable_state="clean")
+        repo.previewed(pull["head"]["sha"])
         code = main(Invocation(event_name="issue_comment", project_path=str(checkout),
                                event_path=write_event(tmp_path, pr_comment_event("/deploy", "writer"))),
                     env=API_ENV, context_factory=lambda p, g: engine, out=lambda line: None)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.github import views
-from bot.report.comment_state import comment_marker, recorded_plan_digest, sections
+from bot.report.comment_state import CheckState, comment_marker, recorded_plan_digest, sections
 from bot.github.views import (COMMENT_LIMIT, BackfillView, ChangeView, CommentView, DiffView, FailureView,
                               PlanView, TestsView, plan_view, render_comment, truncate_markdown)
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions
@@ -73,6 +73,21 @@ def test_sections_from_a_later_command_merge_into_the_comment():
     assert merged.count(MARKER) == 1
     assert "tests ok" in merged and "3 tests passed" in merged
     assert "1 of 1 required" in merged and "0 of 1" not in merged
+
+
+def test_a_run_on_a_new_head_keeps_nothing_an_earlier_run_found_for_the_old_one():
+    """A review of head B (or a sync of B whose preview failed) after a sync of A: A's tests, PR environment,
+    diffs and prod preview go, so neither a reviewer nor `/deploy` takes A's preview for B's."""
+    first, _ = render_comment(CommentView(marker=MARKER, status="s", head_sha="a" * 40, environment="shop_7",
+                                          checks=(CheckState("Unit Tests", "success", None, ""),),
+                                          tests=TestsView("passed", total=3), prod_plan=PlanView("prod"),
+                                          plan_digest="abc123", plan_models="db.a@1"))
+    assert recorded_plan_digest(first) is not None
+    same, _ = render_comment(CommentView(marker=MARKER, status="", head_sha="a" * 40, approval="1 of 1").after(first))
+    assert recorded_plan_digest(same) is not None and "3 tests passed" in same
+    moved, _ = render_comment(CommentView(marker=MARKER, status="", head_sha="b" * 40, approval="1 of 1").after(first))
+    assert recorded_plan_digest(moved) is None and "3 tests passed" not in moved
+    assert set(sections(moved)) & {"tests", "pr_plan", "diffs", "prod_plan"} == set()
 
 
 def test_plan_digest_is_recorded_and_read_back():

@@ -726,3 +726,15 @@ def test_the_only_zizmor_ignore_is_the_reviewed_issue_comment_trigger():
     unignored = _zizmor("--no-ignores")
     assert [(f["ident"], Path(_where(f).split(":")[0]).name) for f in unignored] == \
         [("dangerous-triggers", "meshbot-deploy-command.yml")]
+
+
+def test_the_deploy_commands_jobs_read_the_comment_of_the_pr_workflows_folder_and_gateway():
+    """`/deploy`'s authorize job finds the bot's comment by its gateway marker: with another gateway (or
+    folder) than the PR workflow's it would find none, and so no preview to check."""
+    def inputs(workflow: dict) -> list[dict]:
+        return [step.get("with", {}) for job in workflow["jobs"].values() for step in job.get("steps", [])
+                if "meshbot/meshbot@" in str(step.get("uses", ""))]
+
+    pr = [(w.get("project_path"), w.get("gateway")) for w in inputs(_workflow("meshbot-pr.yml"))]
+    command = [(w.get("project_path"), w.get("gateway")) for w in inputs(_workflow("meshbot-deploy-command.yml"))]
+    assert len(set(pr)) == 1 and command and set(command) == set(pr)

@@ -15,7 +15,7 @@ from bot.github.runners import COMMANDS
               help="Webhook payload JSON (default: $GITHUB_EVENT_PATH).")
 @click.option("--event-name", default=None, help="Event name, e.g. pull_request (default: $GITHUB_EVENT_NAME).")
 @click.option("--output-dir", type=click.Path(file_okay=False), default=None,
-              help="Write comment.md, check_runs.json, summary.md, outputs.env here; no network calls.")
+              help="Write comment.md, replies.md, check_runs.json, summary.md, outputs.env here; no network calls.")
 @click.option("--answers", type=click.Path(dir_okay=False), default=None,
               help="Local mode: JSON of what GitHub would answer (pulls, reviews, permissions, teams, files), "
                    "to rehearse approvals, /deploy, merges and releases offline.")

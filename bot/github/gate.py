@@ -13,7 +13,7 @@ from bot.github.approvals import ApprovalStatus, evaluate
 from bot.github.commands import Command, Reply, ReplyKind, command_prefix, parse_comment
 from bot.github.event import Event, PullRequest
 from bot.github.settings import BotSettings
-from bot.report.comment_state import comment_marker, recorded_checks
+from bot.report.comment_state import comment_marker, recorded_checks, recorded_plan_digest
 
 
 ALLOW_LARGE_BACKFILL = "--allow-large-backfill"
@@ -306,10 +306,16 @@ def _pull_request_refusal(event: Event, pr: PullRequest, github: GithubPort, set
         return (f"deploy refused: branch protection blocks merging #{pr.number} (required reviews or status "
                 "checks are missing; cicd_bot.check_if_blocked_on_deploy_to_prod: false deploys anyway).")
     found = github.find_comment(pr.number, marker=comment_marker(settings.gateway))
-    recorded, _ = recorded_checks(found[1] if found else None)
+    body = found[1] if found else None
+    recorded, _ = recorded_checks(body)
     if recorded and recorded != pr.head_sha:
         return (f"deploy refused: the prod plan preview was built for {recorded[:7]}, but the head of #{pr.number} "
                 f"is now {pr.head_sha[:7]}; wait for meshbot to finish on the new commit, then `{prefix}deploy` again.")
+    if recorded is None or recorded_plan_digest(body) is None:
+        where = f" for gateway `{settings.gateway}`" if settings.gateway else ""
+        return (f"deploy refused: #{pr.number} has no prod plan preview{where} for its head {pr.head_sha[:7]} yet; "
+                f"wait for meshbot to finish on it (its workflow must use the same gateway as this one), then "
+                f"`{prefix}deploy` again.")
     return None
 
 

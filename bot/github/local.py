@@ -24,9 +24,11 @@ from bot.errors import GithubError
 from bot.github.api import CheckRun
 from bot.github.event import PullRequest, Review, parse_pull_request, parse_review, read_json
 from bot.redact import redact
+from bot.report.comment_state import has_comment_marker
 from bot.report.media import WrittenMarkdown, markdown_text
 
 COMMENT_FILE = "comment.md"
+REPLIES_FILE = "replies.md"   # the bot's replies to commands, one after another
 CHECKS_FILE = "check_runs.json"
 SUMMARY_FILE = "summary.md"
 OUTPUTS_FILE = "outputs.env"
@@ -74,7 +76,7 @@ def load_answers(path: str | Path) -> Answers:
 
 
 class LocalOutput:
-    """A GithubPort that writes comment.md and check_runs.json; reads from the payload and Answers."""
+    """A GithubPort that writes comment.md, replies.md and check_runs.json; reads from the payload and Answers."""
 
     def __init__(self, output_dir: str | Path, *, pull_requests: tuple[PullRequest, ...] = (),
                  answers: Answers = Answers()) -> None:
@@ -94,6 +96,10 @@ class LocalOutput:
         return None
 
     def create_comment(self, number: int, body: str) -> int:
+        if not has_comment_marker(body):   # a reply: the PR comment stays, as on GitHub
+            with (self.dir / REPLIES_FILE).open("a", encoding="utf-8") as handle:
+                handle.write(body.rstrip("\n") + "\n\n")
+            return number
         (self.dir / COMMENT_FILE).write_text(body, encoding="utf-8")
         return number
 

@@ -18,12 +18,13 @@ from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, ModelImpact, V
 from bot.quality.results import TestSuiteResult
 from bot.timeline.times import to_datetime
 from bot.report.comment_state import (SECTION_ORDER, CheckState, Marker, checks_marker, kept_sections,
-                                      plan_digest_marker)
+                                      plan_digest_marker, recorded_checks)
 from bot.report.markdown import pluralize, render
 
 COMMENT_LIMIT = 65_536
 SUMMARY_LIMIT = 1_000_000   # bytes: GitHub refuses a job summary of more than 1 MiB
 SAFETY = 512            # room for the "shortened" note and multi-byte surprises
+HEAD_SECTIONS = ("tests", "pr_plan", "diffs", "prod_plan")   # what a run found for one head commit
 
 
 @dataclass(frozen=True)
@@ -340,8 +341,12 @@ class CommentView:
         return tuple(text for name, text in self.earlier if name not in SECTION_ORDER)
 
     def after(self, old_body: str | None) -> CommentView:
-        """This view as the comment that replaces `old_body`: its sections, and the earlier ones it keeps."""
-        return replace(self, earlier=kept_sections(old_body, self.sections, drop=self.drop))
+        """This view as the comment that replaces `old_body`: its sections, and the earlier ones it keeps. What
+        an earlier run found for another head commit (tests, PR environment, diffs, prod plan) is not kept: a
+        review of a new head, or a sync whose preview failed, never shows the old head's preview as current."""
+        recorded, _ = recorded_checks(old_body)
+        stale = HEAD_SECTIONS if recorded and self.head_sha and recorded != self.head_sha else ()
+        return replace(self, earlier=kept_sections(old_body, self.sections, drop=(*self.drop, *stale)))
 
     @property
     def derived_status(self) -> StatusView:
