@@ -26,11 +26,11 @@ def _cast_type(node: exp.Expression) -> exp.DataType.Type | None:
     return None
 
 
-def _is_float32(node: exp.Expression) -> bool:
+def is_float32(node: exp.Expression) -> bool:
     while isinstance(node, (exp.Paren, exp.Neg)):
         node = node.this
     return _cast_type(node) == _FLOAT or (
-        isinstance(node, _ARITHMETIC) and _is_float32(node.left) and _is_float32(node.right))
+        isinstance(node, _ARITHMETIC) and is_float32(node.left) and is_float32(node.right))
 
 
 def _is_decimal(node: exp.Expression) -> bool:
@@ -61,11 +61,11 @@ def keep_float32_arithmetic(tree: exp.Expression) -> None:
             continue
         left, right = node.left, node.right
         division = isinstance(node, exp.Div)
-        if _is_float32(left) and _is_float32(right):
+        if is_float32(left) and is_float32(right):
             pass
-        elif _is_float32(left) and (_is_decimal(right) or division and _is_integer(right)):
+        elif is_float32(left) and (_is_decimal(right) or division and _is_integer(right)):
             node.set("expression", _as_float(right))
-        elif _is_float32(right) and (_is_decimal(left) or division and _is_integer(left)):
+        elif is_float32(right) and (_is_decimal(left) or division and _is_integer(left)):
             node.set("this", _as_float(left))
         else:
             continue
