@@ -4,6 +4,8 @@ REAL quotient, in float32, where Spark would widen to DOUBLE (bot/project/floats
 
 from __future__ import annotations
 
+import re
+
 from bot.context import Context
 from project_files import DUCKDB_DIALECT_CONFIG, write_files
 
@@ -60,3 +62,29 @@ def test_only_operations_duckdb_computes_in_float32_are_rewritten(tmp_path):
     postgres = write_files(tmp_path / "pg", {**FILES, "config.yaml": CONFIG.replace("dialect: duckdb", "dialect: postgres")})
     # PostgreSQL widens real * numeric to double precision, as Spark does: nothing to rewrite
     assert "CAST(`x` AS FLOAT) * 1.1 AS `m`" in Context(postgres).render("s.f")
+
+
+WIDTHS = {   # dialect: (the model's casts, what each is on that engine)
+    "duckdb": ("FLOAT, REAL, FLOAT4, FLOAT8, DOUBLE, FLOAT(53)", "FLOAT FLOAT FLOAT DOUBLE DOUBLE DOUBLE"),
+    "postgres": ("FLOAT, REAL, FLOAT4, FLOAT8, DOUBLE PRECISION, FLOAT(24), FLOAT(25)",
+                 "DOUBLE FLOAT FLOAT DOUBLE DOUBLE FLOAT DOUBLE"),
+    "snowflake": ("FLOAT, REAL, FLOAT4, FLOAT8, DOUBLE", "DOUBLE DOUBLE DOUBLE DOUBLE DOUBLE"),
+    "bigquery": ("FLOAT64, FLOAT", "DOUBLE DOUBLE"),
+}
+
+
+def test_each_dialect_gives_its_floating_types_their_own_width(tmp_path):
+    """DuckDB's FLOAT is 32-bit (typeof on DuckDB 1.5: FLOAT for FLOAT, REAL, FLOAT4, FLOAT(24); DOUBLE for
+    FLOAT8, FLOAT(53)); PostgreSQL's FLOAT is 64-bit and its REAL 32-bit, FLOAT(p) is 32-bit up to p = 24;
+    Snowflake's and BigQuery's every float is 64-bit. Casts and declared columns alike."""
+    for dialect, (types, widths) in WIDTHS.items():
+        casts = ", ".join(f"CAST(x AS {t}) AS c{i}" for i, t in enumerate(types.split(", ")))
+        columns = ", ".join(f"c{i} {t}" for i, t in enumerate(types.split(", ")))
+        root = write_files(tmp_path / dialect, {
+            "config.yaml": CONFIG.replace("dialect: duckdb", f"dialect: {dialect}"),
+            "models/w.sql": f"MODEL (name s.w, kind FULL, columns ({columns}));\nSELECT {casts} FROM s.src\n",
+            "models/src.sql": "MODEL (name s.src, kind FULL);\nSELECT 1.5 AS x\n"})
+        context = Context(root)
+        rendered = context.render("s.w")
+        assert (dialect, " ".join(re.findall(r"CAST\(`x` AS (\w+)\)", rendered))) == (dialect, widths)
+        assert (dialect, " ".join(t for _, t in context.models["s.w"].columns)) == (dialect, widths)
