@@ -9,8 +9,10 @@ operand is cast to FLOAT); Spark types both as DOUBLE (a FLOAT with a DECIMAL wi
 divides in DOUBLE), so the same query gives other digits (1.2100000381469727 on DuckDB, 1.2100000262260437
 on Spark). In a DuckDB-dialect query, such an operation gets its other operand cast to FLOAT, and a quotient
 is cast back to FLOAT: Spark then computes in float32 (a float32 quotient computed in double and rounded
-once to float32 is the float32 quotient). Both engines agree on FLOAT with integers (+, -, *, %), FLOAT
-with DOUBLE (DOUBLE) and SUM/AVG of FLOAT (DOUBLE), which are left alone.
+once to float32 is the float32 quotient). ANSI Spark also widens a FLOAT with an integer (+, -, *, %) to
+DOUBLE, where DuckDB keeps FLOAT, so an integer operand is cast to FLOAT as well. Both engines agree on
+FLOAT with DOUBLE (DOUBLE) and SUM/AVG of FLOAT (DOUBLE), which are left alone. Only operands whose type
+the query itself says (a cast, a literal) are seen: a REAL column of a parent is not.
 """
 
 from __future__ import annotations
@@ -69,9 +71,9 @@ def keep_float32_arithmetic(tree: exp.Expression) -> None:
         division = isinstance(node, exp.Div)
         if is_float32(left) and is_float32(right):
             pass
-        elif is_float32(left) and (_is_decimal(right) or division and _is_integer(right)):
+        elif is_float32(left) and (_is_decimal(right) or _is_integer(right)):
             node.set("expression", _as_float(right))
-        elif is_float32(right) and (_is_decimal(left) or division and _is_integer(left)):
+        elif is_float32(right) and (_is_decimal(left) or _is_integer(left)):
             node.set("this", _as_float(left))
         else:
             continue
