@@ -137,6 +137,8 @@ def probe(python: Path | str, engine: str, folders: list[Path], project: Project
     """Run probe.py for `engine`; the project's requirements installed into a folder of this run only
     (on the import path of the probe, never into meshbot's or SQLMesh's virtualenv)."""
     env = {**os.environ, **{str(k): str(v) for k, v in project.env.items()}}
+    if engine == "meshbot":   # Spark inside the probe, gone with it: no warm engine left behind per scratch copy
+        env["MESHBOT_WARM_ENGINE"] = "0"
     site = scratch / f"{engine}-site"
     if project.requirements and site.exists():   # installed by this engine's first probe of the run
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
