@@ -19,7 +19,7 @@ HASH_CACHE_FILE = Path(".meshbot") / "cache" / "hashes.json"
 # combine compute for the same files bumps it (tests/test_golden_fingerprints.py fails until then):
 # `meshbot migrate` then re-keys every stored snapshot to the new fingerprints, keeping its version, its
 # table and its intervals (bot.state.rekey), so the upgrade backfills nothing.
-FINGERPRINT_SCHEME = 1
+FINGERPRINT_SCHEME = 2
 
 
 def _canonical(value: Any) -> str:

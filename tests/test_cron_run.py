@@ -122,3 +122,13 @@ def test_run_of_an_unknown_environment_is_an_error(tmp_path):
     with pytest.raises(PlanError, match="environment `nope` does not exist"):
         context.run("nope")
     context.close()
+
+
+def test_a_relative_model_end_counts_from_the_wall_clock_not_the_run_s_execution_time():
+    """As SQLMesh reads `end '3 days ago'` (no relative base): a run as of 2024-01-04 on a later wall clock is
+    not held back to 2024-01-01; an absolute end still is."""
+    incremental = Kind(KindName.INCREMENTAL_BY_TIME_RANGE, time_column="ds")
+    relative = _model(incremental, end="3 days ago")
+    assert due_batches(relative, recorded=[], execution_time=_ms("2024-01-04")) == [(_ms("2024-01-01"), _ms("2024-01-04"))]
+    absolute = _model(incremental, end="2024-01-01")
+    assert due_batches(absolute, recorded=[], execution_time=_ms("2024-01-04")) == [(_ms("2024-01-01"), _ms("2024-01-02"))]

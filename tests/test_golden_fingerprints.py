@@ -86,9 +86,10 @@ def test_fingerprints_match_the_golden_file(project, tmp_path):
         "Every environment's next plan would take these models for changed ones: new snapshots, and where the "
         "version moved, new tables backfilled from scratch. A deliberate change of how fingerprints are computed "
         "(bot/fingerprint.py, bot/snapshot.py) bumps FINGERPRINT_SCHEME in bot/fingerprint.py: `meshbot migrate` then "
-        "re-keys every stored snapshot from its stored definition and rendered query (bot/state/rekey.py). A change "
-        "of the rendered SQL itself (a new sqlglot, a parser or renderer edit) is not carried over by that re-key: "
-        f"avoid it. Once the move is deliberate, regenerate the golden file and review its diff: {REGENERATE}")
+        "re-keys every stored snapshot from its stored definition and rendered query (bot/state/rekey.py); a change "
+        "of the rendered SQL itself (a new sqlglot, a renderer edit) is carried over for the snapshots whose "
+        "definitions are the checkout's models, when `meshbot migrate` runs in the project. Once the move is "
+        f"deliberate, regenerate the golden file and review its diff: {REGENERATE}")
 
 
 def test_the_golden_file_has_the_projects_there_are():

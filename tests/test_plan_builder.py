@@ -422,3 +422,19 @@ def test_a_relative_model_start_counts_from_the_wall_clock_not_the_execution_tim
                                                      (to_ms("2024-01-30"), to_ms("2024-01-31")))
     backdated = plan_for(state, config, project(orders=relative), execution_time="2024-01-10")
     assert backfill(backdated, "db.orders") is None or not backfill(backdated, "db.orders").intervals
+
+
+def test_a_relative_model_end_counts_from_the_wall_clock_and_a_relative_end_flag_from_the_execution_time(
+        state, config):
+    """SQLMesh 0.236.4, on 2026-12-06, planned a daily model with `end '3 days ago'` as of 2026-11-20 and filled
+    it up to 2026-11-19: the model's end counts from the wall clock (2026-12-03), capped by the execution time.
+    A plan's own `--end '5 days ago'` counts from the execution time (its plan builder's relative base)."""
+    ending = make("db.orders", ORDERS, kind=INCR, start="2024-01-10", end="3 days ago")
+    plan = plan_for(state, config, project(orders=ending), execution_time="2024-01-20")   # now: 2024-02-01 10:00
+    filled = backfill(plan, "db.orders").intervals
+    assert (filled[0][0], filled[-1][1], len(filled)) == (to_ms("2024-01-10"), to_ms("2024-01-20"), 10)
+    late = plan_for(state, config, project(orders=ending), now=to_ms("2024-01-16 08:00:00"),
+                    execution_time="2024-01-20")
+    assert backfill(late, "db.orders").intervals[-1] == (to_ms("2024-01-12"), to_ms("2024-01-13"))
+    flagged = plan_for(state, config, project(), env="dev", execution_time="2024-01-20", end="5 days ago")
+    assert backfill(flagged, "db.orders").intervals[-1] == (to_ms("2024-01-14"), to_ms("2024-01-15"))

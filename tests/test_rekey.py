@@ -46,6 +46,10 @@ def _store_plan(context: Context, environment: str = "prod") -> tuple:
     return plan, listed
 
 
+CURRENT = bot.fingerprint.FINGERPRINT_SCHEME
+NEXT = CURRENT + 1   # the next release's scheme
+
+
 def _salted(function):
     """A release whose hashes differ from this one's for the same files."""
     return lambda *args: bot.fingerprint.hash_parts("scheme 2", function(*args))
@@ -78,14 +82,14 @@ def test_a_new_fingerprint_scheme_is_refused_until_migrated_then_nothing_is_chan
     assert baseline[0] == [] and baseline[1]   # unchanged models, missing intervals
 
     # the next release: other hashes for the same files, and a scheme number one higher
-    monkeypatch.setattr(bot.fingerprint, "FINGERPRINT_SCHEME", 2)
-    monkeypatch.setattr("bot.state.store.FINGERPRINT_SCHEME", 2)
-    monkeypatch.setattr("bot.state.versions.FINGERPRINT_SCHEME", 2)
+    monkeypatch.setattr(bot.fingerprint, "FINGERPRINT_SCHEME", NEXT)
+    monkeypatch.setattr("bot.state.store.FINGERPRINT_SCHEME", NEXT)
+    monkeypatch.setattr("bot.state.versions.FINGERPRINT_SCHEME", NEXT)
     monkeypatch.setattr(bot.fingerprint, "data_hash", _salted(bot.fingerprint.data_hash))
     monkeypatch.setattr("bot.state.rekey.data_hash", bot.fingerprint.data_hash)
 
     upgraded = Context(root, read_cache=False)
-    with pytest.raises(StateError, match=r"keyed with fingerprint scheme 1, older than this meshbot's \(2\).*"
+    with pytest.raises(StateError, match=rf"keyed with fingerprint scheme {CURRENT}, older than this meshbot's \({NEXT}\).*"
                                          r"run `meshbot migrate`"):
         upgraded.plan("prod")
 
@@ -125,10 +129,10 @@ def _work_of(plan) -> tuple[list, list]:
 
 def test_a_state_keyed_by_a_newer_meshbot_is_refused(tmp_path, monkeypatch):
     root = _project("example", tmp_path / "project")
-    monkeypatch.setattr("bot.state.versions.FINGERPRINT_SCHEME", 3)
-    Context(root, read_cache=False).state.get_environment("prod")   # the state is made with scheme 3
+    monkeypatch.setattr("bot.state.versions.FINGERPRINT_SCHEME", NEXT)
+    Context(root, read_cache=False).state.get_environment("prod")   # the state is made with the next scheme
     monkeypatch.undo()
-    with pytest.raises(StateError, match=r"fingerprint scheme 3, newer than this meshbot's \(1\); upgrade meshbot"):
+    with pytest.raises(StateError, match=rf"fingerprint scheme {NEXT}, newer than this meshbot's \({CURRENT}\); upgrade meshbot"):
         Context(root, read_cache=False).state.get_environment("prod")
 
 
@@ -163,7 +167,7 @@ def test_a_renderer_that_prints_queries_differently_is_carried_over_from_the_pro
     printed = Context.rendered_queries
     monkeypatch.setattr(Context, "rendered_queries", lambda self: {name: f"{sql} " for name, sql in printed(self).items()})
     for module in ("bot.fingerprint", "bot.state.store", "bot.state.versions"):
-        monkeypatch.setattr(f"{module}.FINGERPRINT_SCHEME", 2)
+        monkeypatch.setattr(f"{module}.FINGERPRINT_SCHEME", NEXT)
     result = CliRunner().invoke(cli, ["-p", str(root), "migrate"])
     assert result.exit_code == 0, result.output
     queried = set(printed(context))   # seeds have no query: their hashes stay

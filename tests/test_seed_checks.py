@@ -80,3 +80,10 @@ def test_lines_of_spaces_only_are_skipped_as_pandas_and_sqlmesh_skip_them(tmp_pa
     """A CSV ending in a line of spaces (or holding one between records): SQLMesh's pandas reads it as blank."""
     root = _project(tmp_path, "id,amount,name\n1,10,a\n   \n2,20,b\n  \t \n")
     assert "s.p" in Context(root).plan("prod").snapshots
+
+
+def test_a_header_with_spaces_after_its_commas_names_the_declared_columns(tmp_path):
+    """`id, amount, name` (afzaljasani/sqlmesh_demo_example's seed): SQLMesh reads each header name as an
+    identifier, so ` amount` is `amount`, and loaded the project's 4 rows."""
+    root = _project(tmp_path, "id, amount, name\n1,10, a\n2,20, b\n")
+    assert "s.p" in Context(root).plan("prod").snapshots

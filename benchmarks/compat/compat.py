@@ -137,6 +137,8 @@ def probe(python: Path | str, engine: str, folders: list[Path], project: Project
     """Run probe.py for `engine`; the project's requirements installed into a folder of this run only
     (on the import path of the probe, never into meshbot's or SQLMesh's virtualenv)."""
     env = {**os.environ, **{str(k): str(v) for k, v in project.env.items()}}
+    if engine == "meshbot":   # Spark inside the probe, gone with it: no warm engine left behind per scratch copy
+        env["MESHBOT_WARM_ENGINE"] = "0"
     site = scratch / f"{engine}-site"
     if project.requirements and site.exists():   # installed by this engine's first probe of the run
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
@@ -172,11 +174,17 @@ def same_number(a: object, b: object) -> bool:
     return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
 
 
-def verdict(ours: dict | None, theirs: dict) -> str:
-    """'equal', or what differs first."""
+def verdict(ours: dict | None, theirs: dict, sqlmesh_error: str | None = None) -> str:
+    """'equal', what differs first, or why SQLMesh has nothing to compare (`SQLMesh fails: ...`, its error for
+    the model, else the first error of its plan), kept apart from what meshbot does differently."""
     if ours is None:
         return "missing on meshbot"
     if "error" in theirs:
+        mine = f"meshbot: {ours['error']}" if "error" in ours else "meshbot runs it"
+        if theirs.get("failed"):
+            return f"SQLMesh fails: {theirs['failed']}; {mine}"
+        if sqlmesh_error:   # the model ran, or was never reached, but the plan failed: no view to read
+            return f"SQLMesh's plan fails: {sqlmesh_error}; {mine}"
         return "SQLMesh did not run it" if "error" in ours else "meshbot only"
     if "error" in ours:
         return f"meshbot: {ours['error']}"
@@ -213,7 +221,12 @@ def compare(project: Project, venv: Path, keep: Path | None) -> list[str]:
         mine = ours["models"].get(name)
         rows = entry.get("rows", "error")
         lines.append(f"| {name} | {entry.get('kind', '')} | {rows} | {mine.get('rows', 'error') if mine else '-'} "
-                     f"| {verdict(mine, entry)} |")
+                     f"| {_cell(verdict(mine, entry, theirs['error']))} |")
+    if not theirs["models"] and theirs["error"]:   # SQLMesh did not load the project: one row says why
+        lines.append(f"| (every model) | | - | {len(ours['models']) or '-'} | "
+                     f"{_cell('SQLMesh fails: ' + theirs['error'])} |")
+    if theirs["error"]:
+        print(f"{project.name}: SQLMesh fails: {theirs['error']}", file=sys.stderr, flush=True)
     equal = sum(1 for name, entry in theirs["models"].items() if "error" not in entry
                 and verdict(ours["models"].get(name), entry) == "equal")
     ran = sum(1 for entry in theirs["models"].values() if "error" not in entry)
@@ -222,11 +235,17 @@ def compare(project: Project, venv: Path, keep: Path | None) -> list[str]:
               f"- unit tests with the same verdict: {tests_same} of {len(theirs['tests'])}",
               f"- audits: SQLMesh {theirs['audits']}, meshbot {ours['audits']}",
               f"- categories after adding a column to {edited}: {_categories(our_categories, their_categories)}",
-              f"- SQLMesh's first error: {theirs['error'] or 'none'}", f"- meshbot's first error: {ours['error'] or 'none'}",
+              f"- SQLMesh fails: {theirs['error']}" if theirs["error"] else "- SQLMesh's plan: no error",
+              f"- meshbot's first error: {ours['error'] or 'none'}",
               f"- scratch: {scratch}", ""]
     if keep is None:
         shutil.rmtree(scratch, ignore_errors=True)
     return lines
+
+
+def _cell(text: str) -> str:
+    """Text as one Markdown table cell: a `|` would end it."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _day(text: str) -> str:
@@ -282,7 +301,8 @@ def main() -> None:
         args.clones.mkdir(parents=True, exist_ok=True)
         projects = listed(args.list, args.only, args.clones, args.mirror)
     elif args.project:
-        projects = [Project(args.project.name, args.project.resolve(), args.start, args.end, args.execution_time)]
+        projects = [Project(name=args.project.name, folder=args.project.resolve(), start=args.start, end=args.end,
+                            execution_time=args.execution_time)]
     else:
         parser.error("give a project folder or --list")
     for project in projects:

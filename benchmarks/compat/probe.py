@@ -43,8 +43,13 @@ def probe_sqlmesh(project: str, start: str, end: str, execution_time: str) -> di
     from sqlmesh import Context
 
     report: dict[str, Any] = {"models": {}, "tests": {}, "audits": None, "error": None}
-    context = Context(paths=project.split(os.pathsep))
-    models = {m.name: m for m in context.models.values()}
+    try:
+        context = Context(paths=project.split(os.pathsep))
+        models = {m.name: m for m in context.models.values()}
+    except Exception as error:  # noqa: BLE001 - the project does not load on SQLMesh: nothing to compare
+        report["error"] = first_line(error)
+        return report
+    failed = sqlmesh_failures(context, {m.fqn: m.name for m in models.values()})
     try:
         # a prod plan takes no start/end: it fills each model from its start to the execution time
         context.plan("prod", execution_time=execution_time, auto_apply=True, no_prompts=True)
@@ -66,6 +71,8 @@ def probe_sqlmesh(project: str, start: str, end: str, execution_time: str) -> di
                                lambda c: exp.to_identifier(c, quoted=True).sql(dialect=adapter.dialect)))
         except Exception as error:  # noqa: BLE001
             entry["error"] = first_line(error)
+        if name in failed:
+            entry["failed"] = failed[name]
         report["models"][name] = entry
     try:
         result = context.test()
@@ -80,6 +87,32 @@ def probe_sqlmesh(project: str, start: str, end: str, execution_time: str) -> di
     except Exception as error:  # noqa: BLE001
         report["audits"] = "fail: " + first_line(error)
     return report
+
+
+def sqlmesh_failures(context, names: dict[str, str]) -> dict[str, str]:
+    """Filled while SQLMesh plans: each model it failed (its error's first line) or skipped after a failed
+    parent, by model name, as its console is told them (SQLMesh logs a failed model, then raises one
+    "Plan application failed" for the whole plan)."""
+    failed: dict[str, str] = {}
+    console = context.console
+    log_failed, log_skipped = console.log_failed_models, console.log_skipped_models
+
+    def name_of(node: Any) -> str:
+        fqn = str(getattr(node, "name", None) or getattr(node, "snapshot_name", node))
+        return names.get(fqn, fqn.replace('"', ""))
+
+    def failed_models(errors: list) -> None:
+        for error in errors:
+            failed.setdefault(name_of(error.node), first_line(error.__cause__ or error))
+        log_failed(errors)
+
+    def skipped_models(snapshot_names: set) -> None:
+        for fqn in snapshot_names:
+            failed.setdefault(name_of(fqn), "skipped: a parent failed")
+        log_skipped(snapshot_names)
+
+    console.log_failed_models, console.log_skipped_models = failed_models, skipped_models
+    return failed
 
 
 def probe_meshbot(project: str, start: str, end: str, execution_time: str) -> dict[str, Any]:

@@ -201,7 +201,8 @@ def _model_window(inputs: BackfillInputs, model: Model, window: _Window) -> tupl
                              default_start=inputs.config.model_defaults.start, now=inputs.now_ms)[model.name]
     if window.start is not None:
         start = max(start, window.start)
-    ends = [e for e in (_end_ms(model.end, base) if model.end else None, window.end)
+    # a relative end counts from the wall clock, as a relative start does (bot.plan.parents.model_end)
+    ends = [e for e in (_end_ms(model.end, inputs.now_ms) if model.end else None, window.end)
             if e is not None]
     return start, min(ends) if ends else None
 

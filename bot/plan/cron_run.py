@@ -14,13 +14,13 @@ from bot.plan.batch import BatchRunner, BatchWriter
 from bot.plan.claims import Claims, LeaseBusy, environment_key
 from bot.plan.definition import ProgressCallback
 from bot.plan.execution import finish_promotion, order_snapshots, raise_failures, task_scope_for
-from bot.plan.parents import ParentCheck, model_start, require_parents
+from bot.plan.parents import ParentCheck, model_end, model_start, require_parents
 from bot.plan.schedule import run_tasks
 from bot.plan.snapshot_models import SnapshotModels
 from bot.project.dag import upstream_of
 from bot.project.model import KindName, Model
 from bot.project.render import render_sql
-from bot.timeline.times import exclusive_end_ms, execution_ms
+from bot.timeline.times import execution_ms
 from bot.quality.results import AuditResult
 from bot.snapshot import Snapshot, view_name
 from bot.spark.engine import SparkEngine
@@ -78,7 +78,7 @@ def due_batches(model: Model, *, recorded: Sequence[Interval], execution_time: i
     if kind.name is KindName.SEED and recorded:
         return []
     start = model_start(model, default_start=default_start, execution_time=execution_time)
-    end = exclusive_end_ms(model.end, relative_base=execution_time) if model.end else None
+    end = model_end(model)
     missing = missing_intervals(start=start, end=end, cron=model.cron, recorded=recorded,
                                 lookback=kind.lookback if kind.name.is_incremental else 0,
                                 execution_time=execution_time)

@@ -29,8 +29,22 @@ def model_start(model: Model, *, default_start: str | None, execution_time: int,
     time: SQLMesh reads a model's start with no relative base whatever the plan's execution time."""
     text = model.start or default_start
     if text:
-        return to_ms(text, relative_base=now_ms() if now is None else now)
+        return to_ms(text, relative_base=wall_clock() if now is None else now)
     return midnight(execution_time) - MS_PER_DAY
+
+
+def model_end(model: Model, *, now: int | None = None) -> int | None:
+    """The model's exclusive `end` (a day covers the whole day), None without one. A relative end (`3 days
+    ago`) counts from `now` (the wall clock), not from the execution time, as SQLMesh 0.236.4 reads it: a
+    plan as of 2026-11-20 on 2026-12-06 filled a daily model with `end '3 days ago'` up to 2026-11-19."""
+    if not model.end:
+        return None
+    return exclusive_end_ms(model.end, relative_base=wall_clock() if now is None else now)
+
+
+def wall_clock() -> int:
+    """Now, to the minute (epoch ms): the base SQLMesh reads a model's relative start and end against."""
+    return now_ms() // 60_000 * 60_000
 
 
 @dataclass
@@ -100,7 +114,7 @@ class ParentCheck:
         if parent.name not in self._reachable:
             start = model_start(model, default_start=self.default_start,
                                 execution_time=self.execution_time)
-            end = exclusive_end_ms(model.end, relative_base=self.execution_time) if model.end else None
+            end = model_end(model)
             self._reachable[parent.name] = merge(missing_intervals(
                 start=start, end=end, cron=model.cron, recorded=[],
                 execution_time=self.execution_time))

@@ -16,9 +16,10 @@ from bot.timeline.intervals import Interval
 from bot.plan.definition import ChangeType, ModelChange, Plan
 from bot.plan.execution import order_snapshots
 from bot.plan.cron_run import model_start, query_sql
+from bot.plan.parents import model_end
 from bot.project.dag import children_of, reachable
 from bot.project.model import KindName, Model
-from bot.timeline.times import MS_PER_DAY, exclusive_end_ms
+from bot.timeline.times import MS_PER_DAY
 from bot.snapshot import ChangeCategory, Snapshot, view_name
 from bot.spark.engine import SparkEngine
 from bot.spark.errors import spark_errors
@@ -181,9 +182,8 @@ class _Preview:
     # -- scope -----------------------------------------------------------------------------
     def _range_end(self, model: Model) -> int:
         end = self.plan.end or self.execution_time
-        if model.end:
-            end = min(end, exclusive_end_ms(model.end, relative_base=self.execution_time))
-        return end
+        model_stop = model_end(model)
+        return end if model_stop is None else min(end, model_stop)
 
     def _start(self, model: Model) -> int:
         return model_start(model, default_start=self.default_start, execution_time=self.execution_time)

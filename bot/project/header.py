@@ -10,6 +10,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from bot.errors import ConfigError
+from bot.project.floats import declared_type
 from bot.project.sqltext import (is_blank, line_at, matching_paren, parse_sql, skip_blank,
                                  split_top_level, statement_end, strip_comments, to_sql)
 
@@ -208,6 +209,6 @@ def column_types(prop: Prop, *, dialect: str, path: Path) -> tuple[tuple[str, st
 def spark_type(text: str, *, dialect: str, path: Path, line: int | None = None) -> str:
     """A column type in any dialect as a Spark type name (`VARCHAR` → `STRING`)."""
     try:
-        return exp.DataType.build(text.strip(), dialect=dialect or None).sql("spark")
+        return declared_type(text, dialect or None).sql("spark")
     except (ParseError, ValueError):
         raise ConfigError(f"unknown column type `{text.strip()}`", path=path, line=line) from None

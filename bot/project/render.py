@@ -19,7 +19,8 @@ from bot.project.macros import (EMPTY_REGISTRY, MacroEvaluator, MacroRegistry, i
 from bot.project.model import KindName, Model
 from bot.project.python_model import resolve_sql_function, sql_function_query
 from bot.project.sqltext import normalize_name, parse_sql
-from bot.project.floats import keep_float32_arithmetic
+from bot.project.arithmetic import keep_dialect_arithmetic
+from bot.project.floats import keep_dialect_float_widths, keep_float32_arithmetic
 from bot.project.windows import order_all_peers
 from bot.timeline.times import REFERENCE_END, REFERENCE_START  # noqa: F401 - the reference interval's home for renders
 
@@ -28,6 +29,9 @@ _MAPPED = "meshbot_mapped"          # meta flag: this table is already a physica
 
 
 _FLOAT_NAMES = re.compile(r"\b(?:real|float4?)\b", re.I)   # DuckDB's float32 type names
+_FLOAT_WIDTHS = re.compile(r"\b(?:real|float\w*)\b|[@{]", re.I)   # a floating type a dialect sizes its own way
+_SPARK_DIALECTS = frozenset({"spark", "spark2", "databricks"})
+_ARITHMETIC_SIGNS = re.compile(r"[/%\[@{]|\b(?:div|mod)\b", re.I)   # a division, remainder or element access
 
 
 @dataclass(frozen=True)
@@ -247,8 +251,12 @@ def _render(model: Model, ctx: RenderContext, stack: tuple[str, ...]) -> exp.Que
         _spark_hash_functions(rendered)
     if not model.query_text or "over" in model.query_text.lower():   # a walk only where a window may be
         order_all_peers(rendered)
+    if model.dialect not in _SPARK_DIALECTS and (not model.query_text or _FLOAT_WIDTHS.search(model.query_text)):
+        keep_dialect_float_widths(rendered, model.dialect)
     if model.dialect == "duckdb" and (not model.query_text or _FLOAT_NAMES.search(model.query_text)):
         keep_float32_arithmetic(rendered)
+    if not model.query_text or _ARITHMETIC_SIGNS.search(model.query_text):   # a walk only where one may be
+        keep_dialect_arithmetic(rendered, model.dialect)
     return _map_tables(rendered, ctx, stack)
 
 
@@ -340,6 +348,10 @@ def render_expression(expression: exp.Expression, *, model: Model, dialect: str 
     for source in sources:
         result = evaluator.transform(source)
         items += result if isinstance(result, list) else [result] if result is not None else []
+    for item in items:
+        if (dialect or model.dialect) not in _SPARK_DIALECTS:
+            keep_dialect_float_widths(item, dialect or model.dialect)
+        keep_dialect_arithmetic(item, dialect or model.dialect)
     return [_map_tables(item, ctx, (model.name,)) for item in items]
 
 

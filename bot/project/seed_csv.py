@@ -150,7 +150,8 @@ def _positions(header: list[str] | None, columns: Sequence[tuple[str, str]], *, 
     by position."""
     if header is None:
         return [(i, name, kind) for i, (name, kind) in enumerate(columns)]
-    by_name = {field.lower(): i for i, field in enumerate(header)}
+    # SQLMesh reads each header name as an identifier (sqlglot's normalize_identifiers): `a, b` names `b`
+    by_name = {field.strip().lower(): i for i, field in enumerate(header)}
     missing = [name for name, _ in columns if name.lower() not in by_name]
     if missing:
         raise ConfigError(f"model `{model_name}` declares column{'s' if len(missing) > 1 else ''} "

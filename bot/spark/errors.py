@@ -10,6 +10,8 @@ from bot.errors import EngineError
 
 _MAX_MESSAGE_LINES = 4
 _RAISED, _RAISED_STATE = "[USER_RAISED_EXCEPTION] ", " SQLSTATE: P0001"
+# Spark's hint to turn ANSI SQL off, that is to turn the error into a silent NULL or a wrapped number
+_BYPASS_ANSI = re.compile(r'\s*If necessary set "?spark\.sql\.ansi\.enabled"? to "?false"? to bypass this error\.')
 
 
 def spark_message(exc: BaseException) -> str:
@@ -19,6 +21,9 @@ def spark_message(exc: BaseException) -> str:
     '[X] Bad thing. SQLSTATE: 42000;'
     >>> spark_message(Exception("[USER_RAISED_EXCEPTION] bad name: x SQLSTATE: P0001"))
     'bad name: x'
+    >>> spark_message(Exception('[ARITHMETIC_OVERFLOW] overflow. If necessary set "spark.sql.ansi.enabled" '
+    ...                         'to "false" to bypass this error. SQLSTATE: 22003'))
+    '[ARITHMETIC_OVERFLOW] overflow. SQLSTATE: 22003'
     """
     is_py4j = any(cls.__name__ == "Py4JJavaError" for cls in type(exc).__mro__)
     text = _java_message(exc) if is_py4j else str(exc)
@@ -26,7 +31,7 @@ def spark_message(exc: BaseException) -> str:
     lines = [line for line in lines if line.strip()]
     if not lines:
         return type(exc).__name__
-    first = lines[0].removeprefix(": ").strip()
+    first = _BYPASS_ANSI.sub("", lines[0].removeprefix(": ").strip())
     if first.startswith(_RAISED):     # RAISE_ERROR's own text (a model's guard, a value that does not fit)
         first = first.removeprefix(_RAISED).removesuffix(_RAISED_STATE).rstrip()
     if "== SQL ==" in lines:

@@ -34,15 +34,16 @@ _LOCK = threading.Lock()
 _SESSION: "SparkSession | None" = None
 
 # SQL semantics meshbot relies on (INSERT OVERWRITE replaces only the written partitions, UTC,
-# non-ANSI casts, Parquet tables). Runtime settings, so they apply to Spark Connect sessions too;
-# users override any of them in `config`.
+# Parquet tables, ANSI SQL: a value that does not fit is an error, never a silent NULL, as on DuckDB; where
+# a model's dialect gives a value instead, bot/project/arithmetic.py rewrites its query). Runtime settings,
+# so they apply to Spark Connect sessions too; users override any of them in `config`.
 SESSION_DEFAULTS: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.legacy.createHiveTableByDefault": "false",
     "spark.sql.sources.default": "parquet",
-    "spark.sql.ansi.enabled": "false",
+    "spark.sql.ansi.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
 
