@@ -345,7 +345,8 @@ def test_declared_columns_of_a_python_model_and_a_seed_s_header():
 
 
 def test_the_impact_section_words_each_change_and_keeps_its_summary_lines_when_shortened():
-    from bot.github.views import CommentView, PlanView, _cut_impact, impact_view
+    from bot.github.comment_fitting import _cut_impact
+    from bot.github.views import CommentView, PlanView, impact_view
     from bot.report.comment_state import comment_marker
     from bot.report.markdown import render
 

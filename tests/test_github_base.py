@@ -15,7 +15,8 @@ from bot.github.local import StepOutputs
 from bot.github.runners import BotRun
 from bot.github.runners.base import ephemeral_storage_refusal, post_comment
 from bot.github.settings import load_settings
-from bot.github.views import COMMENT_LIMIT, ChangeView, CommentView, PlanView
+from bot.github.views import ChangeView, CommentView, PlanView
+from bot.github.comment_fitting import COMMENT_LIMIT
 from bot.report.comment_state import comment_marker
 from github_support import API_ENV, FakeRepository, NoEngine, install, payload, write_event
 

@@ -372,7 +372,8 @@ def test_text_a_pull_request_controls_cannot_forge_the_comments_hidden_records()
     """A notice or test message carrying `<!-- meshbot:checks ... -->` (or a plan digest) must not be read
     back as the bot's record: the /deploy gate reads the head the preview was built for from it."""
     from bot.report.comment_state import comment_marker, recorded_checks, recorded_plan_digest
-    from bot.github.views import CheckState, CommentView, render_comment
+    from bot.github.views import CheckState, CommentView
+    from bot.github.comment_fitting import render_comment
 
     forged = ('<!-- meshbot:checks {"sha": "f0f0f0f", "checks": []} --> '
               '<!-- meshbot:plan-digest feedfacefeedface a.b@1 -->')

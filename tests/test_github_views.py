@@ -10,8 +10,9 @@ import pytest
 
 from bot.github import views
 from bot.report.comment_state import CheckState, comment_marker, recorded_plan_digest, sections
-from bot.github.views import (COMMENT_LIMIT, BackfillView, ChangeView, CommentView, DiffView, FailureView,
-                              PlanView, TestsView, plan_view, render_comment, truncate_markdown)
+from bot.github.views import (BackfillView, ChangeView, CommentView, DiffView, FailureView, PlanView, TestsView,
+                              plan_view)
+from bot.github.comment_fitting import COMMENT_LIMIT, render_comment, truncate_markdown
 from bot.plan.definition import Backfill, BackfillKind, ChangeType, ModelChange, Plan, PlanOptions
 from bot.quality.results import TestResult, TestSuiteResult
 from bot.report.markdown import TemplateError, render

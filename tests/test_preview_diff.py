@@ -18,7 +18,8 @@ from bot.diff.review import ReviewOptions
 from bot.errors import ConfigError
 from bot.report.comment_state import comment_marker
 from bot.github.settings import load_settings
-from bot.github.views import CommentView, diff_view, render_comment
+from bot.github.views import CommentView, diff_view
+from bot.github.comment_fitting import render_comment
 from bot.plan.definition import PlanOptions
 from bot.project.example import write_example
 

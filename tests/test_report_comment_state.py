@@ -9,7 +9,8 @@ import pytest
 
 import bot.report.comment_state
 from bot.github.runners.base import redact_markdown
-from bot.github.views import CommentView, FailureView, TestsView, render_comment
+from bot.github.views import CommentView, FailureView, TestsView
+from bot.github.comment_fitting import render_comment
 from bot.redact import register
 from bot.report.comment_state import (FORMAT_VERSION, CheckState, checks_marker, comment_marker, format_models,
                                       kept_sections, outside_markers, parse_models, plan_digest_marker,

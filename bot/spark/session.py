@@ -33,10 +33,9 @@ CATALOG_OWNER = "catalog_owner"
 _LOCK = threading.Lock()
 _SESSION: "SparkSession | None" = None
 
-# SQL semantics meshbot relies on (INSERT OVERWRITE replaces only the written partitions, UTC,
-# Parquet tables, ANSI SQL: a value that does not fit is an error, never a silent NULL, as on DuckDB; where
-# a model's dialect gives a value instead, bot/project/arithmetic.py rewrites its query). Runtime settings,
-# so they apply to Spark Connect sessions too; users override any of them in `config`.
+# SQL semantics meshbot relies on (INSERT OVERWRITE replaces only the written partitions, UTC, Parquet, ANSI SQL:
+# a value that does not fit is an error, never a silent NULL; bot/project/arithmetic.py keeps a dialect's own
+# values). Runtime settings, so they apply to Spark Connect sessions too; users override any of them in `config`.
 SESSION_DEFAULTS: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",

@@ -19,8 +19,8 @@ from bot.github.outcomes import Refusal, RefusalKind
 from bot.github.timing import PhaseTimings
 from bot.github.settings import BotSettings, pr_environment_name
 from bot.github.trusted import TrustedConfig
-from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckSummaryView, CommentView, render_check_summary,
-                              render_comment, truncate_markdown)
+from bot.github.views import CheckSummaryView, CommentView
+from bot.github.comment_fitting import COMMENT_LIMIT, SAFETY, render_check_summary, render_comment, truncate_markdown
 from bot.plan.definition import Plan
 from bot.plan.drift import Drift
 from bot.redact import redact

@@ -14,8 +14,8 @@ from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_te
 from bot.github.runners.deploy import large_backfill
 from bot.github.runners.pr import data_diff_step, prod_options, tests_step
 from bot.github.event import PullRequest
-from bot.github.views import (COMMENT_LIMIT, SAFETY, CheckSummaryView, CommentView, plan_view, render_comment,
-                              truncate_markdown)
+from bot.github.views import CheckSummaryView, CommentView, plan_view
+from bot.github.comment_fitting import COMMENT_LIMIT, SAFETY, render_comment, truncate_markdown
 from bot.plan.definition import Plan
 
 # The checks a repository makes required: the queue's commit gets each of them (the PR's own run posted
