@@ -34,7 +34,8 @@ def test_the_context_stays_a_facade_under_300_lines():
 
 # bot/github modules whose tests are not in a file named after them, with the files that test them.
 GITHUB_TESTED_ELSEWHERE = {
-    "checks": ("test_github_outcomes.py", "test_github_comment.py"),   # names only: check titles, status line order
+    "check_names": ("test_github_outcomes.py", "test_github_comment.py"),   # names only: check titles, status line order
+    "authorize": ("test_github_trust.py", "test_github_deploy.py", "test_github_rollback.py", "test_github_queue.py"),
 }
 # test_github_*.py files named after no module: end-to-end scenarios through several modules (each says so).
 GITHUB_SCENARIOS = {"comment", "lifecycle", "trust", "fresh_clone", "workflows"}
@@ -60,7 +61,7 @@ def test_every_github_module_has_a_test_file_named_after_it_or_says_where_it_is_
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 LONG_MODULES = {
-    "bot/github/gate.py": 408, "bot/github/views.py": 698, "bot/project/cache.py": 640,
+    "bot/github/views.py": 698, "bot/project/cache.py": 640,
     "bot/project/config.py": 656, "bot/project/loader.py": 555, "bot/project/macros.py": 431,
     "bot/project/sqltext.py": 403, "bot/spark/engine.py": 543, "bot/spark/local_server.py": 455,
     "bot/spark/session.py": 481,

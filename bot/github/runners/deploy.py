@@ -6,12 +6,12 @@ from dataclasses import replace
 
 from bot.errors import BotError, GithubError
 from bot.github.event import PullRequest
-from bot.github.gate import approval_status
+from bot.github.authorize import approval_status
 from bot.github.runners.pr import prod_options
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, find_drift, finish_check,
                                      plan_digest, planned_identifiers, post_comment, start_check)
 from bot.github.runners.notify import notifier_for
-from bot.github.checks import CheckName
+from bot.github.check_names import CheckName
 from bot.github.settings import BotSettings
 from bot.github.outcomes import (BackfillLimit, DeployKind, DeployOutcome, LargeBackfill, MergeResult, ModelBackfill,
                                  PlanDrift, RunAfterDeploy)
@@ -28,7 +28,7 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
                       allow_destructive: tuple[str, ...] = (), allow_drift: bool = False) -> int:
     """Apply the plan to `environment` (default: the merge environment) for the PR of this commit.
 
-    `pull_request` is the PR of an authorized `/deploy` (bot.github.gate checked it before the project
+    `pull_request` is the PR of an authorized `/deploy` (bot.github.authorize checked it before the project
     was opened); other deploys find the PR of the pushed or tagged commit."""
     env = environment or run.settings.merge_environment
     if run.event.name == "release" and not (run.event.sha or run.sha):

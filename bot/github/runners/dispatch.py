@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from bot.github.gate import (ALLOW_DRIFT, ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, authorize_command,
-                             authorize_dispatched_rollback, authorize_rollback, checkout_refusal, classify, release_refusal, rollback_target)
+from bot.github.authorize import (authorize_command, authorize_dispatched_rollback, authorize_rollback, checkout_refusal,
+                                  release_refusal)
+from bot.github.classify import (ALLOW_DRIFT, ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, classify,
+                                 rollback_target)
 from bot.github.outcomes import JobNote, NoteKind, Refusal, RefusalKind
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment

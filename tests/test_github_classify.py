@@ -1,14 +1,14 @@
-"""bot.github.gate: what each event asks of the bot, decided from the payload and the trusted settings alone.
+"""bot.github.classify: what each event asks of the bot, decided from the payload and the trusted settings alone.
 
-The gate's refusals (a fork, a reader, a moved head, a release off the default branch) are tried end to end
-in test_github_trust.py and test_github_deploy.py."""
+The refusals of bot.github.authorize (a fork, a reader, a moved head, a release off the default branch) are tried
+end to end in test_github_trust.py and test_github_deploy.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from bot.github.event import parse_event
-from bot.github.gate import Step, classify
+from bot.github.classify import Step, classify
 from bot.github.settings import load_settings
 from github_support import payload, pr_comment_event
 
