@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from bot.github.approvals import ApprovalStatus, evaluate
+from bot.github.classify import DeployOptions
 from bot.github.commands import command_prefix
 from bot.github.event import Event, PullRequest
 from bot.github.ports import WRITE_PERMISSIONS, GithubPort
@@ -63,7 +64,8 @@ class Verdict:
 
 def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *,
                       checkout_head: str | None, check_head: bool,
-                      commits_behind: Callable[[str, str], int | None], options: tuple[str, ...] = ()) -> Verdict:
+                      commits_behind: Callable[[str, str], int | None],
+                      options: DeployOptions = DeployOptions()) -> Verdict:
     """May the `/deploy` of this comment deploy now? The commenter, the pull request (origin, state,
     mergeability, the head the preview was built for), its approvals and, with `check_head`, the
     checkout (it must be exactly the PR's head). Reads the GitHub API only."""
@@ -79,9 +81,8 @@ def authorize_command(event: Event, settings: BotSettings, github: GithubPort, *
     if check_head and checkout_head != pr.head_sha:
         return Verdict(pr, CheckoutMismatch(pr.head_sha, checkout_head, f"the head of #{pr.number}",
                                             from_authorize_job=True))
-    given = [o.partition("=")[0] for o in options]
-    if given and not _is_required_approver(github, settings, event, comment.user):
-        return Verdict(pr, OptionsByApproverOnly(tuple(dict.fromkeys(given))))
+    if options.names and not _is_required_approver(github, settings, event, comment.user):
+        return Verdict(pr, OptionsByApproverOnly(options.names))
     approval = approval_status(github, settings, event.repo.owner, pr)
     if not approval.approved:
         return Verdict(pr, ApprovalMissing(approval.summary), approval)

@@ -19,34 +19,52 @@ ALLOW_DRIFT = "--allow-drift"                        # a deploy may undo prod's 
 ALLOW_DESTRUCTIVE = "--allow-destructive-model"      # followed by a model name; given as --allow-destructive-model=M
 
 
-def deploy_options(args: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
-    """A `/deploy` comment's words → (options, words it does not know). Both options are for required
-    approvers only.
+@dataclass(frozen=True)
+class DeployOptions:
+    """What a `/deploy` comment allows beyond a plain deploy; each is for required approvers only."""
+
+    allow_large_backfill: bool = False           # past cicd_bot.max_backfill_*
+    allow_drift: bool = False                    # undo prod's drift (bot.plan.drift)
+    allow_destructive: tuple[str, ...] = ()      # models whose destructive change may apply
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The options given, as a comment writes them (each once).
+
+        >>> DeployOptions(allow_drift=True, allow_destructive=("a", "b")).names
+        ('--allow-drift', '--allow-destructive-model')
+        """
+        return tuple(name for name, given in ((ALLOW_LARGE_BACKFILL, self.allow_large_backfill),
+                                               (ALLOW_DRIFT, self.allow_drift),
+                                               (ALLOW_DESTRUCTIVE, bool(self.allow_destructive))) if given)
+
+
+def deploy_options(args: tuple[str, ...]) -> tuple[DeployOptions, list[str]]:
+    """A `/deploy` comment's words → (options, words it does not know).
 
     >>> deploy_options(("--allow-destructive-model", "shop.orders", "--allow-large-backfill"))
-    (('--allow-destructive-model=shop.orders', '--allow-large-backfill'), [])
+    (DeployOptions(allow_large_backfill=True, allow_drift=False, allow_destructive=('shop.orders',)), [])
     >>> deploy_options(("--allow-destructive-model",))
-    ((), ['--allow-destructive-model (needs a model name)'])
+    (DeployOptions(allow_large_backfill=False, allow_drift=False, allow_destructive=()), \
+['--allow-destructive-model (needs a model name)'])
     """
-    options: list[str] = []
+    flags: set[str] = set()
+    models: list[str] = []
     unknown: list[str] = []
     words = iter(args)
     for word in words:
         if word in (ALLOW_LARGE_BACKFILL, ALLOW_DRIFT):
-            options.append(word)
+            flags.add(word)
         elif word == ALLOW_DESTRUCTIVE or word.startswith(ALLOW_DESTRUCTIVE + "="):
             model = word.partition("=")[2] or next(words, "")
             if model and not model.startswith("--"):
-                options.append(f"{ALLOW_DESTRUCTIVE}={model}")
+                models.append(model)
             else:
                 unknown.append(f"{ALLOW_DESTRUCTIVE} (needs a model name)")
         else:
             unknown.append(word)
-    return tuple(options), unknown
-
-
-def destructive_models(options: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(o.partition("=")[2] for o in options if o.startswith(ALLOW_DESTRUCTIVE + "="))
+    return DeployOptions(allow_large_backfill=ALLOW_LARGE_BACKFILL in flags, allow_drift=ALLOW_DRIFT in flags,
+                         allow_destructive=tuple(models)), unknown
 
 
 class Step(str, Enum):
@@ -67,17 +85,19 @@ class Decision:
 
     step: Step
     text: str = ""
-    environment: str | None = None     # DEPLOY: the environment to apply
-    command: bool = False              # DEPLOY asked for by a `/deploy` comment
-    options: tuple[str, ...] = ()      # the command's options, e.g. --allow-large-backfill
+    environment: str | None = None     # DEPLOY, ROLLBACK, QUEUE: the environment it works on
+    command: bool = False              # asked for by a `/deploy` or `/rollback` comment
+    deploy: DeployOptions = DeployOptions()    # DEPLOY by `/deploy`: what the comment allows
+    rollback_to: str | None = None     # ROLLBACK: the plan id (hex, a prefix will do) to serve; None: the previous
 
 
 def classify(event: Event, settings: BotSettings) -> Decision:
     """The step `event` asks for under `settings` (pure: the payload and the trusted settings only).
 
     >>> from bot.github.event import Repo
-    >>> classify(Event("push", None, Repo("o", "r"), ref="refs/heads/main", sha="abc"), BotSettings())
-    Decision(step=<Step.DEPLOY: 'deploy'>, text='', environment='prod', command=False, options=())
+    >>> decision = classify(Event("push", None, Repo("o", "r"), ref="refs/heads/main", sha="abc"), BotSettings())
+    >>> decision.step, decision.environment, decision.command
+    (<Step.DEPLOY: 'deploy'>, 'prod', False)
     >>> classify(Event("push", None, Repo("o", "r"), ref="refs/heads/feature", sha="abc"), BotSettings()).step
     <Step.NOTHING: 'nothing'>
     """
@@ -131,7 +151,7 @@ def _classify_comment(event: Event, settings: BotSettings) -> Decision:
                                               "deploy", unknown=tuple(unknown),
                                               options=(ALLOW_LARGE_BACKFILL, ALLOW_DRIFT,
                                                        f"{ALLOW_DESTRUCTIVE} MODEL")).text)
-        return Decision(Step.DEPLOY, environment=settings.merge_environment, command=True, options=options)
+        return Decision(Step.DEPLOY, environment=settings.merge_environment, command=True, deploy=options)
     return Decision(Step.NOTHING, CommentIgnored(parsed.reason).text)
 
 
@@ -141,8 +161,9 @@ def _classify_merge_group(event: Event, settings: BotSettings) -> Decision:
 
     >>> from bot.github.event import MergeGroup, Repo
     >>> group = MergeGroup("f" * 40, "refs/heads/gh-readonly-queue/main/pr-7-" + "a" * 40, "refs/heads/main")
-    >>> classify(Event("merge_group", "checks_requested", Repo("o", "r"), merge_group=group), BotSettings())
-    Decision(step=<Step.QUEUE: 'queue'>, text='', environment='prod', command=False, options=())
+    >>> decision = classify(Event("merge_group", "checks_requested", Repo("o", "r"), merge_group=group), BotSettings())
+    >>> decision.step, decision.environment
+    (<Step.QUEUE: 'queue'>, 'prod')
     """
     group = event.merge_group
     if event.action != "checks_requested" or group is None:
@@ -155,13 +176,13 @@ def _classify_merge_group(event: Event, settings: BotSettings) -> Decision:
 
 
 def _classify_rollback(parsed: Command, settings: BotSettings) -> Decision:
-    """`/rollback [PLAN_ID]`: the plan id (hex, a prefix will do) travels as the option `--to=PLAN_ID`."""
+    """`/rollback [PLAN_ID]`: the plan id is hex; a prefix will do."""
     args = parsed.args
     if len(args) > 1 or (args and not all(c in "0123456789abcdef" for c in args[0].lower())):
         return Decision(Step.REPLY, Reply(ReplyKind.BAD_ROLLBACK_ARGS, command_prefix(settings.command_namespace),
                                           "rollback", environment=settings.merge_environment).text)
     return Decision(Step.ROLLBACK, environment=settings.merge_environment, command=True,
-                    options=tuple(f"--to={a.lower()}" for a in args))
+                    rollback_to=args[0].lower() if args else None)
 
 
 def _classify_dispatched_rollback(event: Event, settings: BotSettings) -> Decision:
@@ -169,9 +190,4 @@ def _classify_dispatched_rollback(event: Event, settings: BotSettings) -> Decisi
     target = event.input("rollback_to").strip().lower()
     if target and not all(c in "0123456789abcdef" for c in target):
         return Decision(Step.NOTHING, BadRollbackInput(settings.merge_environment, target).text)
-    return Decision(Step.ROLLBACK, environment=settings.merge_environment,
-                    options=(f"--to={target}",) if target else ())
-
-
-def rollback_target(options: tuple[str, ...]) -> str | None:
-    return next((o.partition("=")[2] for o in options if o.startswith("--to=")), None)
+    return Decision(Step.ROLLBACK, environment=settings.merge_environment, rollback_to=target or None)
