@@ -70,7 +70,7 @@ LONG_MODULES = {
 }
 LONG_FUNCTIONS = {
     "bot/github/action.py:build_run": 97, "bot/github/runners/deploy.py:deploy_production": 78,
-    "bot/github/settings.py:load_settings": 72, "bot/project/loader.py:_load_sql_models": 69,
+    "bot/project/loader.py:_load_sql_models": 69,
     # not split yet in the engine's own rooms
     "bot/plan/impact.py:impact": 96, "bot/plan/schedule.py:run_tasks": 79, "bot/state/tables.py:build_tables": 88,
 }

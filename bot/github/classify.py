@@ -11,7 +11,7 @@ from bot.github.event import Event
 from bot.github.refusals import (BadRollbackInput, CommentIgnored, ForkClosed, ForkNotBuilt, NotAQueueBranch,
                                  NotANewComment, NothingForEvent, OwnComment, QueueEntryNotRequested,
                                  QueueNotDeployed, RefDeleted)
-from bot.github.settings import BotSettings
+from bot.github.settings import BotSettings, DeployOn
 
 
 ALLOW_LARGE_BACKFILL = "--allow-large-backfill"
@@ -123,11 +123,11 @@ def classify(event: Event, settings: BotSettings) -> Decision:
         return _classify_merge_group(event, settings)
     if event.name == "push" and event.deleted:
         return Decision(Step.NOTHING, RefDeleted(event.ref or "").text)
-    if event.name == "push" and event.tag is None and settings.deploys_on("merge") \
+    if event.name == "push" and event.tag is None and settings.deploys_on(DeployOn.MERGE) \
             and settings.is_prod_branch(event.branch, event.repo.default_branch):
         return Decision(Step.DEPLOY, environment=settings.merge_environment)
     if ((event.name == "push" and event.tag) or (event.name == "release" and event.action == "published")) \
-            and settings.deploys_on("tag"):
+            and settings.deploys_on(DeployOn.TAG):
         return Decision(Step.DEPLOY, environment=settings.tag_environment)
     return Decision(Step.NOTHING, NothingForEvent(event.name, event.action or "").text)
 
