@@ -443,7 +443,7 @@ class FakeRepository:
 class FakeEngine:
     """A small stand-in for bot.context.Context where no engine behaviour is asserted: a prod plan with
     `changed` models until it is deployed, PR environments that exist once applied, unit tests that pass.
-    It answers with the engine's own result types (it satisfies bot.github.api.EngineContext) and records
+    It answers with the engine's own result types (it satisfies bot.github.ports.EngineContext) and records
     what it was asked (plans, applies, invalidations)."""
 
     def __init__(self, cicd_bot: dict[str, Any] | None = None, *, users: tuple[UserConfig, ...] = (),

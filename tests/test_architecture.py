@@ -34,7 +34,8 @@ def test_the_context_stays_a_facade_under_300_lines():
 
 # bot/github modules whose tests are not in a file named after them, with the files that test them.
 GITHUB_TESTED_ELSEWHERE = {
-    "checks": ("test_github_outcomes.py", "test_github_comment.py"),   # names only: check titles, status line order
+    "check_names": ("test_github_outcomes.py", "test_github_comment.py"),   # names only: check titles, status line order
+    "authorize": ("test_github_trust.py", "test_github_deploy.py", "test_github_rollback.py", "test_github_queue.py"),
     "comment_fitting": ("test_github_views.py", "test_report_comment_state.py"),   # fitting what views describe
 }
 # test_github_*.py files named after no module: end-to-end scenarios through several modules (each says so).
@@ -61,18 +62,18 @@ def test_every_github_module_has_a_test_file_named_after_it_or_says_where_it_is_
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 LONG_MODULES = {
-    "bot/github/gate.py": 408, "bot/github/views.py": 600, "bot/project/cache.py": 640,
+    "bot/github/views.py": 600, "bot/project/cache.py": 640,
     "bot/project/config.py": 656, "bot/project/loader.py": 555, "bot/project/macros.py": 431,
     "bot/project/sqltext.py": 403, "bot/spark/engine.py": 543, "bot/spark/local_server.py": 455,
     "bot/spark/session.py": 481,
     # not split yet in the engine's own rooms
-    "bot/plan/impact.py": 685, "bot/report/dag_html.py": 432,
+    "bot/report/dag_html.py": 432,
 }
 LONG_FUNCTIONS = {
-    "bot/github/action.py:build_run": 97, "bot/github/runners/deploy.py:deploy_production": 78,
-    "bot/github/settings.py:load_settings": 72, "bot/project/loader.py:_load_sql_models": 69,
+    "bot/github/action.py:build_run": 97, "bot/github/runners/deploy.py:deploy_production": 77,
+    "bot/project/loader.py:_load_sql_models": 69,
     # not split yet in the engine's own rooms
-    "bot/plan/impact.py:impact": 96, "bot/plan/schedule.py:run_tasks": 79, "bot/state/tables.py:build_tables": 88,
+    "bot/plan/schedule.py:run_tasks": 79, "bot/state/tables.py:build_tables": 88,
 }
 IMPORT_CYCLES: set[frozenset[str]] = set()
 

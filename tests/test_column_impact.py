@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from bot.plan.definition import ChangeType, ModelChange, Plan
-from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, ValueChange, analyze, column_impact
+from bot.plan.column_lineage import analyze
+from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, ValueChange, column_impact
 from bot.snapshot import ChangeCategory, Fingerprint, Snapshot
 
 ORDERS_OLD = "SELECT id, customer_id, amount FROM raw.orders"

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from bot.context import Context
-from bot.github.api import EngineContext, GithubPort
+from bot.github.ports import EngineContext, GithubPort
 from bot.github.client import GithubClient
 from bot.github.local import LocalOutput
 from bot.github.timing import TimedContext, TimedGithub

@@ -9,7 +9,7 @@ import responses
 from urllib3 import HTTPResponse
 
 from bot.errors import GithubError
-from bot.github.api import CheckRun, TokenPermissionError
+from bot.github.ports import CheckRun, TokenPermissionError
 from bot.report.comment_state import comment_marker
 from bot.github.client import GithubClient, RetryPolicy
 from bot.github.event import Repo

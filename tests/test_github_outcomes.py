@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.diff.gates import Finding, Level
-from bot.github.checks import CheckName
+from bot.github.check_names import CheckName
 from bot.github.outcomes import (BackfillLimit, CheckTitle, CleanupKind, CleanupOutcome, DeployKind, DeployOutcome,
                                  DeployWays, JobNote, LargeBackfill, MergeResult, ModelBackfill, NoteKind, PlanDrift,
                                  Refusal, RefusalKind, RollbackOutcome, RunAfterDeploy, gate_finding)

@@ -10,7 +10,7 @@ import pytest
 from bot.diff.table_diff import ModelDataDiff, RowDiff, schema_diff
 from bot.errors import EngineError
 from bot.github.event import parse_event
-from bot.github.gate import Step, classify
+from bot.github.classify import Step, classify
 from bot.github.settings import BotSettings
 from bot.project.config import UserConfig
 from github_support import NoEngine, Scenario, payload, pull_payload, scenario  # noqa: F401 - fixture

@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 
 from bot.errors import ConfigError
-from bot.github.settings import BotSettings, load_settings, pr_environment_name
+import dataclasses
+
+from bot.github.settings import (PARSERS, BotSettings, DeployOn, FullScope, MergeMethod, load_settings,
+                                 pr_environment_name)
 from bot.project.config import UserConfig
 
 
@@ -40,6 +43,31 @@ def test_merge_method_setting():
     assert load_settings({"merge_method": "Squash"}).merge_method == "squash"
     with pytest.raises(ConfigError, match="merge_method must be one of merge, squash, rebase"):
         load_settings({"merge_method": "fast-forward"})
+
+
+def test_every_setting_has_its_parser_and_choices_arrive_as_enums():
+    assert list(PARSERS) == [f.name for f in dataclasses.fields(BotSettings)]
+    settings = load_settings({"deploy_on": "TAG", "merge_method": "rebase", "table_diff_full_scope": "Skip"})
+    assert (settings.deploy_on, settings.merge_method, settings.table_diff_full_scope) == \
+        (DeployOn.TAG, MergeMethod.REBASE, FullScope.SKIP)
+    assert settings.deploys_on(DeployOn.TAG) and not settings.deploys_on(DeployOn.MERGE)
+    assert (BotSettings().deploy_on, BotSettings().table_diff_full_scope) == (DeployOn.MERGE, FullScope.WHOLE)
+    with pytest.raises(TypeError):
+        BotSettings(True)          # keyword-only: a positional value would land in whichever field comes first
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("deploy_on", "Sometimes", "cicd_bot.deploy_on must be one of merge, tag, both (got `sometimes`)"),
+    ("table_diff_full_scope", 3, "cicd_bot.table_diff_full_scope must be one of whole, skip (got `3`)"),
+    ("min_approvals", 0, "cicd_bot.min_approvals must be at least 1"),
+    ("table_diff_window_days", "week", "cicd_bot.table_diff_window_days must be a whole number of days"),
+    ("run_on_deploy", None, "cicd_bot.run_on_deploy must be true or false (got `None`)"),
+    ("max_backfill_batches", "-2", "cicd_bot.max_backfill_batches must be a whole number (got `-2`)"),
+])
+def test_a_bad_value_names_the_file_and_the_key(key, value, message):
+    with pytest.raises(ConfigError) as error:
+        load_settings({key: value}, where="repo/config.yaml")
+    assert message in str(error.value) and "repo/config.yaml" in str(error.value)
 
 
 def test_max_backfill_executor_hours_setting():

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from bot.context import Context
 from bot.errors import BotError, GithubError
-from bot.github.api import EngineContext, GithubPort, TokenPermissionError
+from bot.github.ports import EngineContext, GithubPort, TokenPermissionError
 from bot.github.base_changes import load_base_versions
 from bot.github.checkout import GitCheckout
 from bot.github.event import Event, PullRequest, load_event
-from bot.github.gate import SealedContext
+from bot.github.seal import SealedContext
 from bot.github.local import Answers, LocalOutput, StepOutputs, load_answers
 from bot.github.runners import COMMANDS, BotRun, dispatch
 from bot.github.settings import load_settings

@@ -12,7 +12,7 @@ import requests
 from github import Auth, GithubException, GithubRetry, RateLimitExceededExceedsMaxWait
 
 from bot.errors import GithubError
-from bot.github.api import CheckRun, TokenPermissionError
+from bot.github.ports import CheckRun, TokenPermissionError
 from bot.github.event import PullRequest, Repo, Review, parse_pull_request, parse_review
 
 T = TypeVar("T")

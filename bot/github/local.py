@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bot.errors import GithubError
-from bot.github.api import CheckRun
+from bot.github.ports import CheckRun
 from bot.github.event import PullRequest, Review, parse_pull_request, parse_review, read_json
 from bot.redact import redact
 from bot.report.comment_state import has_comment_marker

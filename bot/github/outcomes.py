@@ -251,7 +251,7 @@ class RefusalKind(str, Enum):
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a runner refused to work at all (bot.github.gate refuses the rest, before the project is read)."""
+    """Why a runner refused to work at all (bot.github.authorize refuses the rest, before the project is read)."""
 
     kind: RefusalKind
     detail: str = ""             # the gateway, what is missing (UNTRUSTED) or the event's ref (NOT_PROD_BRANCH)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import MISSING, dataclass, fields
+from enum import StrEnum
+from typing import Any, Callable, Iterable
 
 from bot.diff.gates import Gates, parse_gates
 from bot.diff.plan_regressions import parse_level
@@ -16,12 +17,26 @@ from bot.project.warn import project_warning
 
 MAX_ENV_NAME = 63
 REQUIRED_APPROVER = "required_approver"
-DEPLOY_TRIGGERS = ("merge", "tag", "both")
-MERGE_METHODS = ("merge", "squash", "rebase")
-FULL_SCOPES = ("whole", "skip")
 
 
-@dataclass(frozen=True)
+class DeployOn(StrEnum):
+    MERGE = "merge"      # a push to a prod branch
+    TAG = "tag"          # a release or a tag push
+    BOTH = "both"        # three tiers: merges to one environment, tags to another
+
+
+class MergeMethod(StrEnum):
+    MERGE = "merge"
+    SQUASH = "squash"
+    REBASE = "rebase"
+
+
+class FullScope(StrEnum):
+    WHOLE = "whole"      # the data diff compares the whole query of a model that is not incremental by time
+    SKIP = "skip"        # it leaves such models out
+
+
+@dataclass(frozen=True, kw_only=True)
 class BotSettings:
     """Every knob of the bot; parsed once, passed everywhere, no token inside."""
 
@@ -38,8 +53,8 @@ class BotSettings:
                                               "a start is given.")
     pr_include_unmodified: bool = documented(False, "PR environments get a view for every model, not only the "
                                                     "changed ones (SQLMesh's name).")
-    deploy_on: str = documented("merge", "What deploys: `merge` (a push to a prod branch), `tag` (a release or "
-                                         "tag push) or `both` (three tiers).")
+    deploy_on: DeployOn = documented(DeployOn.MERGE, "What deploys: `merge` (a push to a prod branch), `tag` (a release or "
+                                         "tag push) or `both` (three tiers).", shape="text")
     merge_environment: str = documented("prod", "The environment a merge deploys (`staging` for three tiers).")
     tag_environment: str = documented("prod", "The environment a release or tag deploys.")
     prod_branch_names: tuple[str, ...] = documented(
@@ -63,12 +78,12 @@ class BotSettings:
                                                  "match rates only).")
     allow_ephemeral_state: bool = documented(False, "Accept state and a catalog that vanish with the CI runner "
                                                     "(SQLite, embedded Derby): for throwaway demos.")
-    merge_method: str | None = documented(None, "`merge`, `squash` or `rebase`: merge the PR after a successful "
-                                                "`/deploy` (pinned to the deployed head).")
+    merge_method: MergeMethod | None = documented(None, "`merge`, `squash` or `rebase`: merge the PR after a successful "
+                                                "`/deploy` (pinned to the deployed head).", shape="text")
     table_diff_window_days: int = documented(7, "The data diff of INCREMENTAL_BY_TIME_RANGE models covers the "
                                                 "last N days of intervals.")
-    table_diff_full_scope: str = documented("whole", "Other kinds in the data diff: `whole` compares the whole "
-                                                     "query, `skip` leaves them out.")
+    table_diff_full_scope: FullScope = documented(FullScope.WHOLE, "Other kinds in the data diff: `whole` compares the whole "
+                                                     "query, `skip` leaves them out.", shape="text")
     table_diff_gates: Gates = documented(
         Gates(), "Thresholds of the `meshbot - Data Diff` check: `duplicate_keys`, `changed_rows_pct`, "
                  "`null_share_increase`, `row_count_change_pct`, each `off`, `warn`, `fail`, a number (fail "
@@ -115,82 +130,141 @@ class BotSettings:
         """
         return bool(head_ref and self.forward_only_branch_suffix and head_ref.endswith(self.forward_only_branch_suffix))
 
-    def deploys_on(self, trigger: str) -> bool:
-        return self.deploy_on in (trigger, "both")
+    def deploys_on(self, trigger: DeployOn) -> bool:
+        return self.deploy_on in (trigger, DeployOn.BOTH)
 
 
 def load_settings(cicd_bot: dict[str, Any] | None, users: Iterable[UserConfig] = (), *,
                   gateway: str | None = None, where: str = "config.yaml") -> BotSettings:
-    """Parse `cicd_bot:` (and `users:` with role required_approver) into BotSettings."""
+    """Parse `cicd_bot:` (and `users:` with role required_approver) into BotSettings, each key by its parser
+    (PARSERS); a key left out takes the field's default."""
     raw = _from_sqlmesh(dict(cicd_bot or {}), where)
-    known = set(BotSettings.__dataclass_fields__) | {"required_approver_teams"}
-    unknown = sorted(set(raw) - known)
+    teams = raw.pop("required_approver_teams", None)       # SQLMesh's name; required_teams wins
+    if teams is not None and not raw.get("required_teams"):
+        raw["required_teams"] = teams
+    unknown = sorted(set(raw) - set(PARSERS))
     if unknown:
         raise ConfigError(f"unknown cicd_bot setting(s): {', '.join(unknown)}", path=where)
-    deploy_on = str(raw.get("deploy_on", "merge")).lower()
-    if deploy_on not in DEPLOY_TRIGGERS:
-        raise ConfigError(f"cicd_bot.deploy_on must be one of merge, tag, both (got `{deploy_on}`)", path=where)
-    merge_method = _opt_str(raw.get("merge_method"))
-    if merge_method is not None and merge_method.lower() not in MERGE_METHODS:
-        raise ConfigError(f"cicd_bot.merge_method must be one of merge, squash, rebase (got `{merge_method}`)",
-                          path=where)
+    values = {f.name: PARSERS[f.name](raw[f.name], f.name, where) if f.name in raw else _default(f)
+              for f in fields(BotSettings)}
+    users_approving = sorted({u.github_username for u in users if u.github_username and REQUIRED_APPROVER in u.roles})
+    values["required_approvers"] = tuple(dict.fromkeys((*users_approving, *values["required_approvers"])))
+    values["gateway"] = gateway or values["gateway"]
+    return BotSettings(**values)
+
+
+def _default(field: Any) -> Any:
+    return field.default_factory() if field.default is MISSING else field.default
+
+
+Parser = Callable[[Any, str, str], Any]     # (the value in config.yaml, its key, the file) -> the field's value
+
+
+def _choice(kind: type[StrEnum], *, optional: bool = False) -> Parser:
+    """One of `kind`'s values, in any case; with `optional`, also nothing (None)."""
+    def parse(value: Any, key: str, where: str) -> StrEnum | None:
+        if optional and _opt_str(value) is None:
+            return None
+        text = str(value) if optional else str(value).lower()
+        if text.lower() not in set(kind):
+            raise ConfigError(f"cicd_bot.{key} must be one of {', '.join(kind)} (got `{text}`)", path=where)
+        return kind(text.lower())
+    return parse
+
+
+def _text_or(default: str) -> Parser:
+    """A name; empty means the default."""
+    return lambda value, key, where: str(value or default)
+
+
+def _optional_text(value: Any, key: str, where: str) -> str | None:
+    return _opt_str(value)
+
+
+def _names(value: Any, key: str, where: str) -> tuple[str, ...]:
+    return tuple(_str_list(value, key, where))
+
+
+def _min_approvals(value: Any, key: str, where: str) -> int:
     try:
-        min_approvals = int(raw.get("min_approvals", 1))
+        count = int(value)
     except (TypeError, ValueError):
-        raise ConfigError("cicd_bot.min_approvals must be an integer", path=where) from None
-    if min_approvals < 1:
-        raise ConfigError("cicd_bot.min_approvals must be at least 1", path=where)
-    max_batches, max_intervals = (_whole(raw, key, where) for key in ("max_backfill_batches",
-                                                                       "max_backfill_intervals"))
-    window_days = raw.get("table_diff_window_days", 7)
-    if isinstance(window_days, bool) or not isinstance(window_days, (int, str)) or not str(window_days).isdigit() \
-            or int(window_days) < 1:
-        raise ConfigError(f"cicd_bot.table_diff_window_days must be a whole number of days, at least 1 "
-                          f"(got `{window_days}`)", path=where)
-    full_scope = str(raw.get("table_diff_full_scope", "whole")).lower()
-    if full_scope not in FULL_SCOPES:
-        raise ConfigError(f"cicd_bot.table_diff_full_scope must be one of {', '.join(FULL_SCOPES)} "
-                          f"(got `{full_scope}`)", path=where)
-    approvers = tuple(sorted({u.github_username for u in users
-                              if u.github_username and REQUIRED_APPROVER in u.roles}))
-    approvers += tuple(_str_list(raw.get("required_approvers"), "required_approvers", where))
-    teams = _str_list(raw.get("required_teams") or raw.get("required_approver_teams"), "required_teams", where)
-    return BotSettings(
-        enable_deploy_command=_bool(raw.get("enable_deploy_command", False), "enable_deploy_command", where),
-        command_namespace=_opt_str(raw.get("command_namespace")),
-        pr_environment_name=_opt_str(raw.get("pr_environment_name")),
-        default_pr_start=_opt_str(raw.get("default_pr_start")),
-        skip_pr_backfill=_bool(raw.get("skip_pr_backfill", True), "skip_pr_backfill", where),
-        pr_include_unmodified=_bool(raw.get("pr_include_unmodified", False), "pr_include_unmodified", where),
-        deploy_on=deploy_on,
-        merge_environment=str(raw.get("merge_environment") or "prod"),
-        tag_environment=str(raw.get("tag_environment") or "prod"),
-        prod_branch_names=tuple(_str_list(raw.get("prod_branch_names"), "prod_branch_names", where)),
-        require_approved_plan=_bool(raw.get("require_approved_plan", False), "require_approved_plan", where),
-        min_approvals=min_approvals,
-        required_approvers=tuple(dict.fromkeys(approvers)),
-        required_teams=tuple(teams),
-        gateway=gateway or _opt_str(raw.get("gateway")),
-        exposures=_exposures(raw.get("exposures"), where),
-        bot_login=str(raw.get("bot_login") or "github-actions[bot]"),
-        run_table_diff=_bool(raw.get("run_table_diff", True), "run_table_diff", where),
-        table_diff_samples=_bool(raw.get("table_diff_samples", False), "table_diff_samples", where),
-        allow_ephemeral_state=_bool(raw.get("allow_ephemeral_state", False), "allow_ephemeral_state", where),
-        merge_method=merge_method.lower() if merge_method else None,
-        table_diff_window_days=int(window_days),
-        table_diff_full_scope=full_scope,
-        table_diff_gates=parse_gates(raw.get("table_diff_gates"), where=where),
-        plan_regressions=parse_level(raw.get("plan_regressions"), where=where),
-        run_on_deploy=_bool(raw.get("run_on_deploy", False), "run_on_deploy", where),
-        invalidate_environment_after_deploy=_bool(raw.get("invalidate_environment_after_deploy", True),
-                                                  "invalidate_environment_after_deploy", where),
-        check_if_blocked_on_deploy_to_prod=_bool(raw.get("check_if_blocked_on_deploy_to_prod", True),
-                                                 "check_if_blocked_on_deploy_to_prod", where),
-        max_backfill_batches=max_batches,
-        max_backfill_intervals=max_intervals,
-        max_backfill_executor_hours=_number(raw, "max_backfill_executor_hours", where),
-        forward_only_branch_suffix=str(raw.get("forward_only_branch_suffix") or "-forward-only"),
-    )
+        raise ConfigError(f"cicd_bot.{key} must be an integer", path=where) from None
+    if count < 1:
+        raise ConfigError(f"cicd_bot.{key} must be at least 1", path=where)
+    return count
+
+
+def _days(value: Any, key: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit() or int(value) < 1:
+        raise ConfigError(f"cicd_bot.{key} must be a whole number of days, at least 1 (got `{value}`)", path=where)
+    return int(value)
+
+
+def _whole(value: Any, key: str, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not str(value).isdigit():
+        raise ConfigError(f"cicd_bot.{key} must be a whole number (got `{value}`)", path=where)
+    return int(value)
+
+
+def _number(value: Any, key: str, where: str) -> float | None:
+    """A number at least 0 (`1.5`, `"2"`), or None when not set."""
+    if value is None:
+        return None
+    try:
+        number = float(value) if not isinstance(value, bool) else -1.0
+    except (TypeError, ValueError):
+        number = -1.0
+    if not number >= 0 or number == float("inf"):
+        raise ConfigError(f"cicd_bot.{key} must be a number, at least 0 (got `{value}`)", path=where)
+    return number
+
+
+def _bool(value: Any, key: str, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
+        return value.lower() in ("true", "yes", "1")
+    raise ConfigError(f"cicd_bot.{key} must be true or false (got `{value}`)", path=where)
+
+
+def _exposures(value: Any, key: str, where: str) -> tuple[Exposure, ...]:
+    """`exposures:` — a list of {name, owner, url, depends_on: [models]}: who reads the models outside the project."""
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError("cicd_bot.exposures must be a list of {name, owner, url, depends_on}", path=where)
+    found = []
+    for item in value:
+        if not isinstance(item, dict) or not _opt_str(item.get("name")):
+            raise ConfigError("each cicd_bot.exposures entry must be a mapping with a `name`", path=where)
+        unknown = sorted(set(item) - {"name", "owner", "url", "depends_on"})
+        if unknown:
+            raise ConfigError(f"cicd_bot.exposures `{item['name']}`: unknown key(s) {', '.join(unknown)}", path=where)
+        models = _str_list(item.get("depends_on"), f"exposures.{item['name']}.depends_on", where)
+        found.append(Exposure(name=str(item["name"]), owner=_opt_str(item.get("owner")),
+                              url=_opt_str(item.get("url")), depends_on=tuple(m.lower() for m in models)))
+    return tuple(found)
+
+
+# Each BotSettings field's parser (tests/test_github_settings.py checks that every field has one).
+PARSERS: dict[str, Parser] = {
+    "enable_deploy_command": _bool, "command_namespace": _optional_text, "pr_environment_name": _optional_text,
+    "default_pr_start": _optional_text, "skip_pr_backfill": _bool, "pr_include_unmodified": _bool,
+    "deploy_on": _choice(DeployOn), "merge_environment": _text_or("prod"), "tag_environment": _text_or("prod"),
+    "prod_branch_names": _names, "require_approved_plan": _bool, "min_approvals": _min_approvals,
+    "required_approvers": _names, "required_teams": _names, "gateway": _optional_text, "exposures": _exposures,
+    "bot_login": _text_or("github-actions[bot]"), "run_table_diff": _bool, "table_diff_samples": _bool,
+    "allow_ephemeral_state": _bool, "merge_method": _choice(MergeMethod, optional=True), "table_diff_window_days": _days,
+    "table_diff_full_scope": _choice(FullScope),
+    "table_diff_gates": lambda value, key, where: parse_gates(value, where=where),
+    "plan_regressions": lambda value, key, where: parse_level(value, where=where),
+    "run_on_deploy": _bool, "max_backfill_batches": _whole, "max_backfill_intervals": _whole,
+    "max_backfill_executor_hours": _number, "forward_only_branch_suffix": _text_or("-forward-only"),
+    "invalidate_environment_after_deploy": _bool, "check_if_blocked_on_deploy_to_prod": _bool,
+}
 
 
 def pr_environment_name(prefix: str, number: int) -> str:
@@ -244,35 +318,10 @@ def _from_sqlmesh(raw: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def _whole(raw: dict[str, Any], key: str, where: str) -> int | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not str(value).isdigit():
-        raise ConfigError(f"cicd_bot.{key} must be a whole number (got `{value}`)", path=where)
-    return int(value)
 
 
-def _number(raw: dict[str, Any], key: str, where: str) -> float | None:
-    """A number at least 0 (`1.5`, `"2"`), or None when not set."""
-    value = raw.get(key)
-    if value is None:
-        return None
-    try:
-        number = float(value) if not isinstance(value, bool) else -1.0
-    except (TypeError, ValueError):
-        number = -1.0
-    if not number >= 0 or number == float("inf"):
-        raise ConfigError(f"cicd_bot.{key} must be a number, at least 0 (got `{value}`)", path=where)
-    return number
 
 
-def _bool(value: Any, key: str, where: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
-        return value.lower() in ("true", "yes", "1")
-    raise ConfigError(f"cicd_bot.{key} must be true or false (got `{value}`)", path=where)
 
 
 def _opt_str(value: Any) -> str | None:
@@ -287,22 +336,3 @@ def _str_list(value: Any, key: str, where: str) -> list[str]:
     if not isinstance(value, (list, tuple)):
         raise ConfigError(f"cicd_bot.{key} must be a list of names", path=where)
     return [str(v) for v in value]
-
-
-def _exposures(value: Any, where: str) -> tuple[Exposure, ...]:
-    """`exposures:` — a list of {name, owner, url, depends_on: [models]}: who reads the models outside the project."""
-    if value is None:
-        return ()
-    if not isinstance(value, (list, tuple)):
-        raise ConfigError("cicd_bot.exposures must be a list of {name, owner, url, depends_on}", path=where)
-    found = []
-    for item in value:
-        if not isinstance(item, dict) or not _opt_str(item.get("name")):
-            raise ConfigError("each cicd_bot.exposures entry must be a mapping with a `name`", path=where)
-        unknown = sorted(set(item) - {"name", "owner", "url", "depends_on"})
-        if unknown:
-            raise ConfigError(f"cicd_bot.exposures `{item['name']}`: unknown key(s) {', '.join(unknown)}", path=where)
-        models = _str_list(item.get("depends_on"), f"exposures.{item['name']}.depends_on", where)
-        found.append(Exposure(name=str(item["name"]), owner=_opt_str(item.get("owner")),
-                              url=_opt_str(item.get("url")), depends_on=tuple(m.lower() for m in models)))
-    return tuple(found)

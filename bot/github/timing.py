@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from bot.plan.apply import ApplyResult
 from bot.diff.review import ReviewOptions, ReviewResult
-from bot.github.api import CheckRun, EngineContext, GithubPort
+from bot.github.ports import CheckRun, EngineContext, GithubPort
 from bot.github.event import PullRequest, Review
 from bot.plan.definition import Plan, PlanOptions, ProgressCallback
 from bot.plan.drift import Drift

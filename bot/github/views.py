@@ -11,7 +11,7 @@ from bot.diff.gates import Finding, Level
 from bot.diff.plan_regressions import PlanComparison, plan_rows, summary_line
 from bot.diff.rows import ColumnProfile
 from bot.github.base_changes import Origin
-from bot.github.checks import CheckName
+from bot.github.check_names import CheckName
 from bot.plan.definition import BackfillKind, Plan
 from bot.plan.estimate import BackfillEstimate, format_seconds, total_seconds
 from bot.plan.impact import ColumnChange, ColumnImpact, Exposure, ModelImpact, ValueChange, column_impact

@@ -10,10 +10,10 @@ from pathlib import PurePosixPath
 from typing import Callable
 
 from bot.errors import BotError
-from bot.github.api import CheckRun, EngineContext, GithubPort
-from bot.github.checks import CheckName
+from bot.github.ports import CheckRun, EngineContext, GithubPort
+from bot.github.check_names import CheckName
 from bot.github.event import Event, PullRequest
-from bot.github.gate import SealedContext
+from bot.github.seal import SealedContext
 from bot.github.local import StepOutputs
 from bot.github.outcomes import Refusal, RefusalKind
 from bot.github.timing import PhaseTimings

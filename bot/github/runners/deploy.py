@@ -7,12 +7,12 @@ from dataclasses import replace
 
 from bot.errors import BotError, GithubError
 from bot.github.event import PullRequest
-from bot.github.gate import approval_status
+from bot.github.authorize import approval_status
 from bot.github.runners.pr import prod_options
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, find_drift, finish_check,
                                      plan_digest, planned_identifiers, post_comment, start_check)
 from bot.github.runners.notify import notifier_for
-from bot.github.checks import CheckName
+from bot.github.check_names import CheckName
 from bot.github.settings import BotSettings
 from bot.github.outcomes import (BackfillLimit, DeployKind, DeployOutcome, LargeBackfill, MergeResult, ModelBackfill,
                                  PlanDrift, RunAfterDeploy)
@@ -29,7 +29,7 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
                       allow_destructive: tuple[str, ...] = (), allow_drift: bool = False) -> int:
     """Apply the plan to `environment` (default: the merge environment) for the PR of this commit.
 
-    `pull_request` is the PR of an authorized `/deploy` (bot.github.gate checked it before the project
+    `pull_request` is the PR of an authorized `/deploy` (bot.github.authorize checked it before the project
     was opened); other deploys find the PR of the pushed or tagged commit."""
     env = environment or run.settings.merge_environment
     if run.event.name == "release" and not (run.event.sha or run.sha):
@@ -59,15 +59,9 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
             run.outputs.summary(outcome.report)
         return 0 if outcome.ok else 1
 
-    storage_refusal = ephemeral_storage_refusal(run)
-    if storage_refusal:
-        return finish(DeployOutcome(DeployKind.REFUSED_STORAGE, env, reason=storage_refusal))
-    if run.settings.has_required_approvers:
-        if pr is None:
-            return finish(DeployOutcome(DeployKind.REFUSED_NO_PULL_REQUEST, env, sha=sha))
-        status = approval_status(run.github, run.settings, run.event.repo.owner, pr)
-        if not status.approved:
-            return finish(DeployOutcome(DeployKind.REFUSED_NO_APPROVAL, env, reason=status.summary))
+    refused = _refusal_before_plan(run, env, pr, sha)
+    if refused is not None:
+        return finish(refused)
     notifier = notifier_for(run, pull_request=pr, sha=deployed_sha)
     try:
         plan = run.context.plan(env, options=replace(prod_options(run, pr, allow_destructive=allow_destructive),
@@ -77,14 +71,10 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
         return finish(DeployOutcome(DeployKind.PLAN_FAILED, env, reason=error_text(error)))
     if plan.is_up_to_date and not command:
         return finish(DeployOutcome(DeployKind.UP_TO_DATE, env))
-    large = large_backfill(run.settings, plan, run.context.backfill_estimates(plan)
-                           if run.settings.max_backfill_executor_hours is not None and plan.backfills else ())
-    if large is not None and not allow_large_backfill:
-        return finish(DeployOutcome(DeployKind.REFUSED_LARGE_BACKFILL, env, large=large))
-    undone = undone_drift(run, env, plan)
-    if undone and not allow_drift:
-        notifier.send("drift_detected", env, models=undone)
-        return finish(DeployOutcome(DeployKind.REFUSED_DRIFT, env, undone=undone))
+    refused = _refusal_of_plan(run, env, plan, notifier, allow_large_backfill=allow_large_backfill,
+                               allow_drift=allow_drift)
+    if refused is not None:
+        return finish(refused)
     digest, _ = plan_digest(plan)
     drift = _drift(run, pr, digest, plan, deployed_sha)
     if drift is not None and run.settings.require_approved_plan:
@@ -103,16 +93,47 @@ def deploy_production(run: BotRun, *, environment: str | None = None,
     allowed_by = run.event.comment.user if run.event.comment else "a required approver"
     ran = _run_after_deploy(run, env, notifier)
     merge = _merge(run, pr) if command and pr is not None and run.settings.merge_method else None
-    seconds = time.perf_counter() - began
-    took = format_seconds(seconds) if seconds >= 0.5 else "under a second"
     outcome = DeployOutcome(
         DeployKind.DEPLOYED, env, drift=drift, plan_id=plan.plan_id, changes=len(plan.changes),
-        batches=len(result.evaluated), models=len({model for model, _, _ in result.evaluated}), took=took,
+        batches=len(result.evaluated), models=len({model for model, _, _ in result.evaluated}), took=_took(began),
         deployed_sha=deployed_sha, digest=digest, destructive=allow_destructive,
         allowed_by=allowed_by if allow_destructive else "", ran=ran, merge=merge)
     if pr is not None:
         deployed = _deployed_comment(run, pr, plan, result.evaluated, outcome)
     return finish(outcome)
+
+
+def _took(began: float) -> str:
+    seconds = time.perf_counter() - began
+    return format_seconds(seconds) if seconds >= 0.5 else "under a second"
+
+
+def _refusal_before_plan(run: BotRun, env: str, pr: PullRequest | None, sha: str) -> DeployOutcome | None:
+    """A deploy refused before planning: state or catalog that vanish with the runner, approvals missing."""
+    storage_refusal = ephemeral_storage_refusal(run)
+    if storage_refusal:
+        return DeployOutcome(DeployKind.REFUSED_STORAGE, env, reason=storage_refusal)
+    if run.settings.has_required_approvers:
+        if pr is None:
+            return DeployOutcome(DeployKind.REFUSED_NO_PULL_REQUEST, env, sha=sha)
+        status = approval_status(run.github, run.settings, run.event.repo.owner, pr)
+        if not status.approved:
+            return DeployOutcome(DeployKind.REFUSED_NO_APPROVAL, env, reason=status.summary)
+    return None
+
+
+def _refusal_of_plan(run: BotRun, env: str, plan: Plan, notifier, *, allow_large_backfill: bool,
+                     allow_drift: bool) -> DeployOutcome | None:
+    """A plan refused for what it would do: a backfill above the guards, undoing prod's drift."""
+    large = large_backfill(run.settings, plan, run.context.backfill_estimates(plan)
+                           if run.settings.max_backfill_executor_hours is not None and plan.backfills else ())
+    if large is not None and not allow_large_backfill:
+        return DeployOutcome(DeployKind.REFUSED_LARGE_BACKFILL, env, large=large)
+    undone = undone_drift(run, env, plan)
+    if undone and not allow_drift:
+        notifier.send("drift_detected", env, models=undone)
+        return DeployOutcome(DeployKind.REFUSED_DRIFT, env, undone=undone)
+    return None
 
 
 def _deployed_comment(run: BotRun, pr: PullRequest, plan: Plan, evaluated: tuple[tuple[str, int, int], ...],

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from bot.github.gate import (ALLOW_DRIFT, ALLOW_LARGE_BACKFILL, Decision, destructive_models, Step, authorize_command,
-                             authorize_dispatched_rollback, authorize_rollback, checkout_refusal, classify, release_refusal, rollback_target)
+from bot.github.authorize import (authorize_command, authorize_dispatched_rollback, authorize_rollback, checkout_refusal,
+                                  release_refusal)
+from bot.github.classify import Decision, Step, classify
 from bot.github.outcomes import JobNote, NoteKind, Refusal, RefusalKind
 from bot.github.runners.base import BotRun, reply
 from bot.github.runners.cleanup import cleanup_pr_environment
@@ -75,7 +76,7 @@ def _deploy(run: BotRun, decision: Decision) -> int:
     if refusal is None and decision.command:
         verdict = authorize_command(run.event, run.settings, run.github, checkout_head=run.checkout_head,
                                     check_head=True, commits_behind=run.commits_behind,
-                                    options=decision.options)
+                                    options=decision.deploy)
         refusal, pull_request = verdict.refusal, verdict.pull_request
     elif refusal is None:
         sha = run.event.sha or run.sha
@@ -94,9 +95,9 @@ def _deploy(run: BotRun, decision: Decision) -> int:
         run.github.add_reaction(comment.id, "rocket")
     run.open_project(read_cache=False)
     return deploy_production(run, environment=decision.environment, pull_request=pull_request,
-                             allow_large_backfill=ALLOW_LARGE_BACKFILL in decision.options,
-                             allow_drift=ALLOW_DRIFT in decision.options,
-                             allow_destructive=destructive_models(decision.options))
+                             allow_large_backfill=decision.deploy.allow_large_backfill,
+                             allow_drift=decision.deploy.allow_drift,
+                             allow_destructive=decision.deploy.allow_destructive)
 
 
 def _run(run: BotRun) -> int:
@@ -136,7 +137,7 @@ def _rollback(run: BotRun, decision: Decision) -> int:
     if decision.command:
         run.github.add_reaction(comment.id, "rocket")
     run.open_project(read_cache=False)
-    return rollback_environment(run, environment=decision.environment, to_plan_id=rollback_target(decision.options))
+    return rollback_environment(run, environment=decision.environment, to_plan_id=decision.rollback_to)
 
 
 def _dispatched_refusal(run: BotRun) -> str | None:
@@ -177,7 +178,7 @@ def authorize_deploy(run: BotRun, decision: Decision) -> int:
         refusal = verdict.refusal or (None if sha else Refusal(RefusalKind.NO_DEFAULT_HEAD).text)
     elif refusal is None:
         verdict = authorize_command(run.event, run.settings, run.github, checkout_head=None, check_head=False,
-                                    commits_behind=run.commits_behind, options=decision.options)
+                                    commits_behind=run.commits_behind, options=decision.deploy)
         refusal, sha = verdict.refusal, verdict.pull_request.head_sha if verdict.pull_request else None
     if refusal is not None:
         reply(run, comment.issue_number, comment.user, refusal)

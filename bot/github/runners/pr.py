@@ -11,14 +11,14 @@ from bot.errors import BotError
 from bot.github.approvals import ApprovalStatus
 from bot.github.base_changes import change_origins
 from bot.github.commands import command_prefix
-from bot.github.gate import approval_status
+from bot.github.authorize import approval_status
 from bot.github.event import PullRequest
 from bot.github.outcomes import CheckTitle, DeployWays, JobNote, NoteKind, gate_finding
 from bot.github.runners.base import (BotRun, drift_report, ephemeral_storage_refusal, error_text, find_drift,
                                      finish_check, plan_digest,
                                      post_comment, pull_request_cache, require_lasting_storage, start_check,
                                      touches_project)
-from bot.github.checks import CheckName
+from bot.github.check_names import CheckName
 from bot.github.views import (CheckSummaryView, CommentView, DiffView, PlanRegressionView, PlanView, PrEnvironmentView,
                               TestsView, diff_view, impact_view, impact_with_diffs, plan_regression_views, plan_view,
                               tests_view)

@@ -6,8 +6,9 @@ from dataclasses import replace
 
 from bot.errors import BotError
 from bot.github.approvals import ApprovalStatus
-from bot.github.checks import CheckName
-from bot.github.gate import Decision, approval_status, authorize_merge_group
+from bot.github.check_names import CheckName
+from bot.github.authorize import approval_status, authorize_merge_group
+from bot.github.classify import Decision
 from bot.github.outcomes import CheckTitle, JobNote, NoteKind, QueueOutcome
 from bot.github.runners.base import (BotRun, ephemeral_storage_refusal, error_text, finish_check, plan_digest,
                                      redact_markdown, start_check)

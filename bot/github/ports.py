@@ -1,4 +1,4 @@
-"""What runners need from GitHub and from the engine, as small Protocols plus the values they exchange."""
+"""What runners need from GitHub and from the engine: the ports (small Protocols) and the values they exchange."""
 
 from __future__ import annotations
 

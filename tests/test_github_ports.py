@@ -1,4 +1,4 @@
-"""bot.github.api: the ports are kept: GithubClient and local mode's LocalOutput implement every GithubPort
+"""bot.github.ports: the ports are kept: GithubClient and local mode's LocalOutput implement every GithubPort
 operation, and Context, the timing wrapper and the tests' FakeEngine every EngineContext method, each with
 the Protocol's parameters (names, kinds, defaults), so a runner works the same on any of them."""
 
@@ -10,7 +10,7 @@ from functools import cached_property
 import pytest
 
 from bot.context import Context
-from bot.github.api import EngineContext, GithubPort
+from bot.github.ports import EngineContext, GithubPort
 from bot.github.client import GithubClient
 from bot.github.local import LocalOutput
 from bot.github.timing import TimedContext
