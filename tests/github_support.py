@@ -117,8 +117,10 @@ def _fill_gaps(path: str, body: Any) -> Any:
 def _operations() -> list[tuple[str, re.Pattern[str], str]]:
     ops = []
     for path, item in spec_dict()["paths"].items():
-        # `{path}` (a file's path in the contents API) holds slashes: `repos/o/r/contents/analytics/config.yaml`
-        pattern = re.compile("^" + re.sub(r"\{[^}]+\}", r"[^/]+", path.replace("{path}", ".+")) + "$")
+        # `{path}` (a file's path in the contents API) holds slashes: `repos/o/r/contents/analytics/config.yaml`,
+        # and so does a git reference: `repos/o/r/git/ref/heads/main`
+        wide = path.replace("{path}", ".+").replace("/git/ref/{ref}", "/git/ref/.+")
+        pattern = re.compile("^" + re.sub(r"\{[^}]+\}", r"[^/]+", wide) + "$")
         for method in item:
             if method in ("get", "post", "patch", "put", "delete"):
                 ops.append((method.upper(), pattern, path))
@@ -128,6 +130,11 @@ def _operations() -> list[tuple[str, re.Pattern[str], str]]:
 def _one_segment_path(request: requests.PreparedRequest, template: str) -> requests.PreparedRequest:
     """The request as openapi-core can match it: a `{path}` value's slashes (GitHub takes `contents/a/b.yaml`)
     written as %2F, since the validator reads a path parameter as one segment."""
+    if template.endswith("/git/ref/{ref}"):
+        head, _, ref = request.url.partition("/git/ref/")
+        checked = request.copy()
+        checked.url = f"{head}/git/ref/{ref.replace('/', '%2F')}"
+        return checked
     if not template.endswith("/{path}"):
         return request
     head, _, rest = request.url.partition("/contents/")
@@ -257,6 +264,7 @@ PATHS = {
     "merge": "/repos/{owner}/{repo}/pulls/{pull_number}/merge",
     "contents": "/repos/{owner}/{repo}/contents/{path}",
     "compare": "/repos/{owner}/{repo}/compare/{basehead}",
+    "branch": "/repos/{owner}/{repo}/git/ref/{ref}",
 }
 
 
@@ -291,13 +299,14 @@ class FakeRepository:
     default_branch: str = "master"           # the payloads' repository.default_branch
     released_on_default_branch: bool = True  # what GET /compare/{default}...{sha} says of a tagged commit
     pr_behind_by: int = 0                    # commits of the base the PR head lacks (GET /compare/{base}...{head})
-    default_branch_sha: str = "d" * 40       # the default branch's newest commit (compare of it with itself)
+    default_branch_sha: str = "d" * 40       # the newest commit of every branch (GET /git/ref/heads/{branch})
     contents_reads: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         m, p = self.mock, PATHS
         m.add("GET", p["contents"], self._contents)
         m.add("GET", p["compare"], self._compare)
+        m.add("GET", p["branch"], self._branch)
 
         m.add("GET", p["comments"], lambda path, body: self.comments)
         m.add("POST", p["comments"], self._create_comment, status=201)
@@ -417,6 +426,12 @@ class FakeRepository:
         item.update(name="config.yaml", path="config.yaml", encoding="base64", type="file",
                     content=base64.b64encode(self.default_config.encode()).decode(),
                     size=len(self.default_config.encode()))
+        return item
+
+    def _branch(self, path: str, body: Any) -> dict[str, Any]:
+        item = example(PATHS["branch"], "get")
+        item["ref"] = "refs/" + path.split("/git/ref/", 1)[1]
+        item["object"]["sha"] = self.default_branch_sha
         return item
 
     def _compare(self, path: str, body: Any) -> dict[str, Any]:

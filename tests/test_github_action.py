@@ -26,6 +26,7 @@ def test_deploy_comment_from_user_without_write_access_gets_a_reply_and_no_deplo
         assert not gh.errors
     assert code == 1
     assert [c[:2] for c in gh.calls] == [
+        ("GET", "/repos/chhsia0/knative-route-demo/git/ref/heads/master"),   # the branch, never a tag named so
         ("GET", "/repos/chhsia0/knative-route-demo/contents/config.yaml"),
         ("GET", "/repos/chhsia0/knative-route-demo/collaborators/chhsia0/permission"),
         ("POST", "/repos/chhsia0/knative-route-demo/issues/3/comments")]
@@ -122,7 +123,7 @@ def test_unreachable_api_is_a_clear_error(tmp_path, no_waiting):
                     env=API_ENV, context_factory=lambda path, gw: NoEngine(), out=lines.append)
     assert code == 1
     assert lines[-1] == ("::error title=meshbot::could not reach the GitHub API at https://api.github.com (GET "
-                         "/contents/config.yaml): ConnectionError. Check GITHUB_API_URL and the runner's network "
+                         "/git/ref/heads/master): ConnectionError. Check GITHUB_API_URL and the runner's network "
                          "access.")
 
 

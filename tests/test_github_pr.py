@@ -23,6 +23,7 @@ def test_pull_request_that_changes_no_project_file_skips_the_engine(tmp_path):
         assert not gh.errors
     assert code == 0
     assert [c[:2] for c in gh.calls] == [
+        ("GET", "/repos/Codertocat/Hello-World/git/ref/heads/master"),
         ("GET", "/repos/Codertocat/Hello-World/contents/config.yaml"),
         ("GET", "/repos/Codertocat/Hello-World/pulls/2/files"),
         ("GET", "/repos/Codertocat/Hello-World/issues/2/comments"),

@@ -227,7 +227,7 @@ def test_a_release_through_the_api_is_checked_with_compare(tmp_path):
                     context_factory=lambda p, g: engine, out=lambda line: None)
         assert not gh.errors, gh.errors
     assert code == 1 and engine.plans == []
-    assert gh.sent("GET", rf"/compare/master\.\.\.{sha}$") == [None]
+    assert gh.sent("GET", rf"/compare/{'d' * 40}\.\.\.{sha}$") == [None]
     assert "is not on the default branch" in (tmp_path / "s.md").read_text()
 
 
@@ -365,7 +365,7 @@ def test_a_deploy_of_a_head_behind_its_base_is_refused(tmp_path):
         assert not gh.errors, gh.errors
     assert code == 1 and engine.plans == []
     assert "#2 is 3 commit(s) behind `master`" in repo.comments[-1]["body"]
-    assert gh.sent("GET", rf"/compare/master\.\.\.{head}$") == [None]
+    assert gh.sent("GET", rf"/compare/{'d' * 40}\.\.\.{head}$") == [None]
 
 
 def test_text_a_pull_request_controls_cannot_forge_the_comments_hidden_records():

@@ -116,19 +116,25 @@ class GithubClient:
                               f"(encoding `{data.get('encoding')}`, {data.get('size')} bytes)")
         return base64.b64decode(data.get("content") or "").decode("utf-8", errors="replace")
 
+    # A branch is always named through its git reference (`heads/<branch>`) and then compared or read by its commit: a bare name
+    # in a compare or contents call resolves as git resolves it, and a writer's tag of the same name wins.
+
     def is_on_branch(self, sha: str, branch: str) -> bool:
         """Whether commit `sha` is reachable from `branch` (the compare API: identical or behind)."""
-        data = self._request("GET", f"/compare/{quote(branch, safe='')}...{sha}")
+        data = self._request("GET", f"/compare/{self.branch_head(branch)}...{sha}")
         return data.get("status") in ("identical", "behind")
 
     def branch_head(self, branch: str) -> str:
-        """The newest commit of `branch`: the base commit of comparing the branch with itself."""
-        name = quote(branch, safe="")
-        return str(self._request("GET", f"/compare/{name}...{name}")["base_commit"]["sha"])
+        """The newest commit of the branch `branch` (never of a tag that has its name)."""
+        return str(self._request("GET", f"/git/ref/heads/{quote(branch, safe='')}")["object"]["sha"])
+
+    def branch_file(self, relative: str, *, branch: str) -> str | None:
+        """The text of the file `relative` on the branch `branch` (at its newest commit); None when there is none."""
+        return self.file_at(relative, ref=self.branch_head(branch))
 
     def commits_behind(self, base: str, head: str) -> int:
         """How many commits of branch `base` commit `head` does not contain (the compare API's behind_by)."""
-        return int(self._request("GET", f"/compare/{quote(base, safe='')}...{head}").get("behind_by") or 0)
+        return int(self._request("GET", f"/compare/{self.branch_head(base)}...{head}").get("behind_by") or 0)
 
     # -- comments ----------------------------------------------------------------------------
 

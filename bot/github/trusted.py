@@ -116,7 +116,7 @@ def _section(value: Any, key: str, where: str) -> dict[str, Any]:
 
 
 class _ContentsApi(Protocol):
-    def file_at(self, relative: str, *, ref: str) -> str | None: ...
+    def branch_file(self, relative: str, *, branch: str) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class ApiDefaultBranch:
     branch: str
 
     def read(self, relative: str) -> str | None:
-        return self.client.file_at(relative, ref=self.branch)
+        return self.client.branch_file(relative, branch=self.branch)
 
 
 @dataclass(frozen=True)
