@@ -715,6 +715,15 @@ def previewed_comment(head: str, *, gateway: str | None = None) -> str:
             f"{plan_digest_marker('d1g35t', 'shop.orders@1')}\nProd plan preview\n{section_close('prod_plan')}\n")
 
 
+def dispatch_payload(login: str, **inputs: str) -> dict:
+    """meshbot-deploy.yml's `workflow_dispatch` by `login` with `inputs`, on the default branch of the PR payloads' repository."""
+    raw = copy.deepcopy(payload("workflow_dispatch/payload.json"))
+    raw["repository"] = copy.deepcopy(payload("pull_request/opened.payload.json"))["repository"]
+    raw["sender"]["login"] = login
+    raw["inputs"] = inputs
+    return raw
+
+
 def pull_payload(head: str, **changes) -> dict:
     raw = opened_payload(head)["pull_request"]
     for key, value in changes.items():

@@ -9,7 +9,7 @@ import copy
 import pytest
 from rendered import shown
 
-from github_support import (no_waiting, opened_payload, payload, pr_comment_event,  # noqa: F401 (fixtures)
+from github_support import (dispatch_payload, no_waiting, opened_payload, payload, pr_comment_event,  # noqa: F401 (fixtures)
                             pull_payload, scenario)
 
 DEPLOY = "meshbot - Prod Environment Synced"
@@ -303,3 +303,28 @@ def test_a_deploy_that_would_undo_prod_drift_needs_deploy_allow_drift_by_a_requi
     assert bot(pr_comment_event("/deploy --allow-drift", comment_id=78)) == 0
     assert bot.engine.applied == ["prod"]
     assert bot.engine.options[-1].source.startswith("/deploy of #2 at ")
+
+
+def test_after_a_merge_a_required_approver_redeploys_over_drift_by_dispatching_the_deploy_workflow(scenario):
+    """A push deploy refused for drift has its override too: meshbot-deploy.yml dispatched with `allow_drift`
+    (and `rollback` unticked) deploys the default branch's head, for required approvers only."""
+    bot = scenario({"required_approvers": ["ann-gh"], "deploy_on": "merge"})
+    bot.repo.permissions.update({"ann-gh": "write"})
+    bot.engine.drifted = {"shop.orders": ("1", "local")}
+    merged = pull_payload(bot.head)
+    bot.repo.set_pull(merged, merged=True, merge_sha=bot.head)
+    bot.repo.review("ann-gh", "APPROVED", bot.head, "2024-01-08T00:00:00Z")
+    push = {**payload("push/payload.json"), "ref": "refs/heads/master", "after": bot.head, "deleted": False,
+            "created": False}
+    assert bot(push, "push", GITHUB_SHA=bot.head) == 1 and bot.engine.applied == []
+    assert "after a merge: run the deploy workflow by hand with `allow_drift`" in bot.comment
+    assert bot(dispatch_payload("ann-gh", rollback="true", allow_drift="true"), "workflow_dispatch",
+               GITHUB_SHA=bot.head) == 0
+    assert "dispatched with both `rollback` and `allow_drift`" in bot.summary.read_text()
+    assert bot(dispatch_payload("writer", rollback="false", allow_drift="true"), "workflow_dispatch",
+               GITHUB_SHA=bot.head) == 1
+    assert "a deploy that undoes prod's drift can be started by a required approver only" in bot.summary.read_text()
+    assert bot.engine.applied == []
+    assert bot(dispatch_payload("ann-gh", rollback="false", allow_drift="true"), "workflow_dispatch",
+               GITHUB_SHA=bot.head) == 0
+    assert bot.engine.applied == ["prod"]

@@ -9,7 +9,7 @@ import copy
 import pytest
 from rendered import shown
 
-from github_support import (no_waiting, payload, pr_comment_event, pull_payload,  # noqa: F401 (fixtures)
+from github_support import (dispatch_payload, no_waiting, payload, pr_comment_event, pull_payload,  # noqa: F401
                             scenario)
 
 pytestmark = pytest.mark.usefixtures("no_waiting")
@@ -45,14 +45,6 @@ def test_rollback_is_for_required_approvers_and_replies_with_what_it_repointed(s
     assert bot.engine.rolled_back[-1] == ("prod", "1a2b3c") and bot.engine.applied == []
 
 
-def _dispatch(login: str, **inputs: str) -> dict:
-    raw = copy.deepcopy(payload("workflow_dispatch/payload.json"))
-    raw["repository"] = copy.deepcopy(payload("pull_request/opened.payload.json"))["repository"]
-    raw["sender"]["login"] = login
-    raw["inputs"] = inputs
-    return raw
-
-
 def test_the_deploy_workflow_dispatched_with_rollback_rolls_back_for_required_approvers_only(scenario):
     """meshbot-deploy.yml's `workflow_dispatch` with `rollback: true` (and an optional `rollback_to`) rolls the
     merge environment back, with /rollback's gates: write permission and a required approver, a checkout of the
@@ -60,30 +52,30 @@ def test_the_deploy_workflow_dispatched_with_rollback_rolls_back_for_required_ap
     dispatch is a scheduled-style run."""
     bot = scenario({"required_approvers": ["ann-gh"]})
     bot.repo.permissions.update({"ann-gh": "write", "reader": "read"})
-    assert bot(_dispatch("writer", rollback="true"), "workflow_dispatch", GITHUB_SHA=bot.head) == 1
+    assert bot(dispatch_payload("writer", rollback="true"), "workflow_dispatch", GITHUB_SHA=bot.head) == 1
     assert "a rollback can be started by a required approver only" in bot.summary.read_text()
-    assert bot(_dispatch("reader", rollback="true"), "workflow_dispatch", GITHUB_SHA=bot.head) == 1
+    assert bot(dispatch_payload("reader", rollback="true"), "workflow_dispatch", GITHUB_SHA=bot.head) == 1
     assert "needs write permission on this repository (yours is `read`)" in bot.summary.read_text()
-    assert bot(_dispatch("ann-gh", rollback="true", rollback_to="last week"), "workflow_dispatch",
+    assert bot(dispatch_payload("ann-gh", rollback="true", rollback_to="last week"), "workflow_dispatch",
                GITHUB_SHA=bot.head) == 0
     assert "`rollback_to` must be a plan id" in bot.summary.read_text()
-    assert bot(_dispatch("ann-gh", rollback="true"), "workflow_dispatch", GITHUB_SHA="9" * 40) == 1
+    assert bot(dispatch_payload("ann-gh", rollback="true"), "workflow_dispatch", GITHUB_SHA="9" * 40) == 1
     assert "the commit of the event (GITHUB_SHA) is 9999999" in shown(bot.summary.read_text())
-    feature = _dispatch("ann-gh", rollback="true")
+    feature = dispatch_payload("ann-gh", rollback="true")
     feature["ref"] = "refs/heads/feature"    # a writer may dispatch the workflow on any branch
     assert bot(feature, "workflow_dispatch", GITHUB_SHA=bot.head) == 1
     assert "`refs/heads/feature` is not a prod branch" in bot.summary.read_text()
     bot.repo.released_on_default_branch = False
-    assert bot(_dispatch("ann-gh", rollback="true"), "workflow_dispatch", GITHUB_SHA=bot.head) == 1
+    assert bot(dispatch_payload("ann-gh", rollback="true"), "workflow_dispatch", GITHUB_SHA=bot.head) == 1
     assert "rollback refused: the checked-out commit" in bot.summary.read_text()
     assert bot.engine.rolled_back == [] and bot.engine.plans == []
 
     bot.repo.released_on_default_branch = True
-    assert bot(_dispatch("ann-gh", rollback="true", rollback_to="1A2B3C"), "workflow_dispatch",
+    assert bot(dispatch_payload("ann-gh", rollback="true", rollback_to="1A2B3C"), "workflow_dispatch",
                GITHUB_SHA=bot.head) == 0
     assert bot.engine.rolled_back == [("prod", "1a2b3c")] and bot.engine.applied == []
     assert "rolled `prod` back from plan bbbbbbbb to plan 1a2b3c's snapshots" in bot.summary.read_text()
-    assert bot(_dispatch("ann-gh", rollback="false"), "workflow_dispatch", GITHUB_SHA=bot.head) == 0
+    assert bot(dispatch_payload("ann-gh", rollback="false"), "workflow_dispatch", GITHUB_SHA=bot.head) == 0
     assert "### meshbot run" in bot.summary.read_text().rpartition("rolled `prod` back")[2]
     assert len(bot.engine.rolled_back) == 1
     assert bot.repo.comments == []

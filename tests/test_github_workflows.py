@@ -116,7 +116,7 @@ def test_only_the_deploy_command_workflow_runs_on_comments():
         "a release published from a new tag must deploy once, not twice"
     deploy = _workflow("meshbot-deploy.yml")["on"]
     assert set(deploy) == {"push", "workflow_dispatch"}     # dispatched: a rollback (or a run)
-    assert set(deploy["workflow_dispatch"]["inputs"]) == {"rollback", "rollback_to"}
+    assert set(deploy["workflow_dispatch"]["inputs"]) == {"rollback", "rollback_to", "allow_drift"}
 
 
 def test_deploy_command_authorizes_without_secrets_then_deploys_the_verified_head():

@@ -36,15 +36,16 @@ def authorize_rollback(event: Event, settings: BotSettings, github: GithubPort) 
     return Verdict(pr, None)
 
 
-def authorize_dispatched_rollback(event: Event, settings: BotSettings, github: GithubPort) -> str | None:
-    """May the user who dispatched the deploy workflow with `rollback: true` roll back? The same people as
-    `/rollback`: write permission and a required approver. The refusal, or None."""
+def authorize_dispatch(event: Event, settings: BotSettings, github: GithubPort, *, action: str) -> str | None:
+    """May the user who dispatched the deploy workflow with `rollback: true` (action "rollback") or with
+    `allow_drift: true` (action "deploy") do it? The same people as `/rollback` and `/deploy --allow-drift`:
+    write permission and a required approver. The refusal, or None."""
     user = event.sender or ""
-    refused = _writer_refusal(github, user, "rollback")
+    refused = _writer_refusal(github, user, action)
     if refused is not None:
         return refused.refusal
     if not _is_required_approver(github, settings, event, user):
-        return DispatchByApproverOnly(user).text
+        return DispatchByApproverOnly(user, action).text
     return None
 
 

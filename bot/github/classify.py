@@ -8,7 +8,7 @@ from enum import Enum
 
 from bot.github.commands import Command, Reply, ReplyKind, command_prefix, parse_comment
 from bot.github.event import Event
-from bot.github.refusals import (BadRollbackInput, CommentIgnored, ForkClosed, ForkNotBuilt, NotAQueueBranch,
+from bot.github.refusals import (BadRollbackInput, CommentIgnored, DispatchRollbackOrDeploy, ForkClosed, ForkNotBuilt, NotAQueueBranch,
                                  NotANewComment, NothingForEvent, OwnComment, QueueEntryNotRequested,
                                  QueueNotDeployed, RefDeleted)
 from bot.github.settings import BotSettings, DeployOn
@@ -115,6 +115,11 @@ def classify(event: Event, settings: BotSettings) -> Decision:
         return Decision(Step.APPROVAL)
     if event.name == "issue_comment":
         return _classify_comment(event, settings)
+    if event.name == "workflow_dispatch" and event.input("allow_drift").lower() == "true":
+        if event.input("rollback").lower() == "true":
+            return Decision(Step.NOTHING, DispatchRollbackOrDeploy().text)
+        # the default branch's head deployed again, undoing prod's drift: for required approvers only
+        return Decision(Step.DEPLOY, environment=settings.merge_environment, deploy=DeployOptions(allow_drift=True))
     if event.name == "workflow_dispatch" and event.input("rollback").lower() == "true":
         return _classify_dispatched_rollback(event, settings)
     if event.name in ("schedule", "workflow_dispatch"):

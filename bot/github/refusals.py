@@ -39,6 +39,11 @@ class NotANewComment(Said):
 
 
 @dataclass(frozen=True)
+class DispatchRollbackOrDeploy(Said):
+    pass
+
+
+@dataclass(frozen=True)
 class OwnComment(Said):
     pass
 
@@ -114,6 +119,7 @@ class RollbackByApproverOnly(Said):
 @dataclass(frozen=True)
 class DispatchByApproverOnly(Said):
     user: str              # who dispatched the workflow
+    action: str = "rollback"   # or "deploy": a deploy that undoes prod's drift
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.github.authorize import (authorize_command, authorize_dispatched_rollback, authorize_rollback, checkout_refusal,
+from bot.github.authorize import (authorize_command, authorize_dispatch, authorize_rollback, checkout_refusal,
                                   release_refusal)
 from bot.github.classify import Decision, Step, classify
 from bot.github.outcomes import JobNote, NoteKind, Refusal, RefusalKind
@@ -78,6 +78,10 @@ def _deploy(run: BotRun, decision: Decision) -> int:
                                     check_head=True, commits_behind=run.commits_behind,
                                     options=decision.deploy)
         refusal, pull_request = verdict.refusal, verdict.pull_request
+    elif refusal is None and run.event.name == "workflow_dispatch":
+        # the deploy workflow dispatched with allow_drift: the default branch's head, by a required approver
+        refusal = (authorize_dispatch(run.event, run.settings, run.github, action="deploy")
+                   or _dispatched_refusal(run))
     elif refusal is None:
         sha = run.event.sha or run.sha
         if sha:   # without one, deploy_production says that it cannot tell which commit to deploy
@@ -120,7 +124,7 @@ def _rollback(run: BotRun, decision: Decision) -> int:
     refusal = _untrusted_refusal(run)
     if refusal is None:
         refusal = (authorize_rollback(run.event, run.settings, run.github).refusal if decision.command
-                   else authorize_dispatched_rollback(run.event, run.settings, run.github))
+                   else authorize_dispatch(run.event, run.settings, run.github, action="rollback"))
     if refusal is None and not decision.command:
         refusal = _dispatched_refusal(run)
     if refusal is None:
