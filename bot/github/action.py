@@ -6,28 +6,23 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import Callable, Mapping
 
 from bot.context import Context
 from bot.errors import BotError, GithubError
-from bot.github.ports import EngineContext, GithubPort, TokenPermissionError
+from bot.github.ports import EngineContext, TokenPermissionError
 from bot.github.base_changes import load_base_versions
 from bot.github.checkout import GitCheckout
-from bot.github.event import Event, PullRequest, load_event
+from bot.github.event import PullRequest, load_event
 from bot.github.seal import SealedContext
-from bot.github.local import Answers, LocalOutput, StepOutputs, load_answers
+from bot.github.hosts import Host, actions_host, local_host
 from bot.github.runners import COMMANDS, BotRun, dispatch
 from bot.github.settings import load_settings
 from bot.github.timing import PHASES, PhaseTimings, TimedContext, TimedGithub
-from bot.github.trusted import ApiDefaultBranch, GitDefaultBranch, read_trusted_config
+from bot.github.trusted import read_trusted_config
 from bot.redact import redact, register
 from bot.report.markdown import render
 from bot.report.media import WorkflowCommand, plain_text, workflow_command
-
-if TYPE_CHECKING:
-    from bot.github.client import GithubClient
-
-DEFAULT_OUTPUT_DIR = "meshbot-output"
 
 
 @dataclass(frozen=True)
@@ -124,58 +119,23 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
     event = load_event(name=event_name, path=event_path, repository=env.get("GITHUB_REPOSITORY"),
                        ref=env.get("GITHUB_REF"))
     timings = PhaseTimings()
-    branch = event.repo.default_branch
     local = invocation.output_dir is not None or env.get("GITHUB_ACTIONS") != "true"
     # in Actions the checkout is the workspace itself, not a folder of it the checked-out files shape
     checkout = GitCheckout(Path(invocation.project_path if local or not env.get("GITHUB_WORKSPACE")
                                 else env["GITHUB_WORKSPACE"]))
-    client = None
-    if local:
-        folder = invocation.output_dir or DEFAULT_OUTPUT_DIR
-        answers = load_answers(invocation.answers) if invocation.answers else Answers()
-        github: GithubPort = LocalOutput(folder, pull_requests=_known_pulls(event), answers=answers)
-        outputs = StepOutputs.in_folder(folder)
-        root = checkout.root()
-        subdir = _subdir(invocation.project_path, str(root)) if root else ""
-        others = tuple(_subdir(path, str(root)) for path in invocation.other_paths) if root else ()
-        trusted_ref = f"origin/{branch}"
-        default_branch = GitDefaultBranch(checkout, branch) if checkout.has_ref(trusted_ref) else None
-        missing = f"the checkout has no git ref `{trusted_ref}` to read the default branch's config.yaml from"
-
-        def on_default_branch(sha: str) -> bool | None:
-            return checkout.is_ancestor(sha, trusted_ref)
-
-        def commits_behind(base: str, head: str) -> int | None:
-            contains = checkout.is_ancestor(f"origin/{base}", head)
-            return None if contains is None else (0 if contains else 1)
-
-        def default_branch_head() -> str | None:
-            return checkout.commit_of(trusted_ref)
-    else:
-        if invocation.answers:
-            raise GithubError("--answers is for local mode only (with --output-dir, or outside GitHub Actions)")
-        client = _github_client(invocation, env=env, event=event, out=out)
-        github = client
-        outputs = StepOutputs(output_file=env.get("GITHUB_OUTPUT"), summary_file=env.get("GITHUB_STEP_SUMMARY"))
-        subdir = _subdir(invocation.project_path, env.get("GITHUB_WORKSPACE"))
-        others = tuple(_subdir(path, env.get("GITHUB_WORKSPACE")) for path in invocation.other_paths)
-        default_branch, missing = ApiDefaultBranch(client, branch), ""
-
-        def on_default_branch(sha: str) -> bool | None:
-            return client.is_on_branch(sha, branch)
-
-        def commits_behind(base: str, head: str) -> int | None:
-            return client.commits_behind(base, head)
-
-        def default_branch_head() -> str | None:
-            return client.branch_head(branch)
+    if not local and invocation.answers:
+        raise GithubError("--answers is for local mode only (with --output-dir, or outside GitHub Actions)")
+    host: Host = (local_host(event, checkout, output_dir=invocation.output_dir, answers=invocation.answers) if local
+                  else actions_host(event, token=invocation.token, env=env, out=out))
+    subdir = host.subdir(invocation.project_path)
+    others = tuple(host.subdir(path) for path in invocation.other_paths)
+    default_branch = host.default_branch
     config_input = invocation.config if invocation.config is not None else env.get("MESHBOT_CICD_BOT")
     trusted = read_trusted_config(input_text=config_input, default_branch=default_branch, project_subdir=subdir)
     if default_branch is None and not trusted.trusted:
-        trusted = replace(trusted, missing=missing)
+        trusted = replace(trusted, missing=host.missing)
     settings = load_settings(trusted.cicd_bot, trusted.users, gateway=invocation.gateway, where=trusted.where)
-    if client is not None:
-        client.bot_login = settings.bot_login
+    host.signed_in_as(settings.bot_login)
     paths = [invocation.project_path, *invocation.other_paths]
 
     def project(read_cache: bool, fresh_files: frozenset[str] | None) -> EngineContext:
@@ -201,10 +161,10 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
         return loaded_bases[key]
 
     seal = SealedContext(project)
-    return BotRun(event=event, settings=settings, github=TimedGithub(github, timings),
-                  context=TimedContext(seal, timings), outputs=outputs, timings=timings, seal=seal,
-                  trusted=trusted, checkout_head=checkout.head(), on_default_branch=on_default_branch,
-                  commits_behind=commits_behind, default_branch_head=default_branch_head,
+    return BotRun(event=event, settings=settings, github=TimedGithub(host.github, timings),
+                  context=TimedContext(seal, timings), outputs=host.outputs, timings=timings, seal=seal,
+                  trusted=trusted, checkout_head=checkout.head(), on_default_branch=host.on_default_branch,
+                  commits_behind=host.commits_behind, default_branch_head=host.default_branch_head,
                   base_versions=base_versions,
                   project_subdir=subdir, other_subdirs=others, sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
                   on_actions_runner=env.get("GITHUB_ACTIONS") == "true", notify=not local or invocation.notify)
@@ -217,43 +177,6 @@ def _run_url(env: Mapping[str, str]) -> str | None:
         return None
     server, repository, run_id = parts
     return f"{server.rstrip('/')}/{repository}/actions/runs/{run_id}"
-
-
-def _github_client(invocation: Invocation, *, env: Mapping[str, str], event: Event,
-                   out: Callable[[str], None]) -> "GithubClient":
-    from bot.github.client import GithubClient
-
-    token = invocation.token or env.get("GITHUB_TOKEN") or env.get("INPUT_GITHUB_TOKEN")
-    if not token:
-        raise GithubError("no GitHub token: set GITHUB_TOKEN (the action's `github_token` input) or --token")
-    out(workflow_command("add-mask", token))
-    return GithubClient(token=token, repo=event.repo,
-                        api_url=env.get("GITHUB_API_URL") or "https://api.github.com")
-
-
-def _known_pulls(event: Event) -> tuple[PullRequest, ...]:
-    return (event.pull_request,) if event.pull_request is not None else ()
-
-
-def _subdir(project_path: str, workspace: str | None) -> str:
-    """The project's folder relative to the repository root, taken from the path as written: a symlink
-    the checkout brings must not point the bot at another folder's settings, so one on the way is refused."""
-    root = Path(os.path.abspath(workspace or os.getcwd()))
-    path = Path(os.path.abspath(project_path))
-    try:
-        rel = path.relative_to(root)
-    except ValueError:
-        try:
-            rel = path.relative_to(root.resolve())
-            root = root.resolve()
-        except ValueError:
-            return ""
-    for depth in range(1, len(rel.parts) + 1):
-        if (root.joinpath(*rel.parts[:depth])).is_symlink():
-            raise GithubError(f"the project folder `{rel.as_posix()}` goes through a symlink in the checkout "
-                              f"(`{Path(*rel.parts[:depth]).as_posix()}`); meshbot reads a project only from "
-                              "a real folder of the repository")
-    return "" if str(rel) == "." else rel.as_posix()
 
 
 if __name__ == "__main__":   # pragma: no cover - `python -m bot.github.action COMMAND`
