@@ -31,7 +31,12 @@ def build_tables(schema: str | None = None) -> Tables:
     Migrations create and alter the real tables; tests check that the result matches these.
     """
     metadata = sa.MetaData(schema=schema)
-    snapshots = sa.Table(
+    return Tables(metadata, *(table(metadata) for table in (
+        _snapshots, _environments, _intervals, _versions, _leases, _pending_drops, _environment_history)))
+
+
+def _snapshots(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
         "snapshots", metadata,
         sa.Column("name", NAME, primary_key=True),
         sa.Column("identifier", HASH, primary_key=True),
@@ -50,7 +55,10 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("updated_ts", sa.BigInteger, nullable=False),
         sa.Index("ix_snapshots_name_version", "name", "version"),   # added by v0002
     )
-    environments = sa.Table(
+
+
+def _environments(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
         "environments", metadata,
         sa.Column("name", NAME, primary_key=True),
         sa.Column("snapshots", sa.JSON, nullable=False),
@@ -63,7 +71,10 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("suffix_target", sa.String(16), nullable=False, server_default="schema"),  # v0002
         sa.Column("previous_snapshots", sa.JSON),                                             # v0003
     )
-    intervals = sa.Table(
+
+
+def _intervals(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
         "intervals", metadata,
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sa.Column("name", NAME, nullable=False),
@@ -78,14 +89,20 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("bytes_read", sa.BigInteger),               # v0008: what its tasks read; likewise
         sa.Index("ix_intervals_name_version", "name", "version"),
     )
-    versions = sa.Table(
+
+
+def _versions(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
         "versions", metadata,
         sa.Column("schema_version", sa.Integer, nullable=False),
         sa.Column("meshbot_version", sa.String(64), nullable=False),
         sa.Column("state_id", sa.String(32)),                                                 # v0004
         sa.Column("fingerprint_scheme", sa.Integer),          # v0009: bot.fingerprint.FINGERPRINT_SCHEME; NULL: 1
     )
-    leases = sa.Table(                                                                        # v0004
+
+
+def _leases(metadata: sa.MetaData) -> sa.Table:  # v0004
+    return sa.Table(
         "leases", metadata,
         sa.Column("key", sa.String(640), primary_key=True),   # `version:<model>:<version>`, `environment:<name>`
         sa.Column("owner", sa.String(256)),                   # host:pid:token of the holder; NULL when free
@@ -94,7 +111,10 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("expires_ts", sa.BigInteger, nullable=False),
         sa.Column("last_owner", sa.String(256)),              # kept after release
     )
-    pending_drops = sa.Table(                                                                 # v0005
+
+
+def _pending_drops(metadata: sa.MetaData) -> sa.Table:  # v0005
+    return sa.Table(
         "pending_drops", metadata,
         sa.Column("object", NAME, primary_key=True),          # the physical table or view to drop
         sa.Column("kind", sa.String(16), nullable=False),     # `table` or `view`
@@ -102,7 +122,10 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("version", HASH, nullable=False),           # a version pushed again is kept
         sa.Column("created_ts", sa.BigInteger, nullable=False),
     )
-    environment_history = sa.Table(                                                           # v0006
+
+
+def _environment_history(metadata: sa.MetaData) -> sa.Table:  # v0006
+    return sa.Table(
         "environment_history", metadata,
         sa.Column("name", NAME, primary_key=True),            # the environment
         sa.Column("plan_id", PLAN_ID, primary_key=True),      # a plan (apply or rollback) it served
@@ -111,5 +134,3 @@ def build_tables(schema: str | None = None) -> Tables:
         sa.Column("finalized_ts", sa.BigInteger),             # NULL: promoted, views not (yet) written
         sa.Column("source", sa.String(512)),                  # v0010: where the plan came from (bot.plan.drift)
     )
-    return Tables(metadata, snapshots, environments, intervals, versions, leases, pending_drops,
-                  environment_history)
