@@ -73,8 +73,6 @@ LONG_MODULES = {
 LONG_FUNCTIONS = {
     "bot/github/action.py:build_run": 62, "bot/github/runners/deploy.py:deploy_production": 77,
     "bot/project/loader.py:_load_sql_models": 69,
-    # not split yet in the engine's own rooms
-    "bot/plan/schedule.py:run_tasks": 79,
 }
 IMPORT_CYCLES: set[frozenset[str]] = set()
 

@@ -36,72 +36,99 @@ def run_tasks(names: Sequence[str], upstream: Mapping[str, set[str]], work: Call
     kill, KeyboardInterrupt) sets `stop`, lets running tasks end and is re-raised. Ready tasks start
     in `names` order whenever a worker is free, so `names` should list parents first.
     """
-    stop = stop or threading.Event()
-    order = {name: i for i, name in enumerate(names)}
-    children: dict[str, list[str]] = {name: [] for name in names}
-    waiting: dict[str, int] = {}
-    for name in names:
-        deps = {d for d in upstream.get(name, ()) if d in order and d != name}
-        waiting[name] = len(deps)
-        for dep in deps:
-            children[dep].append(name)
-    ready = [(order[name], name) for name in names if waiting[name] == 0]   # sorted: a heap
-    outcome = Outcome()
-    gone: set[str] = set()       # failed or skipped
-    fatal: list[BaseException] = []
+    graph = _TaskGraph.of(names, upstream, keep_going=keep_going, stop=stop or threading.Event())
+    if threads <= 1:
+        _run_in_order(graph, work)
+    else:
+        _run_on_threads(graph, work, threads)
+    graph.outcome.failed.sort(key=lambda item: graph.order[item[0]])
+    graph.outcome.skipped.sort(key=graph.order.__getitem__)
+    return graph.outcome
 
-    def settle(name: str, error: BaseException | None) -> None:
+
+@dataclass
+class _TaskGraph:
+    """The tasks left to run: each one's unfinished dependencies, the ready ones (a heap in task order), and
+    what failed, was skipped or must stop everything."""
+
+    order: dict[str, int]
+    children: dict[str, list[str]]
+    waiting: dict[str, int]
+    ready: list[tuple[int, str]]
+    keep_going: bool
+    stop: threading.Event
+    outcome: Outcome = field(default_factory=Outcome)
+    gone: set[str] = field(default_factory=set)            # failed or skipped
+    fatal: list[BaseException] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, names: Sequence[str], upstream: Mapping[str, set[str]], *, keep_going: bool,
+           stop: threading.Event) -> _TaskGraph:
+        order = {name: i for i, name in enumerate(names)}
+        children: dict[str, list[str]] = {name: [] for name in names}
+        waiting: dict[str, int] = {}
+        for name in names:
+            deps = {d for d in upstream.get(name, ()) if d in order and d != name}
+            waiting[name] = len(deps)
+            for dep in deps:
+                children[dep].append(name)
+        ready = [(order[name], name) for name in names if waiting[name] == 0]   # sorted: a heap
+        return cls(order, children, waiting, ready, keep_going, stop)
+
+    def settle(self, name: str, error: BaseException | None) -> None:
+        """A task ended: its children may be ready, or (failed) its downstream is skipped."""
         if error is None:
-            for child in children[name]:
-                waiting[child] -= 1
-                if waiting[child] == 0 and child not in gone:
-                    heapq.heappush(ready, (order[child], child))
+            for child in self.children[name]:
+                self.waiting[child] -= 1
+                if self.waiting[child] == 0 and child not in self.gone:
+                    heapq.heappush(self.ready, (self.order[child], child))
             return
         if not isinstance(error, BotError):
-            fatal.append(error)
-            stop.set()
+            self.fatal.append(error)
+            self.stop.set()
             return
-        outcome.failed.append((name, error))
-        if not keep_going:
-            stop.set()
-        stopped = reachable(children, children[name]) - gone
-        gone.update(stopped)
-        outcome.skipped.extend(stopped)
+        self.outcome.failed.append((name, error))
+        if not self.keep_going:
+            self.stop.set()
+        stopped = reachable(self.children, self.children[name]) - self.gone
+        self.gone.update(stopped)
+        self.outcome.skipped.extend(stopped)
 
-    def next_ready() -> str | None:
-        while ready:
-            _, name = heapq.heappop(ready)
-            if name not in gone:
+    def next_ready(self) -> str | None:
+        while self.ready:
+            _, name = heapq.heappop(self.ready)
+            if name not in self.gone:
                 return name
         return None
 
-    if threads <= 1:
-        while not stop.is_set() and (name := next_ready()) is not None:
-            try:
-                work(name, 0)
-            except BaseException as exc:  # noqa: BLE001 - sorted out by settle
-                settle(name, exc)
-                if fatal:
-                    raise
-                continue
-            settle(name, None)
-    else:
-        free_slots = list(range(threads))[::-1]
-        running: dict[Future, tuple[str, int]] = {}
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="meshbot-task") as pool:
-            while True:
-                while free_slots and not stop.is_set() and (name := next_ready()) is not None:
-                    slot = free_slots.pop()
-                    running[pool.submit(work, name, slot)] = (name, slot)
-                if not running:
-                    break
-                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                for future in sorted(finished, key=lambda f: order[running[f][0]]):
-                    name, slot = running.pop(future)
-                    free_slots.append(slot)
-                    settle(name, future.exception())
-        if fatal:
-            raise fatal[0]
-    outcome.failed.sort(key=lambda item: order[item[0]])
-    outcome.skipped.sort(key=order.__getitem__)
-    return outcome
+
+def _run_in_order(graph: _TaskGraph, work: Callable[[str, int], None]) -> None:
+    """One thread: the calling one, in task order, as a plain loop would."""
+    while not graph.stop.is_set() and (name := graph.next_ready()) is not None:
+        try:
+            work(name, 0)
+        except BaseException as exc:  # noqa: BLE001 - sorted out by settle
+            graph.settle(name, exc)
+            if graph.fatal:
+                raise
+            continue
+        graph.settle(name, None)
+
+
+def _run_on_threads(graph: _TaskGraph, work: Callable[[str, int], None], threads: int) -> None:
+    free_slots = list(range(threads))[::-1]
+    running: dict[Future, tuple[str, int]] = {}
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="meshbot-task") as pool:
+        while True:
+            while free_slots and not graph.stop.is_set() and (name := graph.next_ready()) is not None:
+                slot = free_slots.pop()
+                running[pool.submit(work, name, slot)] = (name, slot)
+            if not running:
+                break
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for future in sorted(finished, key=lambda f: graph.order[running[f][0]]):
+                name, slot = running.pop(future)
+                free_slots.append(slot)
+                graph.settle(name, future.exception())
+    if graph.fatal:
+        raise graph.fatal[0]
