@@ -15,7 +15,8 @@ from bot.errors import ConfigError, CycleError, PlanError
 from bot.project.dag import (DAG, children_of, reachable, select_models, topological_order,
                              upstream_of)
 from bot.project.model import Kind, Model
-from bot.report.dag_html import _NODE_H, _NODE_W, KIND_COLOURS, DagNode, dag_svg, layers, write_dag
+from bot.report.dag_html import KIND_COLOURS, DagNode, dag_svg, layers, write_dag
+from bot.report.dag_layout import NODE_H as _NODE_H, NODE_W as _NODE_W
 
 
 def model(name: str, *parents: str, tags: tuple[str, ...] = ()) -> Model:
