@@ -67,7 +67,8 @@ def project(tmp_path):
 def test_the_first_command_starts_the_engine_later_ones_attach_and_engine_stop_ends_it(project):
     engine_dir = (project / ".meshbot" / ENGINE_DIR).resolve()
     _, err = _meshbot(project, "plan", "--auto-apply")
-    assert "Starting the local Spark engine" in err
+    [start] = [line for line in err.splitlines() if line.startswith("Starting Spark")]
+    assert start.startswith("Starting Spark (local, warm engine") and " ... ready in " in start   # one line
     first = read_record(engine_dir)
     assert first is not None and _alive(first.pid)
     assert not (project / ".meshbot" / "spark.log").exists()   # no JVM in the command's own process
@@ -106,7 +107,7 @@ def test_a_dead_record_is_replaced_commands_share_one_engine_and_a_changed_setti
     both = [_start(project, "fetchdf", "--json", f"select {n} as n") for n in (1, 2)]
     results = [_finish(process) for process in both]
     assert [json.loads(out) for out, _ in results] == [[{"n": 1}], [{"n": 2}]]
-    assert sum("Starting the local Spark engine" in err for _, err in results) == 1
+    assert sum("Starting Spark (local, warm engine" in err for _, err in results) == 1
     shared = read_record(engine_dir)
     assert shared is not None and shared.pid != gone.pid and _alive(shared.pid)
     assert len(_processes_of(engine_dir)) == 2   # one watchdog, one JVM

@@ -202,7 +202,7 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
 
     seal = SealedContext(project)
     return BotRun(event=event, settings=settings, github=TimedGithub(github, timings),
-                  context=TimedContext(seal, timings), outputs=outputs, timings=timings, seal=seal,
+                  context=TimedContext(seal, timings, out=out), outputs=outputs, timings=timings, seal=seal,
                   trusted=trusted, checkout_head=checkout.head(), on_default_branch=on_default_branch,
                   commits_behind=commits_behind, default_branch_head=default_branch_head,
                   base_versions=base_versions,
