@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -16,6 +17,7 @@ import pytest
 from bot.project.example import write_example
 from bot.spark.local_server import ENGINE_DIR, RECORD, WARM_VARIABLE, _processes_of, read_record
 from bot.spark.local_server import stop as stop_engine
+from bot.spark.query_service import SOCKET
 from spark_servers import PYTHON, QUICK_JVM, ROOT
 
 pytestmark = pytest.mark.spark
@@ -73,9 +75,17 @@ def test_the_first_command_starts_the_engine_later_ones_attach_and_engine_stop_e
     assert first is not None and _alive(first.pid)
     assert not (project / ".meshbot" / "spark.log").exists()   # no JVM in the command's own process
 
-    out, err = _meshbot(project, "fetchdf", "--json", "select count(*) as n from shop.orders")
-    assert json.loads(out) == [{"n": 37}]   # what the first command wrote, on the same server
-    assert "Starting" not in err
+    deadline = time.monotonic() + 60   # the watchdog serves its query socket once the server answers
+    while not (engine_dir / SOCKET).is_socket() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    fetched = subprocess.run([str(PYTHON), "-X", "importtime", "-m", "bot", "-p", str(project), "fetchdf", "--json",
+                              "select count(*) as n from shop.orders"], cwd=ROOT, env=_env(), capture_output=True,
+                             text=True, timeout=120)
+    assert fetched.returncode == 0, fetched.stderr[-2000:]
+    assert json.loads(fetched.stdout) == [{"n": 37}]   # what the first command wrote, on the same server
+    # through the watchdog's query socket: this command imported no PySpark and started nothing
+    assert not re.search(r"\| +(pyspark|pandas)$", fetched.stderr, re.MULTILINE)
+    assert "Starting" not in fetched.stderr
     assert read_record(engine_dir) == first
 
     out, _ = _meshbot(project, "engine", "status")

@@ -98,6 +98,8 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
         allow_destructive_models=tuple(flags["allow_destructive_model"]),
         skip_tests=flags["skip_tests"])
     reporter = TerminalReporter(json_mode=as_json)
+    if auto_apply and not (explain or as_json):
+        context.attach_early()   # the Connect client's imports and session overlap loading and planning
     with reporter.phase("Loading the project"):
         _load_project(context)
     with reporter.phase(f"Planning `{environment}`"):

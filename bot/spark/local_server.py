@@ -13,6 +13,8 @@ visible). Everything lives in `.meshbot/engine/`:
 - `server.log`    the JVM's output.
 - `start.lock`    held (flock) while a command checks, starts or stops the server: two commands at once
                   start one server; the second waits and attaches.
+- `query.sock`    the watchdog answers `fetchdf` here from a Connect session of its own (bot.spark.query_service),
+                  so a command that only reads rows imports no PySpark; gone with the watchdog.
 - `clients.lock`  each attached command holds it shared for its whole life; the watchdog stops the
                   server after `idle` seconds in which it could take it exclusively (and `last_used`,
                   touched on every attach, is as old).
@@ -258,7 +260,7 @@ def attach(state_dir: Path, *, master: str, settings: dict[str, str], idle_s: fl
             record = read_record(engine_dir)
             if record is not None and record.state_dir == str(state_dir) and record.digest == digest \
                     and _ours(record, engine_dir) and _wait_ready(record, engine_dir):
-                _hold_client(engine_dir)
+                hold_client(engine_dir)
                 return record, False
             if record is not None and record.state_dir == str(state_dir):
                 _terminate(engine_dir, record.pid if _ours(record, engine_dir) else None)
@@ -269,7 +271,7 @@ def attach(state_dir: Path, *, master: str, settings: dict[str, str], idle_s: fl
                 notice(f"Starting the local Spark engine in the background (log: {engine_dir / LOG}); "
                        "later commands attach to it")
             record = _start(engine_dir, state_dir, master, settings, idle_s, digest)
-            _hold_client(engine_dir)
+            hold_client(engine_dir)
             return record, True
     except OSError as exc:
         raise EngineError(f"could not start the local Spark engine in {engine_dir}: {exc.strerror or exc}") from None
@@ -345,13 +347,23 @@ def _refuse_symlinks(engine_dir: Path) -> None:
             raise EngineError(f"`{entry.path}` is a symlink: meshbot follows no symlink under .meshbot/; remove it")
 
 
-def _hold_client(engine_dir: Path) -> None:
+def hold_client(engine_dir: Path) -> None:
     """Count this process as a client until it exits: a shared hold on clients.lock, and last_used touched."""
     (engine_dir / LAST_USED).touch()
     if engine_dir not in _HELD:
         handle = open(engine_dir / CLIENTS_LOCK, "a+")
         fcntl.flock(handle, fcntl.LOCK_SH)
         _HELD[engine_dir] = handle
+
+
+def running_server(state_dir: Path, digest: str) -> ServerRecord | None:
+    """The record of a live server for `state_dir` started with settings `digest` (None otherwise); nothing
+    is started, replaced or waited for."""
+    engine_dir = state_dir / ENGINE_DIR
+    record = read_record(engine_dir)
+    if record is None or record.state_dir != str(state_dir) or record.digest != digest:
+        return None
+    return record if _ours(record, engine_dir) else None
 
 
 def status(state_dir: Path) -> ServerRecord | None:
@@ -405,13 +417,15 @@ def _serve(engine_dir: Path, idle_s: float, master: str, port: int) -> int:
     poll_s = min(15.0, max(0.5, idle_s / 10))
     while not stopping:
         try:
-            child.wait(timeout=poll_s)
+            child.wait(timeout=poll_s if ready else 0.5)   # ready: serve the query socket soon after
             break   # the JVM ended by itself
         except subprocess.TimeoutExpired:
             pass
         if not ready:
             ready = _answers(port)
             last_busy = time.time()
+            if ready:
+                _serve_queries(engine_dir, port)
             continue
         with _locked(engine_dir / CLIENTS_LOCK, wait=False) as idle:
             if not idle:
@@ -420,12 +434,31 @@ def _serve(engine_dir: Path, idle_s: float, master: str, port: int) -> int:
         with contextlib.suppress(OSError):
             last_busy = max(last_busy, (engine_dir / LAST_USED).stat().st_mtime)
         if time.time() - last_busy >= idle_s and _stop_idle(engine_dir, child):
+            _remove_socket(engine_dir)
             return 0
     _stop_child(child)
+    _remove_socket(engine_dir)
     with _locked(engine_dir / START_LOCK, wait=False) as free:
         if free:   # else a command holds it and is stopping or replacing this server: it edits the record
             _remove_record(engine_dir, os.getpid())
     return 0
+
+
+def _serve_queries(engine_dir: Path, port: int) -> None:
+    """Answer `fetchdf` on the query socket (bot.spark.query_service); without it commands query on their own."""
+    try:
+        from bot.spark import query_service
+
+        query_service.serve(engine_dir, f"sc://127.0.0.1:{port}", touch=(engine_dir / LAST_USED).touch)
+    except Exception as error:  # noqa: BLE001 - the engine serves on without it
+        print(f"meshbot: no query socket: {error}", file=sys.stderr, flush=True)
+
+
+def _remove_socket(engine_dir: Path) -> None:
+    from bot.spark.query_service import SOCKET
+
+    with contextlib.suppress(OSError):
+        (engine_dir / SOCKET).unlink()
 
 
 def _stop_idle(engine_dir: Path, child: subprocess.Popen) -> bool:
@@ -452,4 +485,9 @@ def _stop_child(child: subprocess.Popen) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(_serve(Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3], int(sys.argv[4])))
+    code = _serve(Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # not sys.exit: the query socket's Connect session leaves threads behind that an interpreter exit would
+    # wait for, and the JVM, the record and the socket are already gone
+    os._exit(code)

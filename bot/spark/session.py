@@ -15,7 +15,8 @@ from bot.project.config import SparkConnection
 from bot.redact import mask_url
 from bot.spark.connect import check_reachable, is_connect
 from bot.spark.errors import spark_message
-from bot.spark.local_server import ENGINE_DIR, WARM_VARIABLE, attach, warm_wanted
+from bot.spark.local_server import ENGINE_DIR, WARM_VARIABLE, attach, hold_client, running_server, settings_digest
+from bot.spark.local_server import warm_wanted
 from bot.spark.local_server import status as server_status
 from bot.spark.local_server import LOG as ENGINE_LOG
 from bot.spark.local_server import stop as stop_server
@@ -277,6 +278,29 @@ def _build_warm(builder, connection: SparkConnection, master: str, state_dir: Pa
                 stop_server(state_dir)
                 raise
     return session
+
+
+def warm_rows(connection: SparkConnection, *, state_dir: Path, sql: str, limit: int | None) -> list[dict] | None:
+    """`sql`'s rows from the project's warm engine through its query socket (bot.spark.query_service), when
+    one runs with this gateway's settings; None when this process should query on a session of its own."""
+    if not warm_running(connection, state_dir):
+        return None
+    from bot.spark import query_service
+
+    engine_dir = state_dir.resolve() / ENGINE_DIR
+    hold_client(engine_dir)   # a client while it queries: the idle watchdog leaves the engine up
+    return query_service.query(engine_dir, sql, limit)
+
+
+def warm_running(connection: SparkConnection, state_dir: Path) -> bool:
+    """Whether the gateway runs on the warm engine and the project's engine is up with its settings now
+    (so attaching starts nothing)."""
+    master = connection.master or "local[*]"
+    if not warm_wanted(master, connection.remote, connection.warm):
+        return False
+    state_dir = state_dir.resolve()
+    settings, _ = _local_settings(connection, state_dir, verbose=False, catalog_only=False)
+    return running_server(state_dir, settings_digest(master, settings, connection.warm_idle_minutes * 60)) is not None
 
 
 class StartLine:
