@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from bot.cli.app import cli
 from bot.context import Context
 from bot.plan.drift import deploy_source, local_source
-from bot.state.api import Environment, EnvironmentSnapshot
+from bot.state.protocol import Environment, EnvironmentSnapshot
 
 DAY = 86_400_000
 

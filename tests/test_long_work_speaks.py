@@ -16,7 +16,7 @@ from bot.plan.batch import BatchWriter
 from bot.plan.definition import StillRunning
 from bot.plan.workspace import Workspace
 from bot.project.example import write_example
-from bot.quality.api import TestResult, TestSuiteResult
+from bot.quality.results import TestResult, TestSuiteResult
 from bot.report.console import TerminalReporter, progress_lines
 from bot.snapshot import Fingerprint, Snapshot
 

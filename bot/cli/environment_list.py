@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.state.api import EnvironmentSnapshot, HistoryEntry
+from bot.state.protocol import EnvironmentSnapshot, HistoryEntry
 
 _DAY = 86_400_000
 _URL = re.compile(r"\s+https?://\S+")

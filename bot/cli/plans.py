@@ -11,7 +11,7 @@ import click
 from bot.cli.common import check_range, context_of, handle_errors, iso, report_tests, tests_failed
 from bot.context import Context
 from bot.plan.definition import PlanOptions
-from bot.project.timeutil import to_datetime
+from bot.timeline.times import to_datetime
 from bot.report.console import TerminalReporter
 from bot.cli.environment_list import applied_by, history_changes, relative
 

@@ -139,7 +139,8 @@ class Workspace:
         """Attach to the project's warm engine on a thread while the caller loads and plans, when one already
         runs with this gateway's settings (never starts one: a plan with nothing to do needs no Spark). A
         failure is left for the first use of `engine` to raise."""
-        from bot.spark.session import get_session, warm_running
+        from bot.spark.session import get_session
+        from bot.spark.warm import warm_running
 
         connection, state_dir = self.gateway.connection, checked(self.path)
         if "engine" in self.__dict__ or not warm_running(connection, state_dir):
@@ -155,7 +156,7 @@ class Workspace:
         """The rows of `sql`: through the warm engine's query socket while this context has no Spark session
         of its own (no PySpark import, no session to open), else on its engine."""
         if "engine" not in self.__dict__:
-            from bot.spark.session import warm_rows
+            from bot.spark.warm import warm_rows
 
             rows = warm_rows(self.gateway.connection, state_dir=checked(self.path), sql=sql, limit=limit)
             if rows is not None:

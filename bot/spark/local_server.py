@@ -2,7 +2,7 @@
 command that needs local Spark and attached to by the commands after it.
 
 The server runs as two processes in a session of their own (a CLI killed mid-command never takes it
-along): a small Python watchdog (`python -m bot.spark.local_server ENGINE_DIR IDLE_SECONDS`) and, as its
+along): a small Python watchdog (`python -m bot.spark.watchdog ENGINE_DIR IDLE_SECONDS`) and, as its
 child, the Spark Connect server JVM from the installed PySpark, listening on 127.0.0.1 with the warehouse,
 Derby metastore and settings the in-process local session would have (so tables made before stay
 visible). Everything lives in `.meshbot/engine/`:
@@ -13,8 +13,7 @@ visible). Everything lives in `.meshbot/engine/`:
 - `server.log`    the JVM's output.
 - `start.lock`    held (flock) while a command checks, starts or stops the server: two commands at once
                   start one server; the second waits and attaches.
-- `query.sock`    the watchdog answers `fetchdf` here from a Connect session of its own (bot.spark.query_service),
-                  so a command that only reads rows imports no PySpark; gone with the watchdog.
+- `query.sock`    `fetchdf` rows from the watchdog's own Connect session (bot.spark.query_service).
 - `clients.lock`  each attached command holds it shared for its whole life; the watchdog stops the
                   server after `idle` seconds in which it could take it exclusively (and `last_used`,
                   touched on every attach, is as old).
@@ -51,6 +50,7 @@ START_LOCK = "start.lock"
 CLIENTS_LOCK = "clients.lock"
 LAST_USED = "last_used"
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+WATCHDOG = "bot.spark.watchdog"   # the module the watchdog runs as (its command line names it)
 START_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
 _HELD: dict[Path, object] = {}   # engine folder -> this process's shared hold on its clients.lock (open until exit)
@@ -200,7 +200,7 @@ def _processes_of(engine_dir: Path) -> list[int]:
     except (OSError, subprocess.SubprocessError):
         return []
     # whole words: another project's folder may end with this one's path
-    marks = (f" {engine_dir / PROPERTIES} ", f" bot.spark.local_server {engine_dir} ")
+    marks = (f" {engine_dir / PROPERTIES} ", f" {WATCHDOG} {engine_dir} ")
     found = []
     for line in listing.splitlines():
         pid, _, args = line.strip().partition(" ")
@@ -211,7 +211,7 @@ def _processes_of(engine_dir: Path) -> list[int]:
 
 def _ours(record: ServerRecord, engine_dir: Path) -> bool:
     """The record's watchdog is alive and is the one serving `engine_dir` (not a reused pid)."""
-    return _alive(record.pid) and f" bot.spark.local_server {engine_dir} " in f" {_command_line(record.pid)} "
+    return _alive(record.pid) and f" {WATCHDOG} {engine_dir} " in f" {_command_line(record.pid)} "
 
 
 def _answers(port: int) -> bool:
@@ -302,7 +302,7 @@ def _start(engine_dir: Path, state_dir: Path, master: str, settings: dict[str, s
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     with open(engine_dir / LOG, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bot.spark.local_server", str(engine_dir), str(idle_s), master, str(port)],
+            [sys.executable, "-m", WATCHDOG, str(engine_dir), str(idle_s), master, str(port)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True,
             cwd=str(state_dir))
     record = ServerRecord(pid=process.pid, port=port, digest=digest, started=time.time(),
@@ -356,16 +356,6 @@ def hold_client(engine_dir: Path) -> None:
         _HELD[engine_dir] = handle
 
 
-def running_server(state_dir: Path, digest: str) -> ServerRecord | None:
-    """The record of a live server for `state_dir` started with settings `digest` (None otherwise); nothing
-    is started, replaced or waited for."""
-    engine_dir = state_dir / ENGINE_DIR
-    record = read_record(engine_dir)
-    if record is None or record.state_dir != str(state_dir) or record.digest != digest:
-        return None
-    return record if _ours(record, engine_dir) else None
-
-
 def status(state_dir: Path) -> ServerRecord | None:
     """The running server's record, or None when none serves `state_dir`."""
     engine_dir = state_dir / ENGINE_DIR
@@ -392,102 +382,3 @@ def stop(state_dir: Path) -> ServerRecord | None:
             return running
     except OSError as exc:
         raise EngineError(f"could not stop the local Spark engine in {engine_dir}: {exc.strerror or exc}") from None
-
-
-# -------------------------------------------------------------------------------- the watchdog
-def _serve(engine_dir: Path, idle_s: float, master: str, port: int) -> int:
-    """Run the Spark Connect server JVM as a child; stop it after `idle_s` without clients (counted once
-    it answers on `port`), or on SIGTERM."""
-    submit = spark_home() / "bin" / "spark-submit"
-    try:
-        child = subprocess.Popen([str(submit), "--master", master, "--properties-file",
-                                  str(engine_dir / PROPERTIES), "--class", SERVER_CLASS], stdin=subprocess.DEVNULL)
-    except OSError as exc:   # one line in server.log, which the starting command shows
-        print(f"cannot run {submit}: {exc.strerror or exc}", file=sys.stderr, flush=True)
-        return 1
-    stopping = []
-
-    def on_signal(signum, frame):  # noqa: ARG001
-        stopping.append(signum)
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, on_signal)
-    last_busy = time.time()
-    ready = False
-    poll_s = min(15.0, max(0.5, idle_s / 10))
-    while not stopping:
-        try:
-            child.wait(timeout=poll_s if ready else 0.5)   # ready: serve the query socket soon after
-            break   # the JVM ended by itself
-        except subprocess.TimeoutExpired:
-            pass
-        if not ready:
-            ready = _answers(port)
-            last_busy = time.time()
-            if ready:
-                _serve_queries(engine_dir, port)
-            continue
-        with _locked(engine_dir / CLIENTS_LOCK, wait=False) as idle:
-            if not idle:
-                last_busy = time.time()
-                continue
-        with contextlib.suppress(OSError):
-            last_busy = max(last_busy, (engine_dir / LAST_USED).stat().st_mtime)
-        if time.time() - last_busy >= idle_s and _stop_idle(engine_dir, child):
-            _remove_socket(engine_dir)
-            return 0
-    _stop_child(child)
-    _remove_socket(engine_dir)
-    with _locked(engine_dir / START_LOCK, wait=False) as free:
-        if free:   # else a command holds it and is stopping or replacing this server: it edits the record
-            _remove_record(engine_dir, os.getpid())
-    return 0
-
-
-def _serve_queries(engine_dir: Path, port: int) -> None:
-    """Answer `fetchdf` on the query socket (bot.spark.query_service); without it commands query on their own."""
-    try:
-        from bot.spark import query_service
-
-        query_service.serve(engine_dir, f"sc://127.0.0.1:{port}", touch=(engine_dir / LAST_USED).touch)
-    except Exception as error:  # noqa: BLE001 - the engine serves on without it
-        print(f"meshbot: no query socket: {error}", file=sys.stderr, flush=True)
-
-
-def _remove_socket(engine_dir: Path) -> None:
-    from bot.spark.query_service import SOCKET
-
-    with contextlib.suppress(OSError):
-        (engine_dir / SOCKET).unlink()
-
-
-def _stop_idle(engine_dir: Path, child: subprocess.Popen) -> bool:
-    """Stop the JVM and remove the record, unless a command is attaching or attached meanwhile."""
-    with _locked(engine_dir / START_LOCK, wait=False) as free_to_start:
-        if not free_to_start:
-            return False
-        with _locked(engine_dir / CLIENTS_LOCK, wait=False) as no_clients:
-            if not no_clients:
-                return False
-            _stop_child(child)
-            _remove_record(engine_dir, os.getpid())
-            return True
-
-
-def _stop_child(child: subprocess.Popen) -> None:
-    if child.poll() is None:
-        child.terminate()
-        try:
-            child.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-
-
-if __name__ == "__main__":
-    code = _serve(Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # not sys.exit: the query socket's Connect session leaves threads behind that an interpreter exit would
-    # wait for, and the JVM, the record and the socket are already gone
-    os._exit(code)

@@ -2,7 +2,7 @@
 that only reads rows never imports PySpark, pandas or Arrow (about 2 s of a 2-core machine) nor opens a
 session of its own.
 
-The watchdog (bot.spark.local_server) serves `query.sock` in the engine folder (mode 0600, owner only) once
+The watchdog (bot.spark.watchdog) serves `query.sock` in the engine folder (mode 0600, owner only) once
 the server answers, and opens its Connect session at once. One request per connection: a JSON line
 `{"sql": ..., "limit": ...}`; the reply is a JSON line `{"rows": [...]}` (each value as JSON has it, or as
 text: what `fetchdf` prints for it), `{"error": ...}` (meshbot's own error text, as SparkEngine.fetch gives
@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import socket
+import sys
 import threading
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -105,6 +106,19 @@ def _read_all(connection: socket.socket) -> bytes:
 
 
 # -------------------------------------------------------------------------------- the watchdog's side
+def start(engine_dir: Path, port: int, *, touch: Callable[[], None]) -> None:
+    """The watchdog's call once its server answers on `port`; without the socket commands query on their own."""
+    try:
+        serve(engine_dir, f"sc://127.0.0.1:{port}", touch=touch)
+    except Exception as error:  # noqa: BLE001 - the engine serves on without it
+        print(f"meshbot: no query socket: {error}", file=sys.stderr, flush=True)
+
+
+def remove(engine_dir: Path) -> None:
+    with contextlib.suppress(OSError):
+        (engine_dir / SOCKET).unlink()
+
+
 def serve(engine_dir: Path, url: str, *, touch: Callable[[], None], session: Any = None) -> threading.Thread:
     """Listen on `query.sock` in a daemon thread, each request answered on a thread of its own through one
     Connect session to `url` (opened now, so the first request finds it ready); `touch` marks the engine

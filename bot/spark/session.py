@@ -15,11 +15,10 @@ from bot.project.config import SparkConnection
 from bot.redact import mask_url
 from bot.spark.connect import check_reachable, is_connect
 from bot.spark.errors import spark_message
-from bot.spark.local_server import ENGINE_DIR, WARM_VARIABLE, attach, hold_client, running_server, settings_digest
-from bot.spark.local_server import warm_wanted
-from bot.spark.local_server import status as server_status
-from bot.spark.local_server import LOG as ENGINE_LOG
-from bot.spark.local_server import stop as stop_server
+from bot.spark.catalog_lock import hold_catalog, release_catalog
+from bot.spark.local_server import ENGINE_DIR, LOG as ENGINE_LOG, WARM_VARIABLE, attach, warm_wanted
+from bot.spark.local_server import status as server_status, stop as stop_server
+from bot.spark.start_line import StartLine
 from bot.spark.verbosity import is_verbose
 
 if TYPE_CHECKING:
@@ -31,12 +30,8 @@ JVM_LOG = "spark.log"
 # Under state_dir: the absolute warehouse path the embedded catalog was made for, so a copied project
 # is refused before a JVM starts (the catalog's own check below needs a running session).
 CATALOG_OWNER = "catalog_owner"
-# Under state_dir: held (flock) by the one process whose JVM has the embedded Derby catalog open; it
-# holds that process's pid.
-CATALOG_LOCK = "catalog.lock"
 _LOCK = threading.Lock()
 _SESSION: "SparkSession | None" = None
-_CATALOG_HOLDS: list[int] = []   # this process's descriptors of catalog.lock (closed when its session stops)
 
 # SQL semantics meshbot relies on (INSERT OVERWRITE replaces only the written partitions, UTC,
 # non-ANSI casts, Parquet tables). Runtime settings, so they apply to Spark Connect sessions too;
@@ -100,36 +95,7 @@ def stop_session() -> None:
         if _SESSION is not None:
             _SESSION.stop()
             _SESSION = None
-        while _CATALOG_HOLDS:
-            os.close(_CATALOG_HOLDS.pop())
-
-
-def _hold_catalog(state_dir: Path) -> None:
-    """The embedded Derby catalog admits one JVM at a time: this process takes `catalog.lock` under
-    `state_dir` for as long as it runs Spark (the lock goes with the process), and while another meshbot
-    process holds it, says so in one line naming its pid and waits for it to finish."""
-    import fcntl
-    import sys
-
-    path = state_dir / CATALOG_LOCK
-    if path.is_symlink():
-        raise EngineError(f"{path} is a symlink; meshbot keeps its own lock files only as plain files")
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip() or "unknown"
-            print(f"Waiting for meshbot (pid {holder}) to finish: it runs Spark on this project's embedded "
-                  f"catalog ({state_dir / 'metastore_db'}), which admits one process at a time",
-                  file=sys.stderr, flush=True)
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
-    except BaseException:
-        os.close(descriptor)
-        raise
-    _CATALOG_HOLDS.append(descriptor)
+        release_catalog()
 
 
 def _is_stopped(session: "SparkSession") -> bool:
@@ -241,13 +207,12 @@ def _build(connection: SparkConnection, state_dir: Path, *, catalog_only: bool =
                           "catalog; stop it with `meshbot engine stop` to run Spark inside this command, or let "
                           f"the command attach to it (no `warm: false`, no {WARM_VARIABLE}=0)")
     if embedded:
-        _hold_catalog(state_dir)
+        hold_catalog(state_dir)
     builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     where = "local, in this process" if master.startswith("local") else f"master {mask_url(master)}, driver here"
-    with StartLine(f"Starting Spark ({where})") as line:
-        line.begin()
+    with StartLine(f"Starting Spark ({where})", begun=True):
         if verbose:
             session = _create(builder.enableHiveSupport(), master)
         else:
@@ -266,8 +231,7 @@ def _build_warm(builder, connection: SparkConnection, master: str, state_dir: Pa
     and catalog; a server this call started is checked, as a local session is, to own its catalog."""
     settings, embedded = _local_settings(connection, state_dir, verbose=False, catalog_only=False)
     log = state_dir / ENGINE_DIR / ENGINE_LOG
-    with StartLine(f"Starting Spark (local, warm engine, kept for later commands; log: {log})") \
-            as line:
+    with StartLine(f"Starting Spark (local, warm engine, kept for later commands; log: {log})") as line:
         record, started = attach(state_dir, master=master, settings=settings,
                                  idle_s=connection.warm_idle_minutes * 60, notice=lambda _: line.begin())
         session = _create(builder.remote(record.url), f"the local Spark engine at {record.url}", log)
@@ -278,57 +242,6 @@ def _build_warm(builder, connection: SparkConnection, master: str, state_dir: Pa
                 stop_server(state_dir)
                 raise
     return session
-
-
-def warm_rows(connection: SparkConnection, *, state_dir: Path, sql: str, limit: int | None) -> list[dict] | None:
-    """`sql`'s rows from the project's warm engine through its query socket (bot.spark.query_service), when
-    one runs with this gateway's settings; None when this process should query on a session of its own."""
-    if not warm_running(connection, state_dir):
-        return None
-    from bot.spark import query_service
-
-    engine_dir = state_dir.resolve() / ENGINE_DIR
-    hold_client(engine_dir)   # a client while it queries: the idle watchdog leaves the engine up
-    return query_service.query(engine_dir, sql, limit)
-
-
-def warm_running(connection: SparkConnection, state_dir: Path) -> bool:
-    """Whether the gateway runs on the warm engine and the project's engine is up with its settings now
-    (so attaching starts nothing)."""
-    master = connection.master or "local[*]"
-    if not warm_wanted(master, connection.remote, connection.warm):
-        return False
-    state_dir = state_dir.resolve()
-    settings, _ = _local_settings(connection, state_dir, verbose=False, catalog_only=False)
-    return running_server(state_dir, settings_digest(master, settings, connection.warm_idle_minutes * 60)) is not None
-
-
-class StartLine:
-    """Spark start-up as one line on stderr (stdout may be JSON): `Starting Spark (...) ...` when it
-    begins, ` ready in N s` (or ` failed after N s`) on the same line when it ends. Nothing when
-    `begin` is never called (a warm engine already running is attached to silently)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.began: float | None = None
-
-    def begin(self) -> None:
-        import sys
-        import time
-
-        self.began = time.monotonic()
-        print(f"{self.text} ...", end="", file=sys.stderr, flush=True)
-
-    def __enter__(self) -> "StartLine":
-        return self
-
-    def __exit__(self, kind, error, trace) -> None:
-        import sys
-        import time
-
-        if self.began is not None:
-            outcome = "failed after" if kind is not None else "ready in"
-            print(f" {outcome} {time.monotonic() - self.began:.1f} s", file=sys.stderr, flush=True)
 
 
 def _local_settings(connection: SparkConnection, state_dir: Path, *, verbose: bool,
