@@ -33,7 +33,7 @@ class TerminalReporter:
 
     @property
     def interactive(self) -> bool:
-        return self.out.isatty()
+        return self.out is not None and self.out.isatty()   # None: the process started with stdout closed
 
     def text(self, message: str) -> None:
         print(plain_text(message), file=self.out)
@@ -51,7 +51,7 @@ class TerminalReporter:
     def phase(self, name: str) -> Iterator[None]:
         """Outside a terminal (a CI log), a line on stderr when the phase starts and one when it ends, with
         its elapsed time; nothing in a terminal or with `json_mode`."""
-        if self.json_mode or self.interactive:
+        if self.json_mode or self.interactive or self.err is None:
             yield
             return
         print(plain_text(f"{name} ..."), file=self.err, flush=True)
