@@ -98,10 +98,12 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
         allow_destructive_models=tuple(flags["allow_destructive_model"]),
         skip_tests=flags["skip_tests"])
     reporter = TerminalReporter(json_mode=as_json)
-    if auto_apply and not (explain or as_json):
-        context.attach_early()   # the Connect client's imports and session overlap loading and planning
     with reporter.phase("Loading the project"):
         _load_project(context)
+    if auto_apply and not (explain or as_json):
+        # the Connect client's imports and session overlap planning; not loading, whose imports of the
+        # project's Python files read sys.modules, which an import on another thread changes
+        context.attach_early()
     with reporter.phase(f"Planning `{environment}`"):
         the_plan = context.plan(environment, options=options)
     if as_json:

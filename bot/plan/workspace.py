@@ -136,9 +136,10 @@ class Workspace:
                                        catalog_only=catalog_only))
 
     def attach_early(self) -> None:
-        """Attach to the project's warm engine on a thread while the caller loads and plans, when one already
-        runs with this gateway's settings (never starts one: a plan with nothing to do needs no Spark). A
-        failure is left for the first use of `engine` to raise."""
+        """Attach to the project's warm engine on a thread while the caller plans, when one already runs with
+        this gateway's settings (never starts one: a plan with nothing to do needs no Spark). Call it once the
+        project is loaded: loading imports its Python files and reads sys.modules, which imports on a thread
+        change. A failure is left for the first use of `engine` to raise."""
         from bot.spark.session import get_session
         from bot.spark.warm import warm_running
 
