@@ -118,15 +118,17 @@ def bench(name: str, ours: Path, theirs: Path, model: str, sqlmesh: str, repeats
                          *([] if side == "meshbot" else ["--no-prompts"])], folder, env=env)
             for side, (folder, _) in sides.items()}
     best: dict[tuple[str, str], float] = {}
-    for round_ in range(repeats):
-        for step in STEPS:
-            for side, (folder, steps) in sides.items():
-                if step.startswith("edit"):
-                    edit(folder, model, round_ + 2)
-                command, ok = steps[step]
-                seconds = timed(command, folder, env=env, ok=ok)
-                best[side, step] = min(best.get((side, step), seconds), seconds)
-    subprocess.run([*MESHBOT, "engine", "stop"], cwd=ours, capture_output=True, env=env)   # it holds the catalog
+    try:
+        for round_ in range(repeats):
+            for step in STEPS:
+                for side, (folder, steps) in sides.items():
+                    if step.startswith("edit"):
+                        edit(folder, model, round_ + 2)
+                    command, ok = steps[step]
+                    seconds = timed(command, folder, env=env, ok=ok)
+                    best[side, step] = min(best.get((side, step), seconds), seconds)
+    finally:   # it holds the catalog, and a failed step must not leave it running
+        subprocess.run([*MESHBOT, "engine", "stop"], cwd=ours, capture_output=True, env=env)
     off = timed([*MESHBOT, "fetchdf", "select 1"], ours, env={**env, "MESHBOT_WARM_ENGINE": "0"})
     rows = [f"### {name}", "", "| step | meshbot (warm engine) | SQLMesh 0.236.4 + DuckDB | target | met |",
             "| --- | ---: | ---: | --- | --- |",

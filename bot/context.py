@@ -279,7 +279,7 @@ class Context(Workspace):
             from bot.spark.readonly import check_read_only
 
             check_read_only(sql)   # before Spark starts
-        return self.engine.fetch(sql, limit=limit)
+        return self.fetch_rows(sql, limit=limit)
 
     def render(self, model_name: str, *, start: str | None = None, end: str | None = None,
                environment: str = "prod") -> str:

@@ -2,15 +2,18 @@
 lets Spark's JVM speak again, and a copy of a project made with its .meshbot/ is refused before writing.
 
 The two JVMs start side by side once for the module: a failing query at default verbosity in one
-project, and a table created with `-v` in another; the copy test copies the second.
+project, and a table created with `-v` in another; the copy test copies the second. Two commands on one
+project take turns on its embedded catalog.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,3 +121,27 @@ def test_catalog_check_finds_databases_of_another_warehouse(spark, spark_state_d
     assert foreign_databases(databases, (spark_state_dir / "warehouse").resolve()) == []
     foreign = foreign_databases(databases, (tmp_path / ".meshbot" / "warehouse").resolve())
     assert ("default", (spark_state_dir / "warehouse").resolve()) in foreign
+
+
+def test_two_commands_at_once_with_spark_in_their_own_process_take_turns_on_the_catalog(tmp_path):
+    """Spark inside each command (MESHBOT_WARM_ENGINE=0, as in every test): the embedded Derby catalog admits
+    one JVM, so the second command waits for the first, says for whom, and then runs; no traceback."""
+    project = tmp_path / "shop"
+    write_example(project)
+    config = project / "config.yaml"
+    config.write_text(config.read_text().replace(
+        "      master: local[*]\n",
+        f"      master: local[*]\n      config:\n        spark.driver.extraJavaOptions: {QUICK_JVM}\n"))
+    first = _start(project, "fetchdf", "--json", "SHOW DATABASES")
+    lock = project / ".meshbot" / "catalog.lock"
+    deadline = time.monotonic() + 120
+    while first.poll() is None and time.monotonic() < deadline and \
+            (not lock.is_file() or lock.read_text().strip() != str(first.pid)):
+        time.sleep(0.05)
+    second = _start(project, "fetchdf", "--json", "SHOW DATABASES")
+    done = [_finish(project, first), _finish(project, second)]
+    assert [run.code for run in done] == [0, 0], "\n".join(run.out + run.err for run in done)
+    assert not any("Traceback" in run.err or "SessionHiveMetaStoreClient" in run.err for run in done)
+    assert json.loads(done[0].out) == json.loads(done[1].out)
+    assert f"Waiting for meshbot (pid {first.pid}) to finish" in done[1].err
+    assert lock.read_text().strip() == str(second.pid)   # the last holder's pid: the lock went with its process

@@ -157,3 +157,18 @@ def test_a_column_check_that_passed_is_kept_until_what_the_model_reads_changes(t
     assert result.exit_code == 1
     assert "model shop.customer_revenue: Unknown column: amount" in result.output   # its own file is as it was
     assert "shop.orders" in checked and "shop.customer_revenue" in checked
+
+
+def test_plan_attaches_to_a_running_engine_early_only_once_the_project_is_loaded(tmp_path, monkeypatch, no_spark):
+    """`plan --auto-apply` attaches on a thread while it plans, never while the project loads: loading imports
+    the project's Python files and reads sys.modules, which an import on another thread changes (a public
+    project's Python model failed to load with "dictionary changed size during iteration")."""
+    root = tmp_path / "shop"
+    write_example(root)
+    calls = []
+    monkeypatch.setattr(Workspace, "attach_early", lambda self: calls.append("project" in self.__dict__))
+    _meshbot(root, "plan", "--explain")
+    _meshbot(root, "plan", "--json")
+    assert calls == []   # changes nothing: no engine wanted
+    _meshbot(root, "plan", "--auto-apply")   # stops at the Spark the test refuses; attached after loading
+    assert calls == [True]

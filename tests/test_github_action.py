@@ -155,5 +155,8 @@ def test_an_unexpected_error_is_one_line_without_the_token(tmp_path):
                                event_path=write_event(tmp_path, payload("pull_request/opened.payload.json"))),
                     env=API_ENV, context_factory=broken, out=lines.append)
     assert code == 1
-    assert lines[1:] == ["::error title=meshbot::unexpected RuntimeError while running `run-all`: boom while using "
-                     "***%0Asecond line"]
+    assert lines[-1] == ("::error title=meshbot::unexpected RuntimeError while running `run-all`: boom while using "
+                         "***%0Asecond line")
+    # the phase it stopped in is folded and closed before the error
+    assert lines[1] == "::group::meshbot: load the project" and lines[-2] == "::endgroup::"
+    assert lines[-3].startswith("load the project: stopped after ") and not any("ghs_" in line for line in lines[1:])

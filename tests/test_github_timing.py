@@ -4,11 +4,14 @@ a FakeEngine, and a context whose `engine` is a stand-in)."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from functools import cached_property
 
 from bot.github.action import Invocation, main
 from bot.github.timing import PHASES, PhaseTimings, TimedContext
+from bot.plan.definition import BatchStarted, StillRunning
+from bot.report.media import WorkflowCommand
 from github_support import FakeEngine, payload
 
 
@@ -109,3 +112,27 @@ def test_an_early_start_failure_is_raised_by_the_first_call_that_needs_spark():
         assert str(error) == "no java"
     else:
         raise AssertionError("the start failure was swallowed")
+
+
+def test_each_phase_is_folded_in_a_group_with_its_time_and_an_apply_reports_its_batches():
+    class Applies(_SlowStartContext):
+        def apply(self, plan: object, *, progress=None) -> str:
+            progress(BatchStarted("shop.orders [2024-01-01 - 2024-01-02]"), 0, 1)
+            progress(StillRunning("shop.orders [2024-01-01 - 2024-01-02] still running (30 s)"), 0, 1)
+            progress("shop.orders [2024-01-01 - 2024-01-02]", 1, 1)
+            return "applied"
+
+    lines: list[str] = []
+    context = Applies()
+    context.release.set()
+    timed = TimedContext(context, PhaseTimings(), out=lines.append)
+    assert timed.plan("pr_1") == "plan" and timed.apply("plan") == "applied"
+    groups = [line for line in lines if line.startswith("::")]
+    assert groups == ["::group::meshbot: load the project", "::endgroup::", "::group::meshbot: plan", "::endgroup::",
+                      "::group::meshbot: apply", "::endgroup::"]
+    assert all(isinstance(line, WorkflowCommand) for line in groups)
+    assert re.fullmatch(r"plan: done in \d+\.\d s", lines[lines.index("::group::meshbot: plan") + 1])
+    applied = lines[lines.index("::group::meshbot: apply") + 1:-2]
+    assert applied[0] == "[0/1] shop.orders [2024-01-01 - 2024-01-02] still running (30 s)"
+    assert re.fullmatch(r"\[1/1\] shop\.orders \[2024-01-01 - 2024-01-02\]  \d+\.\d\ds", applied[1])
+    assert re.fullmatch(r"apply: done in \d+\.\d s", lines[-2])

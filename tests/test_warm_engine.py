@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -16,6 +17,7 @@ import pytest
 from bot.project.example import write_example
 from bot.spark.local_server import ENGINE_DIR, RECORD, WARM_VARIABLE, _processes_of, read_record
 from bot.spark.local_server import stop as stop_engine
+from bot.spark.query_service import SOCKET
 from spark_servers import PYTHON, QUICK_JVM, ROOT
 
 pytestmark = pytest.mark.spark
@@ -67,14 +69,23 @@ def project(tmp_path):
 def test_the_first_command_starts_the_engine_later_ones_attach_and_engine_stop_ends_it(project):
     engine_dir = (project / ".meshbot" / ENGINE_DIR).resolve()
     _, err = _meshbot(project, "plan", "--auto-apply")
-    assert "Starting the local Spark engine" in err
+    [start] = [line for line in err.splitlines() if line.startswith("Starting Spark")]
+    assert start.startswith("Starting Spark (local, warm engine") and " ... ready in " in start   # one line
     first = read_record(engine_dir)
     assert first is not None and _alive(first.pid)
     assert not (project / ".meshbot" / "spark.log").exists()   # no JVM in the command's own process
 
-    out, err = _meshbot(project, "fetchdf", "--json", "select count(*) as n from shop.orders")
-    assert json.loads(out) == [{"n": 37}]   # what the first command wrote, on the same server
-    assert "Starting" not in err
+    deadline = time.monotonic() + 60   # the watchdog serves its query socket once the server answers
+    while not (engine_dir / SOCKET).is_socket() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    fetched = subprocess.run([str(PYTHON), "-X", "importtime", "-m", "bot", "-p", str(project), "fetchdf", "--json",
+                              "select count(*) as n from shop.orders"], cwd=ROOT, env=_env(), capture_output=True,
+                             text=True, timeout=120)
+    assert fetched.returncode == 0, fetched.stderr[-2000:]
+    assert json.loads(fetched.stdout) == [{"n": 37}]   # what the first command wrote, on the same server
+    # through the watchdog's query socket: this command imported no PySpark and started nothing
+    assert not re.search(r"\| +(pyspark|pandas)$", fetched.stderr, re.MULTILINE)
+    assert "Starting" not in fetched.stderr
     assert read_record(engine_dir) == first
 
     out, _ = _meshbot(project, "engine", "status")
@@ -106,7 +117,7 @@ def test_a_dead_record_is_replaced_commands_share_one_engine_and_a_changed_setti
     both = [_start(project, "fetchdf", "--json", f"select {n} as n") for n in (1, 2)]
     results = [_finish(process) for process in both]
     assert [json.loads(out) for out, _ in results] == [[{"n": 1}], [{"n": 2}]]
-    assert sum("Starting the local Spark engine" in err for _, err in results) == 1
+    assert sum("Starting Spark (local, warm engine" in err for _, err in results) == 1
     shared = read_record(engine_dir)
     assert shared is not None and shared.pid != gone.pid and _alive(shared.pid)
     assert len(_processes_of(engine_dir)) == 2   # one watchdog, one JVM

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import click
 
 from bot.context import Context
-from bot.errors import BotError, PlanError
+from bot.errors import BotError, PlanError, QualityError
 from bot.redact import MIN_LENGTH, redact
 from bot.report.console import TerminalReporter
 from bot.report.media import plain_text, workflow_command
@@ -116,10 +116,19 @@ def iso(ms: int | None) -> str | None:
 
 
 def report_tests(result: Any, reporter: TerminalReporter) -> None:
-    """One PASS/FAIL line per unit test, failure details, and a closing count."""
+    """One PASS line per passed unit test, one FAIL block per failed one (its message names the test, its
+    file and model once), and a closing count."""
     for test in result.results:
-        reporter.text(f"{'PASS' if test.passed else 'FAIL'} {test.name} ({test.model})")
-        if not test.passed:
-            reporter.text(test.message)
+        if test.passed or not test.message:
+            reporter.text(f"{'PASS' if test.passed else 'FAIL'} {test.name} ({test.model})")
+        else:
+            reporter.text(f"FAIL {test.message}")
     passed, failed = result.counts
     reporter.text(f"{passed} passed, {failed} failed in {result.seconds:.1f}s")
+
+
+def tests_failed(result: Any) -> QualityError:
+    """The error a plan stops with once `report_tests` printed the failures: their count, not their text again."""
+    passed, failed = result.counts
+    return QualityError(f"{failed} of {passed + failed} unit test(s) failed (shown above); fix them, or plan "
+                        "with --skip-tests", failures=result.failures)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from bot.cli.common import check_range, context_of, handle_errors, iso, report_tests
+from bot.cli.common import check_range, context_of, handle_errors, iso, report_tests, tests_failed
 from bot.context import Context
 from bot.plan.definition import PlanOptions
 from bot.timeline.times import to_datetime
@@ -97,9 +97,15 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
         effective_from=flags["effective_from"], restate_models=tuple(flags["restate_model"]),
         allow_destructive_models=tuple(flags["allow_destructive_model"]),
         skip_tests=flags["skip_tests"])
-    _load_project(context)
-    the_plan = context.plan(environment, options=options)
     reporter = TerminalReporter(json_mode=as_json)
+    with reporter.phase("Loading the project"):
+        _load_project(context)
+    if auto_apply and not (explain or as_json):
+        # the Connect client's imports and session overlap planning; not loading, whose imports of the
+        # project's Python files read sys.modules, which an import on another thread changes
+        context.attach_early()
+    with reporter.phase(f"Planning `{environment}`"):
+        the_plan = context.plan(environment, options=options)
     if as_json:
         reporter.json(plan_to_json(the_plan))
         return
@@ -117,10 +123,11 @@ def plan(ctx: click.Context, environment: str, explain: bool, as_json: bool, aut
         reporter.text(f"Environment `{previous.name}` was not finalized (an earlier plan stopped "
                       "before its views were in place); applying finishes it first.")
     if not flags["skip_tests"] and context.project.test_files:
-        tests = context.test()
+        with reporter.phase("Running the unit tests"):
+            tests = context.test()
         if not tests.passed:
             report_tests(tests, reporter)
-            raise tests.error()
+            raise tests_failed(tests)
     if not auto_apply:
         if no_prompts or not reporter.interactive:
             reporter.text("Run with --auto-apply to apply this plan.")

@@ -17,8 +17,10 @@ from bot.report.console import TerminalReporter
 @handle_errors
 def test_command(ctx: click.Context, files: tuple[str, ...], patterns: tuple[str, ...]) -> None:
     """Run the project's unit tests (tests/**/test*.yaml) on local Spark."""
-    result = context_of(ctx).test(patterns=patterns, files=files)
-    report_tests(result, TerminalReporter())
+    reporter = TerminalReporter()
+    with reporter.phase("Running the unit tests"):
+        result = context_of(ctx).test(patterns=patterns, files=files)
+    report_tests(result, reporter)
     if not result.passed:
         sys.exit(1)
 
@@ -83,8 +85,9 @@ def table_diff(ctx: click.Context, environments: str, model: str | None, on: tup
     options = TableDiffOptions(on=on, skip=skip_columns, where=where, decimals=decimals, show_sample=show_sample,
                                limit=limit, source_table=source_table, target_table=target_table)
     options.check(source, target, model)
-    result = context_of(ctx).table_diff(source, target, model, options=options)
     reporter = TerminalReporter(json_mode=as_json)
+    with reporter.phase(f"Diffing {source}:{target}"):
+        result = context_of(ctx).table_diff(source, target, model, options=options)
     reporter.json(to_json(result)) if as_json else reporter.text(table_diff_text(result))
 
 

@@ -162,7 +162,7 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
 
     seal = SealedContext(project)
     return BotRun(event=event, settings=settings, github=TimedGithub(host.github, timings),
-                  context=TimedContext(seal, timings), outputs=host.outputs, timings=timings, seal=seal,
+                  context=TimedContext(seal, timings, out=out), outputs=host.outputs, timings=timings, seal=seal,
                   trusted=trusted, checkout_head=checkout.head(), on_default_branch=host.on_default_branch,
                   commits_behind=host.commits_behind, default_branch_head=host.default_branch_head,
                   base_versions=base_versions,

@@ -28,6 +28,8 @@ from bot.plan.drift import Drift
 from bot.plan.janitor import JanitorResult
 from bot.project.config import ProjectConfig
 from bot.quality.results import TestSuiteResult
+from bot.report.console import progress_lines
+from bot.report.media import workflow_command
 
 if TYPE_CHECKING:   # types only: the GitHub layer reaches state and Spark through the context
     from bot.plan.estimate import BackfillEstimate
@@ -35,6 +37,9 @@ if TYPE_CHECKING:   # types only: the GitHub layer reaches state and Spark throu
     from bot.plan.cron_run import RunResult
 
 PHASES = ("load", "spark", "tests", "plan", "apply", "diff", "comment")
+# How a phase is named in the job log's `::group::` folds.
+GROUP_TITLES = {"load": "load the project", "spark": "wait for Spark", "tests": "unit tests", "plan": "plan",
+                "apply": "apply", "diff": "data diff"}
 T = TypeVar("T")
 
 
@@ -76,9 +81,11 @@ class TimedContext:
     for the early start to finish first.
     """
 
-    def __init__(self, context: EngineContext, timings: PhaseTimings) -> None:
+    def __init__(self, context: EngineContext, timings: PhaseTimings,
+                 out: Callable[[str], None] | None = None) -> None:
         self._context = context
         self._timings = timings
+        self._out = out   # the job log: each phase folded in a `::group::`, applies' batch lines in it
         self._loaded = False
         self._starter: threading.Thread | None = None
         self._start_error: BaseException | None = None
@@ -91,7 +98,7 @@ class TimedContext:
         """Parse the project once, timed as `load`."""
         if self._loaded:
             return
-        with self._timings.phase("load"):
+        with self._phase("load"):
             self._context.load()
         self._loaded = True
 
@@ -112,7 +119,7 @@ class TimedContext:
     def _wait_for_engine(self) -> None:
         if self._starter is None:
             return
-        with self._timings.phase("spark"):
+        with self._phase("spark"):
             self._starter.join()
         self._starter = None
         if self._start_error is not None:
@@ -126,14 +133,40 @@ class TimedContext:
             self._wait_for_engine()
         if phase is None:
             return call()
-        with self._timings.phase(phase):
+        with self._phase(phase):
             return call()
+
+    @contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        """Timed into `name`; in the job log, a `::group::` of its own with an end line giving its time."""
+        if self._out is None:
+            with self._timings.phase(name):
+                yield
+            return
+        title = GROUP_TITLES.get(name, name)
+        self._out(workflow_command("group", f"meshbot: {title}"))
+        began = time.perf_counter()
+        outcome = "stopped after"
+        try:
+            with self._timings.phase(name):
+                yield
+            outcome = "done in"
+        finally:
+            self._out(f"{title}: {outcome} {time.perf_counter() - began:.1f} s")
+            self._out(workflow_command("endgroup"))
+
+    def _progress(self, progress: ProgressCallback | None) -> ProgressCallback | None:
+        """The caller's progress, else (in the job log) a line per batch and a heartbeat while one runs."""
+        if progress is not None or self._out is None:
+            return progress
+        return progress_lines(self._out)
 
     def plan(self, environment: str = "prod", *, options: PlanOptions = PlanOptions()) -> Plan:
         return self._timed("plan", lambda: self._context.plan(environment, options=options),
                            loads=True, spark=False)
 
     def apply(self, plan: Plan, *, progress: ProgressCallback | None = None) -> ApplyResult:
+        progress = self._progress(progress)
         return self._timed("apply", lambda: self._context.apply(plan, progress=progress), loads=True, spark=True)
 
     def backfill_estimates(self, plan: Plan) -> tuple[BackfillEstimate, ...]:
@@ -156,6 +189,7 @@ class TimedContext:
 
     def run(self, environment: str = "prod", *, execution_time: str | None = None,
             progress: ProgressCallback | None = None, skip_when_busy: bool = False) -> RunResult:
+        progress = self._progress(progress)
         return self._timed("apply", lambda: self._context.run(environment, execution_time=execution_time,
                                                                progress=progress, skip_when_busy=skip_when_busy),
                            loads=True, spark=False)

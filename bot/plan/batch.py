@@ -6,16 +6,19 @@ import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Protocol, Sequence
+from typing import Iterable, Iterator, Mapping, Protocol, Sequence
 
 from bot.errors import BotError, EngineError
 from bot.faults import checkpoint
 from bot.timeline.intervals import subtract
 from bot.plan.claims import Claims, Notice, version_key
+from bot.plan.definition import BatchStarted, StillRunning
 from bot.project.model import KindName, Model
 from bot.quality.results import AuditResult, audit_error
 from bot.snapshot import Snapshot
 from bot.state.protocol import Interval, StateSync
+
+HEARTBEAT_S = 30.0   # a running batch says so this often (a CI log never goes quiet longer)
 
 
 class BatchRunner(Protocol):
@@ -79,6 +82,7 @@ class BatchWriter:
     purpose: str = ""
     notice: Notice | None = None
     lock: threading.Lock | None = None
+    heartbeat_s: float = HEARTBEAT_S   # how often `notice` hears that a batch is still running
     # key -> the version's recorded intervals as last read under its lease, plus what this writer
     # recorded since; valid while nobody else holds it in between
     _recorded: dict[str, list[Interval]] = field(default_factory=dict)
@@ -146,7 +150,11 @@ class BatchWriter:
                key: str | None = None) -> list[object]:
         started = time.monotonic()
         metered = getattr(self.runner, "metered", None) if record else None   # unrecorded: nowhere to keep it
-        with metered() if metered is not None else contextlib.nullcontext() as usage:
+        label = f"{snapshot.name} {fmt_interval(batch)}"
+        if self.notice is not None:
+            self.notice(BatchStarted(label))
+        with heartbeat(self.notice, label, self.heartbeat_s), \
+                metered() if metered is not None else contextlib.nullcontext() as usage:
             try:
                 self.runner.evaluate(snapshot, model, table=table, interval=batch, table_mapping=mapping,
                                      execution_time=execution_time)
@@ -175,6 +183,29 @@ class BatchWriter:
                 self._recorded.setdefault(key, []).append(batch)
             checkpoint("mid-backfill")
         return [r for r in results if not r.passed]
+
+
+@contextlib.contextmanager
+def heartbeat(notice: Notice | None, label: str, every_s: float) -> Iterator[None]:
+    """While the block runs, `notice` hears `label still running (N s)` every `every_s` seconds (from a
+    daemon thread; nothing when `notice` is None)."""
+    if notice is None:
+        yield
+        return
+    done = threading.Event()
+    started = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(every_s):
+            notice(StillRunning(f"{label} still running ({time.monotonic() - started:.0f} s)"))
+
+    thread = threading.Thread(target=beat, name="meshbot-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 _UNLEASED = "\0"   # this writer as the previous holder of a version it writes without leases

@@ -16,6 +16,15 @@ ProgressCallback = Callable[[str, int, int], None]
 StageCallback = Callable[[str], None]
 
 
+class BatchStarted(str):
+    """A progress message saying a batch began (`model [interval]`): reporters time the batch from it and
+    show its duration when it ends (the next plain message from the same thread); no line of its own."""
+
+
+class StillRunning(str):
+    """A progress message saying a batch is still running (model, interval, elapsed): CI's heartbeat."""
+
+
 class ChangeType(str, Enum):
     ADDED = "added"
     REMOVED = "removed"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -132,6 +134,35 @@ class Workspace:
 
         return SparkEngine(get_session(self.gateway.connection, state_dir=checked(self.path),
                                        catalog_only=catalog_only))
+
+    def attach_early(self) -> None:
+        """Attach to the project's warm engine on a thread while the caller plans, when one already runs with
+        this gateway's settings (never starts one: a plan with nothing to do needs no Spark). Call it once the
+        project is loaded: loading imports its Python files and reads sys.modules, which imports on a thread
+        change. A failure is left for the first use of `engine` to raise."""
+        from bot.spark.session import get_session
+        from bot.spark.warm import warm_running
+
+        connection, state_dir = self.gateway.connection, checked(self.path)
+        if "engine" in self.__dict__ or not warm_running(connection, state_dir):
+            return
+
+        def attach() -> None:   # the process's one session: `engine` waits on its lock, then takes it
+            with contextlib.suppress(Exception):
+                get_session(connection, state_dir=state_dir)
+
+        threading.Thread(target=attach, name="meshbot-attach", daemon=True).start()
+
+    def fetch_rows(self, sql: str, *, limit: int | None = None) -> list[dict]:
+        """The rows of `sql`: through the warm engine's query socket while this context has no Spark session
+        of its own (no PySpark import, no session to open), else on its engine."""
+        if "engine" not in self.__dict__:
+            from bot.spark.warm import warm_rows
+
+            rows = warm_rows(self.gateway.connection, state_dir=checked(self.path), sql=sql, limit=limit)
+            if rows is not None:
+                return rows
+        return self.engine.fetch(sql, limit=limit)
 
     def _start_engine_for_catalog(self) -> None:
         """Start Spark for catalog statements only (see get_session), unless this context has it already."""

@@ -2,7 +2,7 @@
 command that needs local Spark and attached to by the commands after it.
 
 The server runs as two processes in a session of their own (a CLI killed mid-command never takes it
-along): a small Python watchdog (`python -m bot.spark.local_server ENGINE_DIR IDLE_SECONDS`) and, as its
+along): a small Python watchdog (`python -m bot.spark.watchdog ENGINE_DIR IDLE_SECONDS`) and, as its
 child, the Spark Connect server JVM from the installed PySpark, listening on 127.0.0.1 with the warehouse,
 Derby metastore and settings the in-process local session would have (so tables made before stay
 visible). Everything lives in `.meshbot/engine/`:
@@ -13,6 +13,7 @@ visible). Everything lives in `.meshbot/engine/`:
 - `server.log`    the JVM's output.
 - `start.lock`    held (flock) while a command checks, starts or stops the server: two commands at once
                   start one server; the second waits and attaches.
+- `query.sock`    `fetchdf` rows from the watchdog's own Connect session (bot.spark.query_service).
 - `clients.lock`  each attached command holds it shared for its whole life; the watchdog stops the
                   server after `idle` seconds in which it could take it exclusively (and `last_used`,
                   touched on every attach, is as old).
@@ -49,6 +50,7 @@ START_LOCK = "start.lock"
 CLIENTS_LOCK = "clients.lock"
 LAST_USED = "last_used"
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+WATCHDOG = "bot.spark.watchdog"   # the module the watchdog runs as (its command line names it)
 START_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
 _HELD: dict[Path, object] = {}   # engine folder -> this process's shared hold on its clients.lock (open until exit)
@@ -198,7 +200,7 @@ def _processes_of(engine_dir: Path) -> list[int]:
     except (OSError, subprocess.SubprocessError):
         return []
     # whole words: another project's folder may end with this one's path
-    marks = (f" {engine_dir / PROPERTIES} ", f" bot.spark.local_server {engine_dir} ")
+    marks = (f" {engine_dir / PROPERTIES} ", f" {WATCHDOG} {engine_dir} ")
     found = []
     for line in listing.splitlines():
         pid, _, args = line.strip().partition(" ")
@@ -209,7 +211,7 @@ def _processes_of(engine_dir: Path) -> list[int]:
 
 def _ours(record: ServerRecord, engine_dir: Path) -> bool:
     """The record's watchdog is alive and is the one serving `engine_dir` (not a reused pid)."""
-    return _alive(record.pid) and f" bot.spark.local_server {engine_dir} " in f" {_command_line(record.pid)} "
+    return _alive(record.pid) and f" {WATCHDOG} {engine_dir} " in f" {_command_line(record.pid)} "
 
 
 def _answers(port: int) -> bool:
@@ -258,7 +260,7 @@ def attach(state_dir: Path, *, master: str, settings: dict[str, str], idle_s: fl
             record = read_record(engine_dir)
             if record is not None and record.state_dir == str(state_dir) and record.digest == digest \
                     and _ours(record, engine_dir) and _wait_ready(record, engine_dir):
-                _hold_client(engine_dir)
+                hold_client(engine_dir)
                 return record, False
             if record is not None and record.state_dir == str(state_dir):
                 _terminate(engine_dir, record.pid if _ours(record, engine_dir) else None)
@@ -269,7 +271,7 @@ def attach(state_dir: Path, *, master: str, settings: dict[str, str], idle_s: fl
                 notice(f"Starting the local Spark engine in the background (log: {engine_dir / LOG}); "
                        "later commands attach to it")
             record = _start(engine_dir, state_dir, master, settings, idle_s, digest)
-            _hold_client(engine_dir)
+            hold_client(engine_dir)
             return record, True
     except OSError as exc:
         raise EngineError(f"could not start the local Spark engine in {engine_dir}: {exc.strerror or exc}") from None
@@ -300,7 +302,7 @@ def _start(engine_dir: Path, state_dir: Path, master: str, settings: dict[str, s
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     with open(engine_dir / LOG, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bot.spark.local_server", str(engine_dir), str(idle_s), master, str(port)],
+            [sys.executable, "-m", WATCHDOG, str(engine_dir), str(idle_s), master, str(port)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True,
             cwd=str(state_dir))
     record = ServerRecord(pid=process.pid, port=port, digest=digest, started=time.time(),
@@ -345,7 +347,7 @@ def _refuse_symlinks(engine_dir: Path) -> None:
             raise EngineError(f"`{entry.path}` is a symlink: meshbot follows no symlink under .meshbot/; remove it")
 
 
-def _hold_client(engine_dir: Path) -> None:
+def hold_client(engine_dir: Path) -> None:
     """Count this process as a client until it exits: a shared hold on clients.lock, and last_used touched."""
     (engine_dir / LAST_USED).touch()
     if engine_dir not in _HELD:
@@ -380,76 +382,3 @@ def stop(state_dir: Path) -> ServerRecord | None:
             return running
     except OSError as exc:
         raise EngineError(f"could not stop the local Spark engine in {engine_dir}: {exc.strerror or exc}") from None
-
-
-# -------------------------------------------------------------------------------- the watchdog
-def _serve(engine_dir: Path, idle_s: float, master: str, port: int) -> int:
-    """Run the Spark Connect server JVM as a child; stop it after `idle_s` without clients (counted once
-    it answers on `port`), or on SIGTERM."""
-    submit = spark_home() / "bin" / "spark-submit"
-    try:
-        child = subprocess.Popen([str(submit), "--master", master, "--properties-file",
-                                  str(engine_dir / PROPERTIES), "--class", SERVER_CLASS], stdin=subprocess.DEVNULL)
-    except OSError as exc:   # one line in server.log, which the starting command shows
-        print(f"cannot run {submit}: {exc.strerror or exc}", file=sys.stderr, flush=True)
-        return 1
-    stopping = []
-
-    def on_signal(signum, frame):  # noqa: ARG001
-        stopping.append(signum)
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, on_signal)
-    last_busy = time.time()
-    ready = False
-    poll_s = min(15.0, max(0.5, idle_s / 10))
-    while not stopping:
-        try:
-            child.wait(timeout=poll_s)
-            break   # the JVM ended by itself
-        except subprocess.TimeoutExpired:
-            pass
-        if not ready:
-            ready = _answers(port)
-            last_busy = time.time()
-            continue
-        with _locked(engine_dir / CLIENTS_LOCK, wait=False) as idle:
-            if not idle:
-                last_busy = time.time()
-                continue
-        with contextlib.suppress(OSError):
-            last_busy = max(last_busy, (engine_dir / LAST_USED).stat().st_mtime)
-        if time.time() - last_busy >= idle_s and _stop_idle(engine_dir, child):
-            return 0
-    _stop_child(child)
-    with _locked(engine_dir / START_LOCK, wait=False) as free:
-        if free:   # else a command holds it and is stopping or replacing this server: it edits the record
-            _remove_record(engine_dir, os.getpid())
-    return 0
-
-
-def _stop_idle(engine_dir: Path, child: subprocess.Popen) -> bool:
-    """Stop the JVM and remove the record, unless a command is attaching or attached meanwhile."""
-    with _locked(engine_dir / START_LOCK, wait=False) as free_to_start:
-        if not free_to_start:
-            return False
-        with _locked(engine_dir / CLIENTS_LOCK, wait=False) as no_clients:
-            if not no_clients:
-                return False
-            _stop_child(child)
-            _remove_record(engine_dir, os.getpid())
-            return True
-
-
-def _stop_child(child: subprocess.Popen) -> None:
-    if child.poll() is None:
-        child.terminate()
-        try:
-            child.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-
-
-if __name__ == "__main__":
-    sys.exit(_serve(Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3], int(sys.argv[4])))

@@ -15,10 +15,10 @@ from bot.project.config import SparkConnection
 from bot.redact import mask_url
 from bot.spark.connect import check_reachable, is_connect
 from bot.spark.errors import spark_message
-from bot.spark.local_server import ENGINE_DIR, WARM_VARIABLE, attach, warm_wanted
-from bot.spark.local_server import status as server_status
-from bot.spark.local_server import LOG as ENGINE_LOG
-from bot.spark.local_server import stop as stop_server
+from bot.spark.catalog_lock import hold_catalog, release_catalog
+from bot.spark.local_server import ENGINE_DIR, LOG as ENGINE_LOG, WARM_VARIABLE, attach, warm_wanted
+from bot.spark.local_server import status as server_status, stop as stop_server
+from bot.spark.start_line import StartLine
 from bot.spark.verbosity import is_verbose
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ def stop_session() -> None:
         if _SESSION is not None:
             _SESSION.stop()
             _SESSION = None
+        release_catalog()
 
 
 def _is_stopped(session: "SparkSession") -> bool:
@@ -205,18 +206,22 @@ def _build(connection: SparkConnection, state_dir: Path, *, catalog_only: bool =
         raise EngineError(f"the project's warm local Spark engine (pid {running.pid}, {running.url}) holds its "
                           "catalog; stop it with `meshbot engine stop` to run Spark inside this command, or let "
                           f"the command attach to it (no `warm: false`, no {WARM_VARIABLE}=0)")
+    if embedded:
+        hold_catalog(state_dir)
     builder = builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    if verbose:
-        session = _create(builder.enableHiveSupport(), master)
-    else:
-        log_path = state_dir / JVM_LOG
-        _launch_quiet_gateway(master, settings, log_path)
-        session = _create(builder.enableHiveSupport(), master, log_path)
-        session.sparkContext.setLogLevel("ERROR")
-    if embedded:
-        _refuse_foreign_catalog(session, state_dir)
+    where = "local, in this process" if master.startswith("local") else f"master {mask_url(master)}, driver here"
+    with StartLine(f"Starting Spark ({where})", begun=True):
+        if verbose:
+            session = _create(builder.enableHiveSupport(), master)
+        else:
+            log_path = state_dir / JVM_LOG
+            _launch_quiet_gateway(master, settings, log_path)
+            session = _create(builder.enableHiveSupport(), master, log_path)
+            session.sparkContext.setLogLevel("ERROR")
+        if embedded:
+            _refuse_foreign_catalog(session, state_dir)
     return session
 
 
@@ -225,24 +230,18 @@ def _build_warm(builder, connection: SparkConnection, master: str, state_dir: Pa
     first when none runs with these settings. The server has the local session's settings, warehouse
     and catalog; a server this call started is checked, as a local session is, to own its catalog."""
     settings, embedded = _local_settings(connection, state_dir, verbose=False, catalog_only=False)
-    record, started = attach(state_dir, master=master, settings=settings,
-                             idle_s=connection.warm_idle_minutes * 60, notice=_notice)
-    session = _create(builder.remote(record.url), f"the local Spark engine at {record.url}",
-                      state_dir / ENGINE_DIR / ENGINE_LOG)
-    if embedded and started:
-        try:
-            _refuse_foreign_catalog(session, state_dir)
-        except EngineError:
-            stop_server(state_dir)
-            raise
+    log = state_dir / ENGINE_DIR / ENGINE_LOG
+    with StartLine(f"Starting Spark (local, warm engine, kept for later commands; log: {log})") as line:
+        record, started = attach(state_dir, master=master, settings=settings,
+                                 idle_s=connection.warm_idle_minutes * 60, notice=lambda _: line.begin())
+        session = _create(builder.remote(record.url), f"the local Spark engine at {record.url}", log)
+        if embedded and started:
+            try:
+                _refuse_foreign_catalog(session, state_dir)
+            except EngineError:
+                stop_server(state_dir)
+                raise
     return session
-
-
-def _notice(line: str) -> None:
-    """A progress line on stderr (stdout may be JSON), so a log never goes silent while Spark starts."""
-    import sys
-
-    print(line, file=sys.stderr, flush=True)
 
 
 def _local_settings(connection: SparkConnection, state_dir: Path, *, verbose: bool,
