@@ -17,6 +17,7 @@ import copy
 import csv
 import json
 import os
+import re
 import subprocess
 from collections import defaultdict
 from pathlib import Path
@@ -212,6 +213,7 @@ def test_a_pull_request_from_open_to_close_on_fresh_runners(connect_server, stat
         repo.answer(pulls=[merged_pull], reviews={"2": [approval]})
         result = repo.event("push", push, merge_sha)
         assert result.returncode == 0, result.stdout + result.stderr
+        assert re.search(r"^Stage \d+/\d+ promote: done in [\d.]+ s$", result.stdout, re.M), result.stdout   # the job log
         assert repo.checks()["Prod Environment Synced"] == "success"
         rows = repo.fetch("SELECT name, ROUND(revenue, 2) AS revenue, name IN (SELECT name FROM shop.top_customers) "
                           "AS top FROM shop.customer_revenue")

@@ -138,11 +138,6 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
     host.signed_in_as(settings.bot_login)
     paths = [invocation.project_path, *invocation.other_paths]
 
-    def project(read_cache: bool, fresh_files: frozenset[str] | None) -> EngineContext:
-        if context_factory is not None:
-            return context_factory(invocation.project_path, invocation.gateway)
-        return Context(paths, gateway=invocation.gateway, read_cache=read_cache, fresh_files=fresh_files)
-
     loaded_bases: dict[tuple[int, str], dict[str, str] | None] = {}
 
     def base_versions(pr: PullRequest) -> dict[str, str] | None:
@@ -160,7 +155,7 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
                 loaded_bases[key] = load_base_versions([GitCheckout(Path(path)) for path in paths], pr, versions)
         return loaded_bases[key]
 
-    seal = SealedContext(project)
+    seal = SealedContext(_project_opener(invocation, paths, context_factory, out))
     return BotRun(event=event, settings=settings, github=TimedGithub(host.github, timings),
                   context=TimedContext(seal, timings, out=out), outputs=host.outputs, timings=timings, seal=seal,
                   trusted=trusted, checkout_head=checkout.head(), on_default_branch=host.on_default_branch,
@@ -168,6 +163,19 @@ def build_run(invocation: Invocation, *, env: Mapping[str, str],
                   base_versions=base_versions,
                   project_subdir=subdir, other_subdirs=others, sha=env.get("GITHUB_SHA"), run_url=_run_url(env),
                   on_actions_runner=env.get("GITHUB_ACTIONS") == "true", notify=not local or invocation.notify)
+
+
+def _project_opener(invocation: Invocation, paths: list[str],
+                    context_factory: Callable[[str, str | None], EngineContext] | None,
+                    out: Callable[[str], None]) -> Callable[[bool, frozenset[str] | None], EngineContext]:
+    """What opens the project once the seal lets it (bot.github.seal)."""
+    def project(read_cache: bool, fresh_files: frozenset[str] | None) -> EngineContext:
+        if context_factory is not None:
+            return context_factory(invocation.project_path, invocation.gateway)
+        context = Context(paths, gateway=invocation.gateway, read_cache=read_cache, fresh_files=fresh_files)
+        context.stage_log = out   # the job log: a line as each apply stage starts and ends, with its time
+        return context
+    return project
 
 
 def _run_url(env: Mapping[str, str]) -> str | None:
