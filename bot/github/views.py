@@ -147,8 +147,7 @@ class DiffView:
     """One model compared with prod; prod is the base, the PR the change.
 
     Counts are disjoint: only in prod, only in PR, matched (same key, same values), changed (same key,
-    some value differs). None when not known (no key, or not compared).
-    """
+    some value differs). None when not known (no key, or not compared)."""
 
     model: str
     reason: str = ""                        # directly modified / breaking change upstream
@@ -265,6 +264,7 @@ class ModelImpactView:
 class ImpactView:
     models: tuple[ModelImpactView, ...] = ()
     omitted: int = 0
+    deployed: bool = False     # after the deploy: what the review said, kept as it was said
 
     @property
     def breaking(self) -> int:

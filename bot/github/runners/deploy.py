@@ -16,7 +16,8 @@ from bot.github.check_names import CheckName
 from bot.github.settings import BotSettings
 from bot.github.outcomes import (BackfillLimit, DeployKind, DeployOutcome, LargeBackfill, MergeResult, ModelBackfill,
                                  PlanDrift, RunAfterDeploy)
-from bot.github.views import CheckSummaryView, CommentView, DeployedView, deployed_plan_view, impact_view
+from bot.github.views import (CheckSummaryView, CommentView, DeployedView, ImpactView, deployed_plan_view,
+                              impact_view)
 from bot.plan.definition import Plan
 from bot.plan.drift import deploy_source
 from bot.plan.estimate import BackfillEstimate, format_seconds
@@ -136,6 +137,10 @@ def _refusal_of_plan(run: BotRun, env: str, plan: Plan, notifier, *, allow_large
     return None
 
 
+def _as_deployed(impact: ImpactView | None) -> ImpactView | None:
+    return replace(impact, deployed=True) if impact is not None else None
+
+
 def _deployed_comment(run: BotRun, pr: PullRequest, plan: Plan, evaluated: tuple[tuple[str, int, int], ...],
                       outcome: DeployOutcome) -> CommentView:
     """The PR comment after `plan` was deployed: its prod plan section in the past tense (the changes, the
@@ -144,7 +149,7 @@ def _deployed_comment(run: BotRun, pr: PullRequest, plan: Plan, evaluated: tuple
     digest, models = plan_digest(plan)
     return CommentView(
         marker=run.marker, status=outcome.status, gateway=run.settings.gateway, head_sha=pr.head_sha,
-        prod_plan=deployed_plan_view(plan, evaluated), impact=impact_view(plan, run.settings.exposures),
+        prod_plan=deployed_plan_view(plan, evaluated), impact=_as_deployed(impact_view(plan, run.settings.exposures)),
         deployed=DeployedView(environment=outcome.environment, plan_id=outcome.plan_id, sha=outcome.deployed_sha,
                               changes=outcome.changes, batches=outcome.batches, models=outcome.models,
                               took=outcome.took, report=outcome.more),
