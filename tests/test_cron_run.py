@@ -80,7 +80,9 @@ def test_run_fills_exactly_the_due_intervals_in_dag_order(applied):
     result = context.run(execution_time="2024-01-02 06:10:00",
                          progress=lambda message, done, total: seen.append((message, done, total)))
     assert result.evaluated == (("ops.hourly", _ms("2024-01-02 03:00:00"), _ms("2024-01-02 06:00:00")),)
-    assert seen == [("ops.hourly [2024-01-02 03:00:00 - 2024-01-02 05:59:59]", 1, 1)]
+    # the batch is announced when it starts (done 0 of 1, the log's start line) and reported when it is recorded
+    assert seen == [("ops.hourly [2024-01-02 03:00, 2024-01-02 06:00)", 0, 1),
+                    ("ops.hourly [2024-01-02 03:00:00 - 2024-01-02 05:59:59]", 1, 1)]
     rows = context.fetchdf("SELECT COUNT(*) AS n, COUNT(DISTINCT ts) AS d, MAX(ts) AS last FROM ops.hourly")
     assert rows[0]["n"] == rows[0]["d"] == 30
     assert str(rows[0]["last"]) == "2024-01-02 05:00:00"
