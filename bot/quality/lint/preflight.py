@@ -35,6 +35,8 @@ def check_columns_before_spark(project: Project, *, rendered: Mapping[str, str],
     the same rendered query and the same columns of what it reads is not checked again (a first plan of
     1,000 models would otherwise parse and qualify each, ~3 ms apiece)."""
     wanted = set(names)
+    if not wanted or all(r.config.linter.enabled for r in project.repositories):
+        return   # a plan that builds nothing (no change) reads no cache file
     columns = OutputColumns(project.models, rendered)
     facts = ProjectFacts(models=project.models, columns=columns, tested=frozenset())
     store = KeyedEntries(project.root, VERDICT_CACHE_FILE, what="column check cache",
@@ -61,7 +63,8 @@ def check_columns_before_spark(project: Project, *, rendered: Mapping[str, str],
             if not found:
                 passed[name] = [key]
     if use_cache and passed:
-        store.save({**store.entries, **passed})
+        kept = {name: entry for name, entry in store.entries.items() if name in project.models}
+        store.save({**kept, **passed})   # verdicts of models that are gone are dropped
     if violations:
         lines = "\n".join(v.describe(project.root) for v in violations)
         raise PlanError(f"{len(violations)} model(s) read a column their parents do not have (Spark would stop "
